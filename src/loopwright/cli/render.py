@@ -1,0 +1,119 @@
+"""Turns engine events into output: stream-json lines (Claude Code's shapes), and a live
+progress view for people. Pure formatting plus writes to the given streams."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO, assert_never
+
+from ..events import (
+    ApiRetry, AssistantMessage, Event, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
+    ToolStarted, UserMessage,
+)
+from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] | None:
+    """The stream-json line for an event, or None when the event has no line."""
+    match event:
+        case SystemInit():
+            return {"type": "system", "subtype": "init", "session_id": event.session_id, "cwd": event.cwd,
+                    "tools": list(event.tools), "model": event.model, "permissionMode": event.permission_mode,
+                    "loopwright_version": version}
+        case AssistantMessage():
+            message = {"id": event.id, "type": "message", "role": "assistant", "model": event.model,
+                       "content": event.message.to_api()["content"], "stop_reason": event.stop_reason,
+                       "usage": event.usage.to_api()}
+            return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": session_id}
+        case UserMessage():
+            return {"type": "user", "message": event.message.to_api(), "parent_tool_use_id": None,
+                    "session_id": session_id}
+        case ApiRetry():
+            return {"type": "system", "subtype": "api_retry", "attempt": event.attempt,
+                    "max_retries": event.max_retries, "retry_delay_ms": int(event.delay_s * 1000),
+                    "error_status": event.status, "error": event.error_kind, "message": event.message,
+                    "session_id": session_id}
+        case Notice():
+            return {"type": "system", "subtype": "informational", "level": event.level, "content": event.text,
+                    "session_id": session_id}
+        case PartialEvent():
+            return {"type": "stream_event", "event": api_event(event.event), "session_id": session_id,
+                    "parent_tool_use_id": None}
+        case ResultEvent():
+            return event.result.to_json()
+        case ToolStarted() | ToolFinished():
+            return None
+        case _:
+            assert_never(event)
+
+
+def api_event(event: StreamEvent) -> dict[str, Any]:
+    match event:
+        case StreamStart():
+            return {"type": "message_start", "message": {"id": event.id, "type": "message", "role": "assistant",
+                                                          "model": event.model, "content": [], "stop_reason": None,
+                                                          "usage": event.usage.to_api()}}
+        case BlockStart():
+            return {"type": "content_block_start", "index": event.index, "content_block": event.block}
+        case BlockDelta():
+            return {"type": "content_block_delta", "index": event.index, "delta": event.delta}
+        case BlockStop():
+            return {"type": "content_block_stop", "index": event.index}
+        case StreamDelta():
+            return {"type": "message_delta", "delta": {"stop_reason": event.stop_reason,
+                    "stop_sequence": event.stop_sequence, "stop_details": event.stop_details}, "usage": event.usage}
+        case StreamStop():
+            return {"type": "message_stop"}
+        case _:
+            assert_never(event)
+
+
+def _short(value: Any, width: int = 80) -> str:
+    text = value if isinstance(value, str) else dumps(value)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Progress:
+    """A live, line-based view of a run for a person at a terminal (written to stderr)."""
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stderr
+        self.turn = 0
+
+    def __call__(self, event: Event) -> None:
+        line = self.line(event)
+        if line:
+            print(line, file=self.out, flush=True)
+
+    def line(self, event: Event) -> str | None:
+        match event:
+            case SystemInit():
+                return f"● session {event.session_id} · model {event.model} · {len(event.tools)} tools · {event.cwd}"
+            case AssistantMessage():
+                self.turn = event.turn
+                text = event.message.text.strip()
+                return f"\n[turn {event.turn}] {text}" if text else None
+            case ToolStarted():
+                return f"  → {event.name}({_short(event.input, 70)})"
+            case ToolFinished():
+                mark = "✗" if event.is_error else "✓"
+                return f"    {mark} {_short(event.output, 90) or '(no output)'}"
+            case ApiRetry():
+                status = f" {event.status}" if event.status else ""
+                return f"  ↻ API error{status} ({event.error_kind}); retry {event.attempt} in {event.delay_s:.1f}s"
+            case Notice():
+                return f"  ! {event.text}"
+            case ResultEvent():
+                r = event.result
+                return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "
+                        f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
+            case UserMessage() | PartialEvent():
+                return None
+            case _:
+                assert_never(event)

@@ -1,0 +1,80 @@
+"""The one error tree. Every exception loopwright raises on purpose is a `LoopwrightError`;
+each class carries typed fields and the process exit code it maps to.
+
+    LoopwrightError                 exit 1
+    ├── UsageError                  exit 2   bad flags, bad input files, invalid settings
+    ├── ModelError                  exit 1   a model call failed; `kind` says how (table below)
+    └── ToolInputError              exit 1   a tool's input failed its schema (becomes an is_error result)
+
+`ModelError.kind` is provider-neutral; adapters map HTTP statuses, error types and transport
+failures to it through tables, and `policy.retry` decides on it:
+
+    rate_limit  spend_limit  overloaded  server  network  stream_incomplete
+    prompt_too_long  invalid_request  not_found  authentication  permission  billing
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+ErrorKind = Literal[
+    "rate_limit",
+    "spend_limit",
+    "overloaded",
+    "server",
+    "network",
+    "stream_incomplete",
+    "prompt_too_long",
+    "invalid_request",
+    "not_found",
+    "authentication",
+    "permission",
+    "billing",
+]
+ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
+
+
+class LoopwrightError(Exception):
+    exit_code: int = 1
+
+
+class UsageError(LoopwrightError):
+    """The user asked for something malformed: a flag, a file, a setting. Exit 2."""
+
+    exit_code = 2
+
+
+class ToolInputError(LoopwrightError):
+    """A tool call's input does not fit the tool's schema; `message` tells the model what to fix."""
+
+
+class ModelError(LoopwrightError):
+    """A model call failed. Nothing of the failed call ran (no tool of it was executed)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        should_retry: bool | None = None,
+        request_id: str | None = None,
+        error_type: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.should_retry = should_retry
+        self.request_id = request_id
+        self.error_type = error_type
+
+    def __repr__(self) -> str:
+        return f"ModelError(kind={self.kind!r}, status={self.status!r}, message={self.message!r})"
+
+    def describe(self) -> str:
+        status = f" ({self.status})" if self.status else ""
+        rid = f" [request {self.request_id}]" if self.request_id else ""
+        return f"API error{status} {self.kind}: {self.message}{rid}"

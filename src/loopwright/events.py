@@ -1,0 +1,221 @@
+"""Typed events the engine yields, and the result of a run. Frozen dataclasses with a `type`
+literal; consumers match on the `Event` union and end in `assert_never`. Event names are
+public API. `RunResult.to_json()` is Claude Code's headless result shape plus our additions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from .types import Message, StreamEvent, Usage
+
+Subtype = Literal[
+    "success",
+    "error_max_turns",
+    "error_during_execution",
+    "error_max_budget_usd",
+    "error_max_budget_tokens",
+    "error_max_duration",
+]
+
+TerminalReason = Literal[
+    "completed",
+    "max_turns",
+    "budget_exhausted",
+    "max_duration",
+    "max_output_tokens",
+    "refusal",
+    "pause_turn_limit",
+    "empty_response",
+    "prompt_too_long",
+    "compaction_thrashing",
+    "api_error",
+    "authentication_failed",
+    "aborted",
+    "hook_stopped",
+    "stop_hook_cap",
+    "goal_met",
+    "goal_impossible",
+    "goal_no_progress",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    """Usage and cost of one model within a run; `role` says what the calls were for."""
+
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    calls: int = 0
+
+    def add(self, usage: Usage, cost: float) -> "ModelUsage":
+        return ModelUsage(self.usage + usage, self.cost_usd + cost, self.calls + 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "inputTokens": self.usage.input_tokens,
+            "outputTokens": self.usage.output_tokens,
+            "cacheReadInputTokens": self.usage.cache_read_input_tokens,
+            "cacheCreationInputTokens": self.usage.cache_creation_input_tokens,
+            "costUSD": round(self.cost_usd, 8),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDenial:
+    tool_name: str
+    tool_use_id: str
+    tool_input: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool_name": self.tool_name, "tool_use_id": self.tool_use_id, "tool_input": self.tool_input}
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    subtype: Subtype
+    is_error: bool
+    result: str
+    session_id: str
+    num_turns: int
+    duration_ms: int
+    duration_api_ms: int
+    total_cost_usd: float
+    usage: Usage
+    model_usage: dict[str, ModelUsage]
+    stop_reason: str | None
+    terminal_reason: TerminalReason
+    stop_details: dict[str, Any] | None = None
+    errors: tuple[str, ...] = ()
+    permission_denials: tuple[PermissionDenial, ...] = ()
+    stop_reason_counts: dict[str, int] = field(default_factory=dict)
+    retries: dict[str, int] = field(default_factory=dict)
+    messages: tuple[Message, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def exit_code(self) -> int:
+        if self.terminal_reason == "aborted":
+            return 130
+        return 1 if self.is_error else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "result",
+            "subtype": self.subtype,
+            "is_error": self.is_error,
+            "result": self.result,
+            "session_id": self.session_id,
+            "num_turns": self.num_turns,
+            "duration_ms": self.duration_ms,
+            "duration_api_ms": self.duration_api_ms,
+            "total_cost_usd": round(self.total_cost_usd, 8),
+            "usage": self.usage.to_api(),
+            "modelUsage": {m: mu.to_json() for m, mu in self.model_usage.items()},
+            "stop_reason": self.stop_reason,
+            "stop_details": self.stop_details,
+            "terminal_reason": self.terminal_reason,
+            "errors": list(self.errors),
+            "permission_denials": [d.to_json() for d in self.permission_denials],
+            "stop_reason_counts": dict(self.stop_reason_counts),
+            "retries": dict(self.retries),
+        }
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True, slots=True)
+class SystemInit:
+    session_id: str
+    cwd: str
+    model: str
+    tools: tuple[str, ...]
+    permission_mode: str
+    type: Literal["system_init"] = "system_init"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    """A finished model response, as it goes into the conversation."""
+
+    message: Message
+    model: str
+    stop_reason: str | None
+    usage: Usage
+    id: str = ""
+    turn: int = 0
+    type: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    """A user-role message the loop appended: tool results, continuation or hook feedback."""
+
+    message: Message
+    synthetic: bool = True
+    type: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class PartialEvent:
+    """A raw stream event of the response in progress (`--include-partial-messages`)."""
+
+    event: StreamEvent
+    type: Literal["partial"] = "partial"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    tool_use_id: str
+    name: str
+    input: dict[str, Any]
+    type: Literal["tool_started"] = "tool_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    tool_use_id: str
+    name: str
+    is_error: bool
+    output: str
+    type: Literal["tool_finished"] = "tool_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRetry:
+    attempt: int
+    max_retries: int
+    delay_s: float
+    error_kind: str
+    status: int | None
+    message: str
+    type: Literal["api_retry"] = "api_retry"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the user should know that did not stop the run (a recovery, a fallback)."""
+
+    level: Literal["info", "warning"]
+    text: str
+    type: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEvent:
+    result: RunResult
+    type: Literal["result"] = "result"
+
+
+Event = Union[
+    SystemInit,
+    AssistantMessage,
+    UserMessage,
+    PartialEvent,
+    ToolStarted,
+    ToolFinished,
+    ApiRetry,
+    Notice,
+    ResultEvent,
+]

@@ -1,0 +1,38 @@
+"""Pure retry policy for failed model calls: which error kinds are retried, how long to wait
+(exponential backoff with jitter, `retry-after` as a floor), and when to stop."""
+
+from __future__ import annotations
+
+from ..errors import ErrorKind, ModelError
+
+BASE_DELAY_S = 0.5
+MAX_DELAY_S = 32.0
+JITTER = 0.25
+
+# The retry counter of each retryable error kind. Kinds not listed are final (spend limits,
+# authentication, bad requests, prompt too long): retrying cannot help.
+RETRYABLE: dict[ErrorKind, str] = {
+    "rate_limit": "rate_limit",
+    "overloaded": "overloaded",
+    "server": "server",
+    "network": "network",
+    "stream_incomplete": "network",
+}
+
+
+def backoff_delay(attempt: int, jitter: float, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number `attempt` (0-based). `jitter` is a uniform sample
+    in [0, 1) supplied by the caller, so the function stays pure and testable."""
+    base = min(BASE_DELAY_S * (2.0**attempt), MAX_DELAY_S)
+    delay = base * (1.0 + JITTER * min(max(jitter, 0.0), 1.0))
+    if retry_after is not None and retry_after > delay:
+        return float(retry_after)
+    return delay
+
+
+def retry_category(error: ModelError) -> str | None:
+    """The retry counter this error belongs to, or None when it must not be retried.
+    `x-should-retry: false` vetoes a retry; `true` cannot make a final error (LOOP.md) retryable."""
+    if error.should_retry is False:
+        return None
+    return RETRYABLE.get(error.kind)

@@ -1,0 +1,60 @@
+"""The ports the engine depends on: `Model` (a model API), `Tool` (something the model can call),
+and the small data types that cross them. Adapters implement these; the engine never imports
+an adapter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Protocol, runtime_checkable
+
+from .types import ModelRequest, StreamEvent
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model API. `stream` yields normalised stream events and raises `ModelError` for every
+    failure (HTTP status, SSE error event, transport failure, stream cut before its end)."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may know about where it runs."""
+
+    cwd: Path
+    writable_roots: tuple[Path, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    session_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    content: str | tuple[dict[str, Any], ...]
+    is_error: bool = False
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool the model can call. `validate` turns the raw input into the tool's own arguments
+    or raises `ToolInputError` with a message for the model; `run` honours cancellation.
+    `read_only` tools may run in parallel with each other."""
+
+    name: str
+    description: str
+    read_only: bool
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+    def validate(self, raw: dict[str, Any]) -> Any: ...
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput: ...
+
+
+def tool_spec(tool: Tool) -> dict[str, Any]:
+    """The tool definition sent to the model."""
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
