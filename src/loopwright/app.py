@@ -49,6 +49,7 @@ class Agent:
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
     include_partial: bool = False
+    final_turn: bool = False
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     clock: Any = None
     history: list[Message] = field(default_factory=list)
@@ -80,7 +81,7 @@ class Agent:
         config = LoopConfig(
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
             tools=self._tools(), limits=self.limits, budget=self.budget, permissions=self.permissions,
-            include_partial=self.include_partial, stop_hooks=self.stop_hooks,
+            include_partial=self.include_partial, stop_hooks=self.stop_hooks, final_turn=self.final_turn,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 

@@ -92,6 +92,7 @@ class RunResult:
     retries: dict[str, int] = field(default_factory=dict)
     messages: tuple[Message, ...] = ()
     warnings: tuple[str, ...] = ()
+    role_usage: dict[str, ModelUsage] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -119,6 +120,8 @@ class RunResult:
             "permission_denials": [d.to_json() for d in self.permission_denials],
             "stop_reason_counts": dict(self.stop_reason_counts),
             "retries": dict(self.retries),
+            "usageByRole": {role: mu.to_json() for role, mu in self.role_usage.items()},
+            "warnings": list(self.warnings),
         }
 
 
@@ -203,6 +206,17 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactBoundary:
+    """The conversation before this point was replaced by a summary."""
+
+    trigger: Literal["manual", "auto", "reactive"]
+    pre_tokens: int
+    post_tokens: int
+    summary: str
+    type: Literal["compact_boundary"] = "compact_boundary"
+
+
+@dataclass(frozen=True, slots=True)
 class ResultEvent:
     result: RunResult
     type: Literal["result"] = "result"
@@ -217,5 +231,6 @@ Event = Union[
     ToolFinished,
     ApiRetry,
     Notice,
+    CompactBoundary,
     ResultEvent,
 ]

@@ -12,12 +12,14 @@ from typing import Any, Awaitable, Callable, Sequence, assert_never
 
 import anyio
 
+from . import compaction
 from .accumulate import Accumulator
 from .clock import Clock, SystemClock
 from .errors import ModelError, ToolInputError
 from .events import (
     ApiRetry,
     AssistantMessage,
+    CompactBoundary,
     Event,
     ModelUsage,
     Notice,
@@ -35,14 +37,17 @@ from .policy.budget import Budget, Spent, check_limits
 from .policy.models import resolve_model
 from .policy.pricing import cost_usd
 from .policy.stop import (
-    CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
+    CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
 )
 from .ports import Model, Tool, ToolContext, ToolOutput, tool_spec
+from .compaction import estimate_tokens
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
 INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
+FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
+              "summary: what you did, what is verified, and what remains to be done.")
 
 
 @dataclass
@@ -58,6 +63,10 @@ class LoopConfig:
     parallel_tools: int = 10
     include_partial: bool = False
     stop_hooks: Sequence[StopHook] = ()
+    final_turn: bool = False
+    compact_threshold: float = 0.8  # of the model's context window
+    max_failed_compactions: int = 3
+    max_compaction_refills: int = 3
 
 
 def caps_for(model: str) -> Caps:
@@ -86,6 +95,12 @@ class AgentLoop:
         self.api_seconds = 0.0
         self._scope: anyio.CancelScope | None = None
         self._inflight: dict[str, ToolResultBlock] = {}
+        self.role_usage: dict[str, ModelUsage] = {}
+        self._context_base = 0  # tokens the API counted for the conversation up to _counted_upto
+        self._counted_upto = 0
+        self._failed_compactions = 0
+        self._refills = 0
+        self._just_compacted = False
         self._started = 0.0
 
     def interrupt(self) -> None:
@@ -113,7 +128,15 @@ class AgentLoop:
         while True:
             limit = check_limits(self._spent(state), self.cfg.limits, self.cfg.budget)
             if limit is not None:
+                if limit.terminal_reason == "max_turns" and self.cfg.final_turn:
+                    limit = replace(limit, result=await self._final_turn(state))
                 return self._finish(limit, state)
+            if self._over_threshold():
+                if self._refills >= self.cfg.max_compaction_refills:
+                    return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
+                        "The context filled the window again right after compacting, "
+                        f"{self._refills} times in a row",)), state)
+                await self.compact("auto")
             outcome = await self._call(state)
             nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
             done, state = await self._apply(nxt, state)
@@ -145,10 +168,14 @@ class AgentLoop:
             case Resend():
                 self._strip_text_after_results()
                 self.emit(Notice("warning", "empty response; sending the request again"))
-            case Compact(reason=reason):
-                self.warnings.append(f"context compaction needed ({reason}) but not available")
-                return self._finish(Finish("error_during_execution", "prompt_too_long", True,
-                                           ("The prompt is too long and nothing could be compacted",)), state), state
+            case Compact(reason=reason, partial=partial):
+                if not await self.compact("reactive"):
+                    return self._finish(Finish("error_during_execution", "prompt_too_long", True, (
+                        f"The conversation does not fit the context window ({reason}) and could not be compacted",)),
+                        state), state
+                if partial is not None:
+                    self._append_assistant(partial, state)
+                    self._append_user(Message.user(CONTINUE_AFTER_CUT))
             case SwitchModel(model=model, reason=reason):
                 self.emit(Notice("warning", f"switching to fallback model {model} ({reason})"))
                 self.model = model
@@ -170,12 +197,41 @@ class AgentLoop:
             model=self.model, messages=tuple(self.messages), max_tokens=state.max_tokens,
             system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()),
         )
+        outcome = await self._stream(request, "main", partial=self.cfg.include_partial)
+        if isinstance(outcome, Response):
+            self.last_response = outcome
+            self.stop_counts[outcome.raw_stop_reason or "none"] += 1
+            self._context_base = outcome.usage.context_tokens + outcome.usage.output_tokens
+            self._counted_upto = len(self.messages)
+            if self._just_compacted:  # did the context refill the window at once?
+                self._refills = self._refills + 1 if self._over_threshold() else 0
+                self._just_compacted = False
+        return outcome
+
+    async def _final_turn(self, state: LoopState) -> str | None:
+        """One wrap-up call with tools disabled, after the turn limit: its text is the result."""
+        last = self.messages[-1]
+        if last.role == "user":  # usually tool results: the request goes after them
+            messages = (*self.messages[:-1], Message("user", last.content + (TextBlock(FINAL_TURN),)))
+        else:
+            messages = (*self.messages, Message.user(FINAL_TURN))
+        request = ModelRequest(model=self.model, messages=messages, max_tokens=state.max_tokens,
+                               system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()),
+                               extra={"tool_choice": {"type": "none"}} if self._visible_tools() else {})
+        outcome = await self._stream(request, "final_turn")
+        if isinstance(outcome, ModelError) or not outcome.message.text.strip():
+            return None
+        self.messages = list(messages)
+        self._append_assistant(outcome.message, state)
+        return outcome.message.text
+
+    async def _stream(self, request: ModelRequest, role: str, partial: bool = False) -> Response | ModelError:
         acc = Accumulator()
         started = self.clock.monotonic()
         try:
             async for event in self.client.stream(request):
                 acc.add(event)
-                if self.cfg.include_partial:
+                if partial:
                     self.emit(PartialEvent(event))
             if not acc.finished or acc.stop_reason is None:
                 raise ModelError("stream_incomplete", "the response stream ended before its end event")
@@ -183,16 +239,46 @@ class AgentLoop:
             return error
         finally:
             self.api_seconds += self.clock.monotonic() - started
-        response = acc.response(fallback_model=self.model)
-        self._account(response)
+        response = acc.response(fallback_model=request.model)
+        self._account(response, role)
         return response
 
-    def _account(self, response: Response) -> None:
-        self.last_response = response
-        self.stop_counts[response.raw_stop_reason or "none"] += 1
-        cost = cost_usd(response.usage, resolve_model(response.model or self.model))
-        key = response.model or self.model
-        self.model_usage[key] = self.model_usage.get(key, ModelUsage()).add(response.usage, cost)
+    def _account(self, response: Response, role: str) -> None:
+        cost = cost_usd(response.usage, resolve_model(response.model))
+        self.model_usage[response.model] = self.model_usage.get(response.model, ModelUsage()).add(response.usage, cost)
+        self.role_usage[role] = self.role_usage.get(role, ModelUsage()).add(response.usage, cost)
+
+    # ------------------------------------------------------------ compaction
+
+    def context_estimate(self) -> int:
+        return self._context_base + estimate_tokens(self.messages[self._counted_upto:])
+
+    def _over_threshold(self) -> bool:
+        if self._failed_compactions >= self.cfg.max_failed_compactions:
+            return False
+        window = resolve_model(self.model).context_window
+        return self.context_estimate() >= window * self.cfg.compact_threshold
+
+    async def compact(self, trigger: str) -> bool:
+        """Summarise the older conversation with the model (no tools) and keep the last
+        exchanges word for word. False when nothing could be compacted or the call failed."""
+        cut = compaction.plan(self.messages)
+        if cut is None or self._failed_compactions >= self.cfg.max_failed_compactions:
+            return False
+        before = self.context_estimate()
+        request = compaction.summary_request(cut, self.model, self.cfg.system, caps_for(self.model).default_output)
+        outcome = await self._stream(request, "compaction")
+        summary = compaction.extract_summary(outcome.message.text) if isinstance(outcome, Response) else ""
+        if not summary:
+            self._failed_compactions += 1
+            why = outcome.describe() if isinstance(outcome, ModelError) else "the summary was empty"
+            self.emit(Notice("warning", f"compaction failed: {why}"))
+            return False
+        self.messages = compaction.rebuild(summary, cut)
+        self._context_base, self._counted_upto = 0, 0
+        self._just_compacted = True
+        self.emit(CompactBoundary(trigger, before, self.context_estimate(), summary))
+        return True
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
@@ -323,7 +409,7 @@ class AgentLoop:
                             ("Interrupted by the user",), turns)
 
     def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
-        usage = sum((m.usage for m in self.model_usage.values()), ModelUsage().usage)
+        usage = self.role_usage.get("main", ModelUsage()).usage
         r = self.last_response
         return RunResult(
             subtype=subtype, is_error=is_error, result=text, session_id=self.cfg.session_id,  # type: ignore[arg-type]
@@ -333,7 +419,7 @@ class AgentLoop:
             terminal_reason=reason, stop_details=r.stop_details if r else None, errors=errors,  # type: ignore[arg-type]
             permission_denials=tuple(self.denials), stop_reason_counts=dict(self.stop_counts),
             retries={k: self.retries.get(k, 0) for k in ("rate_limit", "overloaded", "server", "network")},
-            messages=tuple(self.messages), warnings=tuple(self.warnings),
+            messages=tuple(self.messages), warnings=tuple(self.warnings), role_usage=dict(self.role_usage),
         )
 
 

@@ -68,7 +68,7 @@ def build_agent(opts: dict[str, Any]) -> Any:
         budget=Budget(opts["max_budget_usd"], opts["max_tokens_total"], duration),
         permissions=PermissionRules(parse_mode(opts["permission_mode"]), parse_tool_list(opts["allowed"]),
                                     parse_tool_list(opts["disallowed"])),
-        include_partial=opts["include_partial_messages"], session_id=session_id,
+        include_partial=opts["include_partial_messages"], session_id=session_id, final_turn=opts["final_turn"],
     )
 
 

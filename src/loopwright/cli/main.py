@@ -56,6 +56,7 @@ def _command() -> Any:
     @click.option("--model", default=None, help="Model id or alias (opus, sonnet, haiku).")
     @click.option("--fallback-model", default=None, help="Comma-separated fallback models (at most 3).")
     @click.option("--max-turns", type=int, default=None)
+    @click.option("--final-turn", is_flag=True, help="After --max-turns, one wrap-up call without tools.")
     @click.option("--max-budget-usd", type=float, default=None)
     @click.option("--max-tokens-total", type=int, default=None)
     @click.option("--max-duration", default=None, help="Wall-time limit such as 30m or 2h.")

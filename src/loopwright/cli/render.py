@@ -8,7 +8,7 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from ..events import (
-    ApiRetry, AssistantMessage, Event, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
     ToolStarted, UserMessage,
 )
 from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
@@ -44,6 +44,10 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
         case PartialEvent():
             return {"type": "stream_event", "event": api_event(event.event), "session_id": session_id,
                     "parent_tool_use_id": None}
+        case CompactBoundary():
+            return {"type": "system", "subtype": "compact_boundary", "session_id": session_id,
+                    "compact_metadata": {"trigger": event.trigger, "pre_tokens": event.pre_tokens,
+                                         "post_tokens": event.post_tokens}}
         case ResultEvent():
             return event.result.to_json()
         case ToolStarted() | ToolFinished():
@@ -109,6 +113,8 @@ class Progress:
                 return f"  ↻ API error{status} ({event.error_kind}); retry {event.attempt} in {event.delay_s:.1f}s"
             case Notice():
                 return f"  ! {event.text}"
+            case CompactBoundary():
+                return f"  ⇣ compacted the conversation ({event.trigger}): ~{event.pre_tokens} → ~{event.post_tokens} tokens"
             case ResultEvent():
                 r = event.result
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "

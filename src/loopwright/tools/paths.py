@@ -1,0 +1,151 @@
+"""Path helpers shared by the built-in tools: resolving a tool's path against the session's
+working directory, glob patterns (with `**` and `{a,b}`), walking a tree, spotting binary files."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+from ..ports import ToolContext
+
+# Version-control metadata is never what the model is looking for and can be huge.
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs"})
+BINARY_SNIFF_BYTES = 8192
+_MAGIC = frozenset("*?[{")
+
+
+def resolve_path(p: str | os.PathLike[str], ctx: ToolContext) -> Path:
+    """An absolute, normalised path: `~` expanded, relative paths joined to `ctx.cwd`.
+    Symlinks are not resolved, so the path the model sees is the path it gave."""
+    path = os.path.expanduser(os.fspath(p))
+    if not os.path.isabs(path):
+        path = os.path.join(os.path.expanduser(os.fspath(ctx.cwd)), path)
+    return Path(os.path.abspath(path))
+
+
+def is_binary(head: bytes) -> bool:
+    """Text files do not contain NUL bytes; nearly every binary format does early on."""
+    return b"\0" in head[:BINARY_SNIFF_BYTES]
+
+
+def has_magic(segment: str) -> bool:
+    return any(c in _MAGIC for c in segment)
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob over '/'-separated relative paths: `*` and `?` stay within one segment,
+    `**` spans directories, `[...]` is a class, `{a,b}` an alternation."""
+    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+
+
+def _translate(pat: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pat)
+    while i < n:
+        c = pat[i]
+        if pat.startswith("**", i) and (i == 0 or pat[i - 1] == "/"):
+            if pat.startswith("**/", i):
+                out.append("(?:.*/)?")
+                i += 3
+                continue
+            if i + 2 == n:
+                out.append(".*")
+                i += 2
+                continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := _class_end(pat, i)) > 0:
+            body = pat[i + 1 : end]
+            if body[:1] in ("!", "^"):
+                body = "^" + body[1:]
+            out.append("(?!/)[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif c == "{" and (alts := _brace_alternatives(pat, i)) is not None:
+            options, end = alts
+            out.append("(?:" + "|".join(_translate(o) for o in options) + ")")
+            i = end
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(pat[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _class_end(pat: str, start: int) -> int:
+    """Index of the `]` closing the class opened at `start`, or -1 (then `[` is literal)."""
+    j = start + 1
+    if j < len(pat) and pat[j] in "!^":
+        j += 1
+    if j < len(pat) and pat[j] == "]":  # a leading ']' is a member, not the end
+        j += 1
+    end = pat.find("]", j)
+    return end
+
+
+def _brace_alternatives(pat: str, start: int) -> tuple[list[str], int] | None:
+    """Split `{a,b{c,d}}` at its top-level commas; None when unbalanced or without a comma."""
+    depth, parts, last = 0, [], start + 1
+    for j in range(start, len(pat)):
+        ch = pat[j]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(pat[last:j])
+                return (parts, j) if len(parts) > 1 else None
+        elif ch == "," and depth == 1:
+            parts.append(pat[last:j])
+            last = j + 1
+    return None
+
+
+def split_glob(base: Path, pattern: str) -> tuple[Path, str]:
+    """Move the pattern's leading literal directories into the base, so a search for
+    `src/**/*.py` walks only `src`. An absolute pattern gets its own base."""
+    pattern = os.path.expanduser(pattern)
+    if os.path.isabs(pattern):
+        base, pattern = Path(os.path.abspath(os.sep)), pattern.lstrip("/")
+    segments = pattern.split("/")
+    literal: list[str] = []
+    while len(segments) > 1 and not has_magic(segments[0]):
+        literal.append(segments.pop(0))
+    start = Path(os.path.normpath(os.path.join(base, *literal))) if literal else base
+    return start, "/".join(segments)
+
+
+def walk_files(root: Path, max_depth: int | None = None) -> Iterator[tuple[Path, str]]:
+    """Yield (path, path relative to root with '/') for every file under `root`, skipping
+    version-control directories and not following directory symlinks (no cycles)."""
+    for dirpath, dirnames, filenames in os.walk(root, onerror=lambda _e: None):
+        rel_dir = os.path.relpath(dirpath, root)
+        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
+        depth = prefix.count("/")
+        if max_depth is not None and depth + 1 >= max_depth:
+            dirnames.clear()
+        else:
+            dirnames[:] = [d for d in dirnames if d not in VCS_DIRS]
+        for name in filenames:
+            yield Path(dirpath, name), prefix + name
+
+
+def mtime_or_zero(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def newest_first(paths: list[Path]) -> list[Path]:
+    """Most recently modified first (what the model most likely wants); ties by path."""
+    keyed = [(mtime_or_zero(p), str(p)) for p in paths]
+    keyed.sort(key=lambda k: (-k[0], k[1]))
+    return [Path(k[1]) for k in keyed]

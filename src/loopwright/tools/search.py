@@ -1,0 +1,298 @@
+"""The search tools, with Claude Code's names and fields: Glob (files by pattern, newest first)
+and Grep (a pure-Python, ripgrep-shaped regex search over files)."""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from ..ports import ToolContext, ToolOutput
+from .base import BaseTool, ToolInput, in_thread
+from .paths import glob_regex, is_binary, newest_first, resolve_path, split_glob, walk_files
+
+GLOB_MAX_RESULTS = 100
+GREP_DEFAULT_HEAD_LIMIT = 250
+GREP_MAX_LINE_CHARS = 2000
+
+# ripgrep's --type names for the common languages (a subset; unknown names are reported).
+FILE_TYPES: dict[str, tuple[str, ...]] = {
+    "py": ("*.py", "*.pyi"),
+    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs"),
+    "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
+    "go": ("*.go",),
+    "rust": ("*.rs",),
+    "java": ("*.java",),
+    "kotlin": ("*.kt", "*.kts"),
+    "c": ("*.c", "*.h"),
+    "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h"),
+    "cs": ("*.cs",),
+    "rb": ("*.rb",),
+    "php": ("*.php",),
+    "swift": ("*.swift",),
+    "sh": ("*.sh", "*.bash", "*.zsh"),
+    "md": ("*.md", "*.markdown"),
+    "json": ("*.json",),
+    "yaml": ("*.yaml", "*.yml"),
+    "toml": ("*.toml",),
+    "html": ("*.html", "*.htm"),
+    "css": ("*.css", "*.scss", "*.sass", "*.less"),
+    "sql": ("*.sql",),
+    "txt": ("*.txt",),
+}
+
+
+def _search_root(path: str | None, ctx: ToolContext) -> tuple[Path, ToolOutput | None]:
+    root = resolve_path(path or ".", ctx)
+    if not root.exists():
+        return root, ToolOutput(
+            f"Path does not exist: {root} (cwd: {ctx.cwd}). Give an existing directory, or omit "
+            "path to search the working directory.",
+            is_error=True,
+        )
+    return root, None
+
+
+# ---------------------------------------------------------------------------------------- Glob
+
+
+class GlobInput(ToolInput):
+    pattern: str = Field(description='Glob pattern for file paths, e.g. "**/*.py" or "src/**/*.{ts,tsx}".')
+    path: str | None = Field(
+        default=None, description="Directory to search in (default: the working directory)."
+    )
+
+
+class GlobTool(BaseTool):
+    name = "Glob"
+    read_only = True
+    Input = GlobInput
+    description = (
+        "Find files by glob pattern (`*` within a directory, `**` across directories, `{a,b}` "
+        "alternatives). Returns absolute paths, most recently modified first, at most "
+        f"{GLOB_MAX_RESULTS}. Use Grep to search file contents."
+    )
+
+    async def run(self, args: GlobInput, ctx: ToolContext) -> ToolOutput:
+        base, problem = _search_root(args.path, ctx)
+        if problem:
+            return problem
+        if not base.is_dir():
+            return ToolOutput(f"{base} is not a directory; give a directory as path.", is_error=True)
+        found: list[Path] = await in_thread(_glob, base, args.pattern)
+        if not found:
+            return ToolOutput("No files found")
+        lines = [str(p) for p in found[:GLOB_MAX_RESULTS]]
+        if len(found) > GLOB_MAX_RESULTS:
+            lines.append(
+                f"(Showing the {GLOB_MAX_RESULTS} most recently modified of {len(found)} files. "
+                "Use a more specific pattern or path to narrow the results.)"
+            )
+        return ToolOutput("\n".join(lines))
+
+
+def _glob(base: Path, pattern: str) -> list[Path]:
+    start, rest = split_glob(base, pattern)
+    if not start.is_dir():
+        return []
+    regex = glob_regex(rest)
+    # Without `**` a pattern cannot match deeper than its own number of segments.
+    depth = None if "**" in rest else rest.count("/") + 1
+    matches = [p for p, rel in walk_files(start, depth) if regex.match(rel) and p.is_file()]
+    return newest_first(matches)
+
+
+# ---------------------------------------------------------------------------------------- Grep
+
+
+OutputMode = Literal["content", "files_with_matches", "count"]
+
+
+class GrepInput(ToolInput):
+    pattern: str = Field(description="Regular expression to search for (Python `re` syntax).")
+    path: str | None = Field(
+        default=None, description="File or directory to search (default: the working directory)."
+    )
+    glob: str | None = Field(
+        default=None, description='Only search files matching this glob, e.g. "*.py" or "src/**/*.{ts,tsx}".'
+    )
+    type: str | None = Field(
+        default=None, description='Only search files of this type, e.g. "py", "js", "go", "rust".'
+    )
+    output_mode: OutputMode = Field(
+        default="files_with_matches",
+        description='"content" shows matching lines, "files_with_matches" lists files (default), '
+        '"count" shows the number of matching lines per file.',
+    )
+    # Python names for ripgrep's flags; the model sees and sends the flags themselves.
+    before: int | None = Field(
+        default=None, ge=0, alias="-B", description="Lines of context before each match (content mode)."
+    )
+    after: int | None = Field(
+        default=None, ge=0, alias="-A", description="Lines of context after each match (content mode)."
+    )
+    context: int | None = Field(
+        default=None, ge=0, alias="-C", description="Lines of context around each match (content mode)."
+    )
+    line_numbers: bool | None = Field(
+        default=None, alias="-n", description="Show line numbers (content mode; default true)."
+    )
+    ignore_case: bool | None = Field(default=None, alias="-i", description="Match case-insensitively.")
+    head_limit: int | None = Field(
+        default=None,
+        ge=0,
+        description=f"Show at most this many lines or entries (default {GREP_DEFAULT_HEAD_LIMIT}; "
+        "0 for no limit).",
+    )
+    offset: int | None = Field(
+        default=None, ge=0, description="Skip this many lines or entries first (for paging)."
+    )
+    multiline: bool | None = Field(
+        default=None, description="Let the pattern span lines (`.` matches newlines)."
+    )
+
+
+class GrepTool(BaseTool):
+    name = "Grep"
+    read_only = True
+    Input = GrepInput
+    description = (
+        "Search file contents with a regular expression. output_mode: files_with_matches "
+        "(default; paths, newest first), content (matching lines as path:line:text, with -A/-B/-C "
+        "context), count (path:N). Filter files with glob or type. Skips binary files and "
+        "version-control directories. Prefer this over running grep or rg in Bash."
+    )
+
+    async def run(self, args: GrepInput, ctx: ToolContext) -> ToolOutput:
+        flags = (re.IGNORECASE if args.ignore_case else 0) | (
+            re.MULTILINE | re.DOTALL if args.multiline else 0
+        )
+        try:
+            regex = re.compile(args.pattern, flags)
+        except re.error as exc:
+            return ToolOutput(
+                f"Invalid regular expression {args.pattern!r}: {exc}. Fix the pattern (Python `re` "
+                "syntax; escape literal characters such as ( [ . * + ? with a backslash).",
+                is_error=True,
+            )
+        if args.type is not None and args.type not in FILE_TYPES:
+            known = ", ".join(sorted(FILE_TYPES))
+            return ToolOutput(
+                f"Unknown file type {args.type!r}. Known types: {known}. Or use glob.", is_error=True
+            )
+        root, problem = _search_root(args.path, ctx)
+        if problem:
+            return problem
+        lines = await in_thread(_grep, root, regex, args)
+        return ToolOutput(_page(lines, args))
+
+
+def _grep(root: Path, regex: re.Pattern[str], args: GrepInput) -> list[str]:
+    hits: list[tuple[Path, list[str], list[int]]] = []
+    for path in _candidate_files(root, args):
+        found = _search_file(path, regex, bool(args.multiline))
+        if found is not None and found[1]:
+            hits.append((path, *found))
+    if not hits:
+        return []
+    if args.output_mode == "files_with_matches":
+        return [str(p) for p in newest_first([p for p, _, _ in hits])]
+    hits.sort(key=lambda h: str(h[0]))
+    if args.output_mode == "count":
+        return [f"{p}:{len(matched)}" for p, _, matched in hits]
+    out: list[str] = []
+    for path, file_lines, matched in hits:
+        out.extend(_content_lines(str(path), file_lines, matched, args))
+    return out
+
+
+def _candidate_files(root: Path, args: GrepInput) -> Iterable[Path]:
+    if root.is_file():
+        yield root  # an explicitly named file is searched whatever the filters say
+        return
+    name_glob = glob_regex(args.glob) if args.glob else None
+    types = FILE_TYPES.get(args.type or "", ())
+    for path, rel in walk_files(root):
+        if name_glob is not None and not name_glob.match(rel if "/" in (args.glob or "") else path.name):
+            continue
+        if types and not any(fnmatch.fnmatchcase(path.name, t) for t in types):
+            continue
+        yield path
+
+
+def _search_file(path: Path, regex: re.Pattern[str], multiline: bool) -> tuple[list[str], list[int]] | None:
+    """The file's lines and the 0-based indexes of matching lines; None for unreadable or
+    binary files (skipped silently, as ripgrep does)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    if is_binary(raw):
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start a new one
+    lines = [line.rstrip("\r") for line in lines]
+    if not multiline:
+        return lines, [i for i, line in enumerate(lines) if regex.search(line)]
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    matched: set[int] = set()
+    for m in regex.finditer(text):
+        first = bisect.bisect_right(starts, m.start()) - 1
+        last = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
+        matched.update(range(first, min(last, len(lines) - 1) + 1))
+    return lines, sorted(matched)
+
+
+def _content_lines(path: str, lines: list[str], matched: list[int], args: GrepInput) -> list[str]:
+    """ripgrep's layout: `path:N:text` for matches, `path-N-text` for context, `--` between
+    groups that are not adjacent."""
+    before = args.before if args.before is not None else (args.context or 0)
+    after = args.after if args.after is not None else (args.context or 0)
+    numbers = args.line_numbers is not False
+    hit = set(matched)
+    shown: list[int] = []
+    for i in matched:
+        for j in range(max(0, i - before), min(len(lines), i + after + 1)):
+            if not shown or j > shown[-1]:
+                shown.append(j)
+    out: list[str] = []
+    for k, j in enumerate(shown):
+        if k and (before or after) and j != shown[k - 1] + 1:
+            out.append("--")
+        sep = ":" if j in hit else "-"
+        text = lines[j]
+        if len(text) > GREP_MAX_LINE_CHARS:
+            text = f"{text[:GREP_MAX_LINE_CHARS]}... [line truncated: {len(text)} characters]"
+        out.append(f"{path}{sep}{j + 1}{sep}{text}" if numbers else f"{path}{sep}{text}")
+    return out
+
+
+def _page(lines: list[str], args: GrepInput) -> str:
+    if not lines:
+        return "No matches found"
+    start = args.offset or 0
+    limit = GREP_DEFAULT_HEAD_LIMIT if args.head_limit is None else args.head_limit
+    end = len(lines) if limit == 0 else start + limit
+    page = lines[start:end]
+    unit = "lines" if args.output_mode == "content" else "files"
+    header = [f"Found {len(lines)} files"] if args.output_mode == "files_with_matches" else []
+    note: list[str] = []
+    if start > 0 or end < len(lines):
+        if not page:
+            return f"No results at offset {start}: there are only {len(lines)} {unit}."
+        shown_to = start + len(page)
+        more = (
+            f"Use offset={shown_to} to see more, or narrow the search."
+            if shown_to < len(lines)
+            else "End of results."
+        )
+        note = [f"(Showing {unit} {start + 1}-{shown_to} of {len(lines)}. {more})"]
+    return "\n".join(header + page + note)

@@ -1,0 +1,254 @@
+"""The Bash tool: one command in its own process group, output merged and capped, and the whole
+group killed on timeout or cancellation (TERM, then KILL after a grace period)."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import shutil
+import signal
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import anyio
+from pydantic import Field
+
+from ..ports import ToolContext, ToolOutput
+from .base import BaseTool, ToolInput
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_CHARS = 30_000
+KILL_GRACE_S = 2.0
+# Once the shell exits, a background job may still hold the output pipe; wait this long, not forever.
+DRAIN_AFTER_EXIT_S = 0.2
+_CHUNK = 65536
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The shell command to run.")
+    timeout: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TIMEOUT_MS,
+        description=f"Timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}).",
+    )
+    description: str | None = Field(
+        default=None, description="A short description of what the command does (5-10 words)."
+    )
+    run_in_background: bool = Field(
+        default=False, description="Run the command in the background (not supported yet)."
+    )
+
+
+class BashTool(BaseTool):
+    name = "Bash"
+    read_only = False
+    Input = BashInput
+    description = (
+        "Run a command with bash in the session's working directory and return its combined "
+        "stdout and stderr. Stdin is empty, so interactive commands fail; pass flags such as -y. "
+        f"The default timeout is {DEFAULT_TIMEOUT_MS // 1000} s (max {MAX_TIMEOUT_MS // 1000} s). "
+        f"Output longer than {MAX_OUTPUT_CHARS} characters keeps its start and end only. Prefer "
+        "Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep."
+    )
+
+    async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
+        if args.run_in_background:
+            return ToolOutput(
+                "run_in_background is not supported yet; run the command in the foreground",
+                is_error=True,
+            )
+        if not Path(ctx.cwd).is_dir():
+            return ToolOutput(f"The working directory {ctx.cwd} does not exist.", is_error=True)
+        timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
+        out = CappedText(MAX_OUTPUT_CHARS)
+        try:
+            timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out)
+        except OSError as exc:
+            return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
+        text = out.render()
+        if timed_out:
+            tail = f"\n{text}" if text else ""
+            return ToolOutput(f"Command timed out after {timeout_ms} ms{tail}", is_error=True)
+        if code == 0:
+            return ToolOutput(text or "(no output)")
+        body = f"\n{text}" if text else ""
+        return ToolOutput(f"Exit code {_describe_exit(code)}{body}", is_error=True)
+
+
+class CappedText:
+    """Collects text but keeps only the first and last `limit // 2` characters, so a command
+    that prints gigabytes costs bounded memory and the model still sees how it started and ended."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_max = limit // 2
+        self.tail_max = limit - self.head_max
+        self.limit = limit
+        self.head = ""
+        self.tail = ""
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += text[:room]
+            text = text[room:]
+        if text:
+            self.tail = (self.tail + text)[-self.tail_max :]
+
+    def render(self) -> str:
+        if self.total <= self.limit:
+            return (self.head + self.tail).rstrip("\n")
+        omitted = self.total - len(self.head) - len(self.tail)
+        return (
+            f"{self.head}\n\n... [{omitted} characters omitted: the output was longer than "
+            f"{self.limit} characters; redirect it to a file and use Read or Grep to see all of "
+            f"it] ...\n\n{self.tail}"
+        ).rstrip("\n")
+
+
+@lru_cache(maxsize=1)
+def shell_path() -> str:
+    if os.access("/bin/bash", os.X_OK):
+        return "/bin/bash"
+    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+async def run_command(
+    command: str, ctx: ToolContext, timeout_s: float, out: CappedText
+) -> tuple[bool, int]:
+    """Run `command`; returns (timed_out, exit code). Cancellation kills the process group
+    and then propagates."""
+    read_fd, write_fd = os.pipe()
+    try:
+        # One pipe for both streams keeps stdout and stderr interleaved in the order written.
+        proc = await asyncio.create_subprocess_exec(
+            shell_path(),
+            "-c",
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            cwd=ctx.cwd,
+            env={**os.environ, **ctx.env},
+            start_new_session=True,  # its own process group: one signal reaches every child
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    transport: asyncio.ReadTransport | None = None
+    try:
+        transport, reader = await _open_reader(read_fd)
+        with anyio.move_on_after(timeout_s) as deadline:
+            await _collect(proc, reader, out)
+        if deadline.cancelled_caught:
+            with anyio.CancelScope(shield=True):
+                await kill_group(proc)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await kill_group(proc)
+        raise
+    finally:
+        if transport is not None:
+            # Closing our end means a leftover background job gets EPIPE instead of blocking.
+            transport.close()
+    code = proc.returncode
+    return deadline.cancelled_caught, code if code is not None else -1
+
+
+async def _open_reader(fd: int) -> tuple[asyncio.ReadTransport, asyncio.StreamReader]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    try:
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
+        )
+    except BaseException:
+        pipe.close()
+        raise
+    return transport, reader
+
+
+async def _collect(proc: asyncio.subprocess.Process, reader: asyncio.StreamReader, out: CappedText) -> None:
+    drained = anyio.Event()
+
+    async def pump() -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := await reader.read(_CHUNK):
+            out.add(decoder.decode(chunk))
+        out.add(decoder.decode(b"", final=True))
+        drained.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        await proc.wait()
+        with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
+            await drained.wait()
+        tg.cancel_scope.cancel()
+
+
+async def kill_group(proc: asyncio.subprocess.Process) -> None:
+    """TERM the process group, give it a grace period to exit, then KILL what is left.
+    Call inside a shielded scope: it must finish even while the caller is being cancelled."""
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    with anyio.move_on_after(KILL_GRACE_S):
+        await proc.wait()
+        while group_alive(pgid):
+            await anyio.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    await proc.wait()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still runs. Zombies do not count: where PID 1 does not
+    reap orphans (many containers) they linger, and waiting on them would wait the full grace."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: trust killpg
+    for entry in entries:
+        if entry.isdigit() and _live_member(entry, pgid):
+            return True
+    return False
+
+
+def _live_member(pid: str, pgid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    # The command name may contain spaces and parentheses; fields resume after the last ')'.
+    fields = stat.rpartition(b")")[2].split()
+    return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
+
+
+def _describe_exit(code: int) -> str:
+    if code >= 0:
+        return str(code)
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"{128 - code} (killed by {name})"
