@@ -83,6 +83,17 @@ def _short(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _gist(tool: str, output: str) -> str:
+    """One line for a tool's output: a shell's verdict is usually its last line, a file's
+    content its first."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    if not lines:
+        return "(no output)"
+    pick = lines[-1] if tool == "Bash" else lines[0]
+    more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return _short(pick, 80) + more
+
+
 class Progress:
     """A live, line-based view of a run for a person at a terminal (written to stderr)."""
 
@@ -107,7 +118,7 @@ class Progress:
                 return f"  → {event.name}({_short(event.input, 70)})"
             case ToolFinished():
                 mark = "✗" if event.is_error else "✓"
-                return f"    {mark} {_short(event.output, 90) or '(no output)'}"
+                return f"    {mark} {_gist(event.name, event.output)}"
             case ApiRetry():
                 status = f" {event.status}" if event.status else ""
                 return f"  ↻ API error{status} ({event.error_kind}); retry {event.attempt} in {event.delay_s:.1f}s"

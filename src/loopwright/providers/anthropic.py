@@ -1,0 +1,448 @@
+"""The default model adapter: a lean Anthropic Messages API client on httpx (never the SDK).
+Wire events, HTTP statuses, error types and transport failures are normalised here, by tables.
+
+Retries are not done here (the transport has `retries=0`): `policy.retry` decides on the
+`ModelError` this module raises, using its `kind`, `retry_after` and `should_retry`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from loopwright import __version__
+from loopwright.errors import ErrorKind, ModelError, UsageError
+from loopwright.types import (
+    BlockDelta, BlockStart, BlockStop, ModelRequest, StreamDelta, StreamEvent, StreamStart, StreamStop, Usage,
+)  # fmt: skip
+
+from .sse import SSEDecoder
+
+__all__ = ["AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+
+# ---------------------------------------------------------------- error tables
+
+# HTTP status -> kind. Statuses not listed fall back by range (_status_kind).
+# 408: the request did not reach the model in time, retry like a timeout; 409: a conflict with
+# resource state is transient (the SDK retries it).
+STATUS_KIND: dict[int, ErrorKind] = {
+    400: "invalid_request", 401: "authentication", 402: "billing", 403: "permission", 404: "not_found",
+    408: "network", 409: "server", 413: "invalid_request", 429: "rate_limit",
+    500: "server", 502: "server", 503: "server", 504: "server", 529: "overloaded",
+}  # fmt: skip
+
+# error.type values specific enough to win over the HTTP status (e.g. 503 + overloaded_error).
+ERROR_TYPE_OVERRIDES: dict[str, ErrorKind] = {
+    "overloaded_error": "overloaded",
+    "rate_limit_error": "rate_limit",
+    "authentication_error": "authentication",
+    "permission_error": "permission",
+    "billing_error": "billing",
+    "not_found_error": "not_found",
+}
+
+# Every error.type we know, for errors without an HTTP status (an SSE `error` event after a 200).
+# The generic types below are not overrides: the docs say invalid_request_error is also used for
+# other 4xx, and api_error is any internal error, so the status says more.
+ERROR_TYPE_KIND: dict[str, ErrorKind] = {
+    **ERROR_TYPE_OVERRIDES,
+    "invalid_request_error": "invalid_request",
+    "request_too_large": "invalid_request",
+    "api_error": "server",
+    "timeout_error": "server",
+    "conflict_error": "server",
+}
+
+# error.details.error_code -> kind; wins over everything. A spend cap does not lift on retry.
+ERROR_CODE_KIND: dict[str, ErrorKind] = {
+    "enforced_spend_limit_reached": "spend_limit",
+    "contract_spend_limit_reached": "spend_limit",
+    "linked_organization_spend_limit_reached": "spend_limit",
+    "ramp_limit_exceeded": "rate_limit",  # acceleration limit: ramp up more slowly, then retry
+    "compaction_unavailable": "overloaded",
+}
+
+# The API gives no code for an over-long prompt: only the message says so
+# ("prompt is too long: 200082 tokens > 200000 maximum"). This is the one prose match.
+PROMPT_TOO_LONG_TEXT = "prompt is too long"
+
+SHOULD_RETRY: dict[str, bool] = {"true": True, "false": False}
+
+
+def _status_kind(status: int) -> ErrorKind:
+    kind = STATUS_KIND.get(status)
+    if kind is not None:
+        return kind
+    return "server" if status >= 500 else "invalid_request"
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` (milliseconds) or else `retry-after` (seconds,
+    possibly fractional, or an HTTP-date, measured from `now`). None when absent or unusable."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        seconds = _finite(raw_ms)
+        if seconds is not None:
+            return max(seconds / 1000.0, 0.0)
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    seconds = _finite(raw)
+    if seconds is not None:
+        return max(seconds, 0.0)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(raw).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(when - (time.time() if now is None else now), 0.0)
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _json_object(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
+    if isinstance(body, Mapping):
+        return dict(body)
+    if not body:
+        return {}
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def map_status_error(
+    status: int | None,
+    headers: Mapping[str, str],
+    body: bytes | str | Mapping[str, Any] | None,
+    *,
+    now: float | None = None,
+) -> ModelError:
+    """Build the `ModelError` for an HTTP error response, or (status None) for an SSE `error`
+    event whose parsed payload is `body`. Precedence: error_code, the prompt-too-long text,
+    a specific error.type, the status."""
+    payload = _json_object(body)
+    error = payload.get("error")
+    error = error if isinstance(error, dict) else {}
+    error_type = error.get("type") if isinstance(error.get("type"), str) else None
+    message = error.get("message") if isinstance(error.get("message"), str) else None
+    details = error.get("details")
+    code = details.get("error_code") if isinstance(details, dict) else None
+    if status is None and isinstance(error.get("status"), int):
+        status = error["status"]
+
+    kind: ErrorKind | None = ERROR_CODE_KIND.get(code) if isinstance(code, str) else None
+    if kind is None and status == 400 and message and PROMPT_TOO_LONG_TEXT in message.lower():
+        kind = "prompt_too_long"
+    if kind is None and error_type is not None:
+        kind = ERROR_TYPE_OVERRIDES.get(error_type)
+    if kind is None:
+        if status is not None:
+            kind = _status_kind(status)
+        else:
+            kind = ERROR_TYPE_KIND.get(error_type or "", "server")
+
+    if not message:
+        message = _fallback_message(status, body)
+    request_id = headers.get("request-id") or payload.get("request_id")
+    return ModelError(
+        kind,
+        message,
+        status=status,
+        retry_after=parse_retry_after(headers, now=now),
+        should_retry=SHOULD_RETRY.get((headers.get("x-should-retry") or "").strip().lower()),
+        request_id=request_id if isinstance(request_id, str) else None,
+        error_type=error_type,
+    )
+
+
+def _fallback_message(status: int | None, body: bytes | str | Mapping[str, Any] | None) -> str:
+    """For bodies that are not the API's JSON (a proxy's HTML page, an empty 503)."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body if isinstance(body, str) else ""
+    text = " ".join(text.split())[:200]
+    head = f"HTTP {status}" if status is not None else "stream error"
+    return f"{head}: {text}" if text else head
+
+
+# Transport failures -> (kind, message). Ordered: the first isinstance match wins.
+TRANSPORT_ERRORS: tuple[tuple[type[httpx.HTTPError], ErrorKind, str], ...] = (
+    (httpx.TimeoutException, "network", "request timed out"),
+    (httpx.LocalProtocolError, "invalid_request", "could not send the request (check headers and API key)"),
+    (httpx.TransportError, "network", "connection error"),  # connect/read/write, protocol, proxy
+    (httpx.DecodingError, "network", "could not decode the response body"),
+    (httpx.HTTPError, "network", "HTTP error"),
+)
+
+
+@contextlib.contextmanager
+def map_errors() -> Iterator[None]:
+    """Translate httpx exceptions into `ModelError`/`UsageError`, in this one place.
+    Only `httpx.HTTPError` is caught: cancellation and every other exception pass through."""
+    try:
+        yield
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        raise UsageError(f"bad model API base URL (ANTHROPIC_BASE_URL?): {exc}") from exc
+    except httpx.HTTPError as exc:
+        for cls, kind, text in TRANSPORT_ERRORS:
+            if isinstance(exc, cls):
+                detail = str(exc) or type(exc).__name__
+                raise ModelError(kind, f"{text}: {detail}") from exc
+        raise  # unreachable: the last row matches every HTTPError
+
+
+# ---------------------------------------------------------------- stream events
+
+def _message_start(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    message = p["message"]
+    return StreamStart(
+        id=str(message.get("id") or ""),
+        model=str(message.get("model") or ""),
+        usage=Usage.from_api(message.get("usage")),
+        request_id=request_id,
+    )
+
+
+def _block_start(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    return BlockStart(int(p["index"]), p["content_block"])
+
+
+def _block_delta(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    return BlockDelta(int(p["index"]), p["delta"])
+
+
+def _block_stop(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    return BlockStop(int(p["index"]))
+
+
+def _message_delta(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    delta = p.get("delta") or {}
+    return StreamDelta(
+        stop_reason=delta.get("stop_reason"),
+        usage=p.get("usage") or {},
+        stop_sequence=delta.get("stop_sequence"),
+        stop_details=delta.get("stop_details"),
+    )
+
+
+def _message_stop(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    return StreamStop()
+
+
+def _error_event(p: dict[str, Any], request_id: str | None) -> StreamEvent:
+    headers = {"request-id": request_id} if request_id else {}
+    raise map_status_error(None, headers, p)
+
+
+# SSE event name -> builder. `ping` and names not listed (future events) are skipped unparsed.
+SSE_EVENTS: dict[str, Callable[[dict[str, Any], str | None], StreamEvent]] = {
+    "message_start": _message_start,
+    "content_block_start": _block_start,
+    "content_block_delta": _block_delta,
+    "content_block_stop": _block_stop,
+    "message_delta": _message_delta,
+    "message_stop": _message_stop,
+    "error": _error_event,
+}
+
+
+# ---------------------------------------------------------------- the client
+
+_PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+# Fields of a Messages request that count_tokens rejects (it counts input only).
+_NOT_COUNTED = frozenset(
+    {"max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"}
+)
+
+
+def _socket_options() -> list[tuple[int, int, int]]:
+    # Nagle + delayed ACK cost ~40 ms per call on loopback (measured); keepalive probes keep a
+    # long, quiet stream alive through NAT and notice a dead peer.
+    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 60), ("TCP_KEEPCNT", 5)):
+        opt = getattr(socket, name, None)
+        if opt is not None:
+            options.append((socket.IPPROTO_TCP, opt, value))
+    return options
+
+
+class AnthropicModel:
+    """The Anthropic Messages API as a `Model`. One keep-alive `httpx.AsyncClient`, created on
+    first use; close it with `aclose()`. Without key or token no auth header is sent (useful
+    against a local fake); `from_env` insists on one."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        auth_token: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 600.0,
+        connect_timeout: float = 10.0,
+        default_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self._messages_url = f"{self.base_url}/v1/messages"
+        self._count_url = f"{self.base_url}/v1/messages/count_tokens"
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        headers = {
+            "anthropic-version": API_VERSION,
+            "content-type": "application/json",
+            "user-agent": f"loopwright/{__version__}",
+        }
+        if api_key:
+            headers["x-api-key"] = api_key
+        if auth_token:
+            headers["authorization"] = f"Bearer {auth_token}"
+        if default_headers:
+            headers.update({k.lower(): v for k, v in default_headers.items()})
+        self._headers = headers
+        self._stream_headers = {**headers, "accept": "text/event-stream"}
+        self._json_headers = {**headers, "accept": "application/json"}
+        self._client: httpx.AsyncClient | None = None
+        self._loop: object | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ, **kwargs: Any) -> "AnthropicModel":
+        api_key = env.get("ANTHROPIC_API_KEY") or None
+        auth_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
+        if not api_key and not auth_token:
+            raise UsageError(
+                "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "
+                "or ANTHROPIC_AUTH_TOKEN; `loopwright demo` runs offline without a key."
+            )
+        return cls(
+            api_key=api_key,
+            auth_token=auth_token,
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            **kwargs,
+        )
+
+    def __repr__(self) -> str:  # never show credentials
+        return f"AnthropicModel(base_url={self.base_url!r})"
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = _running_loop()
+        if self._client is not None and loop is not self._loop:
+            # Pooled connections belong to the event loop that opened them; a sync wrapper runs
+            # one loop per call. The old loop is gone, so its client is dropped, not awaited.
+            self._client = None
+        if self._client is None:
+            self._loop = loop
+            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
+            if any(k.lower() in _PROXY_VARS for k in os.environ):
+                # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
+                self._client = httpx.AsyncClient(timeout=self._timeout, limits=limits)
+            else:
+                transport = httpx.AsyncHTTPTransport(retries=0, limits=limits, socket_options=_socket_options())
+                self._client = httpx.AsyncClient(transport=transport, timeout=self._timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is _running_loop():  # else its loop is gone (see _http)
+            await client.aclose()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        """POST a streaming request and yield our events. Raises `ModelError` on every failure;
+        closes the response however the iteration ends (finished, abandoned, cancelled)."""
+        body = _encode(request.to_api(stream=True))
+        client = self._http()
+        with map_errors():
+            http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
+            response = await client.send(http_request, stream=True)
+        try:
+            if not response.is_success:  # 4xx/5xx, and a redirect we do not follow
+                with map_errors():
+                    await response.aread()
+                raise map_status_error(response.status_code, response.headers, response.content)
+            request_id = response.headers.get("request-id")
+            decoder = SSEDecoder()
+            stopped = False
+            with map_errors():
+                async for chunk in response.aiter_bytes():
+                    for name, data in decoder.feed(chunk):
+                        build = SSE_EVENTS.get(name)
+                        if build is None or stopped:
+                            continue  # ping, future event types, anything after message_stop
+                        event = _build(build, name, data, request_id)
+                        stopped = type(event) is StreamStop
+                        yield event
+            if not stopped:
+                raise ModelError(
+                    "stream_incomplete",
+                    "the response stream ended before message_stop",
+                    request_id=request_id,
+                )
+        finally:
+            await _close(response)
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        """Input tokens the request would use (POST /v1/messages/count_tokens; an estimate)."""
+        body = {k: v for k, v in request.to_api(stream=False).items() if k not in _NOT_COUNTED}
+        content = _encode(body)
+        client = self._http()
+        with map_errors():
+            response = await client.post(self._count_url, content=content, headers=self._json_headers)
+        if not response.is_success:
+            raise map_status_error(response.status_code, response.headers, response.content)
+        try:
+            return int(response.json()["input_tokens"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ModelError(
+                "server", "malformed count_tokens response", status=response.status_code,
+                request_id=response.headers.get("request-id"),
+            ) from exc
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    # A lone surrogate (from text decoded with surrogateescape) cannot be sent as UTF-8:
+    # replace it rather than fail the call with a UnicodeEncodeError.
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+
+
+def _running_loop() -> object | None:
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # not under asyncio (trio)
+        return None
+
+
+def _build(
+    build: Callable[[dict[str, Any], str | None], StreamEvent], name: str, data: str, request_id: str | None
+) -> StreamEvent:
+    try:
+        return build(json.loads(data), request_id)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelError("server", f"malformed {name} event: {data[:200]!r}", request_id=request_id) from exc
+
+
+async def _close(response: httpx.Response) -> None:
+    """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
+    import anyio
+
+    with anyio.CancelScope(shield=True):
+        await response.aclose()
