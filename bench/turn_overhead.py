@@ -1,0 +1,159 @@
+"""Per-turn client overhead of loopwright against bare clients, on the same loopback simulator.
+
+A 50-turn tool loop (each turn: one Read of a small file). The per-turn overhead is the gap
+between the end of one response (the simulator's last byte out) and the arrival of the next
+request: everything the client does in between (parse, fold, decide, run the tool, build and
+send the next request). Printed beside the same gap for a bare httpx loop and, if installed, the
+official anthropic SDK, as ratios measured in this one run. Also: the start-to-first-request
+time of `loopwright -p` and the wall time of `loopwright --version`.
+
+Run: .venv/bin/python bench/turn_overhead.py [--turns 50] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+
+from loopwright.app import Agent
+from loopwright.policy.permissions import PermissionRules
+from loopwright.providers.anthropic import AnthropicModel
+from loopwright.testing import Simulator
+
+
+def script(turns: int, path: str) -> list[dict]:
+    return [{"tool_use": {"name": "Read", "input": {"file_path": path}}, "repeat": turns}, {"text": "done"}]
+
+
+def gaps_ms(sim: Simulator) -> list[float]:
+    reqs = sim.message_requests
+    return [(b.time - a.finished) * 1000 for a, b in zip(reqs, reqs[1:])]
+
+
+def run_loopwright(turns: int, path: str, cwd: Path) -> list[float]:
+    with Simulator(script(turns, path)) as sim:
+        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
+                      permissions=PermissionRules())
+        result = anyio.run(agent.run, "read the file over and over")
+        anyio.run(agent.aclose)
+        assert result.num_turns == turns + 1, result.to_json()
+        return gaps_ms(sim)
+
+
+def _tool_result_turn(events: list[dict]) -> tuple[dict, dict]:
+    """From raw SSE event dicts: the assistant message and the matching tool_result message."""
+    blocks, parts = [], {}
+    for e in events:
+        if e["type"] == "content_block_start":
+            blocks.append(dict(e["content_block"]))
+            parts[e["index"]] = []
+        elif e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta":
+            parts[e["index"]].append(e["delta"]["partial_json"])
+    for i, b in enumerate(blocks):
+        if b["type"] == "tool_use":
+            b["input"] = json.loads("".join(parts[i]) or "{}")
+    call = next(b for b in blocks if b["type"] == "tool_use")
+    content = Path(call["input"]["file_path"]).read_text()
+    return ({"role": "assistant", "content": blocks},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": content}]})
+
+
+def run_bare_httpx(turns: int, path: str) -> list[float]:
+    """The least a client can do: stream, parse each frame, run the tool, send the next turn."""
+    with Simulator(script(turns, path)) as sim, httpx.Client(base_url=sim.base_url) as client:
+        messages = [{"role": "user", "content": "read the file over and over"}]
+        for _ in range(turns):
+            body = {"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages, "stream": True,
+                    "tools": [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]}
+            with client.stream("POST", "/v1/messages", json=body, headers={"x-api-key": "sk-bench"}) as r:
+                events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+            messages = messages + list(_tool_result_turn(events))
+        client.post("/v1/messages", json={"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages},
+                    headers={"x-api-key": "sk-bench"})
+        return gaps_ms(sim)
+
+
+def run_sdk(turns: int, path: str) -> list[float] | None:
+    try:
+        import anthropic
+    except ImportError:
+        return None
+    with Simulator(script(turns, path)) as sim:
+        client = anthropic.Anthropic(base_url=sim.base_url, api_key="sk-bench", max_retries=0)
+        messages: list = [{"role": "user", "content": "read the file over and over"}]
+        tools = [{"name": "Read", "description": "read", "input_schema": {"type": "object"}}]
+        for _ in range(turns):
+            with client.messages.stream(model="claude-sonnet-5", max_tokens=64000, messages=messages, tools=tools) as s:
+                final = s.get_final_message()
+            call = next(b for b in final.content if b.type == "tool_use")
+            content = Path(call.input["file_path"]).read_text()
+            messages = messages + [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in final.content]},
+                                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
+                                                                 "content": content}]}]
+        client.messages.create(model="claude-sonnet-5", max_tokens=1000, messages=messages, tools=tools)
+        client.close()
+        return gaps_ms(sim)
+
+
+def start_to_first_request(runs: int, cwd: Path) -> list[float]:
+    times = []
+    env = dict(os.environ, ANTHROPIC_API_KEY="sk-bench")
+    for _ in range(runs):
+        with Simulator([{"text": "hi"}]) as sim:
+            env["ANTHROPIC_BASE_URL"] = sim.base_url
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-m", "loopwright", "-p", "hi"], env=env, cwd=cwd,
+                           capture_output=True, check=True)
+            times.append((sim.message_requests[0].time - started) * 1000)
+    return times
+
+
+def version_wall(runs: int) -> list[float]:
+    exe = Path(sys.executable).with_name("loopwright")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "loopwright"]
+    times = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run(cmd + ["--version"], capture_output=True, check=True)
+        times.append((time.monotonic() - started) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=5)
+    opts = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        target = cwd / "notes.txt"
+        target.write_text("\n".join(f"line {i}" for i in range(40)))
+        run_loopwright(5, str(target), cwd)  # warm-up
+        lw = run_loopwright(opts.turns, str(target), cwd)
+        bare = run_bare_httpx(opts.turns, str(target))
+        sdk = run_sdk(opts.turns, str(target))
+        start = start_to_first_request(opts.runs, cwd)
+        version = version_wall(opts.runs)
+    med = statistics.median
+    print(f"per-turn client overhead, {opts.turns}-turn Read loop (median ms; end of response → next request)")
+    print(f"  loopwright              {med(lw):7.2f} ms   (p90 {sorted(lw)[int(len(lw) * 0.9)]:.2f})")
+    print(f"  bare httpx loop         {med(bare):7.2f} ms   ratio loopwright/bare = {med(lw) / med(bare):.2f}")
+    if sdk:
+        print(f"  anthropic SDK loop      {med(sdk):7.2f} ms   ratio loopwright/SDK  = {med(lw) / med(sdk):.2f}")
+    print(f"start of `loopwright -p` to first request: median {med(start):.0f} ms over {opts.runs} runs")
+    print(f"`loopwright --version` wall time:          median {med(version):.0f} ms over {opts.runs} runs")
+    print("targets: per-turn < 5 ms, start to first request < 300 ms, --version < 150 ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""One HTTP/1.1 connection of the simulator: routing, auth, validation, replies and faults.
+Speaks the bytes itself (chunked SSE, partial bodies, TCP resets) because faults need that control.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Any
+
+from .script import STATUS_OF_TYPE, Fault, Reply, last_user_text
+from .validate import check_request
+from .wire import build_message, error_body, error_type_for, estimate_input_tokens, frame, stream_events
+
+if TYPE_CHECKING:
+    from .server import RecordedRequest, Simulator
+
+__all__ = ["Handler"]
+
+_ROUTES = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}
+
+
+class Handler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps connections alive, as the SDK's pool expects.
+    protocol_version = "HTTP/1.1"
+    # StreamRequestHandler.setup() sets TCP_NODELAY when this is true; without it every
+    # loopback call waits on Nagle + delayed ACK (~45 ms instead of ~2 ms, measured).
+    disable_nagle_algorithm = True
+    server_version = "loopwright-simulator"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        self.sim: Simulator = self.server.sim  # type: ignore[attr-defined]
+        self.sim._opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.sim._closed(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # tests inspect sim.requests; per-request stderr lines would only be noise
+
+    def do_POST(self) -> None:
+        self._started = False
+        rec = self.sim._record(self.command, self.path, _lower(self.headers.items()), self._read_body())
+        try:
+            self._dispatch(rec)
+            rec.finished = time.monotonic()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-response
+        except Exception as exc:  # a simulator bug: make the test fail loudly, not hang
+            self.sim._failed(exc)
+            if not self._started:
+                message = f"simulator internal error: {exc!r}"
+                self._send_json(rec, 500, error_body("api_error", message, rec.request_id), {"x-should-retry": "false"})
+            self.close_connection = True
+
+    do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
+
+    # --- request side ---------------------------------------------------------------------
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(parts)
+        return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+    def _dispatch(self, rec: RecordedRequest) -> None:
+        endpoint = _ROUTES.get(rec.path)
+        if endpoint is None or self.command != "POST":
+            return self._error(rec, 404, "not_found_error", f"Not found: {self.command} {rec.path}")
+        if not _authenticated(rec.headers):
+            return self._error(rec, 401, "authentication_error", "x-api-key header is required")
+        body = rec.body
+        if not isinstance(body, dict):
+            return self._error(rec, 400, "invalid_request_error", "The request body is not a valid JSON object")
+        if self.sim.validate:
+            problem = check_request(body, count_tokens=endpoint == "count_tokens")
+            if problem:
+                return self._error(rec, 400, "invalid_request_error", problem)
+        if endpoint == "count_tokens":
+            return self._send_json(rec, 200, {"input_tokens": estimate_input_tokens(body)})
+        reply = self.sim._take(body, rec)
+        if reply is None:
+            return self._error(rec, 400, "invalid_request_error", _unmatched_message(body))
+        if reply.delay and self.sim._sleep(reply.delay):
+            self.close_connection = True  # the simulator is stopping; answer nothing
+            return None
+        return self._answer(rec, body, reply)
+
+    # --- replies --------------------------------------------------------------------------
+
+    def _answer(self, rec: RecordedRequest, body: dict[str, Any], reply: Reply) -> None:
+        fault = reply.fault
+        if fault is not None and fault.kind == "reset":
+            return self._reset(rec)
+        if fault is not None and fault.kind == "status":
+            assert fault.status is not None
+            error_type = fault.error_type or error_type_for(fault.status)
+            headers = _fault_headers(fault) | reply.headers
+            return self._error(rec, fault.status, error_type, fault.message, headers, fault.error_code)
+        message, blocks = build_message(reply, body, self.sim._ids)
+        if body.get("stream"):
+            return self._stream(rec, message, blocks, reply)
+        if fault is not None and fault.kind == "sse_error":
+            # Without a stream there is no event to carry the error: send the status it implies.
+            error_type = fault.error_type or "overloaded_error"
+            status = STATUS_OF_TYPE.get(error_type, 500)
+            return self._error(rec, status, error_type, fault.message, reply.headers)
+        if fault is not None and fault.kind == "cut":
+            return self._cut_json(rec, message, reply.headers)
+        return self._send_json(rec, 200, message, reply.headers)
+
+    def _stream(
+        self, rec: RecordedRequest, message: dict[str, Any], blocks: list[dict[str, Any]], reply: Reply
+    ) -> None:
+        fault = reply.fault
+        stop_after = fault.after_blocks if fault is not None and fault.kind in ("sse_error", "cut") else None
+        error = None
+        if fault is not None and fault.kind == "sse_error":
+            error_type = fault.error_type or "overloaded_error"
+            error = error_body(error_type, fault.message, rec.request_id)["error"]
+        headers = {"content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"}
+        # A cut stream ends its body cleanly (the SDK then sees stop_reason None, as observed)
+        # but the connection is not reused, as after a proxy drops the tail of a response.
+        cut = fault is not None and fault.kind == "cut"
+        self._begin(rec, 200, headers | reply.headers, close=cut)
+        for name, data in stream_events(message, blocks, stop_after=stop_after, error=error):
+            self._chunk(frame(name, data))
+        self._chunk(b"")
+
+    def _chunk(self, data: bytes) -> None:
+        # wfile is unbuffered (wbufsize 0): each frame goes out in one send, i.e. flushed.
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _begin(self, rec: RecordedRequest, status: int, headers: dict[str, str], *, close: bool = False) -> None:
+        self._started = True
+        rec.response_status = status
+        self.send_response(status)
+        self.send_header("request-id", rec.request_id)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if close:
+            self.send_header("connection", "close")  # also sets self.close_connection
+        self.end_headers()
+
+    def _send_json(self, rec: RecordedRequest, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(obj, separators=(",", ":")).encode()
+        base = {"content-type": "application/json", "content-length": str(len(data))}
+        self._begin(rec, status, base | (headers or {}))
+        self.wfile.write(data)
+
+    def _error(
+        self,
+        rec: RecordedRequest,
+        status: int,
+        error_type: str,
+        message: str | None,
+        headers: dict[str, str] | None = None,
+        error_code: str | None = None,
+    ) -> None:
+        self._send_json(rec, status, error_body(error_type, message, rec.request_id, error_code), headers)
+
+    def _cut_json(self, rec: RecordedRequest, message: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(message).encode()
+        base = {"content-type": "application/json", "content-length": str(len(data))}
+        self._begin(rec, 200, base | headers, close=True)
+        self.wfile.write(data[: len(data) // 2])  # the client sees a body shorter than promised
+
+    def _reset(self, rec: RecordedRequest) -> None:
+        self._started = True
+        rec.response_status = None
+        sock = self.connection
+        # Linger 0 makes close() send RST instead of FIN: the client sees ECONNRESET.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # rfile (a makefile()) holds a reference that would keep the descriptor open.
+        self.rfile.close()
+        sock.close()
+        self.close_connection = True
+
+
+def _lower(items: Any) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in items}
+
+
+def _authenticated(headers: dict[str, str]) -> bool:
+    bearer = headers.get("authorization", "")
+    return bool(headers.get("x-api-key")) or (bearer.lower().startswith("bearer ") and bool(bearer[7:].strip()))
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(float(value))
+
+
+def _fault_headers(fault: Fault) -> dict[str, str]:
+    headers = {}
+    if fault.retry_after is not None:
+        headers["retry-after"] = _number(fault.retry_after)
+    if fault.retry_after_ms is not None:
+        headers["retry-after-ms"] = _number(fault.retry_after_ms)
+    if fault.should_retry is not None:
+        headers["x-should-retry"] = "true" if fault.should_retry else "false"
+    return headers
+
+
+def _unmatched_message(body: dict[str, Any]) -> str:
+    tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+    last_user = last_user_text(body)[:80]
+    return (
+        f"simulator: no rule matched this request (model={body.get('model')!r}, "
+        f"stream={bool(body.get('stream'))}, tools={tools}, last user text={last_user!r})"
+    )

@@ -1,0 +1,162 @@
+"""The `loopwright` command as a user runs it: a real process, talking HTTP to a loopback fake
+of the Messages API (ours, and a minimal independent one), checked by output and exit code."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from loopwright.testing import Simulator
+
+CLI = [sys.executable, "-m", "loopwright"]
+
+
+def cli(args, sim_url=None, stdin=None, env=None, cwd=None, timeout=60):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    if sim_url:
+        e.update(ANTHROPIC_BASE_URL=sim_url, ANTHROPIC_API_KEY="sk-test")
+    e.update(env or {})
+    return subprocess.run(CLI + args, input=stdin, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
+
+
+def test_version_is_fast_path_and_prints():
+    out = cli(["--version"])
+    assert out.returncode == 0 and out.stdout.strip().endswith("(loopwright)")
+
+
+def test_json_result_success(tmp_path):
+    with Simulator([{"text": "hello there", "usage": {"input_tokens": 1000, "output_tokens": 100}}]) as sim:
+        out = cli(["-p", "hi", "--output-format", "json"], sim.base_url, cwd=tmp_path)
+        body = sim.message_requests[0].body
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["type"] == "result" and result["subtype"] == "success" and result["is_error"] is False
+    assert result["result"] == "hello there" and result["num_turns"] == 1 and result["session_id"]
+    assert result["usage"]["input_tokens"] == 1000 and result["total_cost_usd"] == pytest.approx(0.003)
+    assert body["model"] == "claude-sonnet-5" and body["max_tokens"] == 64000 and body["stream"] is True
+    assert {t["name"] for t in body["tools"]} == {"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
+
+
+def test_max_turns_against_a_model_that_always_calls_a_tool(tmp_path):
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": "echo hi"}}, "repeat": -1}]) as sim:
+        out = cli(["-p", "loop", "--max-turns", "2", "--output-format", "json", "--allowedTools", "Bash"],
+                  sim.base_url, cwd=tmp_path)
+        calls = len(sim.message_requests)
+    result = json.loads(out.stdout)
+    assert out.returncode == 1 and calls == 2
+    assert result["subtype"] == "error_max_turns" and result["errors"] == ["Reached maximum number of turns (2)"]
+
+
+def test_stream_json_shape(tmp_path):
+    script = [{"content": [{"type": "text", "text": "listing"},
+                           {"type": "tool_use", "name": "Glob", "input": {"pattern": "*"}}]},
+              {"text": "done"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "stream-json", "--verbose"], sim.base_url, cwd=tmp_path)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    kinds = [(d["type"], d.get("subtype")) for d in lines]
+    assert kinds[0] == ("system", "init") and kinds[-1] == ("result", "success")
+    assert ("assistant", None) in kinds and ("user", None) in kinds
+    init = lines[0]
+    assert init["session_id"] == lines[-1]["session_id"] and "Bash" in init["tools"]
+    user = next(d for d in lines if d["type"] == "user")
+    assert user["message"]["content"][0]["type"] == "tool_result"
+    assert out.returncode == 0
+
+
+def test_text_mode_prints_the_result_and_errors_exit_1(tmp_path):
+    with Simulator([{"text": "plain answer"}]) as sim:
+        out = cli(["-p", "q"], sim.base_url, cwd=tmp_path)
+    assert out.stdout.strip() == "plain answer" and out.returncode == 0
+    with Simulator([{"fault": {"status": 401}}]) as sim:
+        out = cli(["-p", "q"], sim.base_url, cwd=tmp_path)
+    assert out.returncode == 1 and "authentication" in out.stdout.lower()
+    assert "Traceback" not in out.stderr
+
+
+def test_prompt_from_stdin(tmp_path):
+    with Simulator({"rules": [{"match": {"last_user_contains": "from the pipe"}, "responses": [{"text": "got it"}]}]}) as sim:
+        out = cli(["-p"], sim.base_url, stdin="from the pipe", cwd=tmp_path)
+    assert out.stdout.strip() == "got it", out.stderr
+
+
+def test_missing_api_key_says_how_to_set_one_and_how_to_run_offline(tmp_path):
+    out = cli(["-p", "hi"], cwd=tmp_path)
+    assert out.returncode == 2 and "ANTHROPIC_API_KEY" in out.stderr and "loopwright demo" in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--max-turns", "0"], "--max-turns"), (["--permission-mode", "yolo"], "--permission-mode"),
+    (["--max-duration", "soon"], "--max-duration"), (["--tools", "Bash,Teleport"], "Teleport"),
+    (["--output-format", "xml"], "xml"), (["--fallback-model", "a,b,c,d"], "--fallback-model"),
+])
+def test_bad_flags_are_one_clear_line_exit_2(tmp_path, args, needle):
+    out = cli(["-p", "hi", *args], "http://127.0.0.1:9", cwd=tmp_path)
+    assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_sigint_aborts_with_a_result_and_exit_130(tmp_path):
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "touch started; sleep 30"}}}]
+    with Simulator(script) as sim:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
+        proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(600):
+            if (tmp_path / "started").exists():
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    result = json.loads(stdout)
+    assert result["terminal_reason"] == "aborted" and result["is_error"]
+
+
+class _MinimalFake(BaseHTTPRequestHandler):
+    """Not our simulator: the least a Messages API fake does, written from the docs."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):  # noqa: N802
+        self.rfile.read(int(self.headers["content-length"]))
+        events = [
+            ("message_start", {"type": "message_start", "message": {
+                "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5", "content": [],
+                "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi from elsewhere"}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 4}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_works_against_any_loopback_fake(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _MinimalFake)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        out = cli(["-p", "hi", "--output-format", "json"], f"http://127.0.0.1:{server.server_port}", cwd=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    result = json.loads(out.stdout)
+    assert out.returncode == 0 and result["subtype"] == "success" and result["result"] == "hi from elsewhere"
+    assert result["num_turns"] == 1 and result["total_cost_usd"] > 0 and result["session_id"]
