@@ -228,3 +228,31 @@ def test_resolve_path(tmp_path, monkeypatch):
 )
 def test_glob_regex(pattern, path, matches):
     assert bool(glob_regex(pattern).match(path)) is matches
+
+
+def test_builtin_json_matches_the_tool_models():
+    """The start-up copy of the built-in schemas must never drift from the pydantic models:
+    regenerate with `python -m loopwright.tools.builtin`."""
+    from loopwright.tools import builtin
+
+    assert builtin.generate() == [builtin.specs()[name] for name in builtin.CLASSES]
+
+
+def test_builtin_handles_load_the_real_tool_on_first_use():
+    from loopwright.tools import builtin_tools
+
+    read = builtin_tools()[0]
+    assert read.name == "Read" and read.read_only and read._tool is None
+    read.validate({"file_path": "x"})
+    assert read._tool is not None and type(read._tool).__name__ == "ReadTool"
+
+
+def test_first_request_path_does_not_import_pydantic():
+    import subprocess
+    import sys
+
+    code = ("import sys, loopwright.cli.headless, loopwright.app, loopwright.loop;"
+            "from loopwright.tools import builtin_tools; from loopwright.ports import tool_spec;"
+            "[tool_spec(t) for t in builtin_tools()]; print('pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -66,7 +66,8 @@ class _Table:
 
 @lru_cache(maxsize=1)
 def _table() -> _Table:
-    raw = json.loads(resources.files("loopwright.policy").joinpath("models.json").read_text("utf-8"))
+    # The file sits beside this module (package data); importlib.resources costs start-up time.
+    raw = json.loads(Path(__file__).with_name("models.json").read_text("utf-8"))
     rows: dict[str, ModelInfo] = {}
     models = []
     for entry in raw["models"]:

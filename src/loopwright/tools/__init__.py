@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..ports import Tool
-from .base import BaseTool, FunctionTool, ToolInput, tool
-from .paths import resolve_path
+from .builtin import CLASSES, LazyTool
 
 if TYPE_CHECKING:
+    from .base import BaseTool, FunctionTool, ToolInput, tool
+    from .paths import resolve_path
     from .files import EditTool, ReadTool, WriteTool
     from .search import GlobTool, GrepTool
     from .shell import BashTool
@@ -30,9 +31,9 @@ __all__ = [
     "tool",
 ]
 
-BUILTIN_TOOL_NAMES: tuple[str, ...] = ("Read", "Write", "Edit", "Bash", "Glob", "Grep")
+BUILTIN_TOOL_NAMES: tuple[str, ...] = tuple(CLASSES)
 
-# The tool classes load on first use: the shell tool pulls in asyncio's subprocess machinery.
+# Everything that needs pydantic loads on first use: start-up sends the first request before.
 _LAZY = {
     "ReadTool": "files",
     "WriteTool": "files",
@@ -40,16 +41,18 @@ _LAZY = {
     "BashTool": "shell",
     "GlobTool": "search",
     "GrepTool": "search",
+    "BaseTool": "base",
+    "FunctionTool": "base",
+    "ToolInput": "base",
+    "tool": "base",
+    "resolve_path": "paths",
 }
 
 
 def builtin_tools() -> list[Tool]:
-    """Fresh instances of the built-in tools, in `BUILTIN_TOOL_NAMES` order."""
-    from .files import EditTool, ReadTool, WriteTool
-    from .search import GlobTool, GrepTool
-    from .shell import BashTool
-
-    return [ReadTool(), WriteTool(), EditTool(), BashTool(), GlobTool(), GrepTool()]
+    """Fresh handles on the built-in tools, in `BUILTIN_TOOL_NAMES` order; each imports its
+    implementation on first use."""
+    return [LazyTool(name) for name in CLASSES]
 
 
 def __getattr__(name: str) -> Any:
