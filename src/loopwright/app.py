@@ -17,7 +17,7 @@ from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
 from .policy.permissions import PermissionRules
 from .policy.stop import Limits
-from .ports import Model, Tool
+from .ports import Approver, HookRunner, Model, NoHooks, Tool
 from .types import Message
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -48,6 +48,9 @@ class Agent:
     budget: Budget = field(default_factory=Budget)
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
+    hooks: HookRunner | None = None
+    approver: Approver | None = None
+    transcript_path: str = ""
     include_partial: bool = False
     final_turn: bool = False
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
@@ -82,6 +85,7 @@ class Agent:
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
             tools=self._tools(), limits=self.limits, budget=self.budget, permissions=self.permissions,
             include_partial=self.include_partial, stop_hooks=self.stop_hooks, final_turn=self.final_turn,
+            hooks=self.hooks or NoHooks(), approver=self.approver, transcript_path=self.transcript_path,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
-from .types import Message, StreamEvent, Usage
+from .types import Message, StreamEvent, ToolResultBlock, Usage
 
 Subtype = Literal[
     "success",
@@ -182,6 +182,7 @@ class ToolFinished:
     name: str
     is_error: bool
     output: str
+    result: ToolResultBlock | None = None
     type: Literal["tool_finished"] = "tool_finished"
 
 

@@ -15,7 +15,7 @@ import anyio
 from . import compaction
 from .accumulate import Accumulator
 from .clock import Clock, SystemClock
-from .errors import ModelError, ToolInputError
+from .errors import ModelError
 from .events import (
     ApiRetry,
     AssistantMessage,
@@ -24,12 +24,9 @@ from .events import (
     ModelUsage,
     Notice,
     PartialEvent,
-    PermissionDenial,
     ResultEvent,
     RunResult,
     SystemInit,
-    ToolFinished,
-    ToolStarted,
     UserMessage,
 )
 from .policy import permissions
@@ -40,11 +37,18 @@ from .policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
 )
-from .ports import Model, Tool, ToolContext, ToolOutput, tool_spec
+from .dispatch import ToolDispatcher
+from .gate import ToolGate
+from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compaction import estimate_tokens
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
+STOP_FAILURES = ("api_error", "authentication_failed", "max_output_tokens", "prompt_too_long")
+FAILURE_KIND = {"rate_limit": "rate_limit", "overloaded": "overloaded", "server": "server_error",
+                "network": "server_error", "stream_incomplete": "server_error", "invalid_request": "invalid_request",
+                "not_found": "model_not_found", "billing": "billing_error", "spend_limit": "billing_error",
+                "authentication": "authentication_failed", "permission": "authentication_failed"}
 INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
@@ -67,6 +71,9 @@ class LoopConfig:
     compact_threshold: float = 0.8  # of the model's context window
     max_failed_compactions: int = 3
     max_compaction_refills: int = 3
+    hooks: HookRunner = field(default_factory=NoHooks)
+    approver: Approver | None = None
+    transcript_path: str = ""
 
 
 def caps_for(model: str) -> Caps:
@@ -84,17 +91,19 @@ class AgentLoop:
         self.clock = clock or SystemClock()
         self.rng = rng or random.Random()
         self.model = config.model
-        self.tools = {t.name: t for t in config.tools}
+        self.hooks = config.hooks
+        ctx = ToolContext(cwd=config.cwd, writable_roots=(config.cwd,), session_id=config.session_id)
+        self.dispatch = ToolDispatcher(self._visible_tools(), ToolGate(config.permissions, config.cwd, config.approver),
+                                       config.hooks, ctx, emit, self._payload, config.parallel_tools)
         self.messages: list[Message] = []
         self.model_usage: dict[str, ModelUsage] = {}
         self.stop_counts: Counter[str] = Counter()
         self.retries: Counter[str] = Counter()
-        self.denials: list[PermissionDenial] = []
         self.warnings: list[str] = []
         self.last_response: Response | None = None
         self.api_seconds = 0.0
         self._scope: anyio.CancelScope | None = None
-        self._inflight: dict[str, ToolResultBlock] = {}
+        self._last_error: ModelError | None = None
         self.role_usage: dict[str, ModelUsage] = {}
         self._context_base = 0  # tokens the API counted for the conversation up to _counted_upto
         self._counted_upto = 0
@@ -118,9 +127,13 @@ class AgentLoop:
         result: RunResult | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
-            result = await self._loop(state)
+            result = await self._prompt_hook(state) or await self._loop(state)
         if result is None:  # interrupted
             result = self._aborted()
+        elif result.terminal_reason in STOP_FAILURES:
+            await self.hooks.run("StopFailure", self._payload("StopFailure") | {
+                "error": self._failure_kind(result), "error_details": "; ".join(result.errors),
+                "last_assistant_message": result.result}, match=self._failure_kind(result))
         self.emit(ResultEvent(result))
         return result
 
@@ -147,9 +160,16 @@ class AgentLoop:
         match nxt:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
-                results = await self._run_tools(calls)
-                content: tuple[Any, ...] = tuple(results) + ((TextBlock(note),) if note else ())
-                self._append_user(Message("user", content))
+                batch = await self.dispatch.run(calls)
+                after = NO_HOOK_RESULT if batch.stop else await self.hooks.run("PostToolBatch", self._payload(
+                    "PostToolBatch") | {"tool_calls": [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
+                                                       "tool_response": r.to_api()["content"]}
+                                                      for c, r in zip(calls, batch.results)]})
+                extra = [*after.additional_context, *([note] if note else [])]
+                self._append_user(Message("user", (*batch.results, *(TextBlock(t) for t in extra))))
+                stop = batch.stop or (after if after.stop or after.decision == "block" else None)
+                if stop is not None:
+                    return self._hook_stopped(stop, state), state
                 return None, after_tools(state, caps_for(self.model))
             case Retry(delay=delay, category=category, error=error):
                 self.retries[category] += 1
@@ -181,8 +201,11 @@ class AgentLoop:
                 self.model = model
                 state = replace(state, max_tokens=caps_for(model).default_output)
             case CandidateStop(assistant=assistant):
-                block = await self._stop_hooks(assistant, state)
-                after, state = on_stop_hooks(block, assistant, state, self.cfg.limits)
+                verdict = await self._stop_hooks(assistant, state)
+                if verdict.stop:
+                    self._append_assistant(assistant, state)
+                    return self._hook_stopped(verdict, state), state
+                after, state = on_stop_hooks(verdict.reason, assistant, state, self.cfg.limits)
                 return await self._apply(after, state)
             case Finish():
                 return self._finish(nxt, state), state
@@ -198,7 +221,9 @@ class AgentLoop:
             system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()),
         )
         outcome = await self._stream(request, "main", partial=self.cfg.include_partial)
-        if isinstance(outcome, Response):
+        if isinstance(outcome, ModelError):
+            self._last_error = outcome
+        else:
             self.last_response = outcome
             self.stop_counts[outcome.raw_stop_reason or "none"] += 1
             self._context_base = outcome.usage.context_tokens + outcome.usage.output_tokens
@@ -265,6 +290,12 @@ class AgentLoop:
         cut = compaction.plan(self.messages)
         if cut is None or self._failed_compactions >= self.cfg.max_failed_compactions:
             return False
+        hook_trigger = "manual" if trigger == "manual" else "auto"
+        pre = await self.hooks.run("PreCompact", self._payload("PreCompact") | {
+            "trigger": hook_trigger, "custom_instructions": ""}, match=hook_trigger)
+        if pre.decision == "block":
+            self.emit(Notice("warning", f"a PreCompact hook blocked compaction: {pre.reason or 'no reason'}"))
+            return False
         before = self.context_estimate()
         request = compaction.summary_request(cut, self.model, self.cfg.system, caps_for(self.model).default_output)
         outcome = await self._stream(request, "compaction")
@@ -278,83 +309,53 @@ class AgentLoop:
         self._context_base, self._counted_upto = 0, 0
         self._just_compacted = True
         self.emit(CompactBoundary(trigger, before, self.context_estimate(), summary))
+        await self.hooks.run("PostCompact", self._payload("PostCompact") | {
+            "trigger": hook_trigger, "compact_summary": summary}, match=hook_trigger)
         return True
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
         return [t for t in self.cfg.tools if t.name not in removed and "*" not in removed]
 
-    # ------------------------------------------------------------ tools
-
-    async def _run_tools(self, calls: Sequence[ToolUseBlock]) -> list[ToolResultBlock]:
-        """Consecutive read-only calls run in parallel, others one at a time; results come back
-        in tool_use order whatever the completion order."""
-        results: dict[str, ToolResultBlock] = {}
-        self._inflight = results
-        for group in self._groups(calls):
-            for call in group:
-                self.emit(ToolStarted(call.id, call.name, call.input))
-            if len(group) == 1:
-                results[group[0].id] = await self._run_one(group[0])
-            else:
-                limiter = anyio.CapacityLimiter(self.cfg.parallel_tools)
-
-                async def one(call: ToolUseBlock) -> None:
-                    async with limiter:
-                        results[call.id] = await self._run_one(call)
-
-                async with anyio.create_task_group() as tg:
-                    for call in group:
-                        tg.start_soon(one, call)
-            for call in group:
-                r = results[call.id]
-                self.emit(ToolFinished(call.id, call.name, r.is_error, r.text))
-        return [results[c.id] for c in calls]
-
-    def _groups(self, calls: Sequence[ToolUseBlock]) -> list[list[ToolUseBlock]]:
-        groups: list[list[ToolUseBlock]] = []
-        for call in calls:
-            tool = self.tools.get(call.name)
-            if tool is not None and tool.read_only and groups and self._parallel(groups[-1][-1]):
-                groups[-1].append(call)
-            else:
-                groups.append([call])
-        return groups
-
-    def _parallel(self, call: ToolUseBlock) -> bool:
-        tool = self.tools.get(call.name)
-        return tool is not None and tool.read_only
-
-    async def _run_one(self, call: ToolUseBlock) -> ToolResultBlock:
-        tool = self.tools.get(call.name)
-        if tool is None or call.name not in {t.name for t in self._visible_tools()}:
-            names = ", ".join(t.name for t in self._visible_tools()) or "none"
-            return _error(call, f"No such tool: {call.name}. Available tools: {names}. Use one of those.")
-        if permissions.check(call.name, tool.read_only, self.cfg.permissions) == "deny":
-            self.denials.append(PermissionDenial(call.name, call.id, call.input))
-            return _error(call, f"Permission to use {call.name} was denied (permission mode "
-                                f"'{self.cfg.permissions.mode}'). Do not retry this call; choose another way "
-                                "or tell the user what permission is needed (e.g. --allowedTools "
-                                f"{call.name}).")
-        try:
-            args = tool.validate(call.input)
-        except ToolInputError as exc:
-            return _error(call, str(exc))
-        ctx = ToolContext(cwd=self.cfg.cwd, writable_roots=(self.cfg.cwd,), session_id=self.cfg.session_id)
-        try:
-            output: ToolOutput = await tool.run(args, ctx)
-        except Exception as exc:  # a tool's bug must not end the loop; the model is told
-            return _error(call, f"The {call.name} tool failed with {type(exc).__name__}: {exc}")
-        return ToolResultBlock(call.id, output.content, output.is_error)
-
     # ------------------------------------------------------------ stop hooks
 
-    async def _stop_hooks(self, assistant: Message, state: LoopState) -> str | None:
-        payload = {"hook_event_name": "Stop", "session_id": self.cfg.session_id, "cwd": str(self.cfg.cwd),
-                   "stop_hook_active": state.stop_blocks > 0, "last_assistant_message": assistant.text,
-                   "background_tasks": []}
+    async def _stop_hooks(self, assistant: Message, state: LoopState) -> HookResult:
+        """Registered Stop hooks and Python stop hooks; a block's reason (or extra context)
+        becomes the next user message."""
+        payload = self._payload("Stop") | {"stop_hook_active": state.stop_blocks > 0,
+                                           "last_assistant_message": assistant.text, "background_tasks": []}
+        hooked = await self.hooks.run("Stop", payload)
         reasons = [r for r in [await hook(payload) for hook in self.cfg.stop_hooks] if r]
-        return "\n".join(reasons) if reasons else None
+        if hooked.decision == "block":
+            reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")
+        reasons += hooked.additional_context
+        return replace(hooked, reason="\n".join(reasons) if reasons else None)
+
+    async def _prompt_hook(self, state: LoopState) -> RunResult | None:
+        """UserPromptSubmit: a block ends the run before any model call; extra context goes
+        beside the prompt."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.role != "user" or not last.text:
+            return None
+        hook = await self.hooks.run("UserPromptSubmit", self._payload("UserPromptSubmit") | {"prompt": last.text})
+        if hook.decision == "block" or hook.stop:
+            return self._hook_stopped(hook, state)
+        if hook.additional_context:
+            self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in hook.additional_context))
+        return None
+
+    def _hook_stopped(self, hook: HookResult, state: LoopState) -> RunResult:
+        why = hook.stop_reason or hook.reason or "a hook stopped the run"
+        return self._finish(Finish("error_during_execution", "hook_stopped", True, (f"Stopped by a hook: {why}",)), state)
+
+    def _failure_kind(self, result: RunResult) -> str:
+        if result.terminal_reason == "max_output_tokens":
+            return "max_output_tokens"
+        return FAILURE_KIND.get(self._last_error.kind, "unknown") if self._last_error else "unknown"
+
+    def _payload(self, event: str) -> dict[str, Any]:
+        return {"session_id": self.cfg.session_id, "transcript_path": self.cfg.transcript_path,
+                "cwd": str(self.cfg.cwd), "permission_mode": self.cfg.permissions.mode, "hook_event_name": event}
 
     # ------------------------------------------------------------ conversation
 
@@ -401,7 +402,7 @@ class AgentLoop:
     def _aborted(self) -> RunResult:
         last = self.messages[-1] if self.messages else None
         if last is not None and last.role == "assistant" and last.tool_uses:
-            done = self._inflight
+            done = self.dispatch.inflight
             self._append_user(Message("user", tuple(
                 done.get(c.id) or ToolResultBlock(c.id, INTERRUPTED, True) for c in last.tool_uses)))
         turns = sum(1 for m in self.messages if m.role == "assistant")
@@ -417,11 +418,9 @@ class AgentLoop:
             duration_api_ms=int(self.api_seconds * 1000), total_cost_usd=sum(m.cost_usd for m in self.model_usage.values()),
             usage=usage, model_usage=dict(self.model_usage), stop_reason=r.raw_stop_reason if r else None,
             terminal_reason=reason, stop_details=r.stop_details if r else None, errors=errors,  # type: ignore[arg-type]
-            permission_denials=tuple(self.denials), stop_reason_counts=dict(self.stop_counts),
+            permission_denials=tuple(self.dispatch.denials), stop_reason_counts=dict(self.stop_counts),
             retries={k: self.retries.get(k, 0) for k in ("rate_limit", "overloaded", "server", "network")},
             messages=tuple(self.messages), warnings=tuple(self.warnings), role_usage=dict(self.role_usage),
         )
 
 
-def _error(call: ToolUseBlock, text: str) -> ToolResultBlock:
-    return ToolResultBlock(call.id, text, True)

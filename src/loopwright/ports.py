@@ -58,3 +58,41 @@ class Tool(Protocol):
 def tool_spec(tool: Tool) -> dict[str, Any]:
     """The tool definition sent to the model."""
     return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """What the hooks of one event decided, merged (deny > ask > allow; contexts concatenated).
+    `stop` is a hook's `continue: false`: the run ends with `hook_stopped`."""
+
+    decision: str | None = None  # "allow" | "deny" | "ask" | "block"
+    reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: tuple[str, ...] = ()
+    stop: bool = False
+    stop_reason: str | None = None
+    system_messages: tuple[str, ...] = ()
+
+
+NO_HOOK_RESULT = HookResult()
+
+
+@runtime_checkable
+class HookRunner(Protocol):
+    """Runs every handler registered for `event` whose matcher fits `match` (a tool name, a
+    source, a trigger), with `payload` as the event's input, and merges their answers."""
+
+    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
+
+
+class NoHooks:
+    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
+        return NO_HOOK_RESULT
+
+
+@runtime_checkable
+class Approver(Protocol):
+    """Asks a person whether a tool call may run (interactive front ends). Headless runs have
+    none: an `ask` becomes a denial."""
+
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool: ...

@@ -1,0 +1,135 @@
+"""Carrying out one response's tool calls for the loop: PreToolUse hooks, the permission gate,
+input validation, scheduling (consecutive read-only calls in parallel, others in order),
+PostToolUse hooks. Results always come back in tool_use order; no failure escapes as an
+exception, every one becomes an `is_error` result the model can read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import anyio
+
+from .errors import ToolInputError
+from .events import Event, PermissionDenial, ToolFinished, ToolStarted
+from .gate import ToolGate
+from .ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
+from .types import ToolResultBlock, ToolUseBlock
+
+Payload = Callable[[str], dict[str, Any]]
+
+
+@dataclass
+class Batch:
+    """The outcome of one batch: results in tool_use order, context for the model, and a hook's
+    request to stop the run (`continue: false`)."""
+
+    results: list[ToolResultBlock]
+    context: list[str] = field(default_factory=list)
+    stop: HookResult | None = None
+
+
+class ToolDispatcher:
+    def __init__(self, tools: Sequence[Tool], gate: ToolGate, hooks: HookRunner, ctx: ToolContext,
+                 emit: Callable[[Event], None], payload: Payload, parallel: int = 10) -> None:
+        self.tools = {t.name: t for t in tools}
+        self.gate, self.hooks, self.ctx, self.emit, self.payload = gate, hooks, ctx, emit, payload
+        self.parallel = parallel
+        self.denials: list[PermissionDenial] = []
+        self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
+
+    def names(self) -> list[str]:
+        return list(self.tools)
+
+    async def run(self, calls: Sequence[ToolUseBlock]) -> Batch:
+        batch = Batch([])
+        results: dict[str, ToolResultBlock] = {}
+        self.inflight = results
+        for group in self._groups(calls):
+            for call in group:
+                self.emit(ToolStarted(call.id, call.name, call.input))
+            if len(group) == 1:
+                results[group[0].id] = await self._one(group[0], batch)
+            else:
+                limiter = anyio.CapacityLimiter(self.parallel)
+
+                async def one(call: ToolUseBlock) -> None:
+                    async with limiter:
+                        results[call.id] = await self._one(call, batch)
+
+                async with anyio.create_task_group() as tg:
+                    for call in group:
+                        tg.start_soon(one, call)
+            for call in group:
+                self.emit(ToolFinished(call.id, call.name, results[call.id].is_error, results[call.id].text,
+                                       results[call.id]))
+            if batch.stop is not None:  # a hook asked to stop: later calls do not run
+                for rest in calls[calls.index(group[-1]) + 1:]:
+                    results[rest.id] = ToolResultBlock(rest.id, "Not run: a hook stopped the run.", True)
+                break
+        batch.results = [results[c.id] for c in calls]
+        return batch
+
+    def _groups(self, calls: Sequence[ToolUseBlock]) -> list[list[ToolUseBlock]]:
+        groups: list[list[ToolUseBlock]] = []
+        for call in calls:
+            if self._read_only(call) and groups and self._read_only(groups[-1][-1]):
+                groups[-1].append(call)
+            else:
+                groups.append([call])
+        return groups
+
+    def _read_only(self, call: ToolUseBlock) -> bool:
+        tool = self.tools.get(call.name)
+        return tool is not None and tool.read_only
+
+    async def _one(self, call: ToolUseBlock, batch: Batch) -> ToolResultBlock:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self.tools) or "none"
+            return _error(call, f"No such tool: {call.name}. Available tools: {names}. Use one of those.")
+        pre = await self.hooks.run("PreToolUse", self.payload("PreToolUse") | {
+            "tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id}, match=call.name)
+        self._note(pre, batch)
+        tool_input = pre.updated_input if pre.updated_input is not None else call.input
+        if pre.decision == "deny":
+            self.denials.append(PermissionDenial(call.name, call.id, call.input))
+            return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}")
+        decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow")
+        if not decision.allowed:
+            self.denials.append(PermissionDenial(call.name, call.id, tool_input))
+            return _error(call, decision.message)
+        try:
+            args = tool.validate(tool_input)
+        except ToolInputError as exc:
+            return _error(call, str(exc))
+        try:
+            output: ToolOutput = await tool.run(args, self.ctx)
+        except Exception as exc:  # a tool's bug must not end the loop; the model is told
+            output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
+        result = ToolResultBlock(call.id, output.content, output.is_error)
+        return await self._after(call, tool_input, result, batch, list(pre.additional_context))
+
+    async def _after(self, call: ToolUseBlock, tool_input: dict[str, Any], result: ToolResultBlock,
+                     batch: Batch, extra: list[str]) -> ToolResultBlock:
+        event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+        fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id}
+        fields |= {"error": result.text} if result.is_error else {"tool_response": result.to_api()["content"]}
+        post = await self.hooks.run(event, self.payload(event) | fields, match=call.name)
+        self._note(post, batch)
+        extra += post.additional_context
+        if post.decision == "block" and post.reason:
+            extra.append(post.reason)
+        if not extra or not isinstance(result.content, str):
+            return result
+        return ToolResultBlock(result.tool_use_id, result.content + "\n\n" + "\n".join(extra), result.is_error)
+
+    def _note(self, hook: HookResult, batch: Batch) -> None:
+        if hook is NO_HOOK_RESULT:
+            return
+        if hook.stop and batch.stop is None:
+            batch.stop = hook
+
+
+def _error(call: ToolUseBlock, text: str) -> ToolResultBlock:
+    return ToolResultBlock(call.id, text, True)
