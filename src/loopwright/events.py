@@ -214,6 +214,7 @@ class CompactBoundary:
     pre_tokens: int
     post_tokens: int
     summary: str
+    messages: tuple[Message, ...] = ()  # the whole conversation after compaction
     type: Literal["compact_boundary"] = "compact_boundary"
 
 

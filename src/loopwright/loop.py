@@ -308,7 +308,7 @@ class AgentLoop:
         self.messages = compaction.rebuild(summary, cut)
         self._context_base, self._counted_upto = 0, 0
         self._just_compacted = True
-        self.emit(CompactBoundary(trigger, before, self.context_estimate(), summary))
+        self.emit(CompactBoundary(trigger, before, self.context_estimate(), summary, tuple(self.messages)))
         await self.hooks.run("PostCompact", self._payload("PostCompact") | {
             "trigger": hook_trigger, "compact_summary": summary}, match=hook_trigger)
         return True
@@ -342,6 +342,7 @@ class AgentLoop:
             return self._hook_stopped(hook, state)
         if hook.additional_context:
             self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in hook.additional_context))
+        self.emit(UserMessage(self.messages[-1], synthetic=False))
         return None
 
     def _hook_stopped(self, hook: HookResult, state: LoopState) -> RunResult:

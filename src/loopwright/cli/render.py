@@ -30,6 +30,8 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
                        "content": event.message.to_api()["content"], "stop_reason": event.stop_reason,
                        "usage": event.usage.to_api()}
             return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": session_id}
+        case UserMessage() if not event.synthetic:
+            return None  # the prompt itself is not echoed (Claude Code: --replay-user-messages)
         case UserMessage():
             return {"type": "user", "message": event.message.to_api(), "parent_tool_use_id": None,
                     "session_id": session_id}
