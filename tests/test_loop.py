@@ -176,3 +176,18 @@ async def test_compaction_thrashing_stops_the_run():
     model.assert_done()
     assert result.terminal_reason == "compaction_thrashing" and result.is_error
     assert result.role_usage["compaction"].calls == 3
+
+
+async def test_manual_compaction_from_python():
+    from loopwright.app import Agent
+
+    model = ScriptedModel([calls(use("slow_read", "a", ms=1)), calls(use("slow_read", "b", ms=1)),
+                           calls(use("slow_read", "c", ms=1)), "done", text("<summary>a b c</summary>")])
+    agent = Agent(model_client=model, tools=[slow_read], clock=FakeClock(),
+                  permissions=PermissionRules(mode="bypassPermissions"))
+    await agent.run("go")
+    before = len(agent.history)
+    assert await agent.compact()
+    assert "a b c" in agent.history[0].text and len(agent.history) < before
+    assert agent.history[-1].text == "done"
+    model.assert_done()

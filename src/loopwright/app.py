@@ -115,6 +115,16 @@ class Agent:
             if not task.done():
                 task.cancel()
 
+    async def compact(self, *, on_event: Callable[[Event], None] | None = None) -> bool:
+        """Summarise the older conversation now (like `/compact`); the last exchanges are kept
+        word for word. False when there is too little to compact or the summary call failed."""
+        loop = self._build(on_event or (lambda e: None))
+        loop.messages = list(self.history)
+        done = await loop.compact("manual")
+        if done:
+            self.history = list(loop.messages)
+        return done
+
     def interrupt(self) -> None:
         """Abort the running prompt: tools are cancelled and the result says `aborted`."""
         if self._loop is not None:
