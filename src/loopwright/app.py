@@ -17,7 +17,8 @@ from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
 from .policy.permissions import PermissionRules
 from .policy.stop import Limits
-from .ports import Approver, HookRunner, Model, NoHooks, Tool
+from .goal import GoalJudge, GoalSpec
+from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
 from .types import Message
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -49,6 +50,9 @@ class Agent:
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
     hooks: HookRunner | None = None
+    goal: GoalSpec | None = None
+    workspace: Workspace | None = None
+    evaluator_client: Model | None = None
     approver: Approver | None = None
     transcript_path: str = ""
     include_partial: bool = False
@@ -56,11 +60,14 @@ class Agent:
     session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     clock: Any = None
     history: list[Message] = field(default_factory=list)
+    recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
         self.cwd = Path(self.cwd).resolve()
         self._loop: AgentLoop | None = None
+        self._judge: GoalJudge | None = None
+        self._goal_armed = False
 
     def _client(self) -> Model:
         if self.model_client is None:
@@ -80,18 +87,40 @@ class Agent:
         base = self.system_prompt if self.system_prompt is not None else default_system_prompt(self.cwd)
         return f"{base}\n\n{self.append_system_prompt}".strip() if self.append_system_prompt else base
 
+    def set_goal(self, spec: GoalSpec | None) -> None:
+        """Set (or with None clear) the session's goal; a new goal replaces the old one."""
+        self.goal, self._judge, self._goal_armed = spec, None, False
+
+    def _goal_judge(self, emit: Callable[[Event], None]) -> GoalJudge | None:
+        if self.goal is None:
+            return None
+        if self._judge is None:
+            from .clock import SystemClock
+            from .tools.workspace import LocalWorkspace
+
+            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
+                                    self.workspace or LocalWorkspace(self.cwd), self.clock or SystemClock())
+        self._judge.emit = emit
+        if not self._goal_armed:
+            self._judge.start()
+            self._goal_armed = True
+        else:
+            self._judge.new_run()
+        return self._judge if self._judge.active else None
+
     def _build(self, emit: Callable[[Event], None]) -> AgentLoop:
         config = LoopConfig(
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
             tools=self._tools(), limits=self.limits, budget=self.budget, permissions=self.permissions,
             include_partial=self.include_partial, stop_hooks=self.stop_hooks, final_turn=self.final_turn,
             hooks=self.hooks or NoHooks(), approver=self.approver, transcript_path=self.transcript_path,
+            goal=self._goal_judge(emit),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
-        loop = self._build(on_event or (lambda e: None))
+        loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
             result = await loop.run([*self.history, Message.user(prompt)])
@@ -118,12 +147,24 @@ class Agent:
     async def compact(self, *, on_event: Callable[[Event], None] | None = None) -> bool:
         """Summarise the older conversation now (like `/compact`); the last exchanges are kept
         word for word. False when there is too little to compact or the summary call failed."""
-        loop = self._build(on_event or (lambda e: None))
+        loop = self._build(self._emitter(on_event))
         loop.messages = list(self.history)
         done = await loop.compact("manual")
         if done:
             self.history = list(loop.messages)
         return done
+
+    def _emitter(self, on_event: Callable[[Event], None] | None) -> Callable[[Event], None]:
+        """The recorder first, then the caller: an event is on disk before anyone shows it."""
+        recorder, show = self.recorder, on_event or (lambda e: None)
+        if recorder is None:
+            return show
+
+        def emit(event: Event) -> None:
+            recorder(event)
+            show(event)
+
+        return emit
 
     def interrupt(self) -> None:
         """Abort the running prompt: tools are cancelled and the result says `aborted`."""

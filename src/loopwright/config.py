@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .policy.permissions import normalise_mode
+
+if TYPE_CHECKING:
+    from .goal import GoalSpec
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
@@ -49,3 +53,57 @@ def parse_fallbacks(value: str | None) -> tuple[str, ...]:
     if len(models) > 3:
         raise UsageError(f"--fallback-model: at most 3 models, got {len(models)} ({value!r})")
     return models
+
+
+GOAL_CLEAR_WORDS = ("clear", "stop", "off", "reset", "none", "cancel")
+
+
+def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
+    """A goal file: the condition as text; `check: CMD` and `protect: GLOB` lines add checks and
+    protected paths."""
+    condition, checks, protect = [], [], []
+    for line in read_text_file(path, "--goal-file").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "check" and value.strip():
+            checks.append(value.strip())
+        elif key.strip().lower() == "protect" and value.strip():
+            protect.append(value.strip())
+        else:
+            condition.append(line)
+    return "\n".join(condition).strip(), checks, protect
+
+
+def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None", str | None]:
+    """The goal a headless run sets (from `-p "/goal COND"`, `--goal` or `--goal-file`) and the
+    prompt that starts it. `/goal clear` and friends clear instead: (None, None)."""
+    from .goal import GoalSpec, validate_condition
+
+    condition, checks, protect = None, list(opts.get("check") or []), list(opts.get("protect") or [])
+    if prompt and prompt.lstrip().startswith("/goal"):
+        arg = prompt.lstrip()[len("/goal"):].strip()
+        if not arg:
+            raise UsageError("/goal needs a condition here; to see a session's goal run `loopwright goal status`")
+        if arg.lower() in GOAL_CLEAR_WORDS:
+            return None, None
+        condition, prompt = arg, None
+    sources = [c for c in (condition, opts.get("goal")) if c] + (["file"] if opts.get("goal_file") else [])
+    if len(sources) > 1:
+        raise UsageError("goal: give the condition once (-p \"/goal …\", --goal or --goal-file)")
+    if opts.get("goal"):
+        condition = opts["goal"]
+    if opts.get("goal_file"):
+        condition, more_checks, more_protect = read_goal_file(opts["goal_file"])
+        checks, protect = checks + more_checks, protect + more_protect
+    if condition is None:
+        if checks or protect or opts.get("goal_max_turns") or opts.get("goal_max_duration"):
+            raise UsageError("--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")")
+        return None, prompt
+    positive(opts.get("goal_max_turns"), "--goal-max-turns")
+    positive(opts.get("goal_max_budget_usd"), "--goal-max-budget-usd")
+    duration = opts.get("goal_max_duration")
+    spec = GoalSpec(validate_condition(condition), tuple(checks), tuple(protect),
+                    model=opts.get("goal_model") or "haiku", max_turns=opts.get("goal_max_turns"),
+                    max_duration_s=parse_duration(duration, "--goal-max-duration") if duration else None,
+                    max_budget_usd=opts.get("goal_max_budget_usd"))
+    start = spec.directive() + (f"\n\n{prompt}" if prompt else "")
+    return spec, start

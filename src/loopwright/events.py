@@ -37,6 +37,9 @@ TerminalReason = Literal[
     "goal_met",
     "goal_impossible",
     "goal_no_progress",
+    "goal_max_turns",
+    "goal_max_duration",
+    "goal_max_budget",
 ]
 
 
@@ -93,6 +96,7 @@ class RunResult:
     messages: tuple[Message, ...] = ()
     warnings: tuple[str, ...] = ()
     role_usage: dict[str, ModelUsage] = field(default_factory=dict)
+    goal: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -122,6 +126,7 @@ class RunResult:
             "retries": dict(self.retries),
             "usageByRole": {role: mu.to_json() for role, mu in self.role_usage.items()},
             "warnings": list(self.warnings),
+            **({"goal": self.goal} if self.goal is not None else {}),
         }
 
 
@@ -219,6 +224,33 @@ class CompactBoundary:
 
 
 @dataclass(frozen=True, slots=True)
+class GoalStatus:
+    """A goal was set or judged; the transcript keeps it as a `goal_status` attachment in
+    Claude Code's shape."""
+
+    condition: str
+    met: bool = False
+    sentinel: bool = False
+    failed: bool = False
+    reason: str = ""
+    iterations: int = 0
+    duration_ms: int = 0
+    tokens: int = 0
+    type: Literal["goal_status"] = "goal_status"
+
+    def attachment(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "goal_status", "met": self.met, "condition": self.condition}
+        if self.sentinel:
+            out["sentinel"] = True
+        if self.failed:
+            out["failed"] = True
+        if self.reason:
+            out["reason"] = self.reason
+        out.update(iterations=self.iterations, durationMs=self.duration_ms, tokens=self.tokens)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class ResultEvent:
     result: RunResult
     type: Literal["result"] = "result"
@@ -234,5 +266,6 @@ Event = Union[
     ApiRetry,
     Notice,
     CompactBoundary,
+    GoalStatus,
     ResultEvent,
 ]

@@ -39,6 +39,7 @@ from .policy.stop import (
 )
 from .dispatch import ToolDispatcher
 from .gate import ToolGate
+from .goal import GoalContinue, GoalJudge
 from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compaction import estimate_tokens
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
@@ -72,6 +73,8 @@ class LoopConfig:
     max_failed_compactions: int = 3
     max_compaction_refills: int = 3
     hooks: HookRunner = field(default_factory=NoHooks)
+    goal: GoalJudge | None = None
+    background_tasks: Callable[[], list[dict[str, Any]]] = list  # running background work, for Stop
     approver: Approver | None = None
     transcript_path: str = ""
 
@@ -110,6 +113,7 @@ class AgentLoop:
         self._failed_compactions = 0
         self._refills = 0
         self._just_compacted = False
+        self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
     def interrupt(self) -> None:
@@ -144,6 +148,10 @@ class AgentLoop:
                 if limit.terminal_reason == "max_turns" and self.cfg.final_turn:
                     limit = replace(limit, result=await self._final_turn(state))
                 return self._finish(limit, state)
+            if self.cfg.goal is not None and self.cfg.goal.active:
+                bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
+                if bound is not None:
+                    return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
             if self._over_threshold():
                 if self._refills >= self.cfg.max_compaction_refills:
                     return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
@@ -160,6 +168,7 @@ class AgentLoop:
         match nxt:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
+                self._tools_since_stop = True
                 batch = await self.dispatch.run(calls)
                 after = NO_HOOK_RESULT if batch.stop else await self.hooks.run("PostToolBatch", self._payload(
                     "PostToolBatch") | {"tool_calls": [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
@@ -205,6 +214,8 @@ class AgentLoop:
                 if verdict.stop:
                     self._append_assistant(assistant, state)
                     return self._hook_stopped(verdict, state), state
+                if verdict.reason is None and self.cfg.goal is not None and self.cfg.goal.active:
+                    return await self._apply(await self._judge_goal(assistant, state), state)
                 after, state = on_stop_hooks(verdict.reason, assistant, state, self.cfg.limits)
                 return await self._apply(after, state)
             case Finish():
@@ -323,13 +334,24 @@ class AgentLoop:
         """Registered Stop hooks and Python stop hooks; a block's reason (or extra context)
         becomes the next user message."""
         payload = self._payload("Stop") | {"stop_hook_active": state.stop_blocks > 0,
-                                           "last_assistant_message": assistant.text, "background_tasks": []}
+                                           "last_assistant_message": assistant.text,
+                                           "background_tasks": self.cfg.background_tasks()}
         hooked = await self.hooks.run("Stop", payload)
         reasons = [r for r in [await hook(payload) for hook in self.cfg.stop_hooks] if r]
         if hooked.decision == "block":
             reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")
         reasons += hooked.additional_context
         return replace(hooked, reason="\n".join(reasons) if reasons else None)
+
+    async def _judge_goal(self, assistant: Message, state: LoopState) -> Next:
+        assert self.cfg.goal is not None
+        tools_ran, self._tools_since_stop = self._tools_since_stop, False
+        decision = await self.cfg.goal.judge([*self.messages, assistant], self.cfg.background_tasks(), tools_ran)
+        if isinstance(decision, GoalContinue):
+            return Continue((assistant, Message.user(decision.message)), "goal")
+        text = state.partial_text + assistant.text
+        errors = (decision.reason,) if decision.is_error else ()
+        return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text, append=assistant)
 
     async def _prompt_hook(self, state: LoopState) -> RunResult | None:
         """UserPromptSubmit: a block ends the run before any model call; extra context goes
@@ -413,15 +435,24 @@ class AgentLoop:
     def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
         usage = self.role_usage.get("main", ModelUsage()).usage
         r = self.last_response
+        model_usage, role_usage, goal = dict(self.model_usage), dict(self.role_usage), None
+        if self.cfg.goal is not None:
+            judge = self.cfg.goal
+            goal = judge.summary()
+            if judge.state.evaluator.calls:
+                ev = judge.state.evaluator
+                role_usage["evaluator"] = ev
+                prior = model_usage.get(judge.model, ModelUsage())
+                model_usage[judge.model] = ModelUsage(prior.usage + ev.usage, prior.cost_usd + ev.cost_usd, prior.calls + ev.calls)
         return RunResult(
             subtype=subtype, is_error=is_error, result=text, session_id=self.cfg.session_id,  # type: ignore[arg-type]
             num_turns=turns, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
-            duration_api_ms=int(self.api_seconds * 1000), total_cost_usd=sum(m.cost_usd for m in self.model_usage.values()),
-            usage=usage, model_usage=dict(self.model_usage), stop_reason=r.raw_stop_reason if r else None,
+            duration_api_ms=int(self.api_seconds * 1000), total_cost_usd=sum(m.cost_usd for m in model_usage.values()),
+            usage=usage, model_usage=model_usage, stop_reason=r.raw_stop_reason if r else None,
             terminal_reason=reason, stop_details=r.stop_details if r else None, errors=errors,  # type: ignore[arg-type]
             permission_denials=tuple(self.dispatch.denials), stop_reason_counts=dict(self.stop_counts),
             retries={k: self.retries.get(k, 0) for k in ("rate_limit", "overloaded", "server", "network")},
-            messages=tuple(self.messages), warnings=tuple(self.warnings), role_usage=dict(self.role_usage),
+            messages=tuple(self.messages), warnings=tuple(self.warnings), role_usage=role_usage, goal=goal,
         )
 
 

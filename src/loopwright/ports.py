@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Protocol, runtime_checkable
+from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
 
 from .types import ModelRequest, StreamEvent
 
@@ -96,3 +96,28 @@ class Approver(Protocol):
     none: an `ask` becomes a denial."""
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    command: str
+    exit_code: int | None
+    output_tail: str
+    timed_out: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        status = "timed out" if self.timed_out else f"exit {self.exit_code}"
+        return f"$ {self.command}  ({status})\n{self.output_tail.rstrip()}"
+
+
+@runtime_checkable
+class Workspace(Protocol):
+    """What the goal needs of the outside world: run a check command, fingerprint files."""
+
+    async def run_check(self, command: str, timeout_s: float) -> CheckResult: ...
+
+    def snapshot(self, globs: Sequence[str]) -> dict[str, str]: ...

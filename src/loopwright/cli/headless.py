@@ -11,7 +11,7 @@ import uuid
 from typing import Any, Callable
 
 from .. import __version__
-from ..config import parse_duration, parse_fallbacks, parse_mode, positive, read_text_file
+from ..config import goal_from_options, parse_duration, parse_fallbacks, parse_mode, positive, read_text_file
 from ..errors import UsageError
 from ..events import Event, RunResult
 from .render import Progress, dumps, stream_json
@@ -19,12 +19,12 @@ from .render import Progress, dumps, stream_json
 MAX_STDIN = 10 * 1024 * 1024
 
 
-def read_prompt(prompt: str | None) -> str:
+def read_prompt(prompt: str | None, required: bool = True) -> str:
     piped = ""
     if not sys.stdin.isatty():
         piped = sys.stdin.read(MAX_STDIN)
     text = "\n\n".join(p for p in (prompt, piped.strip()) if p)
-    if not text.strip():
+    if not text.strip() and required:
         raise UsageError("no prompt: give one as an argument (loopwright -p \"…\") or pipe it on stdin")
     return text
 
@@ -97,16 +97,50 @@ def print_result(result: RunResult, fmt: str) -> None:
         print(text, flush=True)
 
 
+def open_cli_session(opts: dict[str, Any], agent: Any) -> Any:
+    """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
+    agent (the recorder sees each event before the renderer). `session.source` (startup, resume,
+    fork) is SessionStart's `source`."""
+    from ..session import open_session
+    from ..stores.jsonl import JsonlStore
+
+    resuming = opts["resume"] is not None or opts["continue_session"]
+    if opts["resume"] is not None and opts["continue_session"]:
+        raise UsageError("use either --continue or --resume, not both")
+    if opts["fork_session"] and not resuming:
+        raise UsageError("--fork-session needs --continue or --resume")
+    if opts["session_id"] and resuming and not opts["fork_session"]:
+        raise UsageError("--session-id can be used with --continue or --resume only with --fork-session")
+    session = open_session(JsonlStore.default(agent.cwd), str(agent.cwd), resume=opts["resume"],
+                           continue_last=opts["continue_session"], fork=opts["fork_session"],
+                           session_id=opts["session_id"], persist=not opts["no_session_persistence"])
+    for warning in session.warnings:
+        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    agent.session_id, agent.history = session.session_id, session.history
+    agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
+    return session
+
+
 def run_headless(opts: dict[str, Any]) -> int:
     if not opts["print_mode"]:
         if sys.stdin.isatty() and sys.stdout.isatty():
             raise UsageError("the interactive terminal is not available yet; run headless with -p \"PROMPT\"")
         opts["print_mode"] = True  # piped use without -p behaves as -p
-    prompt = read_prompt(opts["prompt"])
+    goal_given = bool(opts.get("goal") or opts.get("goal_file"))
+    prompt = read_prompt(opts["prompt"], required=not goal_given)
+    spec, prompt = goal_from_options(opts, prompt)
+    if prompt is None:  # `/goal clear`: a headless run has no goal to clear beyond this line
+        print("No goal set")
+        return 0
     agent = build_agent(opts)
+    session = open_cli_session(opts, agent)
+    agent.set_goal(spec)
     fmt = opts["output_format"]
     emit = make_emitter(fmt, opts["verbose"], agent.session_id)
-    result = asyncio.run(_run(agent, prompt, emit))
+    try:
+        result = asyncio.run(_run(agent, prompt, emit))
+    finally:
+        session.close()
     print_result(result, fmt)
     return result.exit_code
 

@@ -74,6 +74,22 @@ def parser() -> Any:
     add("--append-system-prompt-file")
     add("--include-partial-messages", action="store_true", help="stream-json: add stream_event lines.")
     add("--session-id", help="Use this UUID as the session id.")
+    add("-c", "--continue", dest="continue_session", action="store_true",
+        help="Continue the most recent session of this directory.")
+    add("-r", "--resume", metavar="ID", help="Resume the session with this id.")
+    add("--fork-session", action="store_true", help="With -c or -r: continue under a new session id.")
+    add("--no-session-persistence", action="store_true", help="Write no transcript for this run.")
+    goal = p.add_argument_group("goal loops")
+    goal.add_argument("--goal", help="Keep working until this condition holds (like -p \"/goal COND\").")
+    goal.add_argument("--goal-file", help="Read the condition from a file; `check:` and `protect:` lines add checks.")
+    goal.add_argument("--check", action="append", default=[], help="A command the harness runs at every stop; "
+                      "the goal cannot be met while it fails (repeatable).")
+    goal.add_argument("--protect", action="append", default=[], help="Files (glob) the agent must not change "
+                      "while pursuing the goal (repeatable).")
+    goal.add_argument("--goal-model", help="The evaluator model (default: haiku).")
+    goal.add_argument("--goal-max-turns", type=int)
+    goal.add_argument("--goal-max-duration", help="Such as 30m or 2h.")
+    goal.add_argument("--goal-max-budget-usd", type=float)
     add("--version", action="store_true", help="Print the version and exit.")
     return p
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from ..events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
     ToolStarted, UserMessage,
 )
 from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
@@ -50,6 +50,8 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
             return {"type": "system", "subtype": "compact_boundary", "session_id": session_id,
                     "compact_metadata": {"trigger": event.trigger, "pre_tokens": event.pre_tokens,
                                          "post_tokens": event.post_tokens}}
+        case GoalStatus():
+            return {"type": "system", "subtype": "goal_status", "session_id": session_id, **event.attachment()}
         case ResultEvent():
             return event.result.to_json()
         case ToolStarted() | ToolFinished():
@@ -96,6 +98,15 @@ def _gist(tool: str, output: str) -> str:
     return _short(pick, 80) + more
 
 
+def goal_line(event: GoalStatus, turn: int) -> str:
+    if event.sentinel:
+        return f"◎ goal set: {_short(event.condition, 100)}"
+    verdict = "MET" if event.met else "IMPOSSIBLE" if event.failed else "not met yet"
+    why = f": {_short(event.reason, 90)}" if event.reason else ""
+    return (f"◎ goal · turn {turn} · evaluation {event.iterations} · {verdict} · "
+            f"{event.duration_ms / 1000:.1f}s{why}")
+
+
 class Progress:
     """A live, line-based view of a run for a person at a terminal (written to stderr)."""
 
@@ -128,6 +139,8 @@ class Progress:
                 return f"  ! {event.text}"
             case CompactBoundary():
                 return f"  ⇣ compacted the conversation ({event.trigger}): ~{event.pre_tokens} → ~{event.post_tokens} tokens"
+            case GoalStatus():
+                return goal_line(event, self.turn)
             case ResultEvent():
                 r = event.result
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "
