@@ -205,7 +205,7 @@ def test_stop_hook_block_cap_eight_then_success_with_last_text():
     s = START
     for _ in range(8):
         nxt, s = on_stop_hooks("keep going", assistant, s, LIM)
-        assert isinstance(nxt, Continue) and nxt.append[1].text == "keep going"
+        assert isinstance(nxt, Continue) and nxt.append[0].text == "keep going"
     nxt, s = on_stop_hooks("keep going", assistant, s, LIM)
     assert isinstance(nxt, Finish) and nxt.subtype == "success" and nxt.result == "done?" and nxt.warning
     assert after_tools(s, CAPS).stop_blocks == 0

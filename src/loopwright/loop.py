@@ -192,7 +192,7 @@ class AgentLoop:
                         self._append_assistant(message, state)
                     else:
                         self._append_user(message)
-                if reason != "stop_hook":
+                if reason not in ("stop_hook", "goal"):  # those speak through their own events
                     self.emit(Notice("info", f"continuing after {reason}"))
             case Resend():
                 self._strip_text_after_results()
@@ -210,9 +210,9 @@ class AgentLoop:
                 self.model = model
                 state = replace(state, max_tokens=caps_for(model).default_output)
             case CandidateStop(assistant=assistant):
+                self._append_assistant(assistant, state)
                 verdict = await self._stop_hooks(assistant, state)
                 if verdict.stop:
-                    self._append_assistant(assistant, state)
                     return self._hook_stopped(verdict, state), state
                 if verdict.reason is None and self.cfg.goal is not None and self.cfg.goal.active:
                     return await self._apply(await self._judge_goal(assistant, state), state)
@@ -346,12 +346,12 @@ class AgentLoop:
     async def _judge_goal(self, assistant: Message, state: LoopState) -> Next:
         assert self.cfg.goal is not None
         tools_ran, self._tools_since_stop = self._tools_since_stop, False
-        decision = await self.cfg.goal.judge([*self.messages, assistant], self.cfg.background_tasks(), tools_ran)
+        decision = await self.cfg.goal.judge(self.messages, self.cfg.background_tasks(), tools_ran)
         if isinstance(decision, GoalContinue):
-            return Continue((assistant, Message.user(decision.message)), "goal")
+            return Continue((Message.user(decision.message),), "goal")
         text = state.partial_text + assistant.text
         errors = (decision.reason,) if decision.is_error else ()
-        return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text, append=assistant)
+        return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text)
 
     async def _prompt_hook(self, state: LoopState) -> RunResult | None:
         """UserPromptSubmit: a block ends the run before any model call; extra context goes

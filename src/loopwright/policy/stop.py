@@ -287,14 +287,15 @@ def after_tools(state: LoopState, caps: Caps) -> LoopState:
 
 
 def on_stop_hooks(block_reason: str | None, assistant: Message, state: LoopState, limits: Limits) -> tuple[Next, LoopState]:
-    """After a candidate stop: a Stop hook's block continues with its reason as the next user
-    message, at most `stop_block_cap` times in a row without a tool run."""
+    """After a candidate stop (the assistant message is already in the conversation): a Stop
+    hook's block continues with its reason as the next user message, at most `stop_block_cap`
+    times in a row without a tool run."""
     text = state.partial_text + assistant.text
     if block_reason is None:
-        return Finish("success", "completed", False, result=text, append=assistant), state
+        return Finish("success", "completed", False, result=text), state
     if state.stop_blocks >= limits.stop_block_cap:
         warning = (f"Stop hooks blocked {state.stop_blocks} times in a row without any tool run; "
                    "ending the run with the last answer")
-        return Finish("success", "stop_hook_cap", False, result=text, warning=warning, append=assistant), state
+        return Finish("success", "stop_hook_cap", False, result=text, warning=warning), state
     next_state = replace(state, stop_blocks=state.stop_blocks + 1, partial_text="", continuations=0)
-    return Continue((assistant, Message.user(block_reason)), "stop_hook"), next_state
+    return Continue((Message.user(block_reason),), "stop_hook"), next_state
