@@ -162,3 +162,19 @@ def test_verdict_parsing_is_robust():
 def test_bounds_in_words(text, turns, seconds):
     b = parse_bounds(text)
     assert b.max_turns == turns and b.max_duration_s == seconds
+
+
+def test_evidence_stays_bounded_and_keeps_the_latest_output():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("goal_evidence", Path(__file__).parents[1] / "bench" / "goal_evidence.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from loopwright.goal import EVIDENCE_CHARS, GoalJudge
+
+    judge = GoalJudge(GoalSpec("all tests pass"), None, bench.NoWorkspace(), FakeClock())
+    short, long = bench.session(10, True, "done"), bench.session(200, False, "done")
+    assert len(judge.evidence(long)) <= EVIDENCE_CHARS + 2000
+    assert "1 failed, 40 passed" in judge.evidence(long).rsplit("[tool result", 1)[-1]
+    assert len(judge.evidence(long)) < 3 * len(judge.evidence(short)) + 2000
