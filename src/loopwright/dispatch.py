@@ -48,21 +48,20 @@ class ToolDispatcher:
         for group in self._groups(calls):
             for call in group:
                 self.emit(ToolStarted(call.id, call.name, call.input))
+            limiter = anyio.CapacityLimiter(self.parallel)
+
+            async def one(call: ToolUseBlock) -> None:
+                async with limiter:
+                    result = results[call.id] = await self._one(call, batch)
+                # at once, not after the group: the session ledger must know what finished
+                self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
+
             if len(group) == 1:
-                results[group[0].id] = await self._one(group[0], batch)
+                await one(group[0])
             else:
-                limiter = anyio.CapacityLimiter(self.parallel)
-
-                async def one(call: ToolUseBlock) -> None:
-                    async with limiter:
-                        results[call.id] = await self._one(call, batch)
-
                 async with anyio.create_task_group() as tg:
                     for call in group:
                         tg.start_soon(one, call)
-            for call in group:
-                self.emit(ToolFinished(call.id, call.name, results[call.id].is_error, results[call.id].text,
-                                       results[call.id]))
             if batch.stop is not None:  # a hook asked to stop: later calls do not run
                 for rest in calls[calls.index(group[-1]) + 1:]:
                     results[rest.id] = ToolResultBlock(rest.id, "Not run: a hook stopped the run.", True)

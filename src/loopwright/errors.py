@@ -4,6 +4,7 @@ each class carries typed fields and the process exit code it maps to.
     LoopwrightError                 exit 1
     ├── UsageError                  exit 2   bad flags, bad input files, invalid settings
     ├── ModelError                  exit 1   a model call failed; `kind` says how (table below)
+    ├── SessionError                exit 1   a session cannot be found, read or written
     └── ToolInputError              exit 1   a tool's input failed its schema (becomes an is_error result)
 
 `ModelError.kind` is provider-neutral; adapters map HTTP statuses, error types and transport
@@ -42,6 +43,10 @@ class UsageError(LoopwrightError):
     """The user asked for something malformed: a flag, a file, a setting. Exit 2."""
 
     exit_code = 2
+
+
+class SessionError(LoopwrightError):
+    """A session cannot be found, read or written (exit 1, as Claude Code for an unknown ID)."""
 
 
 class ToolInputError(LoopwrightError):

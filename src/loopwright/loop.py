@@ -42,7 +42,7 @@ from .gate import ToolGate
 from .goal import GoalContinue, GoalJudge
 from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compaction import estimate_tokens
-from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
+from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
 STOP_FAILURES = ("api_error", "authentication_failed", "max_output_tokens", "prompt_too_long")
@@ -257,7 +257,7 @@ class AgentLoop:
         outcome = await self._stream(request, "final_turn")
         if isinstance(outcome, ModelError) or not outcome.message.text.strip():
             return None
-        self.messages = list(messages)
+        self._append_user(Message.user(FINAL_TURN))  # recorded as sent (the API merges the two)
         self._append_assistant(outcome.message, state)
         return outcome.message.text
 

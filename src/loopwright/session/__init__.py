@@ -1,0 +1,19 @@
+"""Sessions are data: append-only, versioned transcript records, the recorder that writes them from
+the loop's events, `replay()` that rebuilds the conversation, and opening (new, resume, fork)."""
+
+from __future__ import annotations
+
+from .opening import Session, SessionStore, Source, open_session
+from .recorder import Recorder, SessionLog, iso_timestamp
+from .records import (
+    NOT_RUN, SCHEMA_VERSION, UNKNOWN_OUTCOME, UPGRADES, AssistantEntry, AttachmentEntry, CompactEntry, Entry,
+    OtherEntry, Record, Restored, SessionError, SystemEntry, ToolFinishedEntry, ToolStartedEntry, UserEntry,
+    answer_dangling, replay, restore,
+)
+
+__all__ = [
+    "NOT_RUN", "SCHEMA_VERSION", "UNKNOWN_OUTCOME", "UPGRADES", "AssistantEntry", "AttachmentEntry", "CompactEntry",
+    "Entry", "OtherEntry", "Record", "Recorder", "Restored", "Session", "SessionError", "SessionLog", "SessionStore",
+    "Source", "SystemEntry", "ToolFinishedEntry", "ToolStartedEntry", "UserEntry", "answer_dangling",
+    "iso_timestamp", "open_session", "replay", "restore",
+]

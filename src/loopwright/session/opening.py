@@ -1,0 +1,140 @@
+"""Opening a session for a run: start a new one, resume one (`-r`, `-c`) or fork it, with the store
+injected; what a run needs comes back as a `Session` (id, history, transcript path, recorder)."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Protocol
+
+from ..types import Message
+from .recorder import Recorder, SessionLog
+from .records import Record, Restored, SessionError, UserEntry, restore
+
+Source = Literal["startup", "resume", "fork"]  # SessionStart's `source`
+
+
+class SessionStore(Protocol):
+    """Where sessions live. `load` gives a session's raw records and warnings (a torn last line),
+    None for an unknown id, and raises ValueError for a damaged file. `open` gives the append
+    handle: an existing session is locked against other writers at once (OSError if it cannot
+    be), a new one is created on its first append."""
+
+    def latest(self) -> str | None: ...
+
+    def exists(self, session_id: str) -> bool: ...
+
+    def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None: ...
+
+    def open(self, session_id: str) -> SessionLog: ...
+
+    def location(self, session_id: str) -> str: ...
+
+
+@dataclass
+class Session:
+    """A session ready to run. Wire it as `Agent(history=s.history, session_id=s.session_id,
+    transcript_path=s.transcript_path, recorder=s.recorder)`. `recorder` is None when nothing is
+    written (`--no-session-persistence`)."""
+
+    session_id: str
+    source: Source
+    history: list[Message]
+    transcript_path: str
+    recorder: Recorder | None
+    warnings: list[str] = field(default_factory=list)
+    resumed_from: str | None = None
+    records: list[Record] = field(default_factory=list)  # the resumed session's, e.g. to restore a goal
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
+
+
+def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
+                 fork: bool = False, session_id: str | None = None, persist: bool = True,
+                 new_id: Callable[[], str] = lambda: str(uuidlib.uuid4())) -> Session:
+    """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
+    this project (`continue_last`); `fork` copies a resumed one into a new id."""
+    if resume is None and not continue_last:
+        sid = session_id or new_id()
+        _check_free(store, sid)
+        return Session(sid, "startup", [], store.location(sid) if persist else "",
+                       Recorder(_open(store, sid), sid, cwd) if persist else None)
+    old = resume if resume is not None else store.latest()
+    if old is None:
+        raise SessionError("No conversation found to continue")
+    # Lock before reading, so no other writer can add a record that this replay would miss.
+    log = _open(store, old) if persist and not fork and store.exists(old) else None
+    raw, warnings = _load(store, old)
+    records = _parse(raw, store.location(old))
+    restored = restore(records)
+    if fork:
+        sid = session_id or new_id()
+        _check_free(store, sid)
+        recorder = _copy(store, sid, cwd, raw, old) if persist else None
+    else:
+        sid = old
+        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid) if log is not None else None
+    warnings += _recover(restored, recorder, old)
+    return Session(sid, "fork" if fork else "resume", list(restored.messages),
+                   store.location(sid) if persist else "", recorder, warnings, old, records)
+
+
+def _check_free(store: SessionStore, session_id: str) -> None:
+    if store.exists(session_id):
+        raise SessionError(f"Session ID {session_id} is already in use")
+
+
+def _open(store: SessionStore, session_id: str) -> SessionLog:
+    try:
+        return store.open(session_id)
+    except OSError as exc:
+        raise SessionError(f"cannot open session {session_id}: {exc}") from None
+
+
+def _load(store: SessionStore, session_id: str) -> tuple[list[dict[str, Any]], list[str]]:
+    try:
+        loaded = store.load(session_id)
+    except ValueError as exc:
+        raise SessionError(f"cannot resume session {session_id}: {exc}") from None
+    if loaded is None:
+        raise SessionError(f"No conversation found with session ID: {session_id}")
+    return loaded[0], list(loaded[1])
+
+
+def _parse(raw: list[dict[str, Any]], where: str) -> list[Record]:
+    try:
+        return [Record.from_json(r) for r in raw]
+    except SessionError as exc:
+        raise SessionError(f"{where}: {exc}") from None
+
+
+def _copy(store: SessionStore, sid: str, cwd: str, raw: list[dict[str, Any]], old: str) -> Recorder:
+    """The fork's file starts with every record of the old session, under the new id."""
+    log = _open(store, sid)
+    try:
+        for i, record in enumerate(raw):
+            log.append(record | {"sessionId": sid}, sync=i == len(raw) - 1)
+    except OSError as exc:
+        raise SessionError(f"cannot write the transcript {log.location}: {exc}") from exc
+    recorder = Recorder(log, sid, cwd, parent=raw[-1].get("uuid") if raw else None)
+    recorder.notice(f"Forked from session {old}", subtype="session_forked", forkedFrom=old)
+    return recorder
+
+
+def _recover(restored: Restored, recorder: Recorder | None, old: str) -> list[str]:
+    """Record the results made up for tool calls a crash left unanswered, so the transcript is a
+    valid conversation again, and say what happened."""
+    if restored.recovery is None:
+        return []
+    if recorder is not None:
+        recorder.append(UserEntry(restored.recovery, synthetic=True), sync=True)
+    unknown = [name for name, how in restored.recovered if how == "unknown"]
+    not_run = [name for name, how in restored.recovered if how == "not_run"]
+    parts = [f"{len(restored.recovered)} tool call(s) were left without results"]
+    if unknown:
+        parts.append(f"outcome unknown, not run again: {', '.join(unknown)}")
+    if not_run:
+        parts.append(f"never started: {', '.join(not_run)}")
+    return [f"session {old} was interrupted mid-turn: " + "; ".join(parts)]

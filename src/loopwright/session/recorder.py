@@ -1,0 +1,108 @@
+"""The `Recorder`: turns the loop's events into transcript records and appends them to a
+`SessionLog`, synchronously, so each record is on disk before the effect it describes."""
+
+from __future__ import annotations
+
+import time
+import uuid as uuidlib
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Protocol, assert_never
+
+from ..events import (
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, Notice, PartialEvent,
+    ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
+)
+from ..types import ToolResultBlock
+from .records import (
+    AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,
+    ToolStartedEntry, UserEntry,
+)
+
+
+class SessionLog(Protocol):
+    """One session's append-only log. `append` writes one record durably enough that a killed
+    process loses nothing already appended; `sync=True` also survives power loss (fsync)."""
+
+    @property
+    def location(self) -> str: ...
+
+    def append(self, record: dict[str, Any], *, sync: bool = False) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+def iso_timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Recorder:
+    """Consumes the loop's events (call it from `emit`, before any renderer) and appends one record
+    per event that changes the session. Synchronous on purpose: a record is written before the
+    effect it describes (a tool_started before the tool runs)."""
+
+    def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
+                 now: Callable[[], float] = time.time, new_id: Callable[[], str] = _new_uuid) -> None:
+        self.log, self.session_id, self.cwd = log, session_id, cwd
+        self.last_uuid = parent
+        self._now, self._new_id = now, new_id
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case UserMessage(message=message, synthetic=synthetic):
+                self.append(UserEntry(message, synthetic), sync=True)
+            case AssistantMessage():
+                self.append(AssistantEntry(event.message, event.model, event.id, event.stop_reason, event.usage),
+                            sync=True)
+            case ToolStarted(tool_use_id=tid, name=name, input=tool_input):
+                # Synced: this line is what stops a resume from running the tool a second time.
+                self.append(ToolStartedEntry(tid, name, tool_input), sync=True)
+            case ToolFinished(tool_use_id=tid, name=name):
+                result = event.result or ToolResultBlock(tid, event.output, event.is_error)
+                self.append(ToolFinishedEntry(tid, name, result))
+            case CompactBoundary():
+                self.append(CompactEntry(event.trigger, event.pre_tokens, event.post_tokens, event.summary,
+                                         event.messages), sync=True)
+            case Notice(level=level, text=text):
+                self.append(SystemEntry("informational", text, level))
+            case ApiRetry():
+                self.append(SystemEntry("api_retry", event.message, "warning", {
+                    "attempt": event.attempt, "maxRetries": event.max_retries, "errorKind": event.error_kind,
+                    "errorStatus": event.status, "retryDelayMs": int(event.delay_s * 1000)}))
+            case GoalStatus():
+                self.attach(event.attachment())
+            case ResultEvent(result=r):
+                self.append(SystemEntry("run_result", r.result if not r.is_error else "; ".join(r.errors),
+                                        "warning" if r.is_error else "info", {
+                    "resultSubtype": r.subtype, "terminalReason": r.terminal_reason, "isError": r.is_error,
+                    "numTurns": r.num_turns, "durationMs": r.duration_ms, "totalCostUsd": round(r.total_cost_usd, 8)}),
+                    sync=True)
+            case SystemInit() | PartialEvent() | HookStarted() | HookResponse():
+                pass  # nothing of the session changes (hook outcomes show in the messages they shape)
+            case _:
+                assert_never(event)
+
+    def attach(self, attachment: Mapping[str, Any]) -> Record:
+        """Append an `attachment` record, e.g. `{"type": "goal_status", "met": False, ...}`."""
+        if not isinstance(attachment.get("type"), str):
+            raise ValueError("an attachment needs a string `type`, e.g. goal_status")
+        return self.append(AttachmentEntry(dict(attachment)))
+
+    def notice(self, text: str, level: str = "info", subtype: str = "informational", **data: Any) -> Record:
+        return self.append(SystemEntry(subtype, text, level, data))
+
+    def append(self, entry: Entry, *, sync: bool = False) -> Record:
+        record = Record(entry, self._new_id(), self.last_uuid, self.session_id, iso_timestamp(self._now()), self.cwd)
+        try:
+            self.log.append(record.to_json(), sync=sync)
+        except OSError as exc:
+            # Going on unrecorded would break the promise that resume never runs a tool twice.
+            raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc
+        self.last_uuid = record.uuid
+        return record
+
+    def close(self) -> None:
+        self.log.close()
