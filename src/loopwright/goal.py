@@ -72,6 +72,19 @@ class GoalSpec:
         pick = lambda a, b: min(x for x in (a, b) if x is not None) if (a or b) else None  # noqa: E731
         return Bounds(pick(self.max_turns, said.max_turns), pick(self.max_duration_s, said.max_duration_s))
 
+    def to_json(self) -> dict[str, Any]:
+        return {"condition": self.condition, "checks": list(self.checks), "protect": list(self.protect),
+                "model": self.model, "max_turns": self.max_turns, "max_duration_s": self.max_duration_s,
+                "max_budget_usd": self.max_budget_usd, "check_timeout_s": self.check_timeout_s,
+                "max_idle_stops": self.max_idle_stops}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "GoalSpec":
+        return GoalSpec(str(data["condition"]), tuple(data.get("checks") or ()), tuple(data.get("protect") or ()),
+                        str(data.get("model") or "haiku"), data.get("max_turns"), data.get("max_duration_s"),
+                        data.get("max_budget_usd"), float(data.get("check_timeout_s") or 300.0),
+                        int(data.get("max_idle_stops") or 4))
+
     def directive(self) -> str:
         proof = "its checks run (" + "; ".join(self.checks) + ") and an evaluator reviews the evidence" \
             if self.checks else "an evaluator reviews the evidence"
@@ -124,10 +137,14 @@ class GoalJudge:
     def active(self) -> bool:
         return not (self.state.met or self.state.failed)
 
-    def start(self) -> None:
-        """Arm the goal: fingerprint the protected files and record the goal as set."""
+    def start(self, baseline: dict[str, str] | None = None) -> None:
+        """Arm the goal: fingerprint the protected files (or keep the fingerprints a resumed
+        session recorded, so changes made before a crash still count) and record it as set."""
         self.state = GoalState(started=self.clock.monotonic())
-        self.state.baseline = self.workspace.snapshot(self.spec.protect) if self.spec.protect else {}
+        if baseline is not None:
+            self.state.baseline = dict(baseline)
+        elif self.spec.protect:
+            self.state.baseline = self.workspace.snapshot(self.spec.protect)
         self._status(sentinel=True)
 
     def new_run(self) -> None:
@@ -164,12 +181,16 @@ class GoalJudge:
         s.checks = [await self.workspace.run_check(c, self.spec.check_timeout_s) for c in self.spec.checks]
         failing = [c for c in s.checks if not c.passed]
         changed = self._violations()
-        if failing:
-            return self._not_met(CHECK_FAILED.format(checks="\n".join(c.describe() for c in failing),
-                                                     condition=self.spec.condition), "a check failed")
-        if changed:
-            return self._not_met(PROTECTED.format(paths=", ".join(changed), globs=", ".join(self.spec.protect)),
-                                 "protected files changed: " + ", ".join(changed))
+        if failing or changed:  # no evaluator call: the harness already knows the answer
+            parts, why = [], []
+            if failing:
+                parts.append(CHECK_FAILED.format(checks="\n".join(c.describe() for c in failing),
+                                                 condition=self.spec.condition))
+                why.append("a check failed")
+            if changed:
+                parts.append(PROTECTED.format(paths=", ".join(changed), globs=", ".join(self.spec.protect)))
+                why.append("protected files changed: " + ", ".join(changed))
+            return self._not_met("\n\n".join(parts), "; ".join(why))
         verdict = await self._evaluate(messages)
         if verdict.status == "met":
             s.met, s.last_reason = True, verdict.reason
@@ -240,9 +261,10 @@ class GoalJudge:
 
     def _status(self, *, sentinel: bool = False, met: bool = False, failed: bool = False) -> None:
         s = self.state
+        saved = {"spec": self.spec.to_json(), "baseline": s.baseline} if sentinel else None
         self.emit(GoalStatus(self.spec.condition, met=met, sentinel=sentinel, failed=failed, reason=s.last_reason,
                              iterations=s.iterations, duration_ms=int((self.clock.monotonic() - s.started) * 1000),
-                             tokens=s.evaluator.usage.total))
+                             tokens=s.evaluator.usage.total, saved=saved))
 
     def summary(self) -> dict[str, Any]:
         s = self.state
@@ -251,6 +273,33 @@ class GoalJudge:
                 "checks": [{"command": c.command, "exit_code": c.exit_code, "passed": c.passed, "timed_out": c.timed_out}
                            for c in s.checks],
                 "evaluator": {"model": self.model, **s.evaluator.to_json(), "calls": s.evaluator.calls}}
+
+
+@dataclass(frozen=True, slots=True)
+class SavedGoal:
+    spec: GoalSpec
+    baseline: dict[str, str]
+    active: bool
+    last: dict[str, Any]  # the newest goal_status attachment
+
+
+def saved_goal(attachments: Sequence[dict[str, Any]]) -> SavedGoal | None:
+    """The session's goal from its `goal_status` attachments, oldest first: the newest set
+    (sentinel) record, and whether a later record met, failed or cleared it."""
+    statuses = [a for a in attachments if a.get("type") == "goal_status"]
+    armed = [i for i, a in enumerate(statuses) if a.get("sentinel") and "loopwright" in a]
+    if not armed:
+        return None
+    armed_at = statuses[armed[-1]]
+    later = statuses[armed[-1] + 1:]
+    done = any(a.get("met") or a.get("failed") or a.get("cleared") for a in later)
+    saved = armed_at["loopwright"]
+    return SavedGoal(GoalSpec.from_json(saved["spec"]), dict(saved.get("baseline") or {}), not done,
+                     statuses[-1])
+
+
+def cleared_status(condition: str) -> dict[str, Any]:
+    return {"type": "goal_status", "met": False, "cleared": True, "condition": condition}
 
 
 def render_recent(messages: Sequence[Message], budget: int) -> str:
