@@ -40,7 +40,7 @@ def test_json_result_success(tmp_path):
     assert result["result"] == "hello there" and result["num_turns"] == 1 and result["session_id"]
     assert result["usage"]["input_tokens"] == 1000 and result["total_cost_usd"] == pytest.approx(0.003)
     assert body["model"] == "claude-sonnet-5" and body["max_tokens"] == 64000 and body["stream"] is True
-    assert {t["name"] for t in body["tools"]} == {"Read", "Write", "Edit", "Bash", "Glob", "Grep"}
+    assert {t["name"] for t in body["tools"]} == {"Read", "Write", "Edit", "Bash", "Glob", "Grep", "BashOutput", "KillShell"}
 
 
 def test_max_turns_against_a_model_that_always_calls_a_tool(tmp_path):
@@ -160,3 +160,23 @@ def test_works_against_any_loopback_fake(tmp_path):
     result = json.loads(out.stdout)
     assert out.returncode == 0 and result["subtype"] == "success" and result["result"] == "hi from elsewhere"
     assert result["num_turns"] == 1 and result["total_cost_usd"] > 0 and result["session_id"]
+
+
+def test_second_sigint_exits_at_once(tmp_path):
+    # the tool ignores SIGTERM, so the clean abort after the first Ctrl-C has to wait out the
+    # kill grace period; the second Ctrl-C leaves before any result is printed
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "trap '' TERM; touch started; sleep 30"}}}]
+    with Simulator(script) as sim:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+        env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
+        proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(600):
+            if (tmp_path / "started").exists():
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and stdout == ""

@@ -21,6 +21,7 @@ class Run:
     def __init__(self, result, sim, clock, project):
         self.result, self.clock, self.project = result, clock, project
         self.requests = [r.body for r in sim.message_requests]
+        self.counted = sum(1 for r in sim.requests if r.path.endswith("/count_tokens"))
         self.unmatched = list(sim.unmatched)
 
     @property
@@ -303,3 +304,44 @@ async def test_max_duration_on_the_fake_clock(run):
     r = await run([{"fault": {"status": 500}, "repeat": -1}], budget=Budget(max_duration_s=5))
     assert r.json["subtype"] == "error_max_duration" and r.json["terminal_reason"] == "max_duration"
     assert len(r.requests) < 11
+
+
+@pytest.mark.parametrize("spec,stop", [
+    ({"text": "a"}, "end_turn"), ({"text": "a", "stop_reason": "stop_sequence"}, "stop_sequence"),
+    ({"text": "a", "stop_reason": "max_tokens", "repeat": -1}, "max_tokens"),
+    ({"text": "a", "stop_reason": "pause_turn", "repeat": -1}, "pause_turn"),
+    ({"text": "a", "stop_reason": "refusal"}, "refusal"),
+    ({"text": "a", "stop_reason": "model_context_window_exceeded", "repeat": -1}, "model_context_window_exceeded"),
+    ({"tool_use": {"name": "Bash", "input": {"command": "true"}}, "repeat": -1}, "tool_use"),
+])
+async def test_every_stop_reason_surfaces_in_the_result(run, spec, stop):
+    r = await run([spec], limits=Limits(max_turns=3))
+    assert r.json["stop_reason"] == stop and r.json["stop_reason_counts"].get(stop, 0) >= 1
+
+
+async def test_interrupt_during_a_model_request(tmp_path):
+    import anyio
+
+    with Simulator([{"delay": 30, "text": "too late"}]) as sim:
+        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path)
+        result = None
+
+        async def go():
+            nonlocal result
+            result = await agent.run("hi")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go)
+            while not sim.message_requests:
+                await anyio.sleep(0.01)
+            agent.interrupt()
+        await agent.aclose()
+    assert result.terminal_reason == "aborted" and result.exit_code == 130 and result.num_turns == 0
+
+
+async def test_proactive_compaction_asks_the_token_counter_first(run):
+    # usage says the window is nearly full, the API's own counter says it is not: no summary
+    big = {"input_tokens": 170_000, "output_tokens": 10}
+    r = await run([dict(TOUCH, usage=big, repeat=3), {"text": "done"}], model="claude-haiku-4-5")
+    assert len(r.requests) == 4 and all("tools" in b for b in r.requests)  # no summary call
+    assert r.counted >= 1 and r.json["result"] == "done"

@@ -152,7 +152,7 @@ class AgentLoop:
                 bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
-            if self._over_threshold():
+            if self._over_threshold() and await self._confirm_over(state):
                 if self._refills >= self.cfg.max_compaction_refills:
                     return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
                         "The context filled the window again right after compacting, "
@@ -294,6 +294,21 @@ class AgentLoop:
             return False
         window = resolve_model(self.model).context_window
         return self.context_estimate() >= window * self.cfg.compact_threshold
+
+    async def _confirm_over(self, state: LoopState) -> bool:
+        """The estimate says the window is nearly full: ask the API's token counter, where the
+        model client has one, before paying for a summary (the estimate errs high)."""
+        count = getattr(self.client, "count_tokens", None)
+        if count is None or self._counted_upto == len(self.messages):
+            return True  # nothing new since the API last counted the whole context
+        request = ModelRequest(model=self.model, messages=tuple(self.messages), max_tokens=state.max_tokens,
+                               system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()))
+        try:
+            exact = await count(request)
+        except ModelError:
+            return True
+        window = resolve_model(self.model).context_window
+        return exact >= window * self.cfg.compact_threshold
 
     async def compact(self, trigger: str) -> bool:
         """Summarise the older conversation with the model (no tools) and keep the last
