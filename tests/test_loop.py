@@ -184,7 +184,7 @@ async def test_manual_compaction_from_python():
     model = ScriptedModel([calls(use("slow_read", "a", ms=1)), calls(use("slow_read", "b", ms=1)),
                            calls(use("slow_read", "c", ms=1)), "done", text("<summary>a b c</summary>")])
     agent = Agent(model_client=model, tools=[slow_read], clock=FakeClock(),
-                  permissions=PermissionRules(mode="bypassPermissions"))
+                  permissions=PermissionRules(allow=("slow_read",)))
     await agent.run("go")
     before = len(agent.history)
     assert await agent.compact()

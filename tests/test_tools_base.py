@@ -55,9 +55,10 @@ class Demo(BaseTool):
 
 def test_builtin_tools_names_order_and_protocol():
     tools = builtin_tools()
-    assert [t.name for t in tools] == list(BUILTIN_TOOL_NAMES) == ["Read", "Write", "Edit", "Bash", "Glob", "Grep"]
+    assert [t.name for t in tools] == list(BUILTIN_TOOL_NAMES) == ["Read", "Write", "Edit", "Bash", "Glob", "Grep",
+                                                                   "BashOutput", "KillShell"]
     assert all(isinstance(t, Tool) for t in tools)
-    assert [t.read_only for t in tools] == [True, False, False, False, True, True]
+    assert [t.read_only for t in tools] == [True, False, False, False, True, True, True, False]
     assert builtin_tools()[0] is not tools[0]
 
 

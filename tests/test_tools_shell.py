@@ -118,11 +118,6 @@ async def test_background_job_holding_the_pipe_does_not_hang(tmp_path):
     os.kill(int(pidfile.read_text()), 9)  # clean up what the command left behind
 
 
-async def test_run_in_background_not_supported_yet(tmp_path):
-    out = await bash({"command": "echo hi", "run_in_background": True}, tmp_path)
-    assert out.is_error and "not supported yet" in out.content
-
-
 async def test_missing_cwd(tmp_path):
     out = await bash({"command": "true"}, tmp_path / "gone")
     assert out.is_error and "does not exist" in out.content

@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
-from .events import Event, ResultEvent, RunResult
+from .events import Event, ResultEvent, RunResult, UserMessage
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
@@ -19,7 +19,9 @@ from .policy.permissions import PermissionRules
 from .policy.stop import Limits
 from .goal import GoalJudge, GoalSpec
 from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
-from .types import Message
+from .sandbox import SandboxConfig
+from .settings import default_limits
+from .types import Message, TextBlock
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are loopwright, an agent that finishes software tasks by working with tools. \
@@ -45,11 +47,12 @@ class Agent:
     system_prompt: str | None = None
     append_system_prompt: str = ""
     cwd: Path = field(default_factory=Path.cwd)
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=default_limits)  # honours LOOPWRIGHT_STOP_HOOK_BLOCK_CAP
     budget: Budget = field(default_factory=Budget)
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
-    hooks: HookRunner | None = None
+    hooks: HookRunner | None = None  # e.g. loopwright.hooks.HookRunner.from_settings(load_settings())
+    session_source: str = "startup"  # what SessionStart hooks see: startup | resume | fork
     goal: GoalSpec | None = None
     workspace: Workspace | None = None
     evaluator_client: Model | None = None
@@ -61,6 +64,7 @@ class Agent:
     clock: Any = None
     history: list[Message] = field(default_factory=list)
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
+    sandbox: SandboxConfig | None = None  # Bash under bwrap: loopwright.sandbox, docs/permissions.md
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -68,6 +72,9 @@ class Agent:
         self._loop: AgentLoop | None = None
         self._judge: GoalJudge | None = None
         self._goal_armed = False
+        self._goal_baseline: dict[str, str] | None = None
+        self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
+        self._refuse_root_bypass()
 
     def _client(self) -> Model:
         if self.model_client is None:
@@ -80,16 +87,52 @@ class Agent:
         if self.tools is None:
             from .tools import builtin_tools
 
-            self.tools = builtin_tools()
+            self.tools = builtin_tools(sandbox=self.sandbox_config())
         return self.tools
+
+    def sandbox_config(self) -> SandboxConfig | None:
+        """The sandbox, with the permission rules' added directories writable inside it too."""
+        if self.sandbox is None:
+            return None
+        extra = tuple(os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
+        return replace(self.sandbox, writable=tuple(dict.fromkeys(self.sandbox.writable + extra)))
+
+    def _refuse_root_bypass(self) -> None:
+        from .errors import UsageError
+        from .policy.permissions import bypass_refusal
+        from .sandbox import active
+
+        if self.permissions.mode != "bypassPermissions" or os.geteuid() != 0:
+            return  # the sandbox probe below runs a process: only when it matters
+        why = bypass_refusal(self.permissions.mode, is_root=True, sandboxed=active(self.sandbox),
+                             override=os.environ.get("LOOPWRIGHT_ALLOW_ROOT_BYPASS") == "1")
+        if why is not None:
+            raise UsageError(why)
+
+    def _sandbox_notice(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+        """Say right after system/init when the sandbox was asked for but cannot run."""
+        from .events import Notice, SystemInit
+        from .sandbox import unavailable_warning
+
+        warning = unavailable_warning(self.sandbox)
+        if warning is None:
+            return emit
+
+        def with_notice(event: Event) -> None:
+            emit(event)
+            if isinstance(event, SystemInit):
+                emit(Notice("warning", warning))
+
+        return with_notice
 
     def system(self) -> str:
         base = self.system_prompt if self.system_prompt is not None else default_system_prompt(self.cwd)
         return f"{base}\n\n{self.append_system_prompt}".strip() if self.append_system_prompt else base
 
-    def set_goal(self, spec: GoalSpec | None) -> None:
-        """Set (or with None clear) the session's goal; a new goal replaces the old one."""
-        self.goal, self._judge, self._goal_armed = spec, None, False
+    def set_goal(self, spec: GoalSpec | None, baseline: dict[str, str] | None = None) -> None:
+        """Set (or with None clear) the session's goal; a new goal replaces the old one.
+        `baseline`: protected-file fingerprints recorded earlier (a resumed goal)."""
+        self.goal, self._judge, self._goal_armed, self._goal_baseline = spec, None, False, baseline
 
     def _goal_judge(self, emit: Callable[[Event], None]) -> GoalJudge | None:
         if self.goal is None:
@@ -99,22 +142,61 @@ class Agent:
             from .tools.workspace import LocalWorkspace
 
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
-                                    self.workspace or LocalWorkspace(self.cwd), self.clock or SystemClock())
+                                    self.workspace or LocalWorkspace(self.cwd, self._check_wrapper()),
+                                    self.clock or SystemClock())
         self._judge.emit = emit
         if not self._goal_armed:
-            self._judge.start()
+            self._judge.start(self._goal_baseline)
             self._goal_armed = True
         else:
             self._judge.new_run()
         return self._judge if self._judge.active else None
 
+    def _check_wrapper(self) -> Callable[[str], list[str]] | None:
+        """Goal checks run in the Bash sandbox when it is on and works here."""
+        from .sandbox import active, wrap
+
+        config = self.sandbox_config()
+        if not active(config):
+            return None
+        assert config is not None
+        return lambda command: wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
+                                    network=config.network)
+
+    def _writable_roots(self) -> tuple[str, ...]:
+        extra = (os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
+        return tuple(dict.fromkeys([str(self.cwd), *extra]))
+
+    def _background(self) -> Any:
+        from .tools import background_work
+
+        return background_work(self._tools())
+
+    def _hooks(self, emit: Callable[[Event], None]) -> HookRunner:
+        """The hooks of one run: reporting to its emitter, with this agent's model client for
+        prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
+        hooks = self.hooks or NoHooks()
+        bind = getattr(hooks, "bind", None)
+        return bind(emit=emit, model=self._client(), post_json=http_post_json) if bind else hooks
+
+    def _hook_payload(self, event: str) -> dict[str, Any]:
+        return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
+                "permission_mode": self.permissions.mode, "hook_event_name": event}
+
     def _build(self, emit: Callable[[Event], None]) -> AgentLoop:
+        emit = self._sandbox_notice(emit)
+        hooks, approver = self._hooks(emit), self.approver
+        if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
+            from .hooks import NotifyingApprover
+
+            approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         config = LoopConfig(
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
             tools=self._tools(), limits=self.limits, budget=self.budget, permissions=self.permissions,
             include_partial=self.include_partial, stop_hooks=self.stop_hooks, final_turn=self.final_turn,
-            hooks=self.hooks or NoHooks(), approver=self.approver, transcript_path=self.transcript_path,
-            goal=self._goal_judge(emit),
+            hooks=hooks, approver=approver, transcript_path=self.transcript_path,
+            goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
+            background_tasks=getattr(self._background(), "running", list),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 
@@ -123,7 +205,10 @@ class Agent:
         loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
-            result = await loop.run([*self.history, Message.user(prompt)])
+            opening = await self._start_session(loop.hooks)
+            for message in opening:  # recorded, so a resume keeps what SessionStart added
+                loop.emit(UserMessage(message, synthetic=False))
+            result = await loop.run([*self.history, *opening, Message.user(prompt)])
         finally:
             self._loop = None
         self.history = list(result.messages)
@@ -143,6 +228,27 @@ class Agent:
         finally:
             if not task.done():
                 task.cancel()
+
+    async def _start_session(self, hooks: HookRunner) -> list[Message]:
+        """SessionStart, once per session before its first prompt: what the hooks add (their
+        additionalContext or plain stdout) opens the conversation, ahead of the prompt."""
+        if self._session != "new":
+            return []
+        self._session = "started"
+        started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
+            "source": self.session_source, "model": self.model}, match=self.session_source)
+        if not started.additional_context:
+            return []
+        return [Message("user", tuple(TextBlock(text) for text in started.additional_context))]
+
+    async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
+        """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if
+        the session started. The CLI calls it when a headless run ends."""
+        if self._session != "started":
+            return
+        self._session = "ended"
+        hooks = self._hooks(self._emitter(on_event))
+        await hooks.run("SessionEnd", self._hook_payload("SessionEnd") | {"reason": reason}, match=reason)
 
     async def compact(self, *, on_event: Callable[[Event], None] | None = None) -> bool:
         """Summarise the older conversation now (like `/compact`); the last exchanges are kept
@@ -177,5 +283,18 @@ class Agent:
         return anyio.run(self.run, prompt)
 
     async def aclose(self) -> None:
+        """End the session's background shells and close the model client."""
+        work = self._background() if self.tools is not None else None
+        if work is not None:
+            await work.stop_all()
         if self.model_client is not None:
             await self.model_client.aclose()
+
+
+async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:
+    """The transport of http hooks (`loopwright.hooks.PostJson`)."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=timeout) as client:
+        response = await client.post(url, content=body, headers=dict(headers))
+        return response.status_code, response.content

@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 
 import anyio
 
+from .clock import Clock, SystemClock
 from .errors import ToolInputError
 from .events import Event, PermissionDenial, ToolFinished, ToolStarted
 from .gate import ToolGate
@@ -31,10 +32,12 @@ class Batch:
 
 class ToolDispatcher:
     def __init__(self, tools: Sequence[Tool], gate: ToolGate, hooks: HookRunner, ctx: ToolContext,
-                 emit: Callable[[Event], None], payload: Payload, parallel: int = 10) -> None:
+                 emit: Callable[[Event], None], payload: Payload, parallel: int = 10,
+                 clock: Clock | None = None) -> None:
         self.tools = {t.name: t for t in tools}
         self.gate, self.hooks, self.ctx, self.emit, self.payload = gate, hooks, ctx, emit, payload
         self.parallel = parallel
+        self.clock = clock or SystemClock()
         self.denials: list[PermissionDenial] = []
         self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
 
@@ -93,8 +96,10 @@ class ToolDispatcher:
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
             self.denials.append(PermissionDenial(call.name, call.id, call.input))
-            return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}")
-        decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow")
+            context = "".join(f"\n\n{c}" for c in pre.additional_context)
+            return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}{context}")
+        decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
+                                         hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
         if not decision.allowed:
             self.denials.append(PermissionDenial(call.name, call.id, tool_input))
             return _error(call, decision.message)
@@ -102,18 +107,23 @@ class ToolDispatcher:
             args = tool.validate(tool_input)
         except ToolInputError as exc:
             return _error(call, str(exc))
+        started = self.clock.monotonic()
         try:
             output: ToolOutput = await tool.run(args, self.ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
         result = ToolResultBlock(call.id, output.content, output.is_error)
-        return await self._after(call, tool_input, result, batch, list(pre.additional_context))
+        ms = int((self.clock.monotonic() - started) * 1000)
+        return await self._after(call, tool_input, result, batch, list(pre.additional_context), ms)
 
     async def _after(self, call: ToolUseBlock, tool_input: dict[str, Any], result: ToolResultBlock,
-                     batch: Batch, extra: list[str]) -> ToolResultBlock:
+                     batch: Batch, extra: list[str], duration_ms: int) -> ToolResultBlock:
         event = "PostToolUseFailure" if result.is_error else "PostToolUse"
-        fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id}
-        fields |= {"error": result.text} if result.is_error else {"tool_response": result.to_api()["content"]}
+        fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id,
+                                  "duration_ms": duration_ms}
+        # an interrupted call never gets here (cancellation propagates), so is_interrupt is false
+        fields |= ({"error": result.text, "is_interrupt": False} if result.is_error
+                   else {"tool_response": result.to_api()["content"]})
         post = await self.hooks.run(event, self.payload(event) | fields, match=call.name)
         self._note(post, batch)
         extra += post.additional_context

@@ -236,6 +236,7 @@ class GoalStatus:
     iterations: int = 0
     duration_ms: int = 0
     tokens: int = 0
+    saved: dict[str, Any] | None = None  # what a resume needs to restore the goal (set records)
     type: Literal["goal_status"] = "goal_status"
 
     def attachment(self) -> dict[str, Any]:
@@ -247,7 +248,34 @@ class GoalStatus:
         if self.reason:
             out["reason"] = self.reason
         out.update(iterations=self.iterations, durationMs=self.duration_ms, tokens=self.tokens)
+        if self.saved is not None:
+            out["loopwright"] = self.saved
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class HookStarted:
+    """A hook handler began (stream-json `system/hook_started` with `--include-hook-events`)."""
+
+    hook_id: str
+    hook_name: str  # the event, and what it matched: "PreToolUse:Bash"
+    hook_event: str
+    type: Literal["hook_started"] = "hook_started"
+
+
+@dataclass(frozen=True, slots=True)
+class HookResponse:
+    """A hook handler finished: what it printed and how it ended (`cancelled`: it timed out)."""
+
+    hook_id: str
+    hook_name: str
+    hook_event: str
+    outcome: Literal["success", "error", "cancelled"]
+    output: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    type: Literal["hook_response"] = "hook_response"
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,5 +295,7 @@ Event = Union[
     Notice,
     CompactBoundary,
     GoalStatus,
+    HookStarted,
+    HookResponse,
     ResultEvent,
 ]

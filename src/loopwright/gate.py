@@ -1,14 +1,22 @@
-"""The gate in front of every tool call: permission mode and rules (pure policy), then an
-`Approver` when the answer is "ask". Headless runs have no approver: ask means deny."""
+"""The gate in front of every tool call: learns what the call touches, resolves those paths
+(`..`, `~`, symlinks, globs: the I/O the pure policy may not do), asks the policy, and turns an
+"ask" into an `Approver` question, or a denial when nobody can answer (headless, dontAsk)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import glob
+import itertools
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .errors import ToolInputError
 from .policy import permissions
-from .ports import Approver, Tool
+from .policy.permissions import Call, Places, Resolved, Verdict, Want
+from .ports import Access, Approver, DescribesAccess, Tool
+
+MAX_GLOB_MATCHES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,20 +25,82 @@ class GateDecision:
     message: str = ""
 
 
+def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
+    """What the call touches, from the tool when it can say; otherwise from `read_only`."""
+    if isinstance(tool, DescribesAccess):
+        return tool.access(tool_input)
+    return Access("read" if tool.read_only else "other")
+
+
+def _invalid(tool: Tool, tool_input: dict[str, Any]) -> bool:
+    """Input the tool will reject: passing it on gets the model the validation error (the tool
+    cannot run with it) instead of a denial about a path that was never given."""
+    try:
+        tool.validate(tool_input)
+    except ToolInputError:
+        return True
+    return False
+
+
 class ToolGate:
     def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None) -> None:
-        self.rules, self.cwd, self.approver = rules, cwd, approver
+        self.rules, self.approver = rules, approver
+        self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
+        home = os.path.realpath(os.path.expanduser("~"))
+        extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
+        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home)
 
-    async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False) -> GateDecision:
-        """`hook_allowed`: a PreToolUse hook said allow, which skips asking but not deny rules."""
-        verdict = permissions.check(tool.name, tool.read_only, self.rules)
-        if verdict == "allow" or (hook_allowed and not self._denied_by_rule(tool.name)):
+    async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False,
+                    hook_asked: str | None = None) -> GateDecision:
+        """`hook_allowed`: a PreToolUse hook said allow, which answers an ask but does not beat a
+        deny rule, an ask rule or a dangerous removal. `hook_asked`: a hook said ask (its reason),
+        which turns a rule's allow into asking the user (headless: a denial)."""
+        verdict = self.verdict(tool, tool_input)
+        if verdict.decision == "allow" and hook_asked is not None:
+            verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
+        if verdict.decision == "allow" or _invalid(tool, tool_input):
             return GateDecision(True)
-        return GateDecision(False, (
-            f"Permission to use {tool.name} was denied (permission mode '{self.rules.mode}'). Do not retry "
-            f"this call; choose another way or tell the user which permission is needed "
-            f"(e.g. --allowedTools {tool.name})."))
+        if verdict.decision == "ask":
+            if hook_allowed and not verdict.hard:
+                return GateDecision(True)
+            mode = permissions.normalise_mode(self.rules.mode)
+            if self.approver is not None and mode != "dontAsk":
+                if await self.approver.approve(tool.name, tool_input, verdict.reason):
+                    return GateDecision(True)
+                return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
+                                           "Do not retry it; ask the user how to proceed or choose another way.")
+        return GateDecision(False, self.explain(tool.name, verdict))
 
-    def _denied_by_rule(self, name: str) -> bool:
-        return permissions.check(name, True, permissions.PermissionRules(mode="bypassPermissions",
-                                                                         deny=self.rules.deny)) == "deny"
+    def verdict(self, tool: Tool, tool_input: dict[str, Any]) -> Verdict:
+        access = access_of(tool, tool_input)
+        call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
+        resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
+        call = Call(tool.name, access.kind, access.paths, access.command, tool_input, resolved)
+        return permissions.decide(call, self.rules, self.places)
+
+    def resolve(self, want: Want) -> tuple[Resolved, ...] | None:
+        """Every place a path names: `~` expanded, joined to the cwd, `..` removed, symlinks
+        followed (also through a missing last part). A glob names what it matches now, or
+        itself when it matches nothing (as bash leaves it)."""
+        path = os.path.expanduser(want.path)
+        if path.startswith("~"):
+            return None  # ~user: another user's home
+        path = os.path.normpath(os.path.join(self.cwd, path))
+        names = [path]
+        if want.glob:
+            found = list(itertools.islice(glob.iglob(path), MAX_GLOB_MATCHES + 1))
+            if len(found) > MAX_GLOB_MATCHES:
+                return None  # too many to check one by one: treated as unknown
+            names = found or [path]
+        return tuple(Resolved(os.path.normpath(n), os.path.realpath(n)) for n in names)
+
+    def explain(self, tool: str, verdict: Verdict) -> str:
+        mode = permissions.normalise_mode(self.rules.mode) or self.rules.mode
+        if verdict.decision == "deny":
+            return (f"Permission denied for {tool}: {verdict.reason} (permission mode '{mode}'). "
+                    "Do not retry this call; choose another way or tell the user which permission is needed.")
+        nobody = ("dontAsk mode denies whatever is not allowed in advance" if mode == "dontAsk"
+                  else "this run cannot ask for approval")
+        hint = f" To allow it: {verdict.hint}." if verdict.hint else ""
+        return (f"Permission needed for {tool}: {verdict.reason}; {nobody}, so the call was denied.{hint} "
+                "Do not retry the same call; choose another way or tell the user which permission is needed.")

@@ -75,6 +75,7 @@ class LoopConfig:
     hooks: HookRunner = field(default_factory=NoHooks)
     goal: GoalJudge | None = None
     background_tasks: Callable[[], list[dict[str, Any]]] = list  # running background work, for Stop
+    writable_roots: tuple[Path, ...] = ()  # besides cwd
     approver: Approver | None = None
     transcript_path: str = ""
 
@@ -95,9 +96,10 @@ class AgentLoop:
         self.rng = rng or random.Random()
         self.model = config.model
         self.hooks = config.hooks
-        ctx = ToolContext(cwd=config.cwd, writable_roots=(config.cwd,), session_id=config.session_id)
+        roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
+        ctx = ToolContext(cwd=config.cwd, writable_roots=roots, session_id=config.session_id)
         self.dispatch = ToolDispatcher(self._visible_tools(), ToolGate(config.permissions, config.cwd, config.approver),
-                                       config.hooks, ctx, emit, self._payload, config.parallel_tools)
+                                       config.hooks, ctx, emit, self._payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []
         self.model_usage: dict[str, ModelUsage] = {}
         self.stop_counts: Counter[str] = Counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Literal, Protocol, Sequence, runtime_checkable
 
 from .types import ModelRequest, StreamEvent
 
@@ -53,6 +53,39 @@ class Tool(Protocol):
     def validate(self, raw: dict[str, Any]) -> Any: ...
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput: ...
+
+
+AccessKind = Literal["read", "write", "exec", "session", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What one call of a tool touches, for the permission gate: `read`/`write` with the paths
+    as given, `exec` with the command line, `session` for the session's own state (its
+    background shells), `other` for anything else (asked for unless a rule allows it)."""
+
+    kind: AccessKind
+    paths: tuple[str, ...] = ()
+    command: str | None = None
+
+
+@runtime_checkable
+class DescribesAccess(Protocol):
+    """A tool that can tell the gate what a call touches, from the raw input (before
+    validation, so it must cope with missing or mistyped fields). Tools without it count as
+    `read` when `read_only`, else `other`."""
+
+    def access(self, tool_input: dict[str, Any]) -> Access: ...
+
+
+@runtime_checkable
+class BackgroundWork(Protocol):
+    """Work a session left running (background shells). `running()` lists it in the shape of
+    a Stop hook's `background_tasks`; `stop_all()` ends it when the session ends."""
+
+    def running(self) -> list[dict[str, Any]]: ...
+
+    async def stop_all(self) -> None: ...
 
 
 def tool_spec(tool: Tool) -> dict[str, Any]:

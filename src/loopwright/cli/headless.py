@@ -8,12 +8,15 @@ import os
 import signal
 import sys
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..config import goal_from_options, parse_duration, parse_fallbacks, parse_mode, positive, read_text_file
+from ..goal import saved_goal
+from .goalcmd import attachments
+from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
 from ..errors import UsageError
-from ..events import Event, RunResult
+from ..events import Event, HookResponse, HookStarted, RunResult
 from .render import Progress, dumps, stream_json
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -33,15 +36,21 @@ def build_agent(opts: dict[str, Any]) -> Any:
     from ..app import Agent
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
-    from ..policy.permissions import PermissionRules, parse_tool_list
-    from ..policy.stop import Limits
+    from ..policy.permissions import parse_tool_list
+    from ..settings import default_limits, load_settings, permission_rules
     from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
+
+    settings = load_settings(Path.cwd(), settings=opts.get("settings"), bare=bool(opts.get("bare")))
+    os.environ.update(settings.env)  # settings `env` applies to the whole session: API client, tools, hooks
 
     positive(opts["max_turns"], "--max-turns")
     positive(opts["max_budget_usd"], "--max-budget-usd")
     positive(opts["max_tokens_total"], "--max-tokens-total")
     duration = parse_duration(opts["max_duration"], "--max-duration") if opts["max_duration"] else None
-    tools = builtin_tools()
+    rules = permission_rules(settings, mode=opts["permission_mode"], allow=parse_tool_list(opts["allowed"]),
+                             deny=parse_tool_list(opts["disallowed"]))
+    rules, sandbox = writable_dirs_and_sandbox(opts, settings, rules)
+    tools = builtin_tools(sandbox=sandbox)
     if opts["tools_flag"] is not None and opts["tools_flag"] != "default":
         wanted = parse_tool_list([opts["tools_flag"]])
         unknown = [n for n in wanted if n not in BUILTIN_TOOL_NAMES]
@@ -61,23 +70,52 @@ def build_agent(opts: dict[str, Any]) -> Any:
         uuid.UUID(session_id)
     except ValueError:
         raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
+    hooks = None
+    if settings.hooks and not settings.disable_all_hooks:
+        from ..hooks import HookRunner
+
+        hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
     return Agent(
-        model=opts["model"] or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL,
-        tools=tools, system_prompt=system, append_system_prompt=append,
-        limits=Limits(max_turns=opts["max_turns"], fallback_models=parse_fallbacks(opts["fallback_model"])),
+        model=opts["model"] or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL,
+        tools=tools, system_prompt=system, append_system_prompt=append, hooks=hooks,
+        limits=default_limits(max_turns=opts["max_turns"],
+                              fallback_models=parse_fallbacks(opts["fallback_model"] or settings.fallback_model)),
         budget=Budget(opts["max_budget_usd"], opts["max_tokens_total"], duration),
-        permissions=PermissionRules(parse_mode(opts["permission_mode"]), parse_tool_list(opts["allowed"]),
-                                    parse_tool_list(opts["disallowed"])),
+        permissions=rules, sandbox=sandbox,
         include_partial=opts["include_partial_messages"], session_id=session_id, final_turn=opts["final_turn"],
     )
 
 
-def make_emitter(fmt: str, verbose: bool, session_id: str) -> Callable[[Event], None]:
+def writable_dirs_and_sandbox(opts: dict[str, Any], settings: Any, rules: Any) -> tuple[Any, Any]:
+    """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
+    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on. Warns when it cannot run."""
+    import dataclasses
+
+    from ..sandbox import SandboxConfig, unavailable_warning
+
+    added = tuple(opts.get("add_dir") or ())
+    dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
+    rules = dataclasses.replace(rules, additional_dirs=dirs)
+    sandbox = SandboxConfig.from_settings(settings.sandbox)
+    if opts.get("sandbox"):
+        sandbox = dataclasses.replace(sandbox, enabled=True)
+    writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs)
+    sandbox = dataclasses.replace(sandbox, writable=writable)
+    if (warning := unavailable_warning(sandbox)) is not None:
+        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    return rules, sandbox
+
+
+def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False) -> Callable[[Event], None]:
+    """`hook_events` (`--include-hook-events`): hook_started/hook_response lines for every hook;
+    without it only SessionStart's, as Claude Code does."""
     progress = Progress(sys.stderr) if verbose or (fmt == "text" and sys.stderr.isatty()) else None
 
     def emit(event: Event) -> None:
         if progress is not None:
             progress(event)
+        if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
+            return
         if fmt == "stream-json":
             line = stream_json(event, session_id, __version__)
             if line is not None:
@@ -99,8 +137,8 @@ def print_result(result: RunResult, fmt: str) -> None:
 
 def open_cli_session(opts: dict[str, Any], agent: Any) -> Any:
     """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
-    agent (the recorder sees each event before the renderer). `session.source` (startup, resume,
-    fork) is SessionStart's `source`."""
+    agent (the recorder sees each event before the renderer) with SessionStart's `source`
+    (startup, resume, fork)."""
     from ..session import open_session
     from ..stores.jsonl import JsonlStore
 
@@ -118,7 +156,22 @@ def open_cli_session(opts: dict[str, Any], agent: Any) -> Any:
         print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
+    agent.session_source = session.source
     return session
+
+
+def goal_command(saved: Any, session: Any, *, clear: bool) -> int:
+    from ..goal import cleared_status
+    from .goalcmd import describe
+
+    if not clear:
+        print(describe(saved))
+    elif saved is not None and saved.active and session.recorder is not None:
+        session.recorder.attach(cleared_status(saved.spec.condition))
+        print(f"Goal cleared: {saved.spec.condition}")
+    else:
+        print("No goal set")
+    return 0
 
 
 def run_headless(opts: dict[str, Any]) -> int:
@@ -128,15 +181,22 @@ def run_headless(opts: dict[str, Any]) -> int:
         opts["print_mode"] = True  # piped use without -p behaves as -p
     goal_given = bool(opts.get("goal") or opts.get("goal_file"))
     prompt = read_prompt(opts["prompt"], required=not goal_given)
-    spec, prompt = goal_from_options(opts, prompt)
-    if prompt is None:  # `/goal clear`: a headless run has no goal to clear beyond this line
-        print("No goal set")
-        return 0
+    status_only = prompt.strip() == "/goal"
+    spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt)
     agent = build_agent(opts)
     session = open_cli_session(opts, agent)
-    agent.set_goal(spec)
+    saved = saved_goal(attachments(session.records))
+    if status_only or prompt is None:  # `/goal` shows, `/goal clear` clears, and no run starts
+        try:
+            return goal_command(saved, session, clear=prompt is None)
+        finally:
+            session.close()
+    if spec is None and saved is not None and saved.active:
+        agent.set_goal(saved.spec, saved.baseline)  # a resumed session keeps its goal
+    else:
+        agent.set_goal(spec)
     fmt = opts["output_format"]
-    emit = make_emitter(fmt, opts["verbose"], agent.session_id)
+    emit = make_emitter(fmt, opts["verbose"], agent.session_id, bool(opts.get("include_hook_events")))
     try:
         result = asyncio.run(_run(agent, prompt, emit))
     finally:
@@ -159,7 +219,9 @@ async def _run(agent: Any, prompt: str, emit: Callable[[Event], None]) -> RunRes
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        return await agent.run(prompt, on_event=emit)
+        result = await agent.run(prompt, on_event=emit)
+        await agent.end_session("other", on_event=emit)
+        return result
     finally:
         await agent.aclose()
         for sig in (signal.SIGINT, signal.SIGTERM):

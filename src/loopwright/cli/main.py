@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 
-SUBCOMMANDS = ("demo",)
+SUBCOMMANDS = ("demo", "goal")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,14 +66,21 @@ def parser() -> Any:
     add("--disallowedTools", "--disallowed-tools", dest="disallowed", nargs="+", action="extend", default=[],
         help="Rules that deny tools; a bare name removes the tool from the request.")
     add("--tools", dest="tools_flag", help='Built-in tools to offer: "" none, "default" all, or "Bash,Read".')
-    add("--permission-mode", default="default",
-        help="default (manual), acceptEdits, plan, dontAsk or bypassPermissions.")
+    add("--permission-mode", help="default (manual), acceptEdits, plan, dontAsk or bypassPermissions "
+        "(default: the settings' defaultMode, else default).")
+    add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",
+        help="More directories the agent may write in, beside the working directory.")
+    add("--sandbox", action="store_true", help="Run every Bash command under bubblewrap (bwrap): the "
+        "filesystem read-only except the writable directories, a private /tmp, no network.")
     add("--system-prompt", help="Replace the default system prompt.")
     add("--system-prompt-file")
     add("--append-system-prompt", help="Add to the system prompt.")
     add("--append-system-prompt-file")
     add("--include-partial-messages", action="store_true", help="stream-json: add stream_event lines.")
     add("--session-id", help="Use this UUID as the session id.")
+    add("--settings", metavar="FILE_OR_JSON", help="A settings file or inline JSON, read after all others.")
+    add("--bare", action="store_true", help="Read no settings files (only --settings).")
+    add("--include-hook-events", action="store_true", help="stream-json: add hook_started/hook_response lines.")
     add("-c", "--continue", dest="continue_session", action="store_true",
         help="Continue the most recent session of this directory.")
     add("-r", "--resume", metavar="ID", help="Resume the session with this id.")

@@ -8,8 +8,8 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from ..events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished,
-    ToolStarted, UserMessage,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, Notice, PartialEvent,
+    ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
 from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
 
@@ -52,6 +52,14 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
                                          "post_tokens": event.post_tokens}}
         case GoalStatus():
             return {"type": "system", "subtype": "goal_status", "session_id": session_id, **event.attachment()}
+        case HookStarted():
+            return {"type": "system", "subtype": "hook_started", "hook_id": event.hook_id,
+                    "hook_name": event.hook_name, "hook_event": event.hook_event, "session_id": session_id}
+        case HookResponse():
+            return {"type": "system", "subtype": "hook_response", "hook_id": event.hook_id,
+                    "hook_name": event.hook_name, "hook_event": event.hook_event, "output": event.output,
+                    "stdout": event.stdout, "stderr": event.stderr, "exit_code": event.exit_code,
+                    "outcome": event.outcome, "session_id": session_id}
         case ResultEvent():
             return event.result.to_json()
         case ToolStarted() | ToolFinished():
@@ -145,7 +153,7 @@ class Progress:
                 r = event.result
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "
                         f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
-            case UserMessage() | PartialEvent():
-                return None
+            case UserMessage() | PartialEvent() | HookStarted() | HookResponse():
+                return None  # hook failures arrive as notices
             case _:
                 assert_never(event)

@@ -1,4 +1,5 @@
-"""Subcommands beside the headless interface: `loopwright demo` (offline, no key)."""
+"""Subcommands beside the headless interface: `loopwright demo` (offline, no key) and
+`loopwright goal status|clear`."""
 
 from __future__ import annotations
 
@@ -15,4 +16,8 @@ def run(name: str, args: list[str]) -> int:
         from ..demo import run as run_demo
 
         return run_demo(keep=opts.dir)
+    if name == "goal":
+        from .goalcmd import run as run_goal
+
+        return run_goal(args)
     raise AssertionError(name)

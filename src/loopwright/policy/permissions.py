@@ -1,77 +1,333 @@
-"""May this tool call run? A pure decision from the permission mode and the allow/deny rules.
-Rules are `Tool` or `Tool(specifier)`; deny is checked before allow."""
+"""May this tool call run? A pure decision from the permission mode, the deny/ask/allow rules,
+what the call touches (paths the gate resolved) and, for Bash, every command the line runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import fnmatch
+import posixpath
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Literal, Mapping
 
-Decision = Literal["allow", "deny"]
-MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
-MODE_ALIASES = {"manual": "default"}
+from . import commands
+from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
+from .rules import (
+    MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, normalise_mode, parse_rule, parse_tool_list,
+    rule_error,
+)
+
+__all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolved", "Verdict", "Want", "anchor_rule",
+           "bypass_refusal", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "rule_error", "wanted_paths"]
+
+Decision = Literal["allow", "ask", "deny"]
+_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 
 
 @dataclass(frozen=True, slots=True)
-class PermissionRules:
-    mode: str = "default"
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
+class Resolved:
+    """One place a path names: `lexical` is absolute with `..` removed, `real` has symlinks
+    resolved too. A glob may name several."""
 
-    def removed_tools(self) -> frozenset[str]:
-        """Bare names in the deny list take the tool out of the request altogether."""
-        return frozenset(r for r in self.deny if "(" not in r)
+    lexical: str
+    real: str
 
 
-def normalise_mode(mode: str) -> str | None:
-    mode = MODE_ALIASES.get(mode, mode)
-    return mode if mode in MODES else None
+@dataclass(frozen=True, slots=True)
+class Want:
+    path: str
+    glob: bool = False
 
 
-def _rule_tool(rule: str) -> tuple[str, str | None]:
-    if rule.endswith(")") and "(" in rule:
-        name, _, spec = rule.partition("(")
-        return name.strip(), spec[:-1].strip()
-    return rule.strip(), None
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call as the policy sees it. `kind` is read, write, exec, session (acts on the
+    session's own state only) or other; `resolved` maps each wanted path to its places
+    (None: the gate could not tell)."""
+
+    tool: str
+    kind: str = "other"
+    paths: tuple[str, ...] = ()
+    command: str | None = None
+    tool_input: Mapping[str, Any] = field(default_factory=dict)
+    resolved: Mapping[str, tuple[Resolved, ...] | None] = field(default_factory=dict)
 
 
-def _matches(rule: str, tool_name: str) -> bool:
-    name, spec = _rule_tool(rule)
-    if name != tool_name and name != "*":
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """`hard` asks come from ask rules and dangerous removals: neither bypassPermissions nor a
+    hook's allow skips them. `hint` says what would allow the call."""
+
+    decision: Decision
+    reason: str = ""
+    hard: bool = False
+    hint: str = ""
+
+
+ALLOW = Verdict("allow")
+
+
+# ------------------------------------------------------------ rules
+
+
+def _name_hits(rule_name: str, tool: str) -> bool:
+    return rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name))
+
+
+def _broad(spec: str | None) -> bool:
+    return spec is None or spec == "*"
+
+
+@lru_cache(maxsize=512)
+def _command_regex(spec: str) -> re.Pattern[str]:
+    """`npm run test *` is a prefix with a word boundary, legacy `npm run test:*` the same,
+    any other `*` matches anything, no `*` is an exact command."""
+    spec = " ".join(_spaced(spec))
+    if spec.endswith(":*"):
+        spec = spec[:-2] + " *"
+    tail = spec.endswith(" *")
+    body = spec[:-2] if tail else spec
+    return re.compile(".*".join(re.escape(p) for p in body.split("*")) + ("(?: .*)?" if tail else ""), re.DOTALL)
+
+
+def _spaced(text: str) -> list[str]:
+    # Only spaces and tabs separate words for bash; str.split() would also split on a
+    # non-breaking space, which bash keeps inside a word.
+    return [w for w in re.split(r"[ \t]+", text) if w]
+
+
+def _command_hits(spec: str, text: str) -> bool:
+    return bool(_command_regex(spec).fullmatch(" ".join(_spaced(text))))
+
+
+def _part_hits(spec: str | None, part: commands.Part, *, anywhere: bool) -> bool:
+    """Allow rules match a part from its first word; deny and ask rules anywhere in it, so
+    `sudo rm` or `xargs rm` still meets `Bash(rm *)`."""
+    if _broad(spec):
+        return True
+    assert spec is not None
+    if _command_hits(spec, part.text):
+        return True
+    if not anywhere:
         return False
-    # Scoped rules other than a catch-all are matched per call by the full engine; a bare or
-    # catch-all rule covers every call of the tool.
-    return spec is None or spec in ("*", "")
+    words = _spaced(part.full)
+    return any(_command_hits(spec, " ".join(words[k:])) for k in range(len(words)))
 
 
-def check(tool_name: str, read_only: bool, rules: PermissionRules) -> Decision:
-    if any(_matches(r, tool_name) for r in rules.deny):
-        return "deny"
-    if rules.mode == "bypassPermissions":
-        return "allow"
-    if rules.mode == "plan" and not read_only:
-        return "deny"
-    if read_only or any(_matches(r, tool_name) for r in rules.allow):
-        return "allow"
-    return "deny"
+# ------------------------------------------------------------ paths of a call
 
 
-def parse_tool_list(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
-    """`--allowedTools "Bash,Read" "Edit"`: commas and spaces separate rules, except inside
-    parentheses (`Bash(git diff *)` stays one rule)."""
-    rules: list[str] = []
-    for value in values:
-        current, depth = "", 0
-        for ch in value:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth = max(0, depth - 1)
-            if ch in ", " and depth == 0:
-                if current.strip():
-                    rules.append(current.strip())
-                current = ""
-                continue
-            current += ch
-        if current.strip():
-            rules.append(current.strip())
-    return tuple(rules)
+def wanted_paths(call: Call) -> tuple[Want, ...]:
+    """The paths the gate must resolve (the I/O step) before `decide`."""
+    wants = [Want(p) for p in call.paths]
+    if call.command is not None:
+        analysis = commands.analyse(call.command)
+        wants += [Want(t.path, t.glob) for _, t in _targets(analysis) if t.path is not None]
+    return tuple(dict.fromkeys(wants))
+
+
+def _targets(analysis: commands.Analysis) -> list[tuple[commands.Part, commands.Target]]:
+    out = []
+    for part in analysis.parts:
+        for t in commands.write_targets(part):
+            relative = t.path is not None and not t.path.startswith(("/", "~"))
+            if relative and analysis.changes_dir:  # after a cd the shell's directory is unknown
+                t = commands.Target(None, t.glob, t.removes)
+            out.append((part, t))
+    return out
+
+
+def _in_roots(real: str, places: Places) -> bool:
+    return any(inside(real, root) for root in places.roots)
+
+
+def _device(path: str) -> bool:
+    return path in _DEVICES or path.startswith("/dev/fd/")
+
+
+def _critical(real: str, places: Places) -> bool:
+    """Removing these loses the machine or the project: /, a top-level directory, home, the
+    working directory or one of its parents."""
+    return real == "/" or posixpath.dirname(real) == "/" or real == places.home or inside(places.cwd, real)
+
+
+def _path_rule_hits(spec: str, locs: tuple[Resolved, ...], places: Places, *, deny: bool, kind: str) -> bool:
+    pattern = anchor(spec, places, anywhere=deny)
+    if deny:
+        return any(matches(pattern, p) or (kind == "read" and inside(rule_prefix(pattern), p))
+                   for loc in locs for p in (loc.lexical, loc.real))
+    return bool(locs) and all(matches(pattern, loc.real) for loc in locs)
+
+
+def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places) -> bool:
+    """An `Edit(path)` allow rule lets writes reach that path even outside the roots."""
+    for rule in rules.allow:
+        name, spec = parse_rule(rule)
+        if name in ("Edit", "Write") and not _broad(spec) and _path_rule_hits(spec, locs, places, deny=False,
+                                                                                    kind="write"):
+            return True
+    return False
+
+
+def _where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict | None:
+    """An ask for a write that lands on a protected path or outside the writable roots."""
+    if locs is None:
+        return Verdict("ask", "it writes to a path known only when it runs", hint="allow it explicitly")
+    for loc in locs:
+        if _device(loc.real):
+            continue
+        if protected(loc.real) or protected(loc.lexical):
+            return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)",
+                           hint="approve it yourself; allow rules do not cover protected paths")
+        if not _in_roots(loc.real, places) and not _edit_allowed(locs, rules, places):
+            roots = ", ".join(places.roots)
+            return Verdict("ask", f"{loc.real} is outside the writable roots ({roots})",
+                           hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
+    return None
+
+
+# ------------------------------------------------------------ the decision
+
+
+def decide(call: Call, rules: PermissionRules, places: Places) -> Verdict:
+    mode = normalise_mode(rules.mode) or "default"
+    if call.command is not None:
+        return _decide_shell(call, rules, places, mode)
+    return _decide_tool(call, rules, places, mode)
+
+
+def _tool_rule_hits(rule: str, call: Call, locs: tuple[Resolved, ...] | None, places: Places, *,
+                    deny: bool) -> bool:
+    name, spec = parse_rule(rule)
+    family = (name in ("Edit", "Write") and call.kind == "write") or (name == "Read" and call.kind == "read")
+    if _broad(spec):
+        return _name_hits(name, call.tool)
+    assert spec is not None
+    if family:
+        if locs is None:
+            return deny  # a path the gate could not resolve: deny rules fail closed
+        return _path_rule_hits(spec, locs, places, deny=deny, kind=call.kind)
+    if not _name_hits(name, call.tool):
+        return False
+    key, sep, value = spec.partition(":")
+    if sep and key in call.tool_input:  # Tool(param:value), honoured by deny and ask only
+        return deny and fnmatch.fnmatchcase(str(call.tool_input[key]), value)
+    return deny  # a specifier this policy cannot read: deny and ask rules fail closed
+
+
+def _locations(call: Call) -> tuple[Resolved, ...] | None:
+    out: list[Resolved] = []
+    for p in call.paths:
+        locs = call.resolved.get(p)
+        if locs is None:
+            return None
+        out.extend(locs)
+    return tuple(out)
+
+
+def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    locs = _locations(call)
+    for rule in rules.deny:
+        if _tool_rule_hits(rule, call, locs, places, deny=True):
+            return Verdict("deny", f"the deny rule {rule} matches")
+    for rule in rules.ask:
+        if _tool_rule_hits(rule, call, locs, places, deny=True):
+            return Verdict("ask", f"the ask rule {rule} matches", hard=True)
+    if mode == "bypassPermissions" or call.kind in ("read", "session"):
+        return ALLOW
+    if mode == "plan":
+        return Verdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
+    if call.kind == "write":
+        if locs is None or not locs:
+            return Verdict("ask", f"{call.tool} names no path that could be checked")
+        problem = _where(locs, rules, places)
+        if problem is not None:
+            return problem
+        if mode == "acceptEdits":
+            return ALLOW
+    if any(_tool_rule_hits(rule, call, locs, places, deny=False) for rule in rules.allow):
+        return ALLOW
+    hint = "--permission-mode acceptEdits" if call.kind == "write" else f"--allowedTools {call.tool}"
+    return Verdict("ask", f"{call.tool} is not allowed in {mode} mode without a rule", hint=hint)
+
+
+def _decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    tool, command = call.tool, call.command or ""
+    analysis = commands.analyse(command)
+    deny = [(r, s) for r in rules.deny for n, s in [parse_rule(r)] if _name_hits(n, tool)]
+    ask = [(r, s) for r in rules.ask for n, s in [parse_rule(r)] if _name_hits(n, tool)]
+    specific = any(not _broad(s) for _, s in deny + ask)
+    if analysis.error is not None:
+        if any(_broad(s) for _, s in deny):
+            return Verdict("deny", f"the deny rule {deny[0][0]} matches")
+        if mode == "bypassPermissions" and not specific:
+            return ALLOW
+        why = f"the command could not be analysed ({analysis.error})"
+        return Verdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
+    verdict = _shell_rules(analysis, call, deny, ask, rules, places, specific)
+    if verdict is not None:
+        return verdict
+    if mode == "bypassPermissions":
+        return ALLOW
+    return _shell_mode(analysis, call, rules, places, mode)
+
+
+def _shell_rules(analysis: commands.Analysis, call: Call, deny: list[tuple[str, str | None]],
+                 ask: list[tuple[str, str | None]], rules: PermissionRules, places: Places,
+                 specific: bool) -> Verdict | None:
+    """Deny rules, then ask rules, then what no mode may skip."""
+    checks: tuple[tuple[list[tuple[str, str | None]], Decision], ...] = ((deny, "deny"), (ask, "ask"))
+    for listed, decision in checks:
+        for rule, spec in listed:
+            for part in analysis.parts:
+                if _part_hits(spec, part, anywhere=True):
+                    return Verdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
+                                   hard=decision == "ask")
+    edit_rules: list[tuple[str, Decision]] = [
+        (r, decision) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask")) for r in listed
+        if parse_rule(r)[0] in ("Edit", "Write") and not _broad(parse_rule(r)[1])]
+    for part, target in _targets(analysis):
+        locs = call.resolved.get(target.path) if target.path is not None else None
+        for rule, decision in edit_rules:
+            spec = parse_rule(rule)[1] or ""
+            if locs is not None and _path_rule_hits(spec, locs, places, deny=True, kind="write"):
+                return Verdict(decision, f"the {decision} rule {rule} matches a file `{part.text}` writes",
+                               hard=decision == "ask")
+        if target.removes and part.name in ("rm", "rmdir") and locs and any(_critical(x.real, places) for x in locs):
+            return Verdict("ask", f"`{part.text}` removes a critical path", hard=True)
+    if specific:
+        for part in analysis.parts:
+            if part.hidden:
+                return Verdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
+                               f"deny and ask rules ({part.opaque})", hard=True)
+    return None
+
+
+def _shell_mode(analysis: commands.Analysis, call: Call, rules: PermissionRules, places: Places,
+                mode: str) -> Verdict:
+    tool = call.tool
+    allows = [s for r in rules.allow for n, s in [parse_rule(r)] if _name_hits(n, tool)]
+    broad = any(_broad(s) for s in allows)
+    for part in analysis.parts:
+        if mode == "plan":
+            if not commands.is_read_only(part):
+                return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one")
+            continue
+        covered = (broad or commands.is_read_only(part) or any(_part_hits(s, part, anywhere=False) for s in allows)
+                   or (mode == "acceptEdits" and (commands.is_safe_edit(part)
+                                                  or commands.is_read_only(part, redirects=True))))
+        if not covered:
+            why = f"`{part.text}` is not allowed by a rule" + (f" ({part.opaque})" if part.opaque else "")
+            return Verdict("ask", why, hint=f'--allowedTools "{tool}({_suggest(part)})"')
+    for part, target in _targets(analysis):
+        if target.path is None and broad:
+            continue  # `Bash` allowed outright: paths decided at run time are accepted (the sandbox bounds them)
+        problem = _where(None if target.path is None else call.resolved.get(target.path), rules, places)
+        if problem is not None:
+            return replace(problem, reason=f"`{part.text}`: {problem.reason}")
+    return ALLOW
+
+
+def _suggest(part: commands.Part) -> str:
+    words = part.text.split()
+    return " ".join(words[:2]) + " *" if len(words) > 1 else (words[0] if words else "*")

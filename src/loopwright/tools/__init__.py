@@ -1,12 +1,12 @@
-"""The built-in tools (Read, Write, Edit, Bash, Glob, Grep, with Claude Code's names and input
-fields), the `BaseTool` base class and the `@tool` decorator for tools written in Python."""
+"""The built-in tools (Read, Write, Edit, Bash, Glob, Grep, BashOutput, KillShell, with Claude
+Code's names and input fields), the `BaseTool` base class and the `@tool` decorator."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ..ports import Tool
-from .builtin import CLASSES, LazyTool
+from ..ports import BackgroundWork, Tool
+from .builtin import CLASSES, LazyTool, Toolbox
 
 if TYPE_CHECKING:
     from .base import BaseTool, FunctionTool, ToolInput, tool
@@ -14,11 +14,18 @@ if TYPE_CHECKING:
     from .files import EditTool, ReadTool, WriteTool
     from .search import GlobTool, GrepTool
     from .shell import BashTool
+    from .background import BashOutputTool, KillShellTool, ShellRegistry
+    from ..sandbox import SandboxConfig
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
     "BaseTool",
+    "BashOutputTool",
     "BashTool",
+    "KillShellTool",
+    "ShellRegistry",
+    "Toolbox",
+    "background_work",
     "EditTool",
     "FunctionTool",
     "GlobTool",
@@ -39,6 +46,9 @@ _LAZY = {
     "WriteTool": "files",
     "EditTool": "files",
     "BashTool": "shell",
+    "BashOutputTool": "background",
+    "KillShellTool": "background",
+    "ShellRegistry": "background",
     "GlobTool": "search",
     "GrepTool": "search",
     "BaseTool": "base",
@@ -49,10 +59,24 @@ _LAZY = {
 }
 
 
-def builtin_tools() -> list[Tool]:
-    """Fresh handles on the built-in tools, in `BUILTIN_TOOL_NAMES` order; each imports its
+def builtin_tools(*, sandbox: SandboxConfig | None = None, toolbox: Toolbox | None = None) -> list[Tool]:
+    """Fresh handles on the built-in tools, in `BUILTIN_TOOL_NAMES` order, sharing one `Toolbox`
+    (the sandbox settings and one registry of background shells); each imports its
     implementation on first use."""
-    return [LazyTool(name) for name in CLASSES]
+    box = toolbox or Toolbox(sandbox)
+    return [LazyTool(name, box) for name in CLASSES]
+
+
+def background_work(tools: Iterable[Tool]) -> BackgroundWork | None:
+    """The background work (shells) of a set of built-in tools, or None when there are none:
+    `running()` gives the Stop hook's `background_tasks`, `await stop_all()` ends it all."""
+    for t in tools:
+        if isinstance(t, LazyTool):
+            return t.box
+        shells = getattr(t, "shells", None)
+        if shells is not None and hasattr(shells, "running"):
+            return shells  # type: ignore[no-any-return]
+    return None
 
 
 def __getattr__(name: str) -> Any:

@@ -9,9 +9,14 @@ import json
 from functools import lru_cache
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..ports import Tool, ToolContext, ToolOutput
+from ..ports import Access, Tool, ToolContext, ToolOutput
+from ..sandbox.bwrap import SandboxConfig
+from .access import ACCESS
+
+if TYPE_CHECKING:
+    from .background import ShellRegistry
 
 SPEC_FILE = Path(__file__).with_name("builtin.json")  # package data beside this module
 
@@ -23,7 +28,37 @@ CLASSES: dict[str, tuple[str, str]] = {
     "Bash": ("shell", "BashTool"),
     "Glob": ("search", "GlobTool"),
     "Grep": ("search", "GrepTool"),
+    "BashOutput": ("background", "BashOutputTool"),
+    "KillShell": ("background", "KillShellTool"),
 }
+# Constructor arguments taken from the session's Toolbox.
+SHARED: dict[str, tuple[str, ...]] = {"Bash": ("sandbox", "shells"), "BashOutput": ("shells",),
+                                      "KillShell": ("shells",)}
+
+
+class Toolbox:
+    """What one session's built-in tools share: the sandbox settings and the background shells.
+    It is the session's `BackgroundWork`: `running()` for the Stop hook's `background_tasks`,
+    `stop_all()` at session end."""
+
+    def __init__(self, sandbox: SandboxConfig | None = None) -> None:
+        self.sandbox = sandbox or SandboxConfig()
+        self._shells: ShellRegistry | None = None
+
+    @property
+    def shells(self) -> ShellRegistry:
+        if self._shells is None:  # first use only: the registry's module loads pydantic
+            from .background import ShellRegistry
+
+            self._shells = ShellRegistry()
+        return self._shells
+
+    def running(self) -> list[dict[str, Any]]:
+        return self._shells.running() if self._shells is not None else []
+
+    async def stop_all(self) -> None:
+        if self._shells is not None:
+            await self._shells.stop_all()
 
 
 @lru_cache(maxsize=1)
@@ -32,16 +67,19 @@ def specs() -> dict[str, dict[str, Any]]:
     return {spec["name"]: spec for spec in data}
 
 
-def load(name: str) -> Tool:
+def load(name: str, box: Toolbox | None = None) -> Tool:
     module, cls = CLASSES[name]
-    return getattr(import_module(f"{__package__}.{module}"), cls)()
+    box = box or Toolbox()
+    kwargs = {arg: getattr(box, arg) for arg in SHARED.get(name, ())}
+    return getattr(import_module(f"{__package__}.{module}"), cls)(**kwargs)  # type: ignore[no-any-return]
 
 
 class LazyTool:
     """A built-in tool whose implementation is imported on first validate or run."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, box: Toolbox | None = None) -> None:
         spec = specs()[name]
+        self.box = box or Toolbox()
         self.name: str = name
         self.description: str = spec["description"]
         self.read_only: bool = spec["read_only"]
@@ -55,8 +93,11 @@ class LazyTool:
     @property
     def tool(self) -> Tool:
         if self._tool is None:
-            self._tool = load(self.name)
+            self._tool = load(self.name, self.box)
         return self._tool
+
+    def access(self, tool_input: dict[str, Any]) -> Access:
+        return ACCESS[self.name](tool_input)  # answered without loading the tool
 
     def validate(self, raw: dict[str, Any]) -> Any:
         return self.tool.validate(raw)

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..ports import ToolContext, ToolOutput
+from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
 from .paths import BINARY_SNIFF_BYTES, is_binary, resolve_path
 
@@ -96,6 +97,7 @@ class ReadInput(ToolInput):
 
 class ReadTool(BaseTool):
     name = "Read"
+    access = staticmethod(ACCESS["Read"])  # what a call touches, for the permission gate
     read_only = True
     Input = ReadInput
     description = (
@@ -165,6 +167,7 @@ class WriteInput(ToolInput):
 
 class WriteTool(BaseTool):
     name = "Write"
+    access = staticmethod(ACCESS["Write"])  # what a call touches, for the permission gate
     read_only = False
     Input = WriteInput
     description = (
@@ -204,6 +207,7 @@ class EditInput(ToolInput):
 
 class EditTool(BaseTool):
     name = "Edit"
+    access = staticmethod(ACCESS["Edit"])  # what a call touches, for the permission gate
     read_only = False
     Input = EditInput
     description = (

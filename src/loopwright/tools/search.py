@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..ports import ToolContext, ToolOutput
+from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
 from .paths import glob_regex, is_binary, newest_first, resolve_path, split_glob, walk_files
 
@@ -71,6 +72,7 @@ class GlobInput(ToolInput):
 
 class GlobTool(BaseTool):
     name = "Glob"
+    access = staticmethod(ACCESS["Glob"])  # what a call touches, for the permission gate
     read_only = True
     Input = GlobInput
     description = (
@@ -160,6 +162,7 @@ class GrepInput(ToolInput):
 
 class GrepTool(BaseTool):
     name = "Grep"
+    access = staticmethod(ACCESS["Grep"])  # what a call touches, for the permission gate
     read_only = True
     Input = GrepInput
     description = (

@@ -1,5 +1,6 @@
-"""The Bash tool: one command in its own process group, output merged and capped, and the whole
-group killed on timeout or cancellation (TERM, then KILL after a grace period)."""
+"""The Bash tool: one command in its own process group (under bwrap when the sandbox is on),
+output merged and capped, the whole group killed on timeout or cancellation (TERM, then KILL
+after a grace period); `run_in_background` hands the command to the session's shell registry."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ import signal
 import subprocess
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import Field
 
-from ..ports import ToolContext, ToolOutput
+from ..ports import Access, ToolContext, ToolOutput
+from ..sandbox import bwrap
+from .access import bash_access
 from .base import BaseTool, ToolInput
+
+if TYPE_CHECKING:
+    from .background import ShellRegistry
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -39,7 +46,9 @@ class BashInput(ToolInput):
         default=None, description="A short description of what the command does (5-10 words)."
     )
     run_in_background: bool = Field(
-        default=False, description="Run the command in the background (not supported yet)."
+        default=False,
+        description="Run the command in the background and return its shell ID at once; read its "
+        "output with BashOutput and stop it with KillShell.",
     )
 
 
@@ -52,24 +61,58 @@ class BashTool(BaseTool):
         "stdout and stderr. Stdin is empty, so interactive commands fail; pass flags such as -y. "
         f"The default timeout is {DEFAULT_TIMEOUT_MS // 1000} s (max {MAX_TIMEOUT_MS // 1000} s). "
         f"Output longer than {MAX_OUTPUT_CHARS} characters keeps its start and end only. Prefer "
-        "Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep."
+        "Read, Edit, Write, Glob and Grep over cat, sed, echo >, find and grep. Long-running "
+        "commands (servers, watchers) can run with run_in_background."
     )
 
+    def __init__(self, sandbox: bwrap.SandboxConfig | None = None, shells: ShellRegistry | None = None) -> None:
+        self.sandbox = sandbox or bwrap.SandboxConfig()
+        self._shells = shells
+
+    @property
+    def shells(self) -> ShellRegistry:
+        if self._shells is None:
+            from .background import ShellRegistry
+
+            self._shells = ShellRegistry()
+        return self._shells
+
+    def access(self, tool_input: dict[str, Any]) -> Access:
+        return bash_access(tool_input)
+
+    def argv(self, command: str, ctx: ToolContext) -> tuple[list[str], str]:
+        """The command line to start, and a note for the model (empty when all is well).
+        Raises `SandboxUnavailable` when the sandbox is on, cannot run, and fails closed."""
+        plain = [shell_path(), "-c", command]
+        if not self.sandbox.enabled:
+            return plain, ""
+        why = bwrap.availability()
+        if why is not None:
+            if self.sandbox.fail_closed:
+                raise SandboxUnavailable(
+                    f"Bash is refused: the sandbox is on but cannot run here ({why}). Tell the user: "
+                    "install bubblewrap, or turn the sandbox off, or set sandbox.failIfUnavailable to "
+                    "false to run commands without it.")
+            return plain, f"(warning: the sandbox is unavailable ({why}); this command ran without it)"
+        roots = tuple(str(r) for r in (*ctx.writable_roots, *self.sandbox.writable)) or (str(ctx.cwd),)
+        return bwrap.wrap(plain, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network), ""
+
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
-        if args.run_in_background:
-            return ToolOutput(
-                "run_in_background is not supported yet; run the command in the foreground",
-                is_error=True,
-            )
         if not Path(ctx.cwd).is_dir():
             return ToolOutput(f"The working directory {ctx.cwd} does not exist.", is_error=True)
+        try:
+            argv, note = self.argv(args.command, ctx)
+        except SandboxUnavailable as exc:
+            return ToolOutput(str(exc), is_error=True)
+        if args.run_in_background:
+            return self._background(argv, args, ctx, note)
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
         out = CappedText(MAX_OUTPUT_CHARS)
         try:
-            timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out)
+            timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out, argv=argv)
         except OSError as exc:
             return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
-        text = out.render()
+        text = "\n".join(t for t in (note, out.render()) if t)
         if timed_out:
             tail = f"\n{text}" if text else ""
             return ToolOutput(f"Command timed out after {timeout_ms} ms{tail}", is_error=True)
@@ -77,6 +120,20 @@ class BashTool(BaseTool):
             return ToolOutput(text or "(no output)")
         body = f"\n{text}" if text else ""
         return ToolOutput(f"Exit code {_describe_exit(code)}{body}", is_error=True)
+
+    def _background(self, argv: list[str], args: BashInput, ctx: ToolContext, note: str) -> ToolOutput:
+        try:
+            shell_id = self.shells.start(argv, ctx, args.command, args.description or "")
+        except OSError as exc:
+            return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
+        lines = [note] if note else []
+        lines.append(f"Command running in background with ID: {shell_id}. Read its output with BashOutput "
+                     f"(bash_id {shell_id!r}); stop it with KillShell (shell_id {shell_id!r}).")
+        return ToolOutput("\n".join(lines))
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox was asked for, cannot run, and Bash fails closed."""
 
 
 class CappedText:
@@ -119,17 +176,15 @@ def shell_path() -> str:
 
 
 async def run_command(
-    command: str, ctx: ToolContext, timeout_s: float, out: CappedText
+    command: str, ctx: ToolContext, timeout_s: float, out: CappedText, argv: list[str] | None = None
 ) -> tuple[bool, int]:
-    """Run `command`; returns (timed_out, exit code). Cancellation kills the process group
-    and then propagates."""
+    """Run `command` (or `argv`, the full command line, e.g. wrapped by the sandbox); returns
+    (timed_out, exit code). Cancellation kills the process group and then propagates."""
     read_fd, write_fd = os.pipe()
     try:
         # One pipe for both streams keeps stdout and stderr interleaved in the order written.
         proc = await asyncio.create_subprocess_exec(
-            shell_path(),
-            "-c",
-            command,
+            *(argv or [shell_path(), "-c", command]),
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,

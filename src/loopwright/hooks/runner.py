@@ -1,0 +1,239 @@
+"""`HookRunner`: the registered handlers of each event, matched, run in parallel and merged into
+one `HookResult` (the `ports.HookRunner` the loop calls). Emits hook events and warnings."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import anyio
+
+from ..events import Event, HookResponse, HookStarted, Notice
+from ..ports import NO_HOOK_RESULT, Approver, HookResult, Model
+from . import command, http, prompt, python
+from .output import Answer, from_process, merge
+from .spec import (
+    DEFAULT_TIMEOUT, EVENTS, PROMPT_SUBMIT_TIMEOUT, SESSION_END_MAX, SESSION_END_TIMEOUT, CommandSpec, HttpSpec,
+    Matcher, PromptSpec, PythonSpec, Registration, UnsupportedSpec, handler_key, kind_of, parse_handler,
+)
+
+PythonHook = Callable[[Any], Any]
+
+
+class _Ran:
+    """What one handler did: its answer and what to report in `HookResponse`."""
+
+    def __init__(self, answer: Answer, stdout: str = "", stderr: str = "", code: int | None = None,
+                 timed_out: bool = False) -> None:
+        self.answer, self.stdout, self.stderr, self.code, self.timed_out = answer, stdout, stderr, code, timed_out
+
+
+class HookRunner:
+    """Hooks from settings (`from_settings`) and Python callables (`on`). `project_dir` is
+    `CLAUDE_PROJECT_DIR` for command hooks (default: the event's `cwd`); `env` is added to their
+    environment; `model` answers prompt hooks; `post_json` carries http hooks. `Agent` fills in
+    `emit`, `model` and `post_json` when it runs (see `bind`)."""
+
+    def __init__(self, handlers: Mapping[str, PythonHook | Sequence[PythonHook]] | None = None, *,
+                 project_dir: str | Path | None = None, env: Mapping[str, str] | None = None,
+                 model: Model | None = None, post_json: http.PostJson | None = None, disabled: bool = False,
+                 emit: Callable[[Event], None] | None = None) -> None:
+        self.registrations: list[Registration] = []
+        self.project_dir = str(project_dir) if project_dir is not None else None
+        self.env = dict(env or {})
+        self.model, self.post_json, self.disabled = model, post_json, disabled
+        self.emit = emit or (lambda event: None)
+        for event, fns in (handlers or {}).items():
+            for fn in ([fns] if callable(fns) else fns):
+                self.on(event, fn)
+
+    @classmethod
+    def from_settings(cls, settings: Any, **kwargs: Any) -> "HookRunner":
+        """From a `loopwright.settings.Settings` or a dict shaped like settings.json: its `hooks`,
+        `env` and `disableAllHooks`."""
+        data: Mapping[str, Any] = getattr(settings, "data", settings) or {}
+        kwargs.setdefault("env", data.get("env") or {})
+        kwargs.setdefault("disabled", data.get("disableAllHooks") is True)
+        runner = cls(**kwargs)
+        for event, groups in (data.get("hooks") or {}).items():
+            for group in groups:
+                for handler in group.get("hooks") or ():
+                    runner.add(event, handler, matcher=group.get("matcher"))
+        return runner
+
+    def add(self, event: str, handler: Mapping[str, Any], *, matcher: str | None = None) -> "HookRunner":
+        """Register a settings-shaped handler, e.g. `{"type": "command", "command": "./check.sh"}`."""
+        condition = handler.get("if")
+        self.registrations.append(Registration(event, Matcher(matcher), parse_handler(handler),
+                                               f"{event}\0{handler_key(handler)}", condition))
+        return self
+
+    def on(self, event: str, fn: PythonHook | None = None, *, matcher: str | None = None,
+           timeout: float | None = None) -> Any:
+        """Register a Python hook (async or plain): `runner.on("Stop", check)`, or as a decorator
+        `@runner.on("PreToolUse", matcher="Bash")`. It gets the event's typed input
+        (`PreToolUseInput`, …) and returns `HookOutput`, a dict, or None."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown hook event {event!r}; expected one of {', '.join(EVENTS)}")
+        if fn is None:
+            def register(f: PythonHook) -> PythonHook:
+                self.on(event, f, matcher=matcher, timeout=timeout)
+                return f
+
+            return register
+        self.registrations.append(Registration(event, Matcher(matcher), PythonSpec(fn, timeout),
+                                               f"{event}\0python\0{id(fn)}\0{matcher}"))
+        return self
+
+    def bind(self, *, emit: Callable[[Event], None] | None = None, model: Model | None = None,
+             post_json: http.PostJson | None = None) -> "HookRunner":
+        """A copy that reports to `emit`, with `model` and `post_json` filled in where unset."""
+        bound = copy.copy(self)
+        bound.emit = emit or self.emit
+        bound.model = self.model or model
+        bound.post_json = self.post_json or post_json
+        return bound
+
+    # ------------------------------------------------------------ running
+
+    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
+        if self.disabled:
+            return NO_HOOK_RESULT
+        chosen: dict[str, Registration] = {}
+        for reg in self.registrations:
+            if reg.event == event and reg.key not in chosen and reg.applies(match, payload):
+                chosen[reg.key] = reg
+        if not chosen:
+            return NO_HOOK_RESULT
+        # compact, as Claude Code writes it: scripts grep the input for `"key":value`
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+        regs = list(chosen.values())
+        answers: list[Answer] = [Answer()] * len(regs)
+        finished: list[int] = []
+
+        async def one(index: int) -> None:
+            answers[index] = await self._one(regs[index], event, match, body)
+            finished.append(index)
+
+        async with anyio.create_task_group() as tg:
+            for index in range(len(regs)):
+                tg.start_soon(one, index)
+        return merge(answers, finished, event)
+
+    async def _one(self, reg: Registration, event: str, match: str | None, body: str) -> Answer:
+        hook_id, name = str(uuid.uuid4()), f"{event}:{match}" if match else event
+        self.emit(HookStarted(hook_id, name, event))
+        timeout = self._timeout(reg, event)
+        try:
+            ran = await self._dispatch(reg, event, body, timeout)
+        except Exception as exc:  # a broken hook is reported, never fatal to the run
+            ran = _Ran(Answer(error=f"{type(exc).__name__}: {exc}"))
+        answer = ran.answer
+        if ran.timed_out:
+            answer = Answer(error=f"timed out after {timeout:g}s; its output was discarded")
+        failed = answer.error is not None or ran.code not in (None, 0)  # exit 2 blocks, but as a failure
+        outcome = "cancelled" if ran.timed_out else "error" if failed else "success"
+        self.emit(HookResponse(hook_id, name, event, outcome, ran.stdout + ran.stderr, ran.stdout, ran.stderr,
+                               ran.code))
+        label = f"{name} hook ({reg.handler.label})"
+        if answer.error:
+            self.emit(Notice("warning", f"{label} error: {answer.error}"))
+        if answer.notice:
+            self.emit(Notice("warning", f"{label}: {answer.notice}"))
+        if answer.system_message:
+            self.emit(Notice("info", answer.system_message))
+        return answer
+
+    async def _dispatch(self, reg: Registration, event: str, body: str, timeout: float) -> _Ran:
+        handler = reg.handler
+        if isinstance(handler, CommandSpec):
+            return await self._command(handler, event, body, timeout)
+        with anyio.move_on_after(timeout) as scope:
+            match handler:
+                case PromptSpec():
+                    if self.model is None:
+                        return _Ran(Answer(error="no model client to answer prompt hooks"))
+                    answer, text = await prompt.ask(self.model, handler, event, body)
+                    return _Ran(answer, text)
+                case HttpSpec():
+                    if self.post_json is None:
+                        return _Ran(Answer(error="no HTTP client to call http hooks"))
+                    answer, text = await http.post(self.post_json, handler, event, body.encode(), self._env(), timeout)
+                    return _Ran(answer, text)
+                case PythonSpec():
+                    answer, returned = await python.call(handler.fn, event, json.loads(body))
+                    return _Ran(answer, "" if returned is None else _show(returned))
+                case UnsupportedSpec(kind=kind):
+                    return _Ran(Answer(error=f"'{kind}' hooks are not supported by loopwright yet; skipped"))
+        assert scope.cancelled_caught
+        return _Ran(Answer(), timed_out=True)
+
+    async def _command(self, spec: CommandSpec, event: str, body: str, timeout: float) -> _Ran:
+        payload = json.loads(body)
+        cwd = payload.get("cwd") or self.project_dir or os.getcwd()
+        project = self.project_dir or cwd
+        env = self._env() | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
+                             "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
+        out = await command.run_process(command.argv(spec), body.encode(), cwd=cwd, env=env, timeout=timeout)
+        if out.code is None:
+            return _Ran(Answer(), out.stdout, out.stderr, None, timed_out=True)
+        return _Ran(from_process(event, out.code, out.stdout, out.stderr), out.stdout, out.stderr, out.code)
+
+    def _env(self) -> dict[str, str]:
+        # OTEL_* would make every hook a telemetry exporter of its own
+        base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        return base | {k: str(v) for k, v in self.env.items()}
+
+    def _timeout(self, reg: Registration, event: str) -> float:
+        given = reg.handler.timeout
+        if event == "SessionEnd":
+            return min(given or SESSION_END_TIMEOUT, SESSION_END_MAX)
+        if given is not None:
+            return given
+        kind = kind_of(reg.handler)
+        if event == "UserPromptSubmit" and kind in ("command", "http"):
+            return PROMPT_SUBMIT_TIMEOUT
+        return DEFAULT_TIMEOUT.get(kind, DEFAULT_TIMEOUT["command"])
+
+    # ------------------------------------------------------------ helpers for composition
+
+    async def notify(self, payload: dict[str, Any], message: str, notification_type: str, title: str = "") -> None:
+        """Fire Notification (`notification_type` is also what matchers see)."""
+        await self.run("Notification", payload | {"hook_event_name": "Notification", "message": message,
+                                                  "title": title, "notification_type": notification_type},
+                       match=notification_type)
+
+
+class NotifyingApprover:
+    """An `Approver` that fires Notification (`permission_prompt`) before it asks a person, as
+    Claude Code does when a permission dialog opens."""
+
+    def __init__(self, inner: Approver, hooks: HookRunner, payload: Callable[[], dict[str, Any]]) -> None:
+        self.inner, self.hooks, self.payload = inner, hooks, payload
+
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool:
+        await self.hooks.notify(self.payload(), f"Claude needs your permission to use {tool_name}",
+                                "permission_prompt", "Permission needed")
+        return await self.inner.approve(tool_name, tool_input, reason)
+
+
+def base_payload(event: str, *, session_id: str, cwd: str | Path, transcript_path: str = "",
+                 permission_mode: str = "default") -> dict[str, Any]:
+    """The fields every hook input has (the loop builds the same for its own events)."""
+    return {"session_id": session_id, "transcript_path": transcript_path, "cwd": str(cwd),
+            "permission_mode": permission_mode, "hook_event_name": event}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, python.HookOutput):
+        value = {k: v for k, v in dataclasses.asdict(value).items() if v not in (None, False)}
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return repr(value)

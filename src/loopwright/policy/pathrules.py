@@ -1,0 +1,123 @@
+"""Paths in permission rules (gitignore-style, anchored as Claude Code anchors them), writable
+roots and protected paths. Pure string work: callers pass absolute paths already resolved."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["Places", "anchor", "inside", "matches", "protected", "rule_prefix"]
+
+# Directories whose contents configure tools that later run code, or hold credentials.
+PROTECTED_DIRS = frozenset({".git", ".loopwright", ".claude", ".vscode", ".idea", ".husky", ".cargo",
+                            ".devcontainer", ".yarn", ".mvn", ".ssh", ".gnupg", ".aws", ".kube", ".docker"})
+PROTECTED_UNDER_CONFIG = frozenset({"git", "fish"})  # ~/.config/git, ~/.config/fish
+PROTECTED_FILES = frozenset({
+    ".gitconfig", ".gitmodules", ".gitattributes", ".git-credentials", ".bashrc", ".bash_profile",
+    ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
+    ".kshrc", ".cshrc", ".tcshrc", ".inputrc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml",
+    ".bazelrc", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".mcp.json",
+    ".claude.json", ".pypirc", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc",
+})
+_EXEMPT = ((".claude", "worktrees"),)  # Claude Code lets agents write their worktrees
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Where a call happens, as real absolute paths: the working directory, the writable roots
+    (cwd first, then the added directories) and the home directory."""
+
+    cwd: str
+    roots: tuple[str, ...]
+    home: str
+
+
+def inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def protected(path: str) -> bool:
+    """Whether a write to `path` touches a protected directory or file (case-folded, so a
+    case-insensitive filesystem cannot be used to dodge it)."""
+    parts = [p.lower() for p in path.split("/") if p]
+    for k, part in enumerate(parts):
+        if part in PROTECTED_DIRS and tuple(parts[k:k + 2]) not in _EXEMPT:
+            return True
+        if part == ".config" and k + 1 < len(parts) and parts[k + 1] in PROTECTED_UNDER_CONFIG:
+            return True
+    return bool(parts) and parts[-1] in PROTECTED_FILES
+
+
+def anchor(spec: str, places: Places, *, anywhere: bool, root: str | None = None) -> str:
+    """An absolute gitignore-style pattern for a rule's path: `//x` is absolute, `~/x` under
+    home, `/x` under the settings root (the cwd when none), `./x` and `a/b` under the cwd.
+    A bare name (`.env`, `*.key`, `secrets/**`) matches at any depth when `anywhere`
+    (deny and ask rules) and under the cwd otherwise."""
+    if spec.startswith("//"):
+        return posixpath.normpath(spec[1:])
+    if spec == "~" or spec.startswith("~/"):
+        return posixpath.normpath(places.home + spec[1:])
+    if spec.startswith("/"):
+        return posixpath.normpath((root or places.cwd) + spec)
+    if spec.startswith("./"):
+        return posixpath.normpath(posixpath.join(places.cwd, spec[2:]))
+    core = spec[:-3] if spec.endswith("/**") else spec.rstrip("/")
+    if anywhere and "/" not in core:
+        return "/**/" + spec
+    return posixpath.normpath(posixpath.join(places.cwd, spec)) + ("/" if spec.endswith("/") else "")
+
+
+def matches(pattern: str, path: str) -> bool:
+    """gitignore semantics: the pattern matches the path or one of its parent directories
+    (so `Edit(.git)` covers everything inside it)."""
+    regex = _regex(pattern.rstrip("/") if pattern != "/" else pattern)
+    probe = path
+    while True:
+        if regex.fullmatch(probe):
+            return True
+        parent = posixpath.dirname(probe)
+        if parent == probe:
+            return False
+        probe = parent
+
+
+def rule_prefix(pattern: str) -> str:
+    """The literal directory a pattern starts with (`/a/b/**/*.py` -> `/a/b`): a search rooted
+    above it may read what the pattern names."""
+    out = []
+    for seg in pattern.split("/"):
+        if any(c in seg for c in "*?[{"):
+            break
+        out.append(seg)
+    return "/".join(out) or "/"
+
+
+@lru_cache(maxsize=512)
+def _regex(pattern: str) -> re.Pattern[str]:
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        if pattern.startswith("/**/", i):
+            out.append("(?:/.*)?/")
+            i += 4
+        elif pattern.startswith("/**", i) and i + 3 == n:
+            out.append("(?:/.*)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1:end]
+            out.append("[" + ("^" + body[1:] if body[:1] in "!^" else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)

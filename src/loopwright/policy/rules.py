@@ -1,0 +1,122 @@
+"""Permission rules as data: the mode, `Tool` / `Tool(specifier)` rules for deny, ask and allow,
+the writable directories; their syntax, flags and settings forms. Pure."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "normalise_mode",
+           "parse_rule", "parse_tool_list", "rule_error"]
+
+MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+MODE_ALIASES = {"manual": "default"}
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRules:
+    """The mode and the rules (`Tool` or `Tool(specifier)`), checked deny, then ask, then allow.
+    `additional_dirs` are writable roots beside the working directory (`--add-dir`)."""
+
+    mode: str = "default"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    ask: tuple[str, ...] = ()
+    additional_dirs: tuple[str, ...] = ()
+
+    def removed_tools(self) -> frozenset[str]:
+        """Bare names in the deny list take the tool out of the request altogether."""
+        return frozenset(r.strip() for r in self.deny if "(" not in r)
+
+    @classmethod
+    def from_settings(cls, section: Mapping[str, Any], *, root: str | None = None) -> PermissionRules:
+        """From a settings file's `permissions` object; `/x` paths in its rules are made
+        relative to `root` (the folder holding the settings folder) when it is given."""
+        def rules(key: str) -> tuple[str, ...]:
+            values = section.get(key) or ()
+            if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+                raise ValueError(f"permissions.{key}: expected a list of rule strings")
+            for v in values:
+                if (why := rule_error(v)) is not None:
+                    raise ValueError(f"permissions.{key}: {why}")
+            return tuple(anchor_rule(v, root) for v in values) if root else tuple(values)
+
+        mode = normalise_mode(section.get("defaultMode") or "default")
+        if mode is None:
+            raise ValueError(f"permissions.defaultMode: expected one of {', '.join(MODES)}, "
+                             f"got {section.get('defaultMode')!r}")
+        dirs = section.get("additionalDirectories") or ()
+        if not isinstance(dirs, (list, tuple)) or not all(isinstance(d, str) for d in dirs):
+            raise ValueError("permissions.additionalDirectories: expected a list of paths")
+        return cls(mode, rules("allow"), rules("deny"), rules("ask"), tuple(dirs))
+
+    def merged(self, higher: PermissionRules) -> PermissionRules:
+        """Rules add up; the higher source's mode wins unless it is the default."""
+        mode = higher.mode if higher.mode != "default" else self.mode
+        return PermissionRules(mode, self.allow + higher.allow, self.deny + higher.deny, self.ask + higher.ask,
+                               self.additional_dirs + higher.additional_dirs)
+
+
+def normalise_mode(mode: str) -> str | None:
+    mode = MODE_ALIASES.get(mode, mode)
+    return mode if mode in MODES else None
+
+
+def bypass_refusal(mode: str, *, is_root: bool, sandboxed: bool, override: bool) -> str | None:
+    """Why bypassPermissions may not start here, or None. As root, outside a sandbox, a bypassed
+    agent can change the whole machine."""
+    if mode != "bypassPermissions" or not is_root or sandboxed or override:
+        return None
+    return ("--permission-mode bypassPermissions is refused when running as root without a sandbox; "
+            "turn the sandbox on (--sandbox), run as another user, or set LOOPWRIGHT_ALLOW_ROOT_BYPASS=1")
+
+
+def parse_rule(rule: str) -> tuple[str, str | None]:
+    rule = rule.strip()
+    if rule.endswith(")") and "(" in rule:
+        name, _, spec = rule.partition("(")
+        spec = spec[:-1].strip()
+        return name.strip(), (spec or None)
+    return rule, None
+
+
+def rule_error(rule: str) -> str | None:
+    name, spec = parse_rule(rule)
+    if not name or not re.fullmatch(r"[A-Za-z0-9_*.:-]+", name):
+        return f"{rule!r} is not a rule: expected Tool or Tool(specifier)"
+    if spec is None and "(" in rule:
+        return None if rule.strip().endswith("()") else f"{rule!r}: unbalanced parentheses"
+    return None
+
+
+def anchor_rule(rule: str, root: str) -> str:
+    """Write `Edit(/x)` from a settings file as `Edit(//root/x)`, so merged rules keep their
+    file's root."""
+    name, spec = parse_rule(rule)
+    if spec and name != "Bash" and spec.startswith("/") and not spec.startswith("//"):
+        return f"{name}(/{posixpath.normpath(root + spec)})"
+    return rule
+
+
+def parse_tool_list(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """`--allowedTools "Bash,Read" "Edit"`: commas and spaces separate rules, except inside
+    parentheses (`Bash(git diff *)` stays one rule)."""
+    rules: list[str] = []
+    for value in values:
+        current, depth = "", 0
+        for ch in value:
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            if ch in ", " and depth == 0:
+                if current.strip():
+                    rules.append(current.strip())
+                current = ""
+                continue
+            current += ch
+        if current.strip():
+            rules.append(current.strip())
+    return tuple(rules)

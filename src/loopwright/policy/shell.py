@@ -1,0 +1,254 @@
+"""A reader of bash syntax for permission checks: every simple command a command line would run,
+including those inside substitutions, subshells and here-documents. Pure; unclear input fails."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .shellwords import ShellSyntaxError, Word, WordScanner
+
+__all__ = ["Redirect", "ShellSyntaxError", "Simple", "Word", "parse"]
+
+MAX_DEPTH = 40
+_REDIRECT = re.compile(r"(\d*)(&>>|&>|>>|>&|>\||<<<|<<-|<<|<>|<&|>|<)")
+_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+# Reserved words that only group or sequence commands; the commands around them still run.
+_GROUPING = frozenset({"if", "then", "elif", "else", "fi", "do", "done", "while", "until", "{", "}", "!"})
+_UNSUPPORTED = frozenset({"case", "esac", "select", "coproc", "function", "[[", "]]", "in"})
+
+
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    op: str
+    target: Word | None  # None for here-documents
+    fd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Simple:
+    """One simple command: leading assignments, its words, its redirections."""
+
+    assignments: tuple[Word, ...]
+    words: tuple[Word, ...]
+    redirects: tuple[Redirect, ...]
+
+
+def parse(command: str) -> tuple[Simple, ...]:
+    """Every simple command in `command`, in the order the reader meets them (a substitution's
+    commands come before the command whose word holds it). Raises `ShellSyntaxError`."""
+    out: list[Simple] = []
+    _Reader(command, out, 0).script()
+    return tuple(out)
+
+
+class _Reader(WordScanner):
+    def __init__(self, src: str, out: list[Simple], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise ShellSyntaxError("nested too deeply")
+        self.s, self.i, self.out, self.depth = src, 0, out, depth
+        self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, strip tabs, quoted)
+
+    def script_reader(self, text: str) -> _Reader:
+        """A reader for backquoted text: a script of its own, same output."""
+        return _Reader(text, self.out, self.depth + 1)
+
+    # ------------------------------------------------------------ lists and commands
+
+    def script(self) -> None:
+        self.command_list(None)
+        if self.heredocs:
+            raise self.fail("here-document without a body")
+
+    def command_list(self, closer: str | None) -> None:
+        """Commands joined by ; & && || | |& and newlines, up to `closer` (consumed) or the end."""
+        expect_command = False
+        while True:
+            self.blanks()
+            c = self.peek()
+            if c == "\n":
+                self.i += 1
+                self.read_heredocs()
+                continue
+            if c == "" or (closer is not None and c == closer):
+                if c == "" and closer is not None:
+                    raise self.fail(f"missing '{closer}'")
+                if expect_command:
+                    raise self.fail("an operator without a command after it")
+                self.i += len(c)
+                return
+            if c == "#":
+                self.skip_comment()
+                continue
+            if c in ";&|)":
+                raise self.fail(f"unexpected '{c}'")
+            self.command()
+            expect_command = self.separator()
+
+    def separator(self) -> bool:
+        """Consume the operator after a command; True when another command must follow."""
+        self.blanks()
+        if self.s.startswith(";;", self.i):
+            raise self.fail("';;' outside a case statement")
+        for op in ("&&", "||", "|&", "|"):
+            if self.s.startswith(op, self.i):
+                self.i += len(op)
+                return True
+        if self.peek() in (";", "&"):
+            self.i += 1
+        return False
+
+    def command(self) -> None:
+        if self.peek() == "(":
+            if self.peek(1) == "(":
+                raise self.fail("arithmetic commands '((' are not analysed")
+            self.i += 1
+            self.nested(lambda r: r.command_list(")"))
+            self.trailing_redirects()
+            return
+        self.simple()
+
+    def nested(self, body: Callable[[_Reader], None]) -> None:
+        """Read a nested list in place: subshells and substitutions share the source text."""
+        if self.depth + 1 > MAX_DEPTH:
+            raise self.fail("nested too deeply")
+        self.depth += 1
+        try:
+            body(self)
+        finally:
+            self.depth -= 1
+
+    def trailing_redirects(self) -> None:
+        redirects: list[Redirect] = []
+        while True:
+            self.blanks()
+            r = self.redirect()
+            if r is None:
+                break
+            redirects.append(r)
+        if self.peek() not in ("", "\n", ";", "&", "|", ")"):
+            raise self.fail("words after a subshell")
+        if redirects:
+            self.out.append(Simple((), (), tuple(redirects)))
+
+    def simple(self) -> None:
+        assignments: list[Word] = []
+        words: list[Word] = []
+        redirects: list[Redirect] = []
+        while True:
+            self.blanks()
+            r = self.redirect()  # before the operators: `&>` is a redirection, `&` is not
+            if r is not None:
+                redirects.append(r)
+                continue
+            c = self.peek()
+            if c == "" or c in "\n;&|)":
+                break
+            if c == "#":  # a word that starts with # starts a comment
+                self.skip_comment()
+                break
+            if c == "(":
+                raise self.fail("'(' inside a command (function definitions are not analysed)")
+            word = self.word()
+            if not words and not assignments and word.text in _GROUPING:
+                continue  # `if`, `then`, `{` ...: the next word starts the command
+            if not words and word.text in _UNSUPPORTED:
+                raise self.fail(f"'{word.text}' constructs are not analysed")
+            if not words and word.text == "for":
+                self.for_header()
+                return
+            if not words and _ASSIGN.match(word.text):
+                assignments.append(word)
+                continue
+            if not words and "[" in word.text.split("=", 1)[0] and "=" in word.text:
+                raise self.fail("array assignments are not analysed")
+            words.append(word)
+        if words or assignments or redirects:
+            self.out.append(Simple(tuple(assignments), tuple(words), tuple(redirects)))
+
+    def for_header(self) -> None:
+        """`for NAME in WORDS;` runs nothing itself; its words may hold substitutions."""
+        self.blanks()
+        name = self.word()
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.text):
+            raise self.fail("only `for NAME in WORDS` loops are analysed")
+        self.blanks()
+        if self.peek() not in ("", "\n", ";"):
+            if self.word().text != "in":
+                raise self.fail("only `for NAME in WORDS` loops are analysed")
+            while True:
+                self.blanks()
+                if self.peek() in ("", "\n", ";"):
+                    break
+                if self.peek() in "&|()<>":
+                    raise self.fail("unexpected operator in a for loop")
+                self.word()
+
+    # ------------------------------------------------------------ redirections, here-documents
+
+    def redirect(self) -> Redirect | None:
+        if self.peek() in "<>" and self.peek(1) == "(":
+            return None  # process substitution: a word
+        m = _REDIRECT.match(self.s, self.i)
+        if m is None:
+            return None
+        fd, op = m.group(1), m.group(2)
+        self.i = m.end()
+        self.blanks()
+        substitution = self.peek() in "<>" and self.peek(1) == "("  # `> >(cmd)`: a word
+        if self.peek() == "" or self.peek() in "\n;&|()<>" and not substitution:
+            raise self.fail(f"'{op}' without a target")
+        target = self.word()
+        if op in ("<<", "<<-"):
+            quoted = any(q in target.text for q in "'\"\\")  # then the body is taken literally
+            if target.value is None and not quoted:
+                raise self.fail("here-document delimiter with an expansion")
+            self.heredocs.append((_unquote(target.text), op == "<<-", quoted))
+            return Redirect(op, None, fd)
+        return Redirect(op, target, fd)
+
+    def read_heredocs(self) -> None:
+        pending, self.heredocs = self.heredocs, []
+        for delimiter, strip_tabs, quoted in pending:
+            lines: list[str] = []
+            while True:
+                if self.i >= len(self.s):
+                    raise self.fail(f"here-document not closed by '{delimiter}'")
+                end = self.s.find("\n", self.i)
+                end = len(self.s) if end < 0 else end
+                line = self.s[self.i:end]
+                self.i = min(end + 1, len(self.s))
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+                lines.append(line)
+            if not quoted:  # an unquoted body is expanded: its substitutions run
+                body = _Reader("\n".join(lines), self.out, self.depth + 1)
+                body.expand_all()
+
+    def expand_all(self) -> None:
+        while self.i < len(self.s):
+            c = self.peek()
+            if c == "\\":
+                self.i += 2
+            elif c == "$":
+                self.dollar(quoted=True)
+            elif c == "`":
+                self.backtick()
+            else:
+                self.i += 1
+
+
+def _unquote(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append(text[i + 1])
+            i += 2
+        elif c in "'\"":
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)

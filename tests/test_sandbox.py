@@ -1,0 +1,194 @@
+"""The bwrap sandbox: the command line it builds, what it isolates when bwrap runs here, what
+happens when it cannot run (refuse, or run with a warning), and the CLI boundary: --sandbox,
+--add-dir, settings, and bypassPermissions refused for root without a sandbox."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopwright.app import Agent
+from loopwright.errors import UsageError
+from loopwright.events import Notice, SystemInit
+from loopwright.policy.permissions import PermissionRules
+from loopwright.ports import ToolContext
+from loopwright.sandbox import SandboxConfig, availability, unavailable_warning, wrap
+from loopwright.testing import Simulator
+from loopwright.testing.scripted import ScriptedModel
+from loopwright.tools.shell import BashTool
+
+pytestmark = pytest.mark.anyio
+BWRAP = availability()
+needs_bwrap = pytest.mark.skipif(BWRAP is not None, reason=f"sandbox cannot run here: {BWRAP}")
+CLI = [sys.executable, "-m", "loopwright"]
+
+
+async def bash(command: str, cwd: Path, sandbox: SandboxConfig, roots=()) -> object:
+    t = BashTool(sandbox=sandbox)
+    return await t.run(t.validate({"command": command}), ToolContext(cwd=cwd, writable_roots=(cwd, *roots)))
+
+
+def test_wrap_builds_the_isolation(tmp_path):
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap")
+    text = " ".join(argv)
+    for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--ro-bind / /",
+                 "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
+        assert flag in text
+    assert text.index("--tmpfs /tmp") < text.index(f"--bind {tmp_path} {tmp_path}")  # a root under /tmp stays
+    assert f"--ro-bind {tmp_path}/.git/hooks {tmp_path}/.git/hooks" in text
+    assert argv[-4:] == ["--", "/bin/bash", "-c", "x"]
+    shared = wrap(["true"], cwd=str(tmp_path), roots=(), network=True, bwrap="bwrap")
+    assert "--share-net" in shared and "--unshare-net" not in shared
+
+
+@pytest.mark.parametrize("section,expected", [
+    ({}, SandboxConfig()),
+    ({"enabled": True}, SandboxConfig(enabled=True)),
+    ({"enabled": True, "network": True}, SandboxConfig(enabled=True, network=True)),
+    ({"enabled": True, "network": {"allowedDomains": ["example.com"]}}, SandboxConfig(enabled=True)),
+    ({"enabled": True, "network": {"allowedDomains": ["*"]}}, SandboxConfig(enabled=True, network=True)),
+    ({"enabled": True, "failIfUnavailable": False}, SandboxConfig(enabled=True, fail_closed=False)),
+])
+def test_settings(section, expected):
+    assert SandboxConfig.from_settings(section) == expected
+
+
+def test_unavailable_reasons(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    assert "not installed" in availability()
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(broken))
+    assert availability() == "bwrap fails here: bwrap: No permissions to create new namespace"
+    assert "Bash commands are refused" in unavailable_warning(SandboxConfig(enabled=True))
+    assert unavailable_warning(SandboxConfig(enabled=False)) is None
+
+
+async def test_unavailable_can_run_unsandboxed_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    refused = await bash("touch marker", tmp_path, SandboxConfig(enabled=True))
+    assert refused.is_error and "Bash is refused" in refused.content and not (tmp_path / "marker").exists()
+    ran = await bash("touch marker && echo ok", tmp_path, SandboxConfig(enabled=True, fail_closed=False))
+    assert not ran.is_error and "ran without it" in ran.content and (tmp_path / "marker").exists()
+
+
+@needs_bwrap
+async def test_private_tmp_and_read_only_project_config(tmp_path):
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    probe = "/tmp/lw-sandbox-probe"
+    out = await bash(f"echo x > {probe} && cat {probe}", tmp_path, SandboxConfig(enabled=True))
+    assert out.content == "x" and not Path("/tmp/lw-sandbox-probe").exists()
+    hook = await bash("echo evil > .git/hooks/post-commit", tmp_path, SandboxConfig(enabled=True))
+    assert hook.is_error and "Read-only file system" in hook.content
+    assert not (tmp_path / ".git" / "hooks" / "post-commit").exists()
+
+
+@needs_bwrap
+async def test_added_directories_are_writable_inside(tmp_path):
+    project, extra = tmp_path / "p", Path("/var/tmp") / f"lw-extra-{os.getpid()}"
+    project.mkdir()
+    extra.mkdir(exist_ok=True)
+    try:
+        denied = await bash(f"touch {extra}/a", project, SandboxConfig(enabled=True))
+        assert denied.is_error and not (extra / "a").exists()
+        allowed = await bash(f"touch {extra}/a", project, SandboxConfig(enabled=True, writable=(str(extra),)))
+        assert not allowed.is_error and (extra / "a").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(extra)], check=False)
+
+
+# ------------------------------------------------------------ the Agent and CLI boundary
+
+
+def test_agent_refuses_root_bypass_without_a_sandbox(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("the refusal is for root only")
+    monkeypatch.delenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", raising=False)
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", "/nonexistent")
+    with pytest.raises(UsageError, match="refused when running as root"):
+        Agent(model_client=ScriptedModel([]), permissions=PermissionRules(mode="bypassPermissions"))
+    monkeypatch.setenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", "1")
+    Agent(model_client=ScriptedModel([]), permissions=PermissionRules(mode="bypassPermissions"))
+
+
+@needs_bwrap
+def test_agent_allows_root_bypass_inside_the_sandbox(monkeypatch):
+    monkeypatch.delenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", raising=False)
+    Agent(model_client=ScriptedModel([]), permissions=PermissionRules(mode="bypassPermissions"),
+          sandbox=SandboxConfig(enabled=True))
+
+
+async def test_agent_says_after_init_that_the_sandbox_cannot_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    events = []
+    agent = Agent(model_client=ScriptedModel(["ok"]), cwd=tmp_path, sandbox=SandboxConfig(enabled=True))
+    await agent.run("hi", on_event=events.append)
+    kinds = [type(e) for e in events]
+    notice = kinds.index(Notice)
+    assert kinds.index(SystemInit) == notice - 1 and "cannot run here" in events[notice].text
+
+
+def cli(args, sim, cwd, env=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_ALLOW"))}
+    e.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test", **(env or {}))
+    return subprocess.run(CLI + args, capture_output=True, text=True, env=e, cwd=cwd, timeout=60)
+
+
+def test_cli_refuses_root_bypass_with_one_line(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the refusal is for root only")
+    with Simulator([{"text": "never"}]) as sim:
+        out = cli(["-p", "hi", "--permission-mode", "bypassPermissions"], sim, tmp_path,
+                  env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+        assert not sim.message_requests
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "refused when running as root" in out.stderr
+    with Simulator([{"text": "fine"}]) as sim:
+        ok = cli(["-p", "hi", "--permission-mode", "bypassPermissions"], sim, tmp_path,
+                 env={"LOOPWRIGHT_ALLOW_ROOT_BYPASS": "1"})
+    assert ok.returncode == 0 and ok.stdout.strip() == "fine"
+
+
+def test_cli_sandbox_flag_and_add_dir(tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (tmp_path / "p").mkdir()
+    script = [{"tool_use": {"name": "Bash", "input": {"command": f"touch {extra}/made"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--permission-mode", "acceptEdits", "--add-dir", str(extra),
+                   "--sandbox"], sim, tmp_path / "p")
+    result = json.loads(out.stdout)
+    if BWRAP is None:
+        assert (extra / "made").exists() and not result["permission_denials"], out.stderr
+    else:
+        assert "sandbox is on but cannot run here" in out.stderr and not (extra / "made").exists()
+
+
+def test_cli_warns_when_the_sandbox_cannot_run(tmp_path):
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "go", "--sandbox"], sim, tmp_path, env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+    assert out.returncode == 0
+    assert "loopwright: warning: the sandbox is on but cannot run here" in out.stderr
+    assert "Bash commands are refused" in out.stderr
+
+
+def test_cli_reads_sandbox_and_directories_from_settings(tmp_path):
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (tmp_path / "p").mkdir()
+    settings = json.dumps({"sandbox": {"enabled": True}, "permissions": {"additionalDirectories": [str(extra)],
+                                                                         "defaultMode": "acceptEdits"}})
+    script = [{"tool_use": {"name": "Bash", "input": {"command": f"touch {extra}/made"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--settings", settings], sim, tmp_path / "p",
+                  env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+    assert "sandbox is on but cannot run here" in out.stderr
+    tool_result = json.loads(out.stdout)
+    assert not (extra / "made").exists() and not tool_result["permission_denials"]  # allowed, then refused by Bash
