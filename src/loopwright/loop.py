@@ -5,21 +5,18 @@ through `emit` and never prints."""
 from __future__ import annotations
 
 import random
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence, assert_never
 
 import anyio
 
-from . import compaction
 from .accumulate import Accumulator
 from .clock import Clock, SystemClock
 from .errors import ModelError
 from .events import (
     ApiRetry,
     AssistantMessage,
-    CompactBoundary,
     Event,
     ModelUsage,
     Notice,
@@ -32,7 +29,6 @@ from .events import (
 from .policy import permissions
 from .policy.budget import Budget, Spent, check_limits
 from .policy.models import resolve_model
-from .policy.pricing import cost_usd
 from .policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
@@ -41,7 +37,8 @@ from .dispatch import ToolDispatcher
 from .gate import ToolGate
 from .goal import GoalContinue, GoalJudge
 from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
-from .compaction import estimate_tokens
+from .compactor import CompactionLimits, Compactor
+from .tally import Tally
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
@@ -99,24 +96,19 @@ class AgentLoop:
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, session_id=config.session_id)
         self.dispatch = ToolDispatcher(self._visible_tools(), ToolGate(config.permissions, config.cwd, config.approver),
-                                       config.hooks, ctx, emit, self._payload, config.parallel_tools, self.clock)
+                                       config.hooks, ctx, self._emit, self._payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []
-        self.model_usage: dict[str, ModelUsage] = {}
-        self.stop_counts: Counter[str] = Counter()
-        self.retries: Counter[str] = Counter()
-        self.warnings: list[str] = []
-        self.last_response: Response | None = None
-        self.api_seconds = 0.0
+        self.tally = Tally()
         self._scope: anyio.CancelScope | None = None
         self._last_error: ModelError | None = None
-        self.role_usage: dict[str, ModelUsage] = {}
-        self._context_base = 0  # tokens the API counted for the conversation up to _counted_upto
-        self._counted_upto = 0
-        self._failed_compactions = 0
-        self._refills = 0
-        self._just_compacted = False
+        self.compactor = Compactor(
+            CompactionLimits(config.compact_threshold, config.max_failed_compactions, config.max_compaction_refills),
+            self._stream, config.hooks, self._payload, self._emit, getattr(model, "count_tokens", None))
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
+
+    def _emit(self, event: Event) -> None:  # collaborators emit through whatever `emit` is now
+        self.emit(event)
 
     def interrupt(self) -> None:
         if self._scope is not None:
@@ -154,11 +146,11 @@ class AgentLoop:
                 bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
-            if self._over_threshold() and await self._confirm_over(state):
-                if self._refills >= self.cfg.max_compaction_refills:
+            if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
+                if self.compactor.thrashing:
                     return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
                         "The context filled the window again right after compacting, "
-                        f"{self._refills} times in a row",)), state)
+                        f"{self.compactor.refills} times in a row",)), state)
                 await self.compact("auto")
             outcome = await self._call(state)
             nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
@@ -183,7 +175,7 @@ class AgentLoop:
                     return self._hook_stopped(stop, state), state
                 return None, after_tools(state, caps_for(self.model))
             case Retry(delay=delay, category=category, error=error):
-                self.retries[category] += 1
+                self.tally.retries[category] += 1
                 self.emit(ApiRetry(state.attempt, self.cfg.limits.max_retries, delay, error.kind, error.status, error.message))
                 await self.clock.sleep(delay)
             case Escalate(max_tokens=max_tokens):
@@ -229,22 +221,18 @@ class AgentLoop:
     # ------------------------------------------------------------ the model
 
     async def _call(self, state: LoopState) -> Response | ModelError:
-        request = ModelRequest(
-            model=self.model, messages=tuple(self.messages), max_tokens=state.max_tokens,
-            system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()),
-        )
-        outcome = await self._stream(request, "main", partial=self.cfg.include_partial)
+        outcome = await self._stream(self._request(state), "main", partial=self.cfg.include_partial)
         if isinstance(outcome, ModelError):
             self._last_error = outcome
         else:
-            self.last_response = outcome
-            self.stop_counts[outcome.raw_stop_reason or "none"] += 1
-            self._context_base = outcome.usage.context_tokens + outcome.usage.output_tokens
-            self._counted_upto = len(self.messages)
-            if self._just_compacted:  # did the context refill the window at once?
-                self._refills = self._refills + 1 if self._over_threshold() else 0
-                self._just_compacted = False
+            self.compactor.observe(outcome, self.messages, self.model)
         return outcome
+
+    def _request(self, state: LoopState, messages: Sequence[Message] | None = None,
+                 extra: dict[str, Any] | None = None) -> ModelRequest:
+        return ModelRequest(model=self.model, messages=tuple(self.messages if messages is None else messages),
+                            max_tokens=state.max_tokens, system=self.cfg.system,
+                            tools=tuple(tool_spec(t) for t in self._visible_tools()), extra=extra or {})
 
     async def _final_turn(self, state: LoopState) -> str | None:
         """One wrap-up call with tools disabled, after the turn limit: its text is the result."""
@@ -253,10 +241,8 @@ class AgentLoop:
             messages = (*self.messages[:-1], Message("user", last.content + (TextBlock(FINAL_TURN),)))
         else:
             messages = (*self.messages, Message.user(FINAL_TURN))
-        request = ModelRequest(model=self.model, messages=messages, max_tokens=state.max_tokens,
-                               system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()),
-                               extra={"tool_choice": {"type": "none"}} if self._visible_tools() else {})
-        outcome = await self._stream(request, "final_turn")
+        extra = {"tool_choice": {"type": "none"}} if self._visible_tools() else {}
+        outcome = await self._stream(self._request(state, messages, extra), "final_turn")
         if isinstance(outcome, ModelError) or not outcome.message.text.strip():
             return None
         self._append_user(Message.user(FINAL_TURN))  # recorded as sent (the API merges the two)
@@ -276,70 +262,20 @@ class AgentLoop:
         except ModelError as error:
             return error
         finally:
-            self.api_seconds += self.clock.monotonic() - started
+            self.tally.api_seconds += self.clock.monotonic() - started
         response = acc.response(fallback_model=request.model)
-        self._account(response, role)
+        self.tally.account(response, role)
         return response
-
-    def _account(self, response: Response, role: str) -> None:
-        cost = cost_usd(response.usage, resolve_model(response.model))
-        self.model_usage[response.model] = self.model_usage.get(response.model, ModelUsage()).add(response.usage, cost)
-        self.role_usage[role] = self.role_usage.get(role, ModelUsage()).add(response.usage, cost)
 
     # ------------------------------------------------------------ compaction
 
-    def context_estimate(self) -> int:
-        return self._context_base + estimate_tokens(self.messages[self._counted_upto:])
-
-    def _over_threshold(self) -> bool:
-        if self._failed_compactions >= self.cfg.max_failed_compactions:
-            return False
-        window = resolve_model(self.model).context_window
-        return self.context_estimate() >= window * self.cfg.compact_threshold
-
-    async def _confirm_over(self, state: LoopState) -> bool:
-        """The estimate says the window is nearly full: ask the API's token counter, where the
-        model client has one, before paying for a summary (the estimate errs high)."""
-        count = getattr(self.client, "count_tokens", None)
-        if count is None or self._counted_upto == len(self.messages):
-            return True  # nothing new since the API last counted the whole context
-        request = ModelRequest(model=self.model, messages=tuple(self.messages), max_tokens=state.max_tokens,
-                               system=self.cfg.system, tools=tuple(tool_spec(t) for t in self._visible_tools()))
-        try:
-            exact = await count(request)
-        except ModelError:
-            return True
-        window = resolve_model(self.model).context_window
-        return exact >= window * self.cfg.compact_threshold
-
     async def compact(self, trigger: str) -> bool:
-        """Summarise the older conversation with the model (no tools) and keep the last
-        exchanges word for word. False when nothing could be compacted or the call failed."""
-        cut = compaction.plan(self.messages)
-        if cut is None or self._failed_compactions >= self.cfg.max_failed_compactions:
-            return False
-        hook_trigger = "manual" if trigger == "manual" else "auto"
-        pre = await self.hooks.run("PreCompact", self._payload("PreCompact") | {
-            "trigger": hook_trigger, "custom_instructions": ""}, match=hook_trigger)
-        if pre.decision == "block":
-            self.emit(Notice("warning", f"a PreCompact hook blocked compaction: {pre.reason or 'no reason'}"))
-            return False
-        before = self.context_estimate()
-        request = compaction.summary_request(cut, self.model, self.cfg.system, caps_for(self.model).default_output)
-        outcome = await self._stream(request, "compaction")
-        summary = compaction.extract_summary(outcome.message.text) if isinstance(outcome, Response) else ""
-        if not summary:
-            self._failed_compactions += 1
-            why = outcome.describe() if isinstance(outcome, ModelError) else "the summary was empty"
-            self.emit(Notice("warning", f"compaction failed: {why}"))
-            return False
-        self.messages = compaction.rebuild(summary, cut)
-        self._context_base, self._counted_upto = 0, 0
-        self._just_compacted = True
-        self.emit(CompactBoundary(trigger, before, self.context_estimate(), summary, tuple(self.messages)))
-        await self.hooks.run("PostCompact", self._payload("PostCompact") | {
-            "trigger": hook_trigger, "compact_summary": summary}, match=hook_trigger)
-        return True
+        """Replace the older conversation by a summary (see `Compactor.compact`)."""
+        rebuilt = await self.compactor.compact(self.messages, self.model, self.cfg.system,
+                                               caps_for(self.model).default_output, trigger)
+        if rebuilt is not None:
+            self.messages = rebuilt
+        return rebuilt is not None
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
@@ -401,7 +337,7 @@ class AgentLoop:
 
     def _append_assistant(self, message: Message, state: LoopState) -> None:
         self.messages.append(message)
-        r = self.last_response
+        r = self.tally.last_response
         self.emit(AssistantMessage(message, self.model, r.raw_stop_reason if r else None,
                                    r.usage if r else ModelUsage().usage, r.id if r else "", state.turns))
 
@@ -419,10 +355,14 @@ class AgentLoop:
 
     # ------------------------------------------------------------ results
 
+    def _elsewhere(self) -> dict[str, tuple[str, ModelUsage]]:
+        """Model calls made outside this loop that the run pays for: the goal's evaluator."""
+        goal = self.cfg.goal
+        return {"evaluator": (goal.model, goal.state.evaluator)} if goal is not None else {}
+
     def _spent(self, state: LoopState) -> Spent:
-        usage = sum((m.usage.total for m in self.model_usage.values()), 0)
-        cost = sum(m.cost_usd for m in self.model_usage.values())
-        return Spent(state.turns, cost, usage, self.clock.monotonic() - self._started)
+        cost, tokens = self.tally.spent(self._elsewhere())
+        return Spent(state.turns, cost, tokens, self.clock.monotonic() - self._started)
 
     def _last_text(self) -> str:
         for message in reversed(self.messages):
@@ -434,7 +374,7 @@ class AgentLoop:
         if fin.append is not None:
             self._append_assistant(fin.append, state)
         if fin.warning:
-            self.warnings.append(fin.warning)
+            self.tally.warnings.append(fin.warning)
             self.emit(Notice("warning", fin.warning))
         text = fin.result if fin.result else self._last_text()
         return self._result(fin.subtype, fin.terminal_reason, fin.is_error, text, fin.errors, state.turns)
@@ -450,26 +390,8 @@ class AgentLoop:
                             ("Interrupted by the user",), turns)
 
     def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
-        usage = self.role_usage.get("main", ModelUsage()).usage
-        r = self.last_response
-        model_usage, role_usage, goal = dict(self.model_usage), dict(self.role_usage), None
-        if self.cfg.goal is not None:
-            judge = self.cfg.goal
-            goal = judge.summary()
-            if judge.state.evaluator.calls:
-                ev = judge.state.evaluator
-                role_usage["evaluator"] = ev
-                prior = model_usage.get(judge.model, ModelUsage())
-                model_usage[judge.model] = ModelUsage(prior.usage + ev.usage, prior.cost_usd + ev.cost_usd, prior.calls + ev.calls)
-        return RunResult(
-            subtype=subtype, is_error=is_error, result=text, session_id=self.cfg.session_id,  # type: ignore[arg-type]
-            num_turns=turns, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
-            duration_api_ms=int(self.api_seconds * 1000), total_cost_usd=sum(m.cost_usd for m in model_usage.values()),
-            usage=usage, model_usage=model_usage, stop_reason=r.raw_stop_reason if r else None,
-            terminal_reason=reason, stop_details=r.stop_details if r else None, errors=errors,  # type: ignore[arg-type]
-            permission_denials=tuple(self.dispatch.denials), stop_reason_counts=dict(self.stop_counts),
-            retries={k: self.retries.get(k, 0) for k in ("rate_limit", "overloaded", "server", "network")},
-            messages=tuple(self.messages), warnings=tuple(self.warnings), role_usage=role_usage, goal=goal,
-        )
-
-
+        goal = self.cfg.goal.summary() if self.cfg.goal is not None else None
+        return self.tally.result(
+            subtype=subtype, reason=reason, is_error=is_error, text=text, errors=errors, turns=turns,
+            session_id=self.cfg.session_id, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
+            messages=self.messages, denials=self.dispatch.denials, extra=self._elsewhere(), goal=goal)

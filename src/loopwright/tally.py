@@ -1,0 +1,66 @@
+"""A run's accounts: usage and cost per model and per purpose (main loop, compaction, wrap-up,
+goal evaluator), stop reasons seen, retries, time spent waiting on the API; and the `RunResult`
+built from them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from .events import ModelUsage, PermissionDenial, RunResult
+from .policy.models import resolve_model
+from .policy.pricing import cost_usd
+from .types import Message, Response
+
+RETRY_KINDS = ("rate_limit", "overloaded", "server", "network")
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.model_usage: dict[str, ModelUsage] = {}
+        self.role_usage: dict[str, ModelUsage] = {}
+        self.stop_counts: Counter[str] = Counter()
+        self.retries: Counter[str] = Counter()
+        self.warnings: list[str] = []
+        self.api_seconds = 0.0
+        self.last_response: Response | None = None  # of the main loop
+
+    def account(self, response: Response, role: str) -> None:
+        cost = cost_usd(response.usage, resolve_model(response.model))
+        self.model_usage[response.model] = self.model_usage.get(response.model, ModelUsage()).add(response.usage, cost)
+        self.role_usage[role] = self.role_usage.get(role, ModelUsage()).add(response.usage, cost)
+        if role == "main":
+            self.last_response = response
+            self.stop_counts[response.raw_stop_reason or "none"] += 1
+
+    def merged(self, extra: dict[str, tuple[str, ModelUsage]]) -> tuple[dict[str, ModelUsage], dict[str, ModelUsage]]:
+        """Usage by model and by role with calls made elsewhere (role -> (model, usage)) added."""
+        by_model, by_role = dict(self.model_usage), dict(self.role_usage)
+        for role, (model, mu) in extra.items():
+            if not mu.calls:
+                continue
+            by_role[role] = mu
+            prior = by_model.get(model, ModelUsage())
+            by_model[model] = ModelUsage(prior.usage + mu.usage, prior.cost_usd + mu.cost_usd, prior.calls + mu.calls)
+        return by_model, by_role
+
+    def spent(self, extra: dict[str, tuple[str, ModelUsage]]) -> tuple[float, int]:
+        """Money and tokens of every call so far, for the budget breakers."""
+        by_model, _ = self.merged(extra)
+        return (sum(m.cost_usd for m in by_model.values()), sum(m.usage.total for m in by_model.values()))
+
+    def result(self, *, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int,
+               session_id: str, duration_ms: int, messages: Sequence[Message], denials: Sequence[PermissionDenial],
+               extra: dict[str, tuple[str, ModelUsage]], goal: dict[str, Any] | None) -> RunResult:
+        by_model, by_role = self.merged(extra)
+        r = self.last_response
+        return RunResult(
+            subtype=subtype, is_error=is_error, result=text, session_id=session_id,  # type: ignore[arg-type]
+            num_turns=turns, duration_ms=duration_ms, duration_api_ms=int(self.api_seconds * 1000),
+            total_cost_usd=sum(m.cost_usd for m in by_model.values()),
+            usage=self.role_usage.get("main", ModelUsage()).usage, model_usage=by_model,
+            stop_reason=r.raw_stop_reason if r else None, terminal_reason=reason,  # type: ignore[arg-type]
+            stop_details=r.stop_details if r else None, errors=errors, permission_denials=tuple(denials),
+            stop_reason_counts=dict(self.stop_counts), retries={k: self.retries.get(k, 0) for k in RETRY_KINDS},
+            messages=tuple(messages), warnings=tuple(self.warnings), role_usage=by_role, goal=goal,
+        )
