@@ -178,3 +178,14 @@ def test_evidence_stays_bounded_and_keeps_the_latest_output():
     assert len(judge.evidence(long)) <= EVIDENCE_CHARS + 2000
     assert "1 failed, 40 passed" in judge.evidence(long).rsplit("[tool result", 1)[-1]
     assert len(judge.evidence(long)) < 3 * len(judge.evidence(short)) + 2000
+
+
+async def test_evaluation_is_deferred_while_a_background_shell_runs(goal_run, tmp_path):
+    background = {"tool_use": {"name": "Bash", "input": {"command": "sleep 1; touch done.txt",
+                                                         "run_in_background": True}}}
+    wait = bash("while [ ! -f done.txt ]; do sleep 0.05; done; sleep 0.2")
+    result, worked, judged, _ = await goal_run(
+        [background, {"text": "started it, done"}, wait, {"text": "now it is done"}],
+        [verdict(True, "done.txt exists")], max_idle_stops=4)
+    assert "Background work is still running" in last_user(worked[2]) and "sleep 1" in last_user(worked[2])
+    assert len(judged) == 1 and result.terminal_reason == "goal_met"
