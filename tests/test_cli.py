@@ -102,17 +102,22 @@ def test_bad_flags_are_one_clear_line_exit_2(tmp_path, args, needle):
     assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
 
 
+def run_until_tool_started(tmp_path, sim):
+    """A real `loopwright -p` process, returned once the scripted Bash call has run `touch started`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
+    proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if (tmp_path / "started").exists():
+            break
+        time.sleep(0.05)
+    return proc
+
+
 def test_sigint_aborts_with_a_result_and_exit_130(tmp_path):
-    script = [{"tool_use": {"name": "Bash", "input": {"command": "touch started; sleep 30"}}}]
-    with Simulator(script) as sim:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
-        proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
-                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(600):
-            if (tmp_path / "started").exists():
-                break
-            time.sleep(0.05)
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": "touch started; sleep 30"}}}]) as sim:
+        proc = run_until_tool_started(tmp_path, sim)
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
@@ -165,16 +170,9 @@ def test_works_against_any_loopback_fake(tmp_path):
 def test_second_sigint_exits_at_once(tmp_path):
     # the tool ignores SIGTERM, so the clean abort after the first Ctrl-C has to wait out the
     # kill grace period; the second Ctrl-C leaves before any result is printed
-    script = [{"tool_use": {"name": "Bash", "input": {"command": "trap '' TERM; touch started; sleep 30"}}}]
-    with Simulator(script) as sim:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
-        proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
-                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(600):
-            if (tmp_path / "started").exists():
-                break
-            time.sleep(0.05)
+    command = "trap '' TERM; touch started; sleep 30"
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": command}}}]) as sim:
+        proc = run_until_tool_started(tmp_path, sim)
         proc.send_signal(signal.SIGINT)
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)

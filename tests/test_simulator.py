@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 
 import anthropic
 import httpx
@@ -12,29 +11,12 @@ import pytest
 
 from loopwright.testing import Script, Simulator
 from loopwright.testing.simulator.wire import estimate_input_tokens
+from sdkclients import HTTP, sdk
 
 MODEL = "claude-sonnet-5"
 ASK = {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "hi"}]}
 
 
-# Shared transports: building one costs ~40 ms (TLS context), far more than a simulated call.
-SDK_HTTP = anthropic.DefaultHttpxClient()
-HTTP = httpx.Client(verify=False)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _close_shared_clients() -> Iterator[None]:
-    yield
-    SDK_HTTP.close()
-    HTTP.close()
-
-
-def sdk(sim: Simulator, **kw: object) -> anthropic.Anthropic:
-    """The official client in strict mode: any off-schema payload from the simulator raises."""
-    kw.setdefault("max_retries", 0)
-    return anthropic.Anthropic(
-        base_url=sim.base_url, api_key="sk-test", http_client=SDK_HTTP, _strict_response_validation=True, **kw
-    )
 
 
 def stream_final(sim: Simulator, **ask: object) -> anthropic.types.Message:

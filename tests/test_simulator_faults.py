@@ -4,35 +4,16 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 
 import anthropic
-import httpx
 import pytest
 
 from loopwright.testing import Simulator
+from sdkclients import HTTP, sdk
 
 ASK = {"model": "claude-sonnet-5", "max_tokens": 256, "messages": [{"role": "user", "content": "hi"}]}
 
 
-# Shared transports: building one costs ~40 ms (TLS context), far more than a simulated call.
-SDK_HTTP = anthropic.DefaultHttpxClient()
-HTTP = httpx.Client(verify=False)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _close_shared_clients() -> Iterator[None]:
-    yield
-    SDK_HTTP.close()
-    HTTP.close()
-
-
-def sdk(sim: Simulator, **kw: object) -> anthropic.Anthropic:
-    """The official client in strict mode: any off-schema payload from the simulator raises."""
-    kw.setdefault("max_retries", 0)
-    return anthropic.Anthropic(
-        base_url=sim.base_url, api_key="sk-test", http_client=SDK_HTTP, _strict_response_validation=True, **kw
-    )
 
 
 def stream_final(client: anthropic.Anthropic) -> anthropic.types.Message:

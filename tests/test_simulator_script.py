@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import anthropic
@@ -17,30 +16,13 @@ import pytest
 
 from loopwright.testing import Script, ScriptError, Simulator
 from loopwright.testing.simulator.validate import check_request
+from sdkclients import HTTP, sdk
 
 ASK = {"model": "claude-sonnet-5", "max_tokens": 256, "messages": [{"role": "user", "content": "hi"}]}
 BASH = {"name": "Bash", "description": "shell", "input_schema": {"type": "object"}}
 READ = {"name": "Read", "description": "read", "input_schema": {"type": "object"}}
 
 
-# Shared transports: building one costs ~40 ms (TLS context), far more than a simulated call.
-SDK_HTTP = anthropic.DefaultHttpxClient()
-HTTP = httpx.Client(verify=False)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _close_shared_clients() -> Iterator[None]:
-    yield
-    SDK_HTTP.close()
-    HTTP.close()
-
-
-def sdk(sim: Simulator, **kw: object) -> anthropic.Anthropic:
-    """The official client in strict mode: any off-schema payload from the simulator raises."""
-    kw.setdefault("max_retries", 0)
-    return anthropic.Anthropic(
-        base_url=sim.base_url, api_key="sk-test", http_client=SDK_HTTP, _strict_response_validation=True, **kw
-    )
 
 
 def text(client: anthropic.Anthropic, **ask: object) -> str:
