@@ -192,3 +192,17 @@ def test_cli_reads_sandbox_and_directories_from_settings(tmp_path):
     assert "sandbox is on but cannot run here" in out.stderr
     tool_result = json.loads(out.stdout)
     assert not (extra / "made").exists() and not tool_result["permission_denials"]  # allowed, then refused by Bash
+
+
+@needs_bwrap
+def test_the_python_environment_stays_visible_when_it_lives_under_tmp(tmp_path, monkeypatch):
+    # a CI checkout in /tmp: the private /tmp must not hide the interpreter the commands use
+    env = tmp_path / "venv"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "marker").write_text("here\n")
+    monkeypatch.setattr(sys, "prefix", str(env))
+    argv = wrap(["cat", str(env / "bin" / "marker")], cwd=str(tmp_path), roots=(), network=False)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert out.stdout == "here\n", out.stderr
+    write = wrap(["touch", str(env / "bin" / "new")], cwd=str(tmp_path), roots=(), network=False)
+    assert subprocess.run(write, capture_output=True, timeout=30).returncode != 0  # read-only

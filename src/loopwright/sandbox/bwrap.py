@@ -4,6 +4,7 @@ a private /tmp, no network unless allowed, everything killed with its parent."""
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
@@ -81,6 +82,8 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     roots are bound after the private /tmp (a root under /tmp stays visible and writable)."""
     args = [bwrap or bwrap_path() or "bwrap", *_isolation(network),
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for keep in _toolchain_under_tmp():
+        args += ["--ro-bind", keep, keep]
     real_roots = list(dict.fromkeys(os.path.realpath(r) for r in roots if os.path.isdir(r)))
     for root in real_roots:
         args += ["--bind", root, root]
@@ -90,6 +93,15 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
             if os.path.lexists(path) and not os.path.islink(path):
                 args += ["--ro-bind", path, path]
     return [*args, "--chdir", os.path.realpath(cwd), "--", *argv]
+
+
+def _toolchain_under_tmp() -> list[str]:
+    """The Python environment loopwright itself runs from, when it lives under /tmp (a CI
+    checkout, a throwaway venv): the private /tmp would hide it from commands, so it stays
+    visible, read-only."""
+    places = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))
+    found = [os.path.realpath(p) for p in places]
+    return list(dict.fromkeys(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
 
 
 def active(config: SandboxConfig | None) -> bool:
