@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..goal import saved_goal
-from .goalcmd import attachments
 from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
 from ..errors import UsageError
 from ..events import Event, HookResponse, HookStarted, RunResult
+from ..goal import saved_goal
+from .goalcmd import attachments
 from .render import Progress, dumps, stream_json
 
 MAX_STDIN = 10 * 1024 * 1024
