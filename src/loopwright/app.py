@@ -9,19 +9,21 @@ import uuid
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from .events import Event, ResultEvent, RunResult, UserMessage
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
-from .policy.permissions import PermissionRules
+from .policy.rules import PermissionRules
 from .policy.stop import Limits
-from .goal import GoalJudge, GoalSpec
 from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
 from .sandbox import SandboxConfig
 from .settings import default_limits
 from .types import Message, TextBlock
+
+if TYPE_CHECKING:
+    from .goal import GoalJudge, GoalSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are loopwright, an agent that finishes software tasks by working with tools. \
@@ -99,7 +101,7 @@ class Agent:
 
     def _refuse_root_bypass(self) -> None:
         from .errors import UsageError
-        from .policy.permissions import bypass_refusal
+        from .policy.rules import bypass_refusal
         from .sandbox import active
 
         if self.permissions.mode != "bypassPermissions" or os.geteuid() != 0:
@@ -139,6 +141,7 @@ class Agent:
             return None
         if self._judge is None:
             from .clock import SystemClock
+            from .goal import GoalJudge
             from .tools.workspace import LocalWorkspace
 
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),

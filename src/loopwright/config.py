@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import UsageError
-from .policy.permissions import normalise_mode
+from .policy.rules import normalise_mode
 
 if TYPE_CHECKING:
     from .goal import GoalSpec
@@ -76,8 +76,6 @@ def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
 def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None", str | None]:
     """The goal a headless run sets (from `-p "/goal COND"`, `--goal` or `--goal-file`) and the
     prompt that starts it. `/goal clear` and friends clear instead: (None, None)."""
-    from .goal import GoalSpec, validate_condition
-
     condition, checks, protect = None, list(opts.get("check") or []), list(opts.get("protect") or [])
     if prompt and prompt.lstrip().startswith("/goal"):
         arg = prompt.lstrip()[len("/goal"):].strip()
@@ -98,6 +96,8 @@ def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None"
         if checks or protect or opts.get("goal_max_turns") or opts.get("goal_max_duration"):
             raise UsageError("--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")")
         return None, prompt
+    from .goal import GoalSpec, validate_condition  # only runs with a goal pay for it
+
     positive(opts.get("goal_max_turns"), "--goal-max-turns")
     positive(opts.get("goal_max_budget_usd"), "--goal-max-budget-usd")
     duration = opts.get("goal_max_duration")

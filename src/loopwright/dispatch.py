@@ -6,16 +6,18 @@ exception, every one becomes an `is_error` result the model can read."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import anyio
 
 from .clock import Clock, SystemClock
 from .errors import ToolInputError
 from .events import Event, PermissionDenial, ToolFinished, ToolStarted
-from .gate import ToolGate
 from .ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
 from .types import ToolResultBlock, ToolUseBlock
+
+if TYPE_CHECKING:
+    from .gate import ToolGate
 
 Payload = Callable[[str], dict[str, Any]]
 
@@ -31,15 +33,23 @@ class Batch:
 
 
 class ToolDispatcher:
-    def __init__(self, tools: Sequence[Tool], gate: ToolGate, hooks: HookRunner, ctx: ToolContext,
+    def __init__(self, tools: Sequence[Tool], gate: Callable[[], ToolGate], hooks: HookRunner, ctx: ToolContext,
                  emit: Callable[[Event], None], payload: Payload, parallel: int = 10,
                  clock: Clock | None = None) -> None:
         self.tools = {t.name: t for t in tools}
-        self.gate, self.hooks, self.ctx, self.emit, self.payload = gate, hooks, ctx, emit, payload
+        self._make_gate, self._gate = gate, None
+        self.hooks, self.ctx, self.emit, self.payload = hooks, ctx, emit, payload
         self.parallel = parallel
         self.clock = clock or SystemClock()
         self.denials: list[PermissionDenial] = []
         self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
+
+    @property
+    def gate(self) -> ToolGate:
+        """Built on first use: the rule engine is not needed before the first tool call."""
+        if self._gate is None:
+            self._gate = self._make_gate()
+        return self._gate
 
     def names(self) -> list[str]:
         return list(self.tools)

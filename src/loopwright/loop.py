@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Sequence, assert_never
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, assert_never
 
 import anyio
 
@@ -26,7 +26,7 @@ from .events import (
     SystemInit,
     UserMessage,
 )
-from .policy import permissions
+from .policy.rules import PermissionRules
 from .policy.budget import Budget, Spent, check_limits
 from .policy.models import resolve_model
 from .policy.stop import (
@@ -34,12 +34,14 @@ from .policy.stop import (
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
 )
 from .dispatch import ToolDispatcher
-from .gate import ToolGate
-from .goal import GoalContinue, GoalJudge
 from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
 from .tally import Tally
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
+
+if TYPE_CHECKING:
+    from .gate import ToolGate
+    from .goal import GoalJudge
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
 STOP_FAILURES = ("api_error", "authentication_failed", "max_output_tokens", "prompt_too_long")
@@ -61,7 +63,7 @@ class LoopConfig:
     tools: Sequence[Tool] = ()
     limits: Limits = field(default_factory=Limits)
     budget: Budget = field(default_factory=Budget)
-    permissions: permissions.PermissionRules = field(default_factory=permissions.PermissionRules)
+    permissions: PermissionRules = field(default_factory=PermissionRules)
     parallel_tools: int = 10
     include_partial: bool = False
     stop_hooks: Sequence[StopHook] = ()
@@ -95,8 +97,8 @@ class AgentLoop:
         self.hooks = config.hooks
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, session_id=config.session_id)
-        self.dispatch = ToolDispatcher(self._visible_tools(), ToolGate(config.permissions, config.cwd, config.approver),
-                                       config.hooks, ctx, self._emit, self._payload, config.parallel_tools, self.clock)
+        self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
+                                       self._payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []
         self.tally = Tally()
         self._scope: anyio.CancelScope | None = None
@@ -106,6 +108,11 @@ class AgentLoop:
             self._stream, config.hooks, self._payload, self._emit, getattr(model, "count_tokens", None))
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
+
+    def _gate(self) -> "ToolGate":
+        from .gate import ToolGate  # the rule engine loads with the first tool call, after start-up
+
+        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver)
 
     def _emit(self, event: Event) -> None:  # collaborators emit through whatever `emit` is now
         self.emit(event)
@@ -299,6 +306,8 @@ class AgentLoop:
     async def _judge_goal(self, assistant: Message, state: LoopState) -> Next:
         assert self.cfg.goal is not None
         tools_ran, self._tools_since_stop = self._tools_since_stop, False
+        from .goal import GoalContinue  # goals are optional: not imported at start-up
+
         decision = await self.cfg.goal.judge(self.messages, self.cfg.background_tasks(), tools_ran)
         if isinstance(decision, GoalContinue):
             return Continue((Message.user(decision.message),), "goal")

@@ -216,7 +216,7 @@ def _schema() -> Any:
 
     from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-    from .policy.permissions import MODES, normalise_mode
+    from .policy.rules import MODES, normalise_mode
 
     class Open(BaseModel):
         model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
@@ -321,7 +321,7 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
     that holds its settings folder (`Edit(/src/**)` means that project's src); rules add up
     file by file; a mode flag beats `defaultMode`; flag rules add to the files' rules."""
     from .config import parse_mode
-    from .policy.permissions import PermissionRules
+    from .policy.rules import PermissionRules
 
     rules = PermissionRules()
     for source, data in settings.layers:

@@ -15,8 +15,6 @@ from .. import __version__
 from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
 from ..errors import UsageError
 from ..events import Event, HookResponse, HookStarted, RunResult
-from ..goal import saved_goal
-from .goalcmd import attachments
 from .render import Progress, dumps, stream_json
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -36,7 +34,7 @@ def build_agent(opts: dict[str, Any]) -> Any:
     from ..app import Agent
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
-    from ..policy.permissions import parse_tool_list
+    from ..policy.rules import parse_tool_list
     from ..settings import default_limits, load_settings, permission_rules
     from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
 
@@ -185,7 +183,12 @@ def run_headless(opts: dict[str, Any]) -> int:
     spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt)
     agent = build_agent(opts)
     session = open_cli_session(opts, agent)
-    saved = saved_goal(attachments(session.records))
+    saved = None
+    if session.records:  # a resumed session may hold a goal (goals load only when needed)
+        from ..goal import saved_goal
+        from .goalcmd import attachments
+
+        saved = saved_goal(attachments(session.records))
     if status_only or prompt is None:  # `/goal` shows, `/goal clear` clears, and no run starts
         try:
             return goal_command(saved, session, clear=prompt is None)
