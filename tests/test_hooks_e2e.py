@@ -502,6 +502,9 @@ async def test_prompt_hook_on_stop_is_answered_by_a_small_model(run):
     assert asked.startswith("Did the agent run the tests? Input: {") and '"last_assistant_message":"all done"' in asked
     assert main[1]["messages"][-1]["content"][0]["text"] == "You did not run the tests."
     assert r.json["result"] == "ran the tests; all pass"
+    # the prompt hook's two calls are paid for and reported apart from the main loop
+    assert r.json["usageByRole"]["hooks"]["costUSD"] > 0 and "claude-haiku-4-5" in r.json["modelUsage"]
+    assert r.json["total_cost_usd"] == pytest.approx(sum(m["costUSD"] for m in r.json["modelUsage"].values()))
 
 
 async def test_python_hooks_typed_input_and_output(run, project):

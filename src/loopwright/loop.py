@@ -364,10 +364,13 @@ class AgentLoop:
 
     # ------------------------------------------------------------ results
 
-    def _elsewhere(self) -> dict[str, tuple[str, ModelUsage]]:
-        """Model calls made outside this loop that the run pays for: the goal's evaluator."""
+    def _elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
+        """Model calls made outside this loop that the run pays for: the goal's evaluator and
+        prompt hooks."""
         goal = self.cfg.goal
-        return {"evaluator": (goal.model, goal.state.evaluator)} if goal is not None else {}
+        extra = [("evaluator", goal.model, goal.state.evaluator)] if goal is not None else []
+        extra += [("hooks", model, mu) for model, mu in getattr(self.hooks, "prompt_usage", {}).items()]
+        return extra
 
     def _spent(self, state: LoopState) -> Spent:
         cost, tokens = self.tally.spent(self._elsewhere())

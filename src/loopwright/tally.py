@@ -13,6 +13,11 @@ from .policy.pricing import cost_usd
 from .types import Message, Response
 
 RETRY_KINDS = ("rate_limit", "overloaded", "server", "network")
+Extra = Sequence[tuple[str, str, ModelUsage]]  # (role, model, usage) of calls made outside the loop
+
+
+def _plus(a: ModelUsage, b: ModelUsage) -> ModelUsage:
+    return ModelUsage(a.usage + b.usage, a.cost_usd + b.cost_usd, a.calls + b.calls)
 
 
 class Tally:
@@ -33,25 +38,23 @@ class Tally:
             self.last_response = response
             self.stop_counts[response.raw_stop_reason or "none"] += 1
 
-    def merged(self, extra: dict[str, tuple[str, ModelUsage]]) -> tuple[dict[str, ModelUsage], dict[str, ModelUsage]]:
-        """Usage by model and by role with calls made elsewhere (role -> (model, usage)) added."""
+    def merged(self, extra: Extra) -> tuple[dict[str, ModelUsage], dict[str, ModelUsage]]:
+        """Usage by model and by role with calls made elsewhere ((role, model, usage) each) added."""
         by_model, by_role = dict(self.model_usage), dict(self.role_usage)
-        for role, (model, mu) in extra.items():
-            if not mu.calls:
-                continue
-            by_role[role] = mu
-            prior = by_model.get(model, ModelUsage())
-            by_model[model] = ModelUsage(prior.usage + mu.usage, prior.cost_usd + mu.cost_usd, prior.calls + mu.calls)
+        for role, model, mu in extra:
+            if mu.calls:
+                by_role[role] = _plus(by_role.get(role, ModelUsage()), mu)
+                by_model[model] = _plus(by_model.get(model, ModelUsage()), mu)
         return by_model, by_role
 
-    def spent(self, extra: dict[str, tuple[str, ModelUsage]]) -> tuple[float, int]:
+    def spent(self, extra: Extra) -> tuple[float, int]:
         """Money and tokens of every call so far, for the budget breakers."""
         by_model, _ = self.merged(extra)
         return (sum(m.cost_usd for m in by_model.values()), sum(m.usage.total for m in by_model.values()))
 
     def result(self, *, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int,
                session_id: str, duration_ms: int, messages: Sequence[Message], denials: Sequence[PermissionDenial],
-               extra: dict[str, tuple[str, ModelUsage]], goal: dict[str, Any] | None) -> RunResult:
+               extra: Extra, goal: dict[str, Any] | None) -> RunResult:
         by_model, by_role = self.merged(extra)
         r = self.last_response
         return RunResult(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ..accumulate import Accumulator
 from ..errors import ModelError
 from ..policy.models import resolve_model
 from ..ports import Model
-from ..types import Message, ModelRequest
+from ..types import Message, ModelRequest, Response
 from .output import BLOCKABLE, Answer
 from .spec import PromptSpec
 
@@ -33,8 +33,9 @@ def render(prompt: str, payload_json: str) -> str:
     return f"{prompt}\n\n{payload_json}"
 
 
-async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str) -> tuple[Answer, str]:
-    """The evaluator's answer and its raw text."""
+async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str,
+              spent: Callable[[Response], None] = lambda r: None) -> tuple[Answer, str]:
+    """The evaluator's answer and its raw text; `spent` hears of the call's usage."""
     request = ModelRequest(model=resolve_model(spec.model or DEFAULT_PROMPT_MODEL).id,
                            messages=(Message.user(render(spec.prompt, payload_json)),),
                            max_tokens=MAX_TOKENS, system=PROMPT_HOOK_SYSTEM)
@@ -46,8 +47,9 @@ async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str) -> 
         return Answer(error=f"the evaluator model failed: {exc.describe()}"), ""
     if not acc.finished:
         return Answer(error="the evaluator model's response ended early"), ""
-    text = acc.response(fallback_model=request.model).message.text
-    return verdict(event, text), text
+    response = acc.response(fallback_model=request.model)
+    spent(response)
+    return verdict(event, response.message.text), response.message.text
 
 
 def verdict(event: str, text: str) -> Answer:

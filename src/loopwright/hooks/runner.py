@@ -13,8 +13,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anyio
 
-from ..events import Event, HookResponse, HookStarted, Notice
+from ..events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..policy.models import resolve_model
+from ..policy.pricing import cost_usd
 from ..ports import NO_HOOK_RESULT, Approver, HookResult, Model
+from ..types import Response
 from . import command, http, prompt, python
 from .output import Answer, from_process, merge
 from .spec import (
@@ -48,6 +51,7 @@ class HookRunner:
         self.env = dict(env or {})
         self.model, self.post_json, self.disabled = model, post_json, disabled
         self.emit = emit or (lambda event: None)
+        self.prompt_usage: dict[str, ModelUsage] = {}  # model -> what prompt hooks spent on it
         for event, fns in (handlers or {}).items():
             for fn in ([fns] if callable(fns) else fns):
                 self.on(event, fn)
@@ -94,6 +98,7 @@ class HookRunner:
              post_json: http.PostJson | None = None) -> "HookRunner":
         """A copy that reports to `emit`, with `model` and `post_json` filled in where unset."""
         bound = copy.copy(self)
+        bound.prompt_usage = {}  # each bound copy (one run) keeps its own accounts
         bound.emit = emit or self.emit
         bound.model = self.model or model
         bound.post_json = self.post_json or post_json
@@ -149,6 +154,10 @@ class HookRunner:
             self.emit(Notice("info", answer.system_message))
         return answer
 
+    def _spent(self, response: Response) -> None:
+        cost = cost_usd(response.usage, resolve_model(response.model))
+        self.prompt_usage[response.model] = self.prompt_usage.get(response.model, ModelUsage()).add(response.usage, cost)
+
     async def _dispatch(self, reg: Registration, event: str, body: str, timeout: float) -> _Ran:
         handler = reg.handler
         if isinstance(handler, CommandSpec):
@@ -158,7 +167,7 @@ class HookRunner:
                 case PromptSpec():
                     if self.model is None:
                         return _Ran(Answer(error="no model client to answer prompt hooks"))
-                    answer, text = await prompt.ask(self.model, handler, event, body)
+                    answer, text = await prompt.ask(self.model, handler, event, body, self._spent)
                     return _Ran(answer, text)
                 case HttpSpec():
                     if self.post_json is None:
