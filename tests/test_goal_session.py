@@ -109,3 +109,24 @@ def test_goal_status_records_read_like_claude_codes(tmp_path, env):
     assert statuses[1]["met"] is False and statuses[1]["reason"] == "not yet"
     assert statuses[-1]["met"] is True and statuses[-1]["iterations"] == 2
     assert all({"iterations", "durationMs", "tokens"} <= set(s) for s in statuses)
+
+
+def test_goal_file_checks_and_stream_json_goal_lines(tmp_path, env):
+    (tmp_path / "goal.md").write_text("the file ok.txt exists\ncheck: test -f ok.txt\nprotect: keep.txt\n")
+    (tmp_path / "keep.txt").write_text("x")
+    script = {"rules": [{"match": JUDGE, "responses": [{"text": '{"ok": true, "reason": "ok.txt is there"}'}]},
+                        {"responses": [{"text": "done"},
+                                       {"tool_use": {"name": "Bash", "input": {"command": "touch ok.txt"}}},
+                                       {"text": "now done"}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "--goal-file", "goal.md", "--allowedTools", "Bash", "--output-format", "stream-json",
+                   "--verbose"], env, tmp_path, sim)
+        judged = [r for r in sim.message_requests if "met its goal" in str(r.body.get("system"))]
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    goal_lines = [d for d in lines if d.get("subtype") == "goal_status"]
+    assert goal_lines[0]["sentinel"] and goal_lines[0]["condition"] == "the file ok.txt exists"
+    assert goal_lines[1]["reason"] == "a check failed" and goal_lines[-1]["met"] is True
+    assert lines[-1]["terminal_reason"] == "goal_met" and len(judged) == 1
+    assert lines[-1]["goal"]["checks"] == [{"command": "test -f ok.txt", "exit_code": 0, "passed": True,
+                                            "timed_out": False}]
+    assert "◎ goal · turn" in out.stderr and "$" in out.stderr  # the live line, with the spend

@@ -237,6 +237,7 @@ class GoalStatus:
     duration_ms: int = 0
     tokens: int = 0
     saved: dict[str, Any] | None = None  # what a resume needs to restore the goal (set records)
+    cost_usd: float = 0.0  # the run's spend so far, evaluator included (for the live line)
     type: Literal["goal_status"] = "goal_status"
 
     def attachment(self) -> dict[str, Any]:

@@ -121,6 +121,7 @@ class GoalState:
     baseline: dict[str, str] = field(default_factory=dict)
     met: bool = False
     failed: bool = False
+    run_cost_usd: float = 0.0  # the worker's spend at the last stop
 
 
 class GoalJudge:
@@ -168,8 +169,10 @@ class GoalJudge:
         return None
 
     async def judge(self, messages: Sequence[Message], background: Sequence[dict[str, Any]],
-                    tools_ran: bool) -> GoalDecision:
+                    tools_ran: bool, spent_usd: float = 0.0) -> GoalDecision:
+        """`spent_usd`: what the run has cost so far, for the live status line."""
         s = self.state
+        s.run_cost_usd = spent_usd
         s.idle_stops = 0 if tools_ran else s.idle_stops + 1
         if s.idle_stops >= self.spec.max_idle_stops:
             return self._finish_unmet("goal_no_progress",
@@ -264,7 +267,8 @@ class GoalJudge:
         saved = {"spec": self.spec.to_json(), "baseline": s.baseline} if sentinel else None
         self.emit(GoalStatus(self.spec.condition, met=met, sentinel=sentinel, failed=failed, reason=s.last_reason,
                              iterations=s.iterations, duration_ms=int((self.clock.monotonic() - s.started) * 1000),
-                             tokens=s.evaluator.usage.total, saved=saved))
+                             tokens=s.evaluator.usage.total, saved=saved,
+                             cost_usd=s.run_cost_usd + s.evaluator.cost_usd))
 
     def summary(self) -> dict[str, Any]:
         s = self.state

@@ -308,7 +308,8 @@ class AgentLoop:
         tools_ran, self._tools_since_stop = self._tools_since_stop, False
         from .goal import GoalContinue  # goals are optional: not imported at start-up
 
-        decision = await self.cfg.goal.judge(self.messages, self.cfg.background_tasks(), tools_ran)
+        spent, _ = self.tally.spent([])
+        decision = await self.cfg.goal.judge(self.messages, self.cfg.background_tasks(), tools_ran, spent)
         if isinstance(decision, GoalContinue):
             return Continue((Message.user(decision.message),), "goal")
         text = state.partial_text + assistant.text

@@ -112,7 +112,7 @@ def goal_line(event: GoalStatus, turn: int) -> str:
     verdict = "MET" if event.met else "IMPOSSIBLE" if event.failed else "not met yet"
     why = f": {_short(event.reason, 90)}" if event.reason else ""
     return (f"◎ goal · turn {turn} · evaluation {event.iterations} · {verdict} · "
-            f"{event.duration_ms / 1000:.1f}s{why}")
+            f"{event.duration_ms / 1000:.1f}s · ${event.cost_usd:.4f}{why}")
 
 
 class Progress:
