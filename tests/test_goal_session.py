@@ -130,3 +130,20 @@ def test_goal_file_checks_and_stream_json_goal_lines(tmp_path, env):
     assert lines[-1]["goal"]["checks"] == [{"command": "test -f ok.txt", "exit_code": 0, "passed": True,
                                             "timed_out": False}]
     assert "◎ goal · turn" in out.stderr and "$" in out.stderr  # the live line, with the spend
+
+
+def test_goal_slash_commands_in_a_resumed_session(tmp_path, env):
+    script = {"rules": [{"match": JUDGE, "responses": []}, {"responses": [{"text": "hm", "repeat": -1}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "/goal the sky is green, or stop after 1 turns", "--output-format", "json"], env, tmp_path, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    shown = cli(["-p", "-r", sid, "/goal"], env, tmp_path)
+    assert shown.returncode == 0 and "Goal (active): the sky is green" in shown.stdout
+    stopped = cli(["-p", "-r", sid, "/goal stop"], env, tmp_path)  # an alias of clear
+    assert stopped.stdout.strip() == "Goal cleared: the sky is green, or stop after 1 turns"
+    assert "No goal set" in cli(["-p", "-r", sid, "/goal off"], env, tmp_path).stdout
+
+
+def test_goal_condition_limit(tmp_path, env):
+    out = cli(["-p", "/goal " + "x" * 4001], env, tmp_path)
+    assert out.returncode == 2 and "limited to 4000 characters (got 4001)" in out.stderr
