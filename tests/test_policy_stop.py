@@ -269,3 +269,12 @@ def test_any_sequence_ends_within_bounds_and_never_runs_cut_or_refused_calls(out
 def test_sanitize_leaves_complete_messages_alone():
     m = Message("assistant", (TextBlock("a"), call()))
     assert sanitize(m) is m
+
+
+def test_stop_failure_names():
+    from loopwright.policy.retry import stop_failure
+
+    assert stop_failure("completed", None) is None and stop_failure("max_output_tokens", None) == "max_output_tokens"
+    assert stop_failure("api_error", err("overloaded")) == "overloaded"
+    assert stop_failure("api_error", err("not_found")) == "model_not_found"
+    assert stop_failure("authentication_failed", err("permission")) == "authentication_failed"

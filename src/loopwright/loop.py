@@ -28,6 +28,7 @@ from .events import (
 )
 from .policy.rules import PermissionRules
 from .policy.budget import Budget, Spent, check_limits
+from .policy.retry import stop_failure
 from .policy.models import resolve_model
 from .policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
@@ -44,11 +45,6 @@ if TYPE_CHECKING:
     from .goal import GoalJudge
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
-STOP_FAILURES = ("api_error", "authentication_failed", "max_output_tokens", "prompt_too_long")
-FAILURE_KIND = {"rate_limit": "rate_limit", "overloaded": "overloaded", "server": "server_error",
-                "network": "server_error", "stream_incomplete": "server_error", "invalid_request": "invalid_request",
-                "not_found": "model_not_found", "billing": "billing_error", "spend_limit": "billing_error",
-                "authentication": "authentication_failed", "permission": "authentication_failed"}
 INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
@@ -135,10 +131,10 @@ class AgentLoop:
             result = await self._prompt_hook(state) or await self._loop(state)
         if result is None:  # interrupted
             result = self._aborted()
-        elif result.terminal_reason in STOP_FAILURES:
+        elif (kind := stop_failure(result.terminal_reason, self._last_error)) is not None:
             await self.hooks.run("StopFailure", self._payload("StopFailure") | {
-                "error": self._failure_kind(result), "error_details": "; ".join(result.errors),
-                "last_assistant_message": result.result}, match=self._failure_kind(result))
+                "error": kind, "error_details": "; ".join(result.errors),
+                "last_assistant_message": result.result}, match=kind)
         self.emit(ResultEvent(result))
         return result
 
@@ -171,10 +167,7 @@ class AgentLoop:
                 self._append_assistant(assistant, state)
                 self._tools_since_stop = True
                 batch = await self.dispatch.run(calls)
-                after = NO_HOOK_RESULT if batch.stop else await self.hooks.run("PostToolBatch", self._payload(
-                    "PostToolBatch") | {"tool_calls": [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
-                                                       "tool_response": r.to_api()["content"]}
-                                                      for c, r in zip(calls, batch.results)]})
+                after = NO_HOOK_RESULT if batch.stop else await self._batch_hook(calls, batch.results)
                 extra = [*after.additional_context, *([note] if note else [])]
                 self._append_user(Message("user", (*batch.results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
@@ -316,6 +309,11 @@ class AgentLoop:
         errors = (decision.reason,) if decision.is_error else ()
         return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text)
 
+    async def _batch_hook(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
+        tool_calls = [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
+                       "tool_response": r.to_api()["content"]} for c, r in zip(calls, results)]
+        return await self.hooks.run("PostToolBatch", self._payload("PostToolBatch") | {"tool_calls": tool_calls})
+
     async def _prompt_hook(self, state: LoopState) -> RunResult | None:
         """UserPromptSubmit: a block ends the run before any model call; extra context goes
         beside the prompt."""
@@ -333,11 +331,6 @@ class AgentLoop:
     def _hook_stopped(self, hook: HookResult, state: LoopState) -> RunResult:
         why = hook.stop_reason or hook.reason or "a hook stopped the run"
         return self._finish(Finish("error_during_execution", "hook_stopped", True, (f"Stopped by a hook: {why}",)), state)
-
-    def _failure_kind(self, result: RunResult) -> str:
-        if result.terminal_reason == "max_output_tokens":
-            return "max_output_tokens"
-        return FAILURE_KIND.get(self._last_error.kind, "unknown") if self._last_error else "unknown"
 
     def _payload(self, event: str) -> dict[str, Any]:
         return {"session_id": self.cfg.session_id, "transcript_path": self.cfg.transcript_path,

@@ -36,3 +36,22 @@ def retry_category(error: ModelError) -> str | None:
     if error.should_retry is False:
         return None
     return RETRYABLE.get(error.kind)
+
+
+# Runs that end on these terminal reasons fire StopFailure hooks, with Claude Code's error names.
+STOP_FAILURES = frozenset({"api_error", "authentication_failed", "max_output_tokens", "prompt_too_long"})
+FAILURE_NAMES: dict[str, str] = {
+    "rate_limit": "rate_limit", "overloaded": "overloaded", "server": "server_error", "network": "server_error",
+    "stream_incomplete": "server_error", "invalid_request": "invalid_request", "not_found": "model_not_found",
+    "billing": "billing_error", "spend_limit": "billing_error", "authentication": "authentication_failed",
+    "permission": "authentication_failed",
+}
+
+
+def stop_failure(terminal_reason: str, last_error: ModelError | None) -> str | None:
+    """The StopFailure `error` for a run that ended this way, or None when it was no failure."""
+    if terminal_reason not in STOP_FAILURES:
+        return None
+    if terminal_reason == "max_output_tokens":
+        return "max_output_tokens"
+    return FAILURE_NAMES.get(last_error.kind, "unknown") if last_error is not None else "unknown"
