@@ -187,7 +187,7 @@ def test_delay_still_answers() -> None:
 def test_delay_longer_than_the_client_timeout_times_out() -> None:
     with Simulator([{"text": "too slow", "delay": 5}]) as sim:
         with pytest.raises(anthropic.APITimeoutError):
-            sdk(sim, timeout=0.05).messages.create(**ASK)
+            sdk(sim, timeout=0.5).messages.create(**ASK)
     # stop() woke the sleeping handler: leaving the block did not wait out the delay.
     assert sim.requests[0].response_status is None
 
