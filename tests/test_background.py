@@ -19,6 +19,7 @@ from loopwright.sandbox import SandboxConfig, availability
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from loopwright.tools import background_work, builtin_tools
+from procs import gone
 
 pytestmark = pytest.mark.anyio
 BWRAP = availability()
@@ -50,19 +51,6 @@ class Shells:
                 seen += out.content
                 await anyio.sleep(0.02)
         return seen
-
-
-def gone(pid: int) -> bool:
-    """No such process, or only a zombie (this container's PID 1 may not reap orphans)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
-    except OSError:
-        return True
 
 
 async def wait_for_pid(path: Path) -> int:

@@ -12,6 +12,7 @@ import pytest
 from loopwright.errors import ToolInputError
 from loopwright.ports import ToolContext
 from loopwright.tools.shell import BashTool
+from procs import gone
 
 pytestmark = pytest.mark.anyio
 
@@ -19,19 +20,6 @@ pytestmark = pytest.mark.anyio
 async def bash(raw, cwd, **ctx):
     t = BashTool()
     return await t.run(t.validate(raw), ToolContext(cwd=cwd, **ctx))
-
-
-def gone(pid: int) -> bool:
-    """No such process, or only a zombie (this container's PID 1 may not reap orphans)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-    return "State:\tZ" in status or "State:\tX" in status
 
 
 async def wait_for_file(path: Path) -> int:
