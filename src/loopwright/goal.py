@@ -133,6 +133,7 @@ class GoalJudge:
         self.spec, self.evaluator, self.workspace, self.clock, self.emit = spec, evaluator, workspace, clock, emit
         self.state = GoalState()
         self.model = resolve_model(spec.model).id
+        self.bounds = spec.bounds()  # read once: bound_hit runs before every model call
 
     @property
     def active(self) -> bool:
@@ -154,7 +155,7 @@ class GoalJudge:
         s.started, s.turns_at_start, s.cost_at_start, s.idle_stops = self.clock.monotonic(), 0, 0.0, 0
 
     def bound_hit(self, turns: int, cost: float) -> GoalFinish | None:
-        bounds, s = self.spec.bounds(), self.state
+        bounds, s = self.bounds, self.state
         if bounds.max_turns is not None and turns - s.turns_at_start >= bounds.max_turns:
             return GoalFinish("error_max_turns", "goal_max_turns", True,
                               f"The goal's turn limit ({bounds.max_turns}) was reached before it was met")

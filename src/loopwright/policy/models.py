@@ -91,6 +91,7 @@ def _row(entry: dict[str, Any]) -> ModelInfo:
     )
 
 
+@lru_cache(maxsize=256)  # called several times a turn; the table never changes in a process
 def resolve_model(name: str) -> ModelInfo:
     """The table row for a model name: an alias (`sonnet`), an id, a dated id, any case.
     Unknown names get conservative limits and no price."""
