@@ -1,11 +1,22 @@
 """Process checks shared by the shell and background-shell tests."""
 
 import os
+import time
 from pathlib import Path
 
 
-def gone(pid: int) -> bool:
-    """No such process, or only a zombie (this container's PID 1 may not reap orphans)."""
+def gone(pid: int, within: float = 5.0) -> bool:
+    """No such process, or only a zombie (this container's PID 1 may not reap orphans), now or
+    within `within` seconds: a killed process needs a moment on a loaded machine to die."""
+    deadline = time.monotonic() + within
+    while not _gone(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -137,7 +137,7 @@ async def test_stop_all_kills_every_group(tmp_path):
     # a shell that already exited but left a child behind in its group
     await shells.start(f"(sleep 300 & echo $! > {tmp_path / 'orphan.pid'})")
     pids.append(await wait_for_pid(tmp_path / "orphan.pid"))
-    assert not any(gone(p) for p in pids)
+    assert not any(gone(p, within=0) for p in pids)
     await shells.work.stop_all()
     assert all(gone(p) for p in pids)
     assert shells.work.running() == []

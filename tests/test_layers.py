@@ -9,7 +9,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "loopwright"
 
 LAYER_OF = {
-    "types": 0, "events": 0, "errors": 0, "clock": 0,
+    "types": 0, "events": 0, "errors": 0, "clock": 0, "fastclass": 0, "ids": 0,
     "policy": 1,
     "ports": 2,
     "loop": 3, "accumulate": 3, "compaction": 3, "hooks": 3, "goal": 3, "schedule": 3,

@@ -4,9 +4,10 @@ JSON never completed (cut by max_tokens) comes out with `complete=False` and is 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from .fastclass import dataclass
 from .types import (
     STOP_REASONS,
     Block,

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from .events import Event, ResultEvent, RunResult, UserMessage
+from .fastclass import dataclass
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 
+from .fastclass import dataclass
 from .types import Message, ModelRequest, TextBlock, ToolResultBlock
 
 KEEP_EXCHANGES = 2

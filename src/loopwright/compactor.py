@@ -4,12 +4,12 @@ token counter's confirmation, the summary call with its Pre/PostCompact hooks, a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
 from . import compaction
 from .errors import ModelError
 from .events import CompactBoundary, Event, Notice
+from .fastclass import dataclass
 from .policy.models import resolve_model
 from .ports import HookRunner
 from .types import Message, ModelRequest, Response

@@ -5,7 +5,7 @@ exception, every one becomes an `is_error` result the model can read."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import anyio
@@ -13,6 +13,7 @@ import anyio
 from .clock import Clock, SystemClock
 from .errors import ToolInputError
 from .events import Event, PermissionDenial, ToolFinished, ToolStarted
+from .fastclass import dataclass
 from .ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
 from .types import ToolResultBlock, ToolUseBlock
 

@@ -4,9 +4,10 @@ public API. `RunResult.to_json()` is Claude Code's headless result shape plus ou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Union
 
+from .fastclass import dataclass
 from .types import Message, StreamEvent, ToolResultBlock, Usage
 
 Subtype = Literal[

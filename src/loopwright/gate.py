@@ -7,11 +7,12 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from .errors import ToolInputError
+from .fastclass import dataclass
 from .policy import permissions
 from .policy.permissions import Call, Places, Resolved, Verdict, Want
 from .ports import Access, Approver, DescribesAccess, Tool

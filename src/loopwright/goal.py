@@ -4,13 +4,14 @@ bounded window of evidence. Hard bounds (turns, time, money) are enforced here, 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Sequence, Union
 
 from .accumulate import Accumulator
 from .clock import Clock
 from .errors import ModelError, UsageError
 from .events import Event, GoalStatus, ModelUsage
+from .fastclass import dataclass
 from .policy.models import resolve_model
 from .policy.pricing import cost_usd
 from .policy.verdict import VERDICT_SCHEMA, Bounds, Verdict, parse_bounds, parse_verdict

@@ -5,7 +5,7 @@ through `emit` and never prints."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, assert_never
 
@@ -26,6 +26,7 @@ from .events import (
     SystemInit,
     UserMessage,
 )
+from .fastclass import dataclass
 from .policy.rules import PermissionRules
 from .policy.budget import Budget, Spent, check_limits
 from .policy.retry import stop_failure

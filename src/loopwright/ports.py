@@ -4,10 +4,11 @@ an adapter."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, AsyncIterator, Literal, Protocol, Sequence, runtime_checkable
 
+from .fastclass import dataclass
 from .types import ModelRequest, StreamEvent
 
 

@@ -3,8 +3,10 @@ and the provider-neutral stream events every model adapter emits. Pure data, no 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Union, get_args
+
+from .fastclass import dataclass
 
 StopReason = Literal[
     "end_turn",

@@ -7,7 +7,6 @@ import asyncio
 import os
 import signal
 import sys
-import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,6 +14,7 @@ from .. import __version__
 from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
 from ..errors import UsageError
 from ..events import Event, HookResponse, HookStarted, RunResult
+from ..ids import uuid4
 from .render import Progress, dumps, stream_json
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -63,11 +63,14 @@ def build_agent(opts: dict[str, Any]) -> Any:
     if opts["append_system_prompt_file"]:
         append = "\n\n".join(x for x in (append, read_text_file(opts["append_system_prompt_file"],
                                                                  "--append-system-prompt-file")) if x)
-    session_id = opts["session_id"] or str(uuid.uuid4())
-    try:
-        uuid.UUID(session_id)
-    except ValueError:
-        raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
+    session_id = opts["session_id"] or uuid4()
+    if opts["session_id"]:
+        import uuid
+
+        try:
+            uuid.UUID(session_id)
+        except ValueError:
+            raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
     hooks = None
     if settings.hooks and not settings.disable_all_hooks:
         from ..hooks import HookRunner

@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 from contextlib import suppress
-from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from ..fastclass import dataclass
 from .spec import CommandSpec
 
 SHELL = "/bin/sh"

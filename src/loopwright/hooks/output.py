@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from ..fastclass import dataclass
 from ..ports import NO_HOOK_RESULT, HookResult
 
 # Events whose top-level `decision: "block"` (or exit code 2) is honoured.

@@ -4,9 +4,10 @@ as a mapping, like the JSON a command hook gets) and `HookOutput`, the typed ans
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any, Iterator, Literal, Mapping
 
+from ..fastclass import dataclass
 from .output import PLAIN_CONTEXT, Answer, cap, from_json
 
 

@@ -7,13 +7,13 @@ import copy
 import dataclasses
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import anyio
 
 from ..events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from ..ports import NO_HOOK_RESULT, Approver, HookResult, Model
@@ -131,7 +131,7 @@ class HookRunner:
         return merge(answers, finished, event)
 
     async def _one(self, reg: Registration, event: str, match: str | None, body: str) -> Answer:
-        hook_id, name = str(uuid.uuid4()), f"{event}:{match}" if match else event
+        hook_id, name = uuid4(), f"{event}:{match}" if match else event
         self.emit(HookStarted(hook_id, name, event))
         timeout = self._timeout(reg, event)
         try:

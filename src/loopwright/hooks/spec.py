@@ -6,10 +6,10 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Union
 
 from ..errors import UsageError
+from ..fastclass import dataclass
 
 EVENTS = (
     "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",

@@ -3,8 +3,8 @@ the caller supplies what was spent; a limit ends the run with a result, never a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from ..fastclass import dataclass
 from .stop import Finish, Limits
 
 

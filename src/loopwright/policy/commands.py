@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from ..fastclass import dataclass
 from .shell import Redirect, ShellSyntaxError, Simple, Word, parse
 
 __all__ = ["Analysis", "Part", "Target", "analyse", "is_read_only", "is_safe_edit", "write_targets"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from ..fastclass import dataclass
 
 __all__ = [
     "DEFAULT_MODEL",

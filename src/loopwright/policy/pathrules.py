@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+from ..fastclass import dataclass
 
 __all__ = ["Places", "anchor", "inside", "matches", "protected", "rule_prefix"]
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, Literal, Mapping
 
+from ..fastclass import dataclass
 from . import commands
 from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
 from .rules import (

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any, Mapping
+
+from ..fastclass import dataclass
 
 __all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "normalise_mode",
            "parse_rule", "parse_tool_list", "rule_error"]

@@ -4,9 +4,9 @@ including those inside substitutions, subshells and here-documents. Pure; unclea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Callable
 
+from ..fastclass import dataclass
 from .shellwords import ShellSyntaxError, Word, WordScanner
 
 __all__ = ["Redirect", "ShellSyntaxError", "Simple", "Word", "parse"]

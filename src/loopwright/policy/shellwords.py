@@ -4,8 +4,9 @@ and the command substitutions inside words, whose commands the grammar level rea
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
+
+from ..fastclass import dataclass
 
 __all__ = ["BREAK", "ShellSyntaxError", "Word", "WordScanner"]
 

@@ -4,10 +4,11 @@ names the row it implements. `loop.py` carries out the returned `Next`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Union
 
 from ..errors import ModelError
+from ..fastclass import dataclass
 from ..types import Message, Response, TextBlock, ToolUseBlock
 from .retry import backoff_delay, retry_category
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from ..fastclass import dataclass
 
 Status = Literal["met", "not_met", "impossible"]
 

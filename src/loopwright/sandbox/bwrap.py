@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import sys
 import shutil
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Mapping
+
+from ..fastclass import dataclass
 
 __all__ = ["SandboxConfig", "active", "availability", "bwrap_path", "unavailable_warning", "wrap"]
 

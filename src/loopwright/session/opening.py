@@ -3,10 +3,11 @@ injected; what a run needs comes back as a `Session` (id, history, transcript pa
 
 from __future__ import annotations
 
-import uuid as uuidlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Literal, Protocol
 
+from ..fastclass import dataclass
+from ..ids import uuid4
 from ..types import Message
 from .recorder import Recorder, SessionLog
 from .records import Record, Restored, SessionError, UserEntry, restore
@@ -53,12 +54,13 @@ class Session:
 
 def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
                  fork: bool = False, session_id: str | None = None, persist: bool = True,
-                 new_id: Callable[[], str] = lambda: str(uuidlib.uuid4())) -> Session:
+                 new_id: Callable[[], str] = uuid4) -> Session:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
     this project (`continue_last`); `fork` copies a resumed one into a new id."""
     if resume is None and not continue_last:
-        sid = session_id or new_id()
-        _check_free(store, sid)
+        if session_id is not None:
+            _check_free(store, session_id)
+        sid = session_id or new_id()  # a fresh random id is in use nowhere: no search
         return Session(sid, "startup", [], store.location(sid) if persist else "",
                        Recorder(_open(store, sid), sid, cwd) if persist else None)
     old = resume if resume is not None else store.latest()
@@ -70,8 +72,9 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     records = _parse(raw, store.location(old))
     restored = restore(records)
     if fork:
+        if session_id is not None:
+            _check_free(store, session_id)
         sid = session_id or new_id()
-        _check_free(store, sid)
         recorder = _copy(store, sid, cwd, raw, old) if persist else None
     else:
         sid = old

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-import uuid as uuidlib
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Protocol, assert_never
 
@@ -12,6 +11,7 @@ from ..events import (
     ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, Notice, PartialEvent,
     ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
+from ..ids import uuid4
 from ..types import ToolResultBlock
 from .records import (
     AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,
@@ -31,10 +31,6 @@ class SessionLog(Protocol):
     def close(self) -> None: ...
 
 
-def _new_uuid() -> str:
-    return str(uuidlib.uuid4())
-
-
 def iso_timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -45,7 +41,7 @@ class Recorder:
     effect it describes (a tool_started before the tool runs)."""
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
-                 now: Callable[[], float] = time.time, new_id: Callable[[], str] = _new_uuid) -> None:
+                 now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
         self.last_uuid = parent
         self._now, self._new_id = now, new_id

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable, Literal, Mapping, Union, assert_never
 
 from ..errors import SessionError
+from ..fastclass import dataclass
 from ..types import Message, ToolResultBlock, Usage
 
 SCHEMA_VERSION = 1

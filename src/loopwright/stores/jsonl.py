@@ -48,6 +48,7 @@ class JsonlStore:
     def __init__(self, root: str | Path, cwd: str | Path) -> None:
         self.root = Path(root)
         self.project = self.root / "projects" / project_name(cwd)
+        self._elsewhere: dict[str, Path | None] = {}  # other projects are searched once per id
 
     @classmethod
     def default(cls, cwd: str | Path, env: Mapping[str, str] | None = None) -> "JsonlStore":
@@ -60,7 +61,10 @@ class JsonlStore:
         mine = self.project / f"{session_id}.jsonl"
         if mine.is_file():
             return mine
-        return next(iter(sorted((self.root / "projects").glob(f"*/{session_id}.jsonl"))), None)
+        if session_id not in self._elsewhere:
+            found = sorted((self.root / "projects").glob(f"*/{session_id}.jsonl"))
+            self._elsewhere[session_id] = found[0] if found else None
+        return self._elsewhere[session_id]
 
     def location(self, session_id: str) -> str:
         return str(self.find(session_id) or self.project / f"{session_id}.jsonl")

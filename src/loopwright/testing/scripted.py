@@ -3,10 +3,10 @@ or errors), fails loudly on a call it has no step for, and `assert_done()` fails
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Sequence, Union
 
 from ..errors import ModelError
+from ..fastclass import dataclass
 from ..types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, Response, StreamDelta, StreamEvent,
     StreamStart, StreamStop, TextBlock, ToolUseBlock, Usage,

@@ -12,12 +12,13 @@ import subprocess
 import tempfile
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import anyio
 from pydantic import Field
 
+from ..fastclass import dataclass
 from ..ports import Access, ToolContext, ToolOutput
 from .base import BaseTool, ToolInput
 from .shell import KILL_GRACE_S, MAX_OUTPUT_CHARS, CappedText, group_alive

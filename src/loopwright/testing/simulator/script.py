@@ -58,7 +58,9 @@ from __future__ import annotations
 import copy
 import json
 import threading
-from dataclasses import dataclass, field
+
+from ...fastclass import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 

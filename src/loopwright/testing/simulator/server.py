@@ -11,12 +11,12 @@ import socketserver
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from ...fastclass import dataclass
 from .handler import Handler
 from .script import Reply, Script
 from .wire import IdGen

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from ...fastclass import dataclass
 
 __all__ = ["check_request"]
 
