@@ -4,14 +4,17 @@ the single-writer lock, and new / resume / fork / no persistence from the librar
 import json
 import os
 import subprocess
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopwright.app import Agent
 from loopwright.events import AssistantMessage, ToolStarted, UserMessage
 from loopwright.policy.permissions import PermissionRules
-from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, open_session
+from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, iso_timestamp, open_session
 from loopwright.stores.jsonl import JsonlLog, JsonlStore, home, project_name, read_records
 from loopwright.testing.scripted import ScriptedModel, tool_call
 from loopwright.tools import tool
@@ -90,6 +93,20 @@ def test_ids_are_file_names_never_paths_and_latest_is_the_last_written(tmp_path)
     assert store.latest() == "new"
     other = JsonlStore(tmp_path, "/elsewhere")
     assert other.latest() is None and other.find("old") == Path(store.location("old"))
+
+
+def test_a_new_session_is_created_in_this_project_without_a_search(tmp_path):
+    """A fresh random id is in use nowhere: opening it must not search every project (one stat
+    each, paid on every start). Even an id another project holds stays in this project."""
+    elsewhere = JsonlStore(tmp_path, "/elsewhere")
+    log = elsewhere.open("00000000-0000-4000-8000-000000000001")
+    log.append({"n": 1})
+    log.close()
+    mine = JsonlStore(tmp_path, "/w")
+    session = open_session(mine, "/w", new_id=lambda: "00000000-0000-4000-8000-000000000001")
+    assert session.transcript_path == str(mine.project / "00000000-0000-4000-8000-000000000001.jsonl")
+    with pytest.raises(SessionError, match="already in use"):  # an id the user chose is checked
+        open_session(mine, "/w", session_id="00000000-0000-4000-8000-000000000001")
 
 
 # ---------------------------------------------------------------- opening, from the library
@@ -209,3 +226,10 @@ def test_grep_finds_assistant_records_in_a_real_file(tmp_path):
     out = subprocess.run(["grep", '"role":"assistant"', store.location(sid)], capture_output=True, text=True)
     lines = out.stdout.splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["message"]["content"][0]["name"] == "Bash"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_timestamps_read_as_datetime_writes_them(seconds):
+    expected = datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+    assert iso_timestamp(seconds) == expected.replace("+00:00", "Z")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import shutil
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -48,6 +47,8 @@ def bwrap_path() -> str | None:
     configured = os.environ.get("LOOPWRIGHT_BWRAP")
     if configured is not None:
         return configured if os.access(configured, os.X_OK) else None
+    import shutil
+
     return shutil.which("bwrap")
 
 

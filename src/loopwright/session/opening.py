@@ -19,7 +19,8 @@ class SessionStore(Protocol):
     """Where sessions live. `load` gives a session's raw records and warnings (a torn last line),
     None for an unknown id, and raises ValueError for a damaged file. `open` gives the append
     handle: an existing session is locked against other writers at once (OSError if it cannot
-    be), a new one is created on its first append."""
+    be), a new one is created on its first append. `create` gives the handle of a new session
+    without searching for the id (the caller knows it is unused)."""
 
     def latest(self) -> str | None: ...
 
@@ -28,6 +29,8 @@ class SessionStore(Protocol):
     def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None: ...
 
     def open(self, session_id: str) -> SessionLog: ...
+
+    def create(self, session_id: str) -> SessionLog: ...
 
     def location(self, session_id: str) -> str: ...
 
@@ -58,11 +61,11 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
     this project (`continue_last`); `fork` copies a resumed one into a new id."""
     if resume is None and not continue_last:
-        if session_id is not None:
-            _check_free(store, session_id)
-        sid = session_id or new_id()  # a fresh random id is in use nowhere: no search
-        return Session(sid, "startup", [], store.location(sid) if persist else "",
-                       Recorder(_open(store, sid), sid, cwd) if persist else None)
+        sid = _new_session_id(store, session_id, new_id)
+        if not persist:
+            return Session(sid, "startup", [], "", None)
+        log = store.create(sid)
+        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd))
     old = resume if resume is not None else store.latest()
     if old is None:
         raise SessionError("No conversation found to continue")
@@ -72,9 +75,7 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     records = _parse(raw, store.location(old))
     restored = restore(records)
     if fork:
-        if session_id is not None:
-            _check_free(store, session_id)
-        sid = session_id or new_id()
+        sid = _new_session_id(store, session_id, new_id)
         recorder = _copy(store, sid, cwd, raw, old) if persist else None
     else:
         sid = old
@@ -84,9 +85,14 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
                    store.location(sid) if persist else "", recorder, warnings, old, records)
 
 
-def _check_free(store: SessionStore, session_id: str) -> None:
-    if store.exists(session_id):
-        raise SessionError(f"Session ID {session_id} is already in use")
+def _new_session_id(store: SessionStore, chosen: str | None, new_id: Callable[[], str]) -> str:
+    """The caller's id if no session has it yet; else a fresh random one, in use nowhere, so
+    there is nothing to search for."""
+    if chosen is None:
+        return new_id()
+    if store.exists(chosen):
+        raise SessionError(f"Session ID {chosen} is already in use")
+    return chosen
 
 
 def _open(store: SessionStore, session_id: str) -> SessionLog:
@@ -115,7 +121,7 @@ def _parse(raw: list[dict[str, Any]], where: str) -> list[Record]:
 
 def _copy(store: SessionStore, sid: str, cwd: str, raw: list[dict[str, Any]], old: str) -> Recorder:
     """The fork's file starts with every record of the old session, under the new id."""
-    log = _open(store, sid)
+    log = store.create(sid)
     try:
         for i, record in enumerate(raw):
             log.append(record | {"sessionId": sid}, sync=i == len(raw) - 1)

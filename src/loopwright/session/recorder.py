@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Protocol, assert_never
 
 from ..events import (
@@ -32,7 +31,11 @@ class SessionLog(Protocol):
 
 
 def iso_timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """UTC, millisecond precision, `Z`-suffixed (`datetime` is not imported for it: start-up)."""
+    whole = int(seconds)
+    micros = round((seconds - whole) * 1_000_000)  # rounded as datetime.fromtimestamp rounds
+    whole, micros = whole + micros // 1_000_000, micros % 1_000_000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micros // 1000:03d}Z"
 
 
 class Recorder:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -33,6 +32,8 @@ def project_name(cwd: str | Path) -> str:
     name = re.sub(r"[^A-Za-z0-9]", "-", full)
     if len(name) <= MAX_PROJECT_NAME:
         return name
+    import hashlib
+
     digest = hashlib.sha256(full.encode()).hexdigest()[:16]
     return f"{name[:MAX_PROJECT_NAME]}-{digest}"
 
@@ -48,7 +49,6 @@ class JsonlStore:
     def __init__(self, root: str | Path, cwd: str | Path) -> None:
         self.root = Path(root)
         self.project = self.root / "projects" / project_name(cwd)
-        self._elsewhere: dict[str, Path | None] = {}  # other projects are searched once per id
 
     @classmethod
     def default(cls, cwd: str | Path, env: Mapping[str, str] | None = None) -> "JsonlStore":
@@ -61,10 +61,7 @@ class JsonlStore:
         mine = self.project / f"{session_id}.jsonl"
         if mine.is_file():
             return mine
-        if session_id not in self._elsewhere:
-            found = sorted((self.root / "projects").glob(f"*/{session_id}.jsonl"))
-            self._elsewhere[session_id] = found[0] if found else None
-        return self._elsewhere[session_id]
+        return next(iter(sorted((self.root / "projects").glob(f"*/{session_id}.jsonl"))), None)
 
     def location(self, session_id: str) -> str:
         return str(self.find(session_id) or self.project / f"{session_id}.jsonl")
@@ -80,6 +77,11 @@ class JsonlStore:
     def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None:
         path = self.find(session_id)
         return None if path is None else read_records(path)
+
+    def create(self, session_id: str) -> "JsonlLog":
+        """The append handle of a new session of this project, without looking anywhere else
+        (other projects are searched by `find`, one stat per project)."""
+        return JsonlLog(self.project / f"{session_id}.jsonl")
 
     def open(self, session_id: str) -> "JsonlLog":
         """An existing file is locked now, so a second writer fails before its run starts (and
