@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import uuid
+import time
 from dataclasses import field, replace
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from .events import Event, ResultEvent, RunResult, UserMessage
 from .fastclass import dataclass
+from .ids import uuid4
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
@@ -36,7 +36,7 @@ Today's date is {today}."""
 
 
 def default_system_prompt(cwd: Path) -> str:
-    return DEFAULT_SYSTEM_PROMPT.format(cwd=cwd, today=date.today().isoformat())
+    return DEFAULT_SYSTEM_PROMPT.format(cwd=cwd, today=time.strftime("%Y-%m-%d"))
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Agent:
     transcript_path: str = ""
     include_partial: bool = False
     final_turn: bool = False
-    session_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    session_id: str = field(default_factory=uuid4)
     clock: Any = None
     history: list[Message] = field(default_factory=list)
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
