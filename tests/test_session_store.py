@@ -233,3 +233,38 @@ def test_grep_finds_assistant_records_in_a_real_file(tmp_path):
 def test_timestamps_read_as_datetime_writes_them(seconds):
     expected = datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
     assert iso_timestamp(seconds) == expected.replace("+00:00", "Z")
+
+
+async def test_resume_after_an_empty_response_replays_what_the_model_was_last_sent(tmp_path):
+    """An empty answer after tool results followed by text is resent with the results alone; the
+    transcript says so, and a resume rebuilds that conversation, not the one with the text."""
+    from loopwright.hooks import HookOutput, HookRunner
+    from loopwright.providers.anthropic import AnthropicModel
+    from loopwright.testing import Simulator
+
+    store = JsonlStore(tmp_path / "home", tmp_path)
+    session = open_session(store, str(tmp_path))
+    hooks = HookRunner()
+    hooks.on("PostToolBatch", lambda event: HookOutput(additional_context="remember the style guide"))
+
+    @tool(read_only=True)
+    async def look() -> str:
+        """Look around."""
+        return "all quiet"
+
+    script = [{"tool_use": {"name": "look", "input": {}}}, {"content": [], "stop_reason": "end_turn"},
+              {"text": "done"}]
+    with Simulator(script) as sim:
+        agent = _agent(session, AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
+                       tools=[look], hooks=hooks)
+        result = await agent.run("go")
+        await agent.aclose()
+        sent = [r.body["messages"] for r in sim.message_requests]
+    session.close()
+    assert result.result == "done"
+    assert sent[1][-1]["content"][-1] == {"type": "text", "text": "remember the style guide"}
+    assert all(b["type"] == "tool_result" for b in sent[2][-1]["content"])  # resent without the text
+    again = open_session(store, str(tmp_path), resume=session.session_id)
+    again.close()
+    assert [m.to_api() for m in again.history] == [*sent[2], {"role": "assistant", "content": [
+        {"type": "text", "text": "done"}]}]

@@ -203,12 +203,16 @@ class ApiRetry:
     type: Literal["api_retry"] = "api_retry"
 
 
+RESENT_RESULTS_ONLY = "resent_results_only"  # Notice subtype: replay drops the text after the results too
+
+
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Something the user should know that did not stop the run (a recovery, a fallback)."""
 
     level: Literal["info", "warning"]
     text: str
+    subtype: str = "informational"  # the transcript's and stream-json's `system` subtype
     type: Literal["notice"] = "notice"
 
 

@@ -19,6 +19,7 @@ from .events import (
     AssistantMessage,
     Event,
     ModelUsage,
+    RESENT_RESULTS_ONLY,
     Notice,
     PartialEvent,
     ResultEvent,
@@ -190,8 +191,7 @@ class AgentLoop:
                 if reason not in ("stop_hook", "goal"):  # those speak through their own events
                     self.emit(Notice("info", f"continuing after {reason}"))
             case Resend():
-                self._strip_text_after_results()
-                self.emit(Notice("warning", "empty response; sending the request again"))
+                self._resend()
             case Compact(reason=reason, partial=partial):
                 if not await self.compact("reactive"):
                     return self._finish(Finish("error_during_execution", "prompt_too_long", True, (
@@ -349,13 +349,17 @@ class AgentLoop:
         self.messages.append(message)
         self.emit(UserMessage(message))
 
-    def _strip_text_after_results(self) -> None:
+    def _resend(self) -> None:
+        """After an empty answer: text after the tool results goes (the transcript says so, for
+        resume), then the same conversation is sent again."""
         last = self.messages[-1] if self.messages else None
-        if last is None or last.role != "user":
+        trimmed = last.results_only() if last is not None and last.role == "user" else None
+        if trimmed is None:
+            self.emit(Notice("warning", "empty response; sending the request again"))
             return
-        if any(isinstance(b, ToolResultBlock) for b in last.content):
-            kept = tuple(b for b in last.content if isinstance(b, ToolResultBlock))
-            self.messages[-1] = Message("user", kept)
+        self.messages[-1] = trimmed
+        self.emit(Notice("warning", "empty response; sending the tool results again without the text after them",
+                         subtype=RESENT_RESULTS_ONLY))
 
     # ------------------------------------------------------------ results
 

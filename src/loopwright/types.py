@@ -145,6 +145,12 @@ class Message:
     def tool_uses(self) -> tuple[ToolUseBlock, ...]:
         return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
 
+    def results_only(self) -> "Message | None":
+        """This message with its tool results alone, when it holds results and something else
+        (text after them); None when there is nothing to take out."""
+        kept = tuple(b for b in self.content if isinstance(b, ToolResultBlock))
+        return Message(self.role, kept) if kept and len(kept) < len(self.content) else None
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

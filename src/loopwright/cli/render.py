@@ -41,7 +41,7 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
                     "error_status": event.status, "error": event.error_kind, "message": event.message,
                     "session_id": session_id}
         case Notice():
-            return {"type": "system", "subtype": "informational", "level": event.level, "content": event.text,
+            return {"type": "system", "subtype": event.subtype, "level": event.level, "content": event.text,
                     "session_id": session_id}
         case PartialEvent():
             return {"type": "stream_event", "event": api_event(event.event), "session_id": session_id,

@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Any, Callable, Iterable, Literal, Mapping, Union, assert_never
 
 from ..errors import SessionError
+from ..events import RESENT_RESULTS_ONLY
 from ..fastclass import dataclass
 from ..types import Message, ToolResultBlock, Usage
 
@@ -250,6 +251,8 @@ def restore(records: Iterable[Record]) -> Restored:
                 messages.append(message)
             case CompactEntry(messages=kept):
                 messages = list(kept)
+            case SystemEntry(subtype=subtype) if subtype == RESENT_RESULTS_ONLY and messages:
+                messages[-1] = messages[-1].results_only() or messages[-1]
             case ToolStartedEntry(tool_use_id=tid):
                 started[tid] = record.entry
             case ToolFinishedEntry(tool_use_id=tid, result=result):
