@@ -1,0 +1,210 @@
+"""Time-based loops as pure policy: `/loop` arguments, fixed intervals as clean cron steps, the
+next fire time, the self-paced wake-up bounds, and what a loop does after each iteration.
+Times are wall-clock epoch seconds; fire times follow local time, as cron does."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Literal, Union
+
+from ..fastclass import dataclass
+
+MIN_WAKEUP_S, MAX_WAKEUP_S = 60, 3600  # a self-paced loop wakes between one minute and one hour
+FALLBACK_WAKEUP_S = 20 * 60  # an iteration that neither reschedules nor stops: one more try
+EXPIRY_S = 7 * 24 * 3600  # a loop expires a week after it starts, after one final iteration
+MAX_FAILED_ITERATIONS = 3  # iterations in a row that end in an error before the loop gives up
+MAX_LOOP_FILE_BYTES = 25_000
+
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_UNIT_WORDS = {
+    "s": ("s", "sec", "secs", "second", "seconds"), "m": ("m", "min", "mins", "minute", "minutes"),
+    "h": ("h", "hr", "hrs", "hour", "hours"), "d": ("d", "day", "days"),
+}
+_WORD_UNIT = {word: unit for unit, words in _UNIT_WORDS.items() for word in words}
+_LEADING = re.compile(r"(\d+)([smhd])(?:\s+|$)(.*)", re.S)
+_TRAILING = re.compile(r"(.*?)[\s,;]*\bevery\s+(?:(\d+)\s*)?([a-z]+)\s*\.?\s*$", re.S | re.I)
+_MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # divide an hour: a clean `*/N` minute step
+_HOUR_STEPS = (1, 2, 3, 4, 6, 8, 12)  # divide a day
+
+
+@dataclass(frozen=True, slots=True)
+class LoopArgs:
+    """What `/loop …` asked for: an interval in seconds (None: self-paced) and the prompt ("" when
+    none was given: the loop file or the built-in prompt)."""
+
+    interval_s: int | None
+    prompt: str
+
+
+def parse_loop(text: str) -> LoopArgs:
+    """`5m PROMPT`, `PROMPT every 2 hours`, `PROMPT` (self-paced), `5m` or nothing (no prompt).
+    Raises ValueError naming the interval when it is not one a loop can keep."""
+    text = text.strip()
+    lead = _LEADING.fullmatch(text)
+    if lead:
+        return LoopArgs(_interval(int(lead.group(1)), lead.group(2), lead.group(0).split()[0]), lead.group(3).strip())
+    trail = _TRAILING.fullmatch(text)
+    if trail and trail.group(3).lower() in _WORD_UNIT:
+        count = int(trail.group(2)) if trail.group(2) else 1
+        said = text[len(trail.group(1)):].strip(" ,;.")
+        return LoopArgs(_interval(count, _WORD_UNIT[trail.group(3).lower()], said), trail.group(1).strip())
+    return LoopArgs(None, text)
+
+
+def _interval(count: int, unit: str, said: str) -> int:
+    seconds = count * _UNIT_S[unit]
+    if seconds <= 0:
+        raise ValueError(f"loop interval {said!r}: expected a positive interval such as 5m, 2h or 1d")
+    if seconds > EXPIRY_S:
+        raise ValueError(f"loop interval {said!r}: at most 7d (a loop expires after 7 days)")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Cadence:
+    """A fixed interval as a clean cron step: `every_s` is what the loop keeps, `note` says why it
+    differs from what was asked (None when it does not)."""
+
+    cron: str
+    every_s: int
+    note: str | None = None
+
+
+def cadence(seconds: int) -> Cadence:
+    """Seconds round up to whole minutes; a step that does not divide its hour (or day) rounds to
+    the nearest one that does, the longer of two equally near."""
+    minutes = max(1, math.ceil(seconds / 60))
+    options = [(m, f"*/{m} * * * *" if m > 1 else "* * * * *") for m in _MINUTE_STEPS]
+    options += [(h * 60, f"0 */{h} * * *" if h > 1 else "0 * * * *") for h in _HOUR_STEPS]
+    options += [(d * 1440, f"0 0 */{d} * *" if d > 1 else "0 0 * * *") for d in range(1, 8)]
+    chosen, cron = min(options, key=lambda o: (abs(o[0] - minutes), -o[0]))
+    note = None
+    if chosen * 60 != seconds:
+        note = f"{_say(seconds)} is not a clean cron step; the loop runs every {_say(chosen * 60)} ({cron})"
+    return Cadence(cron, chosen * 60, note)
+
+
+def _say(seconds: int) -> str:
+    for unit in ("d", "h", "m"):
+        if seconds % _UNIT_S[unit] == 0:
+            return f"{seconds // _UNIT_S[unit]}{unit}"
+    return f"{seconds}s"
+
+
+def next_fire(every_s: int, after: float) -> float:
+    """The first time after `after` that the cadence's cron expression matches, in local time:
+    minute steps on the hour's clean minutes, hour steps at :00 of clean hours, day steps at
+    midnight of days 1, 1+N, … of the month (cron's `*/N` day-of-month)."""
+    if every_s < 3600:
+        step = every_s // 60
+        t = (math.floor(after / 60) + 1) * 60  # the next whole minute (zones are whole minutes)
+        while time.localtime(t).tm_min % step:
+            t += 60
+        return float(t)
+    if every_s < 86400:
+        step = every_s // 3600
+        lt = time.localtime(after)
+        t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, lt.tm_hour + 1, 0, 0, 0, 0, -1))
+        while time.localtime(t).tm_hour % step:
+            t += 3600
+        return t
+    step = every_s // 86400
+    lt = time.localtime(after)
+    day = 1
+    while True:
+        t = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday + day, 0, 0, 0, 0, 0, -1))
+        if (time.localtime(t).tm_mday - 1) % step == 0:
+            return t
+        day += 1
+
+
+def clamp_wakeup(seconds: float) -> tuple[int, str | None]:
+    """A self-paced delay within one minute and one hour, with a note when it was moved."""
+    kept = int(min(max(seconds, MIN_WAKEUP_S), MAX_WAKEUP_S))
+    if kept != seconds:
+        return kept, f"delay {seconds:g}s is outside {MIN_WAKEUP_S}–{MAX_WAKEUP_S}s; using {kept}s"
+    return kept, None
+
+
+# ---------------------------------------------------------------- after each iteration
+
+
+@dataclass(frozen=True, slots=True)
+class LoopPlan:
+    """A loop's fixed facts: `every_s` None is self-paced; `until` and `max_iterations` are the
+    user's bounds (None: unbounded); `expires` is a week after the start."""
+
+    every_s: int | None
+    started: float
+    expires: float
+    until: float | None = None
+    max_iterations: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Iteration:
+    """How one iteration ended: its start, whether it failed, and a self-paced wake-up request
+    (`wakeup_s`) or stop (`stop`) when the model made one."""
+
+    started: float
+    ended: float
+    failed: bool = False
+    interrupted: bool = False
+    wakeup_s: float | None = None
+    stop: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LoopState:
+    iterations: int = 0
+    failures_in_row: int = 0
+    fallback_pending: bool = False  # the last wait was the fallback: no reschedule ends the loop
+    final: bool = False  # the iteration just run was the one after expiry
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    at: float
+    reason: Literal["schedule", "missed", "wakeup", "fallback", "expiry"]
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    reason: Literal["stopped", "max_iterations", "until", "expired", "no_reschedule", "failing", "interrupted"]
+
+
+LoopNext = Union[Wait, End]
+
+
+def after_iteration(plan: LoopPlan, state: LoopState, it: Iteration) -> tuple[LoopNext, LoopState]:
+    """What follows an iteration: wait for the next one (and when), or end (and why)."""
+    failures = state.failures_in_row + 1 if it.failed else 0
+    state = LoopState(state.iterations + 1, failures, state.fallback_pending, state.final)
+    if it.interrupted:
+        return End("interrupted"), state
+    if failures >= MAX_FAILED_ITERATIONS:
+        return End("failing"), state
+    if state.final:
+        return End("expired"), state
+    if plan.max_iterations is not None and state.iterations >= plan.max_iterations:
+        return End("max_iterations"), state
+    if plan.every_s is not None:
+        nxt = next_fire(plan.every_s, it.started)
+        wait = Wait(max(nxt, it.ended), "missed" if nxt <= it.ended else "schedule")
+        fallback = False
+    elif it.stop:
+        return End("stopped"), state
+    elif it.wakeup_s is not None:
+        wait, fallback = Wait(it.ended + clamp_wakeup(it.wakeup_s)[0], "wakeup"), False
+    elif state.fallback_pending:
+        return End("no_reschedule"), state
+    else:
+        wait, fallback = Wait(it.ended + FALLBACK_WAKEUP_S, "fallback"), True
+    if plan.until is not None and wait.at > plan.until:
+        return End("until"), state
+    final = wait.at >= plan.expires
+    if final:  # one last iteration when the week is up, then the loop is gone
+        wait = Wait(max(plan.expires, it.ended), "expiry")
+    return wait, LoopState(state.iterations, failures, fallback, final)
