@@ -98,6 +98,7 @@ class RunResult:
     warnings: tuple[str, ...] = ()
     role_usage: dict[str, ModelUsage] = field(default_factory=dict)
     goal: dict[str, Any] | None = None
+    loop: dict[str, Any] | None = None  # a time-based loop's summary, on its last iteration's result
 
     @property
     def exit_code(self) -> int:
@@ -128,6 +129,7 @@ class RunResult:
             "usageByRole": {role: mu.to_json() for role, mu in self.role_usage.items()},
             "warnings": list(self.warnings),
             **({"goal": self.goal} if self.goal is not None else {}),
+            **({"loop": self.loop} if self.loop is not None else {}),
         }
 
 
@@ -285,6 +287,27 @@ class HookResponse:
 
 
 @dataclass(frozen=True, slots=True)
+class LoopStatus:
+    """A time-based loop between iterations: waiting until `next_at` (epoch seconds) for `reason`
+    (schedule, missed, wakeup, fallback, expiry), or over (`next_at` None) for `reason` (stopped,
+    max_iterations, until, expired, no_reschedule, failing, interrupted)."""
+
+    iterations: int
+    reason: str
+    next_at: float | None = None
+    note: str | None = None
+    type: Literal["loop_status"] = "loop_status"
+
+    @property
+    def ended(self) -> bool:
+        return self.next_at is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"iterations": self.iterations, "reason": self.reason, "ended": self.ended,
+                "next_at": self.next_at, **({"note": self.note} if self.note else {})}
+
+
+@dataclass(frozen=True, slots=True)
 class ResultEvent:
     result: RunResult
     type: Literal["result"] = "result"
@@ -303,5 +326,6 @@ Event = Union[
     GoalStatus,
     HookStarted,
     HookResponse,
+    LoopStatus,
     ResultEvent,
 ]

@@ -155,3 +155,10 @@ class Workspace(Protocol):
     async def run_check(self, command: str, timeout_s: float) -> CheckResult: ...
 
     def snapshot(self, globs: Sequence[str]) -> dict[str, str]: ...
+
+
+class Wakeups(Protocol):
+    """A self-paced loop's schedule, as the `ScheduleWakeup` tool sees it: one request per
+    iteration (the last one counts), answered with the text the model gets back."""
+
+    def request(self, delay_s: float, reason: str, stop: bool) -> str: ...

@@ -182,6 +182,14 @@ def run_headless(opts: dict[str, Any]) -> int:
         opts["print_mode"] = True  # piped use without -p behaves as -p
     goal_given = bool(opts.get("goal") or opts.get("goal_file"))
     prompt = read_prompt(opts["prompt"], required=not goal_given)
+    from .loopcmd import is_loop
+
+    if is_loop(prompt):
+        from .loopcmd import run_loop
+
+        return run_loop(opts, prompt)
+    if opts.get("max_iterations") is not None or opts.get("until"):
+        raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
     status_only = prompt.strip() == "/goal"
     spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt)
     agent = build_agent(opts)

@@ -97,6 +97,10 @@ def parser() -> Any:
     goal.add_argument("--goal-max-turns", type=int)
     goal.add_argument("--goal-max-duration", help="Such as 30m or 2h.")
     goal.add_argument("--goal-max-budget-usd", type=float)
+    loop = p.add_argument_group("time-based loops (-p \"/loop 5m PROMPT\", or \"/loop PROMPT\" self-paced)")
+    loop.add_argument("--max-iterations", type=int, help="End the loop after this many iterations.")
+    loop.add_argument("--until", help="End the loop at this time: a duration (90m, 2h) or a local time "
+                      "(17:30, 2026-12-24T09:00).")
     add("--version", action="store_true", help="Print the version and exit.")
     return p
 

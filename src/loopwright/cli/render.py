@@ -8,8 +8,8 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from ..events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, Notice, PartialEvent,
-    ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
+    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
 from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
 
@@ -52,6 +52,8 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
                                          "post_tokens": event.post_tokens}}
         case GoalStatus():
             return {"type": "system", "subtype": "goal_status", "session_id": session_id, **event.attachment()}
+        case LoopStatus():
+            return {"type": "system", "subtype": "loop_status", "session_id": session_id, **event.to_json()}
         case HookStarted():
             return {"type": "system", "subtype": "hook_started", "hook_id": event.hook_id,
                     "hook_name": event.hook_name, "hook_event": event.hook_event, "session_id": session_id}
@@ -115,6 +117,16 @@ def goal_line(event: GoalStatus, turn: int) -> str:
             f"{event.duration_ms / 1000:.1f}s · ${event.cost_usd:.4f}{why}")
 
 
+def loop_line(event: LoopStatus) -> str:
+    import time
+
+    note = f"\n  ! {event.note}" if event.note else ""
+    if event.next_at is None:
+        return f"⟳ loop over after {event.iterations} iteration(s): {event.reason}{note}"
+    at = time.strftime("%H:%M:%S", time.localtime(event.next_at))
+    return f"⟳ iteration {event.iterations} done · next at {at} ({event.reason}){note}"
+
+
 class Progress:
     """A live, line-based view of a run for a person at a terminal (written to stderr)."""
 
@@ -149,6 +161,8 @@ class Progress:
                 return f"  ⇣ compacted the conversation ({event.trigger}): ~{event.pre_tokens} → ~{event.post_tokens} tokens"
             case GoalStatus():
                 return goal_line(event, self.turn)
+            case LoopStatus():
+                return loop_line(event)
             case ResultEvent():
                 r = event.result
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "

@@ -7,8 +7,8 @@ import time
 from typing import Any, Callable, Mapping, Protocol, assert_never
 
 from ..events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, Notice, PartialEvent,
-    ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
+    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
 from ..ids import uuid4
 from ..types import ToolResultBlock
@@ -73,6 +73,8 @@ class Recorder:
                     "errorStatus": event.status, "retryDelayMs": int(event.delay_s * 1000)}))
             case GoalStatus():
                 self.attach(event.attachment())
+            case LoopStatus():
+                self.append(SystemEntry("loop_status", event.note or event.reason, "info", event.to_json()))
             case ResultEvent(result=r):
                 self.append(SystemEntry("run_result", r.result if not r.is_error else "; ".join(r.errors),
                                         "warning" if r.is_error else "info", {

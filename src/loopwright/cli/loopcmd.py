@@ -1,0 +1,120 @@
+"""`loopwright -p "/loop …"`: a time-based loop in the foreground, in one session, until the
+model stops it (self-paced), a bound (`--max-iterations`, `--until`, a week) or Ctrl-C ends it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from ..config import parse_duration, positive
+from ..errors import UsageError
+from ..events import Event, ResultEvent, RunResult
+from .render import dumps
+
+
+def is_loop(prompt: str) -> bool:
+    head = prompt.strip()
+    return head == "/loop" or head.startswith(("/loop ", "/loop\n"))
+
+
+def parse_until(value: str | None, now: float) -> float | None:
+    """`--until`: a duration from now (`90m`, `2h`) or a local time today or later (`17:30`,
+    `2026-12-24T09:00`)."""
+    if not value:
+        return None
+    for fmt in ("%H:%M", "%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"):
+        try:
+            parsed = time.strptime(value, fmt)
+        except ValueError:
+            continue
+        if fmt.startswith("%H"):  # a time of day: today, or tomorrow if it has passed
+            today = time.localtime(now)
+            at = time.mktime((today.tm_year, today.tm_mon, today.tm_mday, parsed.tm_hour, parsed.tm_min,
+                              parsed.tm_sec, 0, 0, -1))
+            return at if at > now else at + 86400
+        at = time.mktime(parsed[:8] + (-1,))
+        if at <= now:
+            raise UsageError(f"--until: {value!r} has already passed")
+        return at
+    try:
+        return now + parse_duration(value, "--until")
+    except UsageError:
+        raise UsageError(f"--until: expected a duration such as 90m or 2h, or a local time such as 17:30 or "
+                         f"2026-12-24T09:00, got {value!r}") from None
+
+
+def run_loop(opts: dict[str, Any], prompt: str) -> int:
+    from ..clock import SystemClock
+    from ..policy.cadence import parse_loop
+    from ..schedule import TimeLoop, loop_prompt
+    from .headless import build_agent, make_emitter, open_cli_session, print_result
+
+    if opts.get("goal") or opts.get("goal_file"):
+        raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")
+    try:
+        args = parse_loop(prompt.strip()[len("/loop"):])
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    positive(opts.get("max_iterations"), "--max-iterations")
+    agent = build_agent(opts)
+    clock = agent.clock or SystemClock()
+    until = parse_until(opts.get("until"), clock.now())
+    session = open_cli_session(opts, agent)
+    fmt = opts["output_format"]
+    emit = make_emitter(fmt, opts["verbose"], agent.session_id, bool(opts.get("include_hook_events")))
+
+    def on_event(event: Event) -> None:
+        emit(event)
+        if fmt == "text" and isinstance(event, ResultEvent):
+            print_result(event.result, "text")  # each iteration's answer as it comes
+
+    loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
+                    loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
+                    on_event, until=until, max_iterations=opts.get("max_iterations"))
+    if loop.cadence is not None and loop.cadence.note:
+        print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
+    if loop.pacer is not None:
+        from ..tools.wakeup import ScheduleWakeupTool
+
+        agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]  # build_agent always sets the tools
+    agent.append_system_prompt = "\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p)
+    try:
+        result = asyncio.run(_run(agent, loop, on_event))
+    finally:
+        session.close()
+    if fmt == "json":
+        print_result(result, "json")
+    elif fmt == "stream-json":
+        sys.stdout.write(dumps(result.to_json()) + "\n")  # the last line: the loop's summary
+        sys.stdout.flush()
+    if result.loop and result.loop["terminal_reason"] == "interrupted":
+        return 130
+    return result.exit_code
+
+
+async def _run(agent: Any, loop: Any, emit: Any) -> RunResult:
+    running = asyncio.get_running_loop()
+    presses = 0
+
+    def on_signal() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            os._exit(130)
+        loop.interrupt()
+        agent.interrupt()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        running.add_signal_handler(sig, on_signal)
+    try:
+        result = await loop.run()
+        await agent.end_session("other", on_event=emit)
+        return result
+    finally:
+        await agent.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            running.remove_signal_handler(sig)

@@ -1,0 +1,153 @@
+"""Time-based loops: run a prompt again and again in one session, on a fixed cadence or at the
+pace the model sets with `ScheduleWakeup`, until a bound, the model or the user ends it.
+Decisions come from `policy/cadence.py`; time comes from the injected clock."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any, Awaitable, Callable
+
+import anyio
+
+from .clock import Clock
+from .events import Event, LoopStatus, RunResult
+from .policy.cadence import (
+    EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup,
+)
+
+BUILTIN_LOOP_PROMPT = (
+    "Look after this project: check whether anything needs attention (failing tests or builds, "
+    "unfinished work noted in the repository) and deal with the most important thing you find. "
+    "If nothing needs doing, say so briefly.")
+
+FIXED_GUIDE = ("This prompt runs on a schedule, every {every}, in one conversation. Do what it asks now, "
+               "then end your turn; the next run comes by itself.")
+PACED_GUIDE = ("This prompt runs in a self-paced loop, in one conversation. Do what it asks now; then, as the "
+               "last step, call ScheduleWakeup with the delay until the next check is worth making and why, "
+               "or with stop: true when the work is done or there is nothing left to watch.")
+
+
+def loop_prompt(prompt: str, cwd: str, home: str) -> Callable[[], str]:
+    """The prompt of every iteration: the one given, else the loop file (`.loopwright/loop.md`,
+    `.claude/loop.md`, then the same under the home directory; re-read each time, at most 25,000
+    bytes), else a built-in one."""
+    if prompt:
+        return lambda: prompt
+    from .policy.cadence import MAX_LOOP_FILE_BYTES
+
+    places = [f"{base}/{sub}/loop.md" for base in (cwd, home) for sub in (".loopwright", ".claude")]
+
+    def read() -> str:
+        for place in places:
+            try:
+                with open(place, "rb") as f:
+                    text = f.read(MAX_LOOP_FILE_BYTES).decode("utf-8", errors="replace").strip()
+            except OSError:
+                continue
+            if text:
+                return text
+        return BUILTIN_LOOP_PROMPT
+
+    return read
+
+
+class Pacer:
+    """The self-paced schedule (`ports.Wakeups`): holds the iteration's wake-up request."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.wakeup_s: float | None = None
+        self.stop = False
+
+    def request(self, delay_s: float, reason: str, stop: bool) -> str:
+        if stop:
+            self.stop, self.wakeup_s = True, None
+            return "The loop ends after this iteration. Finish the turn with a short summary."
+        kept, note = clamp_wakeup(delay_s)
+        self.stop, self.wakeup_s = False, kept
+        at = time.strftime("%H:%M:%S", time.localtime(self.clock.now() + kept))
+        said = f" ({note})" if note else ""
+        return f"Next iteration at {at}, in {kept}s{said}. Nothing more is needed now: end this turn."
+
+    def take(self) -> tuple[float | None, bool]:
+        wakeup, stop = self.wakeup_s, self.stop
+        self.wakeup_s, self.stop = None, False
+        return wakeup, stop
+
+
+class TimeLoop:
+    """Runs iterations with `run_once(prompt)` (one agent run each, same session) until the
+    policy says the loop is over; the last iteration's result comes back with a `loop` summary."""
+
+    def __init__(self, run_once: Callable[[str], Awaitable[RunResult]], prompt: Callable[[], str],
+                 every_s: int | None, clock: Clock, emit: Callable[[Event], None], *,
+                 until: float | None = None, max_iterations: int | None = None, pacer: Pacer | None = None) -> None:
+        self.run_once, self.prompt, self.clock, self.emit = run_once, prompt, clock, emit
+        self.cadence = cadence(every_s) if every_s is not None else None
+        now = clock.now()
+        self.plan = LoopPlan(self.cadence.every_s if self.cadence else None, now, now + EXPIRY_S, until,
+                             max_iterations)
+        self.pacer = pacer if pacer is not None else (Pacer(clock) if every_s is None else None)
+        self._interrupted = False
+        self._waiting: anyio.CancelScope | None = None
+
+    @property
+    def guide(self) -> str:
+        """What the model is told about the loop (for the system prompt)."""
+        if self.cadence is None:
+            return PACED_GUIDE
+        return FIXED_GUIDE.format(every=_every(self.cadence.every_s))
+
+    def interrupt(self) -> None:
+        """End the loop: a wait ends at once; a running iteration is the caller's to interrupt."""
+        self._interrupted = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def run(self) -> RunResult:
+        state, note = LoopState(), self.cadence.note if self.cadence else None
+        while True:
+            started = self.clock.now()
+            result = await self.run_once(self.prompt())
+            wakeup, stop = self.pacer.take() if self.pacer is not None else (None, False)
+            interrupted = self._interrupted or result.terminal_reason == "aborted"
+            it = Iteration(started, self.clock.now(), failed=result.is_error and not interrupted,
+                           interrupted=interrupted, wakeup_s=wakeup, stop=stop)
+            nxt, state = after_iteration(self.plan, state, it)
+            if isinstance(nxt, Wait):
+                self.emit(LoopStatus(state.iterations, nxt.reason, nxt.at, note))
+                note = None
+                if await self._wait_until(nxt.at):
+                    continue
+                nxt = End("interrupted")
+            assert isinstance(nxt, End)
+            status = LoopStatus(state.iterations, nxt.reason, None, note)
+            self.emit(status)
+            return _with_summary(result, status, self)
+
+    async def _wait_until(self, at: float) -> bool:
+        """Sleep until `at`; False when interrupted first."""
+        if self._interrupted:
+            return False
+        with anyio.CancelScope() as scope:
+            self._waiting = scope
+            await self.clock.sleep(max(0.0, at - self.clock.now()))
+        self._waiting = None
+        return not scope.cancelled_caught and not self._interrupted
+
+
+def _every(seconds: int) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds % size == 0:
+            n = seconds // size
+            return f"{n} {unit}" if n != 1 else unit.rstrip("s")
+    return f"{seconds} seconds"
+
+
+def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop) -> RunResult:
+    summary: dict[str, Any] = {"mode": "self-paced" if loop.cadence is None else "fixed",
+                               "iterations": status.iterations, "terminal_reason": status.reason}
+    if loop.cadence is not None:
+        summary |= {"cron": loop.cadence.cron, "every_seconds": loop.cadence.every_s}
+    return replace(result, loop=summary)

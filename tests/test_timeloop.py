@@ -1,0 +1,235 @@
+"""Time-based loops end to end: a real Agent, the loopback simulator, real tools, and a fake
+clock, so a week of iterations costs milliseconds. What the model was sent and how long the loop
+slept are the evidence."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from loopwright.app import Agent
+from loopwright.events import LoopStatus, ResultEvent
+from loopwright.policy.cadence import FALLBACK_WAKEUP_S
+from loopwright.policy.permissions import PermissionRules
+from loopwright.providers.anthropic import AnthropicModel
+from loopwright.schedule import BUILTIN_LOOP_PROMPT, TimeLoop, loop_prompt
+from loopwright.testing import Simulator
+from loopwright.testing.clock import FakeClock
+from loopwright.tools import tool
+from loopwright.tools.wakeup import ScheduleWakeupTool
+
+pytestmark = pytest.mark.anyio
+START = 1_800_000_000.0  # on the hour in every whole-hour time zone
+
+
+class Looped:
+    def __init__(self, result, sim, clock, events):
+        self.result, self.clock, self.events = result, clock, events
+        self.requests = [r.body for r in sim.message_requests]
+        self.statuses = [e for e in events if isinstance(e, LoopStatus)]
+
+    def last_user_texts(self):
+        out = []
+        for body in self.requests:
+            content = body["messages"][-1]["content"]
+            out.append(content if isinstance(content, str) else " ".join(
+                b.get("text", "") for b in content if b["type"] == "text"))
+        return out
+
+
+@pytest.fixture
+def looped(tmp_path):
+    async def go(script, every_s, prompt="check it", tools=(), clock=None, **loop_kw):
+        clock, events = clock or FakeClock(START), []
+        with Simulator(script) as sim:
+            agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
+                          clock=clock, tools=list(tools), permissions=PermissionRules(allow=tuple(t.name for t in tools)))
+            loop = TimeLoop(lambda text: agent.run(text, on_event=events.append),
+                            prompt if callable(prompt) else (lambda: prompt), every_s, clock, events.append, **loop_kw)
+            if loop.pacer is not None:
+                agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]
+            agent.append_system_prompt = loop.guide
+            try:
+                result = await loop.run()
+            finally:
+                await agent.aclose()
+            out = Looped(result, sim, clock, events)
+        assert not sim.unmatched, "the script did not cover a request"
+        return out
+
+    return go
+
+
+def system_text(body):
+    system = body.get("system", "")
+    return system if isinstance(system, str) else " ".join(b["text"] for b in system)
+
+
+def wakeup(**tool_input):
+    return {"tool_use": {"name": "ScheduleWakeup", "input": tool_input}}
+
+
+async def test_fixed_loop_runs_on_the_cron_step_in_one_conversation(looped):
+    r = await looped([{"text": "all good", "repeat": 3}], 300, max_iterations=3)
+    assert len(r.requests) == 3 and r.clock.sleeps == [300, 300]
+    # one conversation: each iteration sees the ones before it
+    assert [len(b["messages"]) for b in r.requests] == [1, 3, 5]
+    assert "every 5 minutes" in system_text(r.requests[0])
+    assert [(s.reason, s.ended) for s in r.statuses] == [("schedule", False), ("schedule", False),
+                                                         ("max_iterations", True)]
+    assert r.result.loop == {"mode": "fixed", "iterations": 3, "terminal_reason": "max_iterations",
+                             "cron": "*/5 * * * *", "every_seconds": 300}
+    assert r.result.to_json()["loop"]["iterations"] == 3 and r.result.exit_code == 0
+
+
+async def test_missed_fires_collapse_into_one_at_once(looped):
+    clock = FakeClock(START)
+
+    @tool(read_only=True)
+    async def slow_job() -> str:
+        """Takes twenty minutes."""
+        clock.advance(20 * 60)
+        return "done"
+
+    script = [{"tool_use": {"name": "slow_job", "input": {}}}, {"text": "took a while"}, {"text": "quick"}]
+    r = await looped(script, 300, tools=[slow_job], clock=clock, max_iterations=2)
+    assert r.statuses[0].reason == "missed" and r.statuses[0].next_at == START + 20 * 60
+    assert r.clock.sleeps == [0.0] and len(r.requests) == 3  # four fire times passed: one iteration, at once
+
+
+async def test_self_paced_loop_sleeps_as_asked_and_stops_when_told(looped):
+    script = [wakeup(delaySeconds=120, reason="build running"), {"text": "waiting for the build"},
+              wakeup(stop=True, reason="build green"), {"text": "green, done"}]
+    r = await looped(script, None)
+    assert r.clock.sleeps == [120]
+    assert [(s.reason, s.ended) for s in r.statuses] == [("wakeup", False), ("stopped", True)]
+    assert r.result.result == "green, done" and r.result.loop["mode"] == "self-paced"
+    tool_names = [t["name"] for t in r.requests[0]["tools"]]
+    assert "ScheduleWakeup" in tool_names
+    answer = r.requests[1]["messages"][-1]["content"][0]
+    assert answer["type"] == "tool_result" and "in 120s" in answer["content"]
+
+
+async def test_self_paced_delay_is_clamped_and_said(looped):
+    script = [wakeup(delaySeconds=5), {"text": "soon"}, wakeup(stop=True), {"text": "bye"}]
+    r = await looped(script, None)
+    assert r.clock.sleeps == [60]
+    assert "using 60s" in r.requests[1]["messages"][-1]["content"][0]["content"]
+
+
+async def test_no_reschedule_gets_one_fallback_then_the_loop_ends(looped):
+    r = await looped([{"text": "did a thing", "repeat": 2}], None)
+    assert r.clock.sleeps == [FALLBACK_WAKEUP_S] and len(r.requests) == 2
+    assert [s.reason for s in r.statuses] == ["fallback", "no_reschedule"]
+
+
+async def test_three_failed_iterations_end_the_loop_as_an_error(looped):
+    r = await looped([{"fault": {"status": 400, "message": "bad request"}, "repeat": 3}], 300)
+    assert len(r.requests) == 3 and r.statuses[-1].reason == "failing"
+    assert r.result.is_error and r.result.exit_code == 1 and r.result.loop["terminal_reason"] == "failing"
+
+
+async def test_until_ends_the_loop_before_a_fire_past_it(looped):
+    r = await looped([{"text": "ok", "repeat": 2}], 300, until=START + 400)
+    assert len(r.requests) == 2 and r.clock.sleeps == [300]
+    assert r.statuses[-1].reason == "until"
+
+
+async def test_loop_file_is_read_again_for_every_iteration(looped, tmp_path):
+    (tmp_path / ".loopwright").mkdir()
+    loop_md = tmp_path / ".loopwright" / "loop.md"
+    loop_md.write_text("first instructions")
+    read = loop_prompt("", str(tmp_path), str(tmp_path / "nohome"))
+
+    @tool()
+    async def edit_plan() -> str:
+        """Changes the loop file."""
+        loop_md.write_text("second instructions")
+        return "changed"
+
+    script = [{"tool_use": {"name": "edit_plan", "input": {}}}, {"text": "plan changed"}, {"text": "ok"}]
+    r = await looped(script, 300, prompt=read, tools=[edit_plan], max_iterations=2)
+    texts = r.last_user_texts()
+    assert texts[0] == "first instructions" and texts[-1] == "second instructions"
+
+
+def test_without_a_loop_file_the_built_in_prompt_is_used(tmp_path):
+    assert loop_prompt("", str(tmp_path), str(tmp_path))() == BUILTIN_LOOP_PROMPT
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "loop.md").write_text("x" * 30_000)
+    assert loop_prompt("", str(tmp_path), "/nonexistent")() == "x" * 25_000  # capped
+    assert loop_prompt("given", str(tmp_path), str(tmp_path))() == "given"
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def cli(args, tmp_path, script, **kw):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    env.update(ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(tmp_path / "home"), HOME=str(tmp_path / "fakehome"))
+    with Simulator(script) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        out = subprocess.run([sys.executable, "-m", "loopwright", "-p", *args], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60, **kw)
+        out.requests = [r.body for r in sim.message_requests]
+    return out
+
+
+def test_cli_fixed_loop_json_has_the_loop_summary(tmp_path):
+    out = cli(["/loop 7m say hi", "--max-iterations", "1", "--output-format", "json"], tmp_path, [{"text": "hi"}])
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["loop"] == {"mode": "fixed", "iterations": 1, "terminal_reason": "max_iterations",
+                              "cron": "*/6 * * * *", "every_seconds": 360}
+    assert "7m is not a clean cron step" in out.stderr
+    assert out.requests[0]["messages"][0]["content"] in ("say hi", [{"type": "text", "text": "say hi"}])
+
+
+def test_cli_self_paced_stream_json_ends_with_the_summary(tmp_path):
+    out = cli(["/loop watch the build", "--output-format", "stream-json", "--verbose"], tmp_path,
+              [wakeup(stop=True, reason="nothing to watch"), {"text": "stopping"}])
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    status = [line for line in lines if line.get("subtype") == "loop_status"]
+    assert status and status[-1]["reason"] == "stopped" and status[-1]["ended"]
+    assert lines[-1]["type"] == "result" and lines[-1]["loop"]["terminal_reason"] == "stopped"
+    assert "ScheduleWakeup" in [t["name"] for t in out.requests[0]["tools"]]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["/loop 0m x"], "loop interval '0m'"),
+    (["/loop 5m x", "--max-iterations", "0"], "--max-iterations: expected a number above 0"),
+    (["/loop 5m x", "--until", "soonish"], "--until: expected a duration"),
+    (["plain prompt", "--max-iterations", "2"], "use them with -p \"/loop"),
+])
+def test_cli_bad_loop_input_is_one_clear_line(tmp_path, args, needle):
+    out = cli(args, tmp_path, [{"text": "never"}])
+    assert out.returncode == 2 and needle in out.stderr and out.requests == []
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_cli_ctrl_c_while_waiting_ends_the_loop_with_130(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    env.update(ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(tmp_path / "home"), HOME=str(tmp_path / "fakehome"))
+    with Simulator([{"text": "checked", "repeat": -1}]) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "-p", "/loop 1d check", "--output-format",
+                                 "stream-json"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            for line in proc.stdout:  # wait for the loop to start waiting
+                if '"loop_status"' in line:
+                    break
+            proc.send_signal(signal.SIGINT)
+            rest, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    last = json.loads(rest.splitlines()[-1])
+    assert last["loop"]["terminal_reason"] == "interrupted" and len(sim.message_requests) == 1
