@@ -156,7 +156,7 @@ def test_recorder_continues_a_chain_from_a_parent():
 
 
 def _samples():
-    from loopwright.events import ApiRetry, HookResponse, HookStarted, ResultEvent, RunResult
+    from loopwright.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult
 
     result = RunResult("success", False, "ok", "sid", 1, 1, 1, 0.0, Usage(), {}, "end_turn", "completed")
     return {
@@ -170,6 +170,7 @@ def _samples():
         Notice: (Notice("info", "note"), "system"),
         CompactBoundary: (CompactBoundary("auto", 10, 1, "s", (Message.user("s"),)), "system"),
         GoalStatus: (GoalStatus("c"), "attachment"),
+        LoopStatus: (LoopStatus(2, "schedule", 1_800_000_300.0), "system"),
         HookStarted: (HookStarted("h1", "Stop", "Stop"), None),
         HookResponse: (HookResponse("h1", "Stop", "Stop", "success"), None),
         ResultEvent: (ResultEvent(result), "system"),
