@@ -149,6 +149,14 @@ def test_three_failed_iterations_in_a_row_end_it_and_a_success_resets_the_count(
     assert after_iteration(FIXED, state, Iteration(T0 + 600, T0 + 601, failed=True))[0] == End("failing")
 
 
+def test_the_whole_loops_spend_is_bounded():
+    plan = LoopPlan(300, T0, T0 + EXPIRY_S, max_budget_usd=1.0)
+    nxt, state = after_iteration(plan, LoopState(), Iteration(T0, T0 + 1, cost_usd=0.6))
+    assert isinstance(nxt, Wait) and state.spent_usd == pytest.approx(0.6)
+    nxt, state = after_iteration(plan, state, Iteration(T0 + 300, T0 + 301, cost_usd=0.5))
+    assert nxt == End("budget_exhausted") and state.spent_usd == pytest.approx(1.1)
+
+
 def test_a_week_on_one_final_iteration_then_expired():
     near_end = T0 + EXPIRY_S - 100
     nxt, state = after_iteration(FIXED, LoopState(), Iteration(near_end, near_end + 1))

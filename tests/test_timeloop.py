@@ -84,7 +84,9 @@ async def test_fixed_loop_runs_on_the_cron_step_in_one_conversation(looped):
     assert [(s.reason, s.ended) for s in r.statuses] == [("schedule", False), ("schedule", False),
                                                          ("max_iterations", True)]
     assert r.result.loop == {"mode": "fixed", "iterations": 3, "terminal_reason": "max_iterations",
-                             "cron": "*/5 * * * *", "every_seconds": 300}
+                             "cron": "*/5 * * * *", "every_seconds": 300,
+                             "total_cost_usd": pytest.approx(sum(
+                                 e.result.total_cost_usd for e in r.events if isinstance(e, ResultEvent)))}
     assert r.result.to_json()["loop"]["iterations"] == 3 and r.result.exit_code == 0
 
 
@@ -133,6 +135,14 @@ async def test_three_failed_iterations_end_the_loop_as_an_error(looped):
     r = await looped([{"fault": {"status": 400, "message": "bad request"}, "repeat": 3}], 300)
     assert len(r.requests) == 3 and r.statuses[-1].reason == "failing"
     assert r.result.is_error and r.result.exit_code == 1 and r.result.loop["terminal_reason"] == "failing"
+
+
+async def test_the_budget_bounds_the_whole_loop_not_each_iteration(looped):
+    usage = {"input_tokens": 100_000, "output_tokens": 1000}  # ~$0.3 a call on the default model
+    r = await looped([{"text": "ok", "usage": usage, "repeat": -1}], 300, max_budget_usd=1.0)
+    per_call = r.result.total_cost_usd
+    assert 0 < per_call < 1.0 and len(r.requests) == -(-1.0 // per_call)  # stops once the sum reaches it
+    assert r.statuses[-1].reason == "budget_exhausted" and r.result.loop["total_cost_usd"] >= 1.0
 
 
 async def test_until_ends_the_loop_before_a_fire_past_it(looped):
@@ -186,7 +196,8 @@ def test_cli_fixed_loop_json_has_the_loop_summary(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["loop"] == {"mode": "fixed", "iterations": 1, "terminal_reason": "max_iterations",
-                              "cron": "*/6 * * * *", "every_seconds": 360}
+                              "cron": "*/6 * * * *", "every_seconds": 360,
+                              "total_cost_usd": result["total_cost_usd"]}
     assert "7m is not a clean cron step" in out.stderr
     assert out.requests[0]["messages"][0]["content"] in ("say hi", [{"type": "text", "text": "say hi"}])
 

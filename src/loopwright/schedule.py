@@ -82,12 +82,13 @@ class TimeLoop:
 
     def __init__(self, run_once: Callable[[str], Awaitable[RunResult]], prompt: Callable[[], str],
                  every_s: int | None, clock: Clock, emit: Callable[[Event], None], *,
-                 until: float | None = None, max_iterations: int | None = None, pacer: Pacer | None = None) -> None:
+                 until: float | None = None, max_iterations: int | None = None, max_budget_usd: float | None = None,
+                 pacer: Pacer | None = None) -> None:
         self.run_once, self.prompt, self.clock, self.emit = run_once, prompt, clock, emit
         self.cadence = cadence(every_s) if every_s is not None else None
         now = clock.now()
         self.plan = LoopPlan(self.cadence.every_s if self.cadence else None, now, now + EXPIRY_S, until,
-                             max_iterations)
+                             max_iterations, max_budget_usd)
         self.pacer = pacer if pacer is not None else (Pacer(clock) if every_s is None else None)
         self._interrupted = False
         self._waiting: anyio.CancelScope | None = None
@@ -113,7 +114,7 @@ class TimeLoop:
             wakeup, stop = self.pacer.take() if self.pacer is not None else (None, False)
             interrupted = self._interrupted or result.terminal_reason == "aborted"
             it = Iteration(started, self.clock.now(), failed=result.is_error and not interrupted,
-                           interrupted=interrupted, wakeup_s=wakeup, stop=stop)
+                           interrupted=interrupted, wakeup_s=wakeup, stop=stop, cost_usd=result.total_cost_usd)
             nxt, state = after_iteration(self.plan, state, it)
             if isinstance(nxt, Wait):
                 self.emit(LoopStatus(state.iterations, nxt.reason, nxt.at, note))
@@ -124,7 +125,7 @@ class TimeLoop:
             assert isinstance(nxt, End)
             status = LoopStatus(state.iterations, nxt.reason, None, note)
             self.emit(status)
-            return _with_summary(result, status, self)
+            return _with_summary(result, status, self, state.spent_usd)
 
     async def _wait_until(self, at: float) -> bool:
         """Sleep until `at`; False when interrupted first."""
@@ -145,9 +146,10 @@ def _every(seconds: int) -> str:
     return f"{seconds} seconds"
 
 
-def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop) -> RunResult:
+def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop, spent: float) -> RunResult:
     summary: dict[str, Any] = {"mode": "self-paced" if loop.cadence is None else "fixed",
-                               "iterations": status.iterations, "terminal_reason": status.reason}
+                               "iterations": status.iterations, "terminal_reason": status.reason,
+                               "total_cost_usd": round(spent, 8)}
     if loop.cadence is not None:
         summary |= {"cron": loop.cadence.cron, "every_seconds": loop.cadence.every_s}
     return replace(result, loop=summary)

@@ -74,7 +74,8 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
 
     loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
                     loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
-                    on_event, until=until, max_iterations=opts.get("max_iterations"))
+                    on_event, until=until, max_iterations=opts.get("max_iterations"),
+                    max_budget_usd=opts.get("max_budget_usd"))
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
     if loop.pacer is not None:

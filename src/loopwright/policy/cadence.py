@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from dataclasses import replace
 from typing import Literal, Union
 
 from ..fastclass import dataclass
@@ -133,14 +134,16 @@ def clamp_wakeup(seconds: float) -> tuple[int, str | None]:
 
 @dataclass(frozen=True, slots=True)
 class LoopPlan:
-    """A loop's fixed facts: `every_s` None is self-paced; `until` and `max_iterations` are the
-    user's bounds (None: unbounded); `expires` is a week after the start."""
+    """A loop's fixed facts: `every_s` None is self-paced; `until`, `max_iterations` and
+    `max_budget_usd` (the whole loop's spend) are the user's bounds (None: unbounded); `expires` is
+    a week after the start."""
 
     every_s: int | None
     started: float
     expires: float
     until: float | None = None
     max_iterations: int | None = None
+    max_budget_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +157,13 @@ class Iteration:
     interrupted: bool = False
     wakeup_s: float | None = None
     stop: bool = False
+    cost_usd: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class LoopState:
     iterations: int = 0
+    spent_usd: float = 0.0
     failures_in_row: int = 0
     fallback_pending: bool = False  # the last wait was the fallback: no reschedule ends the loop
     final: bool = False  # the iteration just run was the one after expiry
@@ -172,7 +177,8 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class End:
-    reason: Literal["stopped", "max_iterations", "until", "expired", "no_reschedule", "failing", "interrupted"]
+    reason: Literal["stopped", "max_iterations", "until", "expired", "no_reschedule", "failing", "interrupted",
+                    "budget_exhausted"]
 
 
 LoopNext = Union[Wait, End]
@@ -181,11 +187,14 @@ LoopNext = Union[Wait, End]
 def after_iteration(plan: LoopPlan, state: LoopState, it: Iteration) -> tuple[LoopNext, LoopState]:
     """What follows an iteration: wait for the next one (and when), or end (and why)."""
     failures = state.failures_in_row + 1 if it.failed else 0
-    state = LoopState(state.iterations + 1, failures, state.fallback_pending, state.final)
+    state = replace(state, iterations=state.iterations + 1, spent_usd=state.spent_usd + it.cost_usd,
+                    failures_in_row=failures)
     if it.interrupted:
         return End("interrupted"), state
     if failures >= MAX_FAILED_ITERATIONS:
         return End("failing"), state
+    if plan.max_budget_usd is not None and state.spent_usd >= plan.max_budget_usd:
+        return End("budget_exhausted"), state
     if state.final:
         return End("expired"), state
     if plan.max_iterations is not None and state.iterations >= plan.max_iterations:
@@ -207,4 +216,4 @@ def after_iteration(plan: LoopPlan, state: LoopState, it: Iteration) -> tuple[Lo
     final = wait.at >= plan.expires
     if final:  # one last iteration when the week is up, then the loop is gone
         wait = Wait(max(plan.expires, it.ended), "expiry")
-    return wait, LoopState(state.iterations, failures, fallback, final)
+    return wait, replace(state, fallback_pending=fallback, final=final)
