@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from .. import __version__
 from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
@@ -220,6 +220,13 @@ def run_headless(opts: dict[str, Any]) -> int:
 
 
 async def _run(agent: Any, prompt: str, emit: Callable[[Event], None]) -> RunResult:
+    return await foreground(agent, lambda: agent.run(prompt, on_event=emit), emit, agent.interrupt)
+
+
+async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
+                     interrupt: Callable[[], None]) -> RunResult:
+    """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
+    the session and close the agent."""
     loop = asyncio.get_running_loop()
     presses = 0
 
@@ -228,12 +235,12 @@ async def _run(agent: Any, prompt: str, emit: Callable[[Event], None]) -> RunRes
         presses += 1
         if presses > 1:
             os._exit(130)  # a second interrupt: leave now
-        agent.interrupt()
+        interrupt()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        result = await agent.run(prompt, on_event=emit)
+        result = await work()
         await agent.end_session("other", on_event=emit)
         return result
     finally:

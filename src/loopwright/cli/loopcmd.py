@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import time
 from typing import Any
 
 from ..config import parse_duration, positive
 from ..errors import UsageError
-from ..events import Event, ResultEvent, RunResult
+from ..events import Event, ResultEvent
 from .render import dumps
 
 
@@ -51,7 +50,7 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
     from ..clock import SystemClock
     from ..policy.cadence import parse_loop
     from ..schedule import TimeLoop, loop_prompt
-    from .headless import build_agent, make_emitter, open_cli_session, print_result
+    from .headless import build_agent, foreground, make_emitter, open_cli_session, print_result
 
     if opts.get("goal") or opts.get("goal_file"):
         raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")
@@ -84,7 +83,7 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
         agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]  # build_agent always sets the tools
     agent.append_system_prompt = "\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p)
     try:
-        result = asyncio.run(_run(agent, loop, on_event))
+        result = asyncio.run(foreground(agent, loop.run, on_event, lambda: (loop.interrupt(), agent.interrupt())))
     finally:
         session.close()
     if fmt == "json":
@@ -95,27 +94,3 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
     if result.loop and result.loop["terminal_reason"] == "interrupted":
         return 130
     return result.exit_code
-
-
-async def _run(agent: Any, loop: Any, emit: Any) -> RunResult:
-    running = asyncio.get_running_loop()
-    presses = 0
-
-    def on_signal() -> None:
-        nonlocal presses
-        presses += 1
-        if presses > 1:
-            os._exit(130)
-        loop.interrupt()
-        agent.interrupt()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        running.add_signal_handler(sig, on_signal)
-    try:
-        result = await loop.run()
-        await agent.end_session("other", on_event=emit)
-        return result
-    finally:
-        await agent.aclose()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            running.remove_signal_handler(sig)
