@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from loopwright.policy.cadence import (
     EXPIRY_S, FALLBACK_WAKEUP_S, Iteration, LoopArgs, LoopPlan, LoopState, End, Wait, after_iteration, cadence,
-    clamp_wakeup, next_fire, parse_loop,
+    FireDecision, clamp_wakeup, decide_fire, next_fire, parse_loop,
 )
 
 
@@ -162,3 +162,28 @@ def test_a_week_on_one_final_iteration_then_expired():
     nxt, state = after_iteration(FIXED, LoopState(), Iteration(near_end, near_end + 1))
     assert nxt == Wait(T0 + EXPIRY_S, "expiry") and state.final
     assert after_iteration(FIXED, state, Iteration(T0 + EXPIRY_S, T0 + EXPIRY_S + 5))[0] == End("expired")
+
+
+def test_a_due_fire_runs_and_the_next_is_the_following_step():
+    d = decide_fire(300, T0, T0 + 2, grace_s=60, running=False, runs=0, max_runs=None)
+    assert d == FireDecision(T0, T0 + 300, True)
+
+
+def test_missed_fires_collapse_into_the_latest_within_the_grace():
+    d = decide_fire(300, T0, T0 + 3 * 300 + 20, grace_s=60, running=False, runs=0, max_runs=None)
+    assert d == FireDecision(T0 + 900, T0 + 1200, True)
+
+
+def test_a_fire_later_than_the_grace_is_skipped_as_a_misfire():
+    d = decide_fire(3600, T0, T0 + 1800, grace_s=300, running=False, runs=0, max_runs=None)
+    assert d == FireDecision(T0, T0 + 3600, False, "misfire")
+
+
+def test_no_overlap_while_the_previous_run_goes_on():
+    d = decide_fire(300, T0, T0 + 1, grace_s=60, running=True, runs=3, max_runs=None)
+    assert d == FireDecision(T0, T0 + 300, False, "overlap")
+
+
+def test_the_last_allowed_run_finishes_the_schedule():
+    assert decide_fire(300, T0, T0, grace_s=60, running=False, runs=1, max_runs=2).next_at is None
+    assert decide_fire(300, T0, T0, grace_s=60, running=False, runs=0, max_runs=2).next_at == T0 + 300

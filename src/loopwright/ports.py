@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 from .fastclass import dataclass
 from .types import ModelRequest, StreamEvent
@@ -162,3 +162,66 @@ class Wakeups(Protocol):
     iteration (the last one counts), answered with the text the model gets back."""
 
     def request(self, delay_s: float, reason: str, stop: bool) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A persisted schedule: run `prompt` in `cwd` every `every_s` seconds (a clean cron step),
+    next at `next_at` (None: finished). `options` are the per-run flags (max_turns,
+    max_budget_usd, allowed, permission_mode, model)."""
+
+    id: str
+    cwd: str
+    prompt: str
+    every_s: int
+    created: float
+    next_at: float | None
+    paused: bool = False
+    max_runs: int | None = None
+    runs: int = 0
+    grace_s: int = 300
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledRun:
+    """One fire of a schedule, as recorded: `status` running, success, error, interrupted
+    (the scheduler stopped during it; never run again) or skipped (`note` says why)."""
+
+    id: int
+    schedule_id: str
+    fire_at: float
+    status: str
+    started: float | None = None
+    ended: float | None = None
+    session_id: str = ""
+    cost_usd: float = 0.0
+    note: str = ""
+
+
+class ScheduleStore(Protocol):
+    """Where schedules and their runs live, shared by every scheduler process. `claim` is the
+    one write that decides who runs a fire: it moves the schedule's next fire from `due_at` to
+    `next_at` only if no one else has, and records the fire (running, or skipped with a note)."""
+
+    def add(self, schedule: Schedule) -> None: ...
+
+    def get(self, schedule_id: str) -> Schedule | None: ...
+
+    def schedules(self) -> list[Schedule]: ...
+
+    def set_paused(self, schedule_id: str, paused: bool) -> bool: ...
+
+    def remove(self, schedule_id: str) -> bool: ...
+
+    def due(self, now: float) -> list[Schedule]: ...
+
+    def running(self, schedule_id: str) -> bool: ...
+
+    def claim(self, schedule: Schedule, next_at: float | None, run: ScheduledRun, owner: str) -> int | None: ...
+
+    def finish(self, run_id: int, status: str, ended: float, session_id: str, cost_usd: float, note: str) -> None: ...
+
+    def orphans(self) -> list[tuple[ScheduledRun, str]]: ...
+
+    def runs(self, schedule_id: str | None = None, limit: int = 50) -> list[ScheduledRun]: ...

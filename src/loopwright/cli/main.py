@@ -9,7 +9,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 
-SUBCOMMANDS = ("demo", "goal")
+SUBCOMMANDS = ("demo", "goal", "schedule", "scheduler")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""Subcommands beside the headless interface: `loopwright demo` (offline, no key) and
-`loopwright goal status|clear`."""
+"""Subcommands beside the headless interface: `loopwright demo` (offline, no key),
+`loopwright goal status|clear`, `loopwright schedule …` and `loopwright scheduler`."""
 
 from __future__ import annotations
 
@@ -20,4 +20,12 @@ def run(name: str, args: list[str]) -> int:
         from .goalcmd import run as run_goal
 
         return run_goal(args)
+    if name == "schedule":
+        from .schedulecmd import run_schedule
+
+        return run_schedule(args)
+    if name == "scheduler":
+        from .schedulecmd import run_scheduler
+
+        return run_scheduler(args)
     raise AssertionError(name)

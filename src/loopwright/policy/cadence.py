@@ -83,7 +83,7 @@ def cadence(seconds: int) -> Cadence:
     chosen, cron = min(options, key=lambda o: (abs(o[0] - minutes), -o[0]))
     note = None
     if chosen * 60 != seconds:
-        note = f"{_say(seconds)} is not a clean cron step; the loop runs every {_say(chosen * 60)} ({cron})"
+        note = f"{_say(seconds)} is not a clean cron step; using every {_say(chosen * 60)} ({cron})"
     return Cadence(cron, chosen * 60, note)
 
 
@@ -217,3 +217,34 @@ def after_iteration(plan: LoopPlan, state: LoopState, it: Iteration) -> tuple[Lo
     if final:  # one last iteration when the week is up, then the loop is gone
         wait = Wait(max(plan.expires, it.ended), "expiry")
     return wait, replace(state, fallback_pending=fallback, final=final)
+
+
+# ---------------------------------------------------------------- persisted schedules
+
+
+@dataclass(frozen=True, slots=True)
+class FireDecision:
+    """What to do with a schedule that is due: `run` its fire at `fire_at`, or record it as
+    skipped (`skip`: overlap, misfire); then the schedule's next fire is `next_at` (None: it has
+    run `max_runs` times and is finished)."""
+
+    fire_at: float
+    next_at: float | None
+    run: bool
+    skip: str | None = None
+
+
+def decide_fire(every_s: int, due_at: float, now: float, *, grace_s: float, running: bool, runs: int,
+                max_runs: int | None) -> FireDecision:
+    """Missed fires collapse into the latest one; it runs unless the schedule's previous run is
+    still going (no overlap) or it is later than the misfire grace (the scheduler was down)."""
+    latest = due_at
+    while (following := next_fire(every_s, latest)) <= now:
+        latest = following
+    following = next_fire(every_s, max(latest, now))
+    if running:
+        return FireDecision(latest, following, False, "overlap")
+    if now - latest > grace_s:
+        return FireDecision(latest, following, False, "misfire")
+    finished = max_runs is not None and runs + 1 >= max_runs
+    return FireDecision(latest, None if finished else following, True)

@@ -1,0 +1,249 @@
+"""`loopwright schedule add|list|pause|resume|rm|runs` and `loopwright scheduler`: schedules
+kept in `<LOOPWRIGHT_HOME>/schedules.db` that survive restarts. Each fire runs
+`loopwright -p PROMPT --output-format json [flags]` in the schedule's folder, as its own process
+(its own settings, environment and session), and its outcome is recorded."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, NoReturn
+
+from ..errors import UsageError
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _store() -> Any:
+    from ..stores.jsonl import home
+    from ..stores.schedules import SqliteScheduleStore
+
+    return SqliteScheduleStore(home() / "schedules.db")
+
+
+def run_schedule(args: list[str]) -> int:
+    extra: list[str] = []
+    if "--" in args:  # flags for every fire's `loopwright -p`
+        args, extra = args[: args.index("--")], args[args.index("--") + 1:]
+    p = _Parser(prog="loopwright schedule", description="Schedules that survive restarts (served by "
+                "`loopwright scheduler`).")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
+                         "run go after `--`.")
+    add.add_argument("prompt")
+    add.add_argument("--every", required=True, help="Such as 5m, 2h or 1d (kept as a clean cron step).")
+    add.add_argument("--id", help="A name for it (default: 8 random hex digits).")
+    add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
+    add.add_argument("--max-runs", type=int, help="Finish after this many runs.")
+    add.add_argument("--grace", default="5m", help="How late a fire may still run (default 5m); later "
+                     "ones (the scheduler was down) are skipped.")
+    listing = sub.add_parser("list", help="The schedules.")
+    listing.add_argument("--json", action="store_true")
+    for name, what in (("pause", "Stop firing it (kept)."), ("resume", "Fire it again."), ("rm", "Delete it "
+                       "(its run record stays).")):
+        sub.add_parser(name, help=what).add_argument("id")
+    runs = sub.add_parser("runs", help="The record of fires, newest last.")
+    runs.add_argument("id", nargs="?")
+    runs.add_argument("--limit", type=int, default=50)
+    runs.add_argument("--json", action="store_true")
+    opts = p.parse_args(args)
+    if extra and opts.action != "add":
+        raise UsageError("flags after `--` go with `schedule add` only")
+    store = _store()
+    try:
+        if opts.action == "add":
+            print(_add(store, opts, extra))
+        elif opts.action == "list":
+            _print_schedules(store.schedules(), opts.json)
+        elif opts.action in ("pause", "resume", "rm"):
+            done = store.remove(opts.id) if opts.action == "rm" else store.set_paused(opts.id, opts.action == "pause")
+            if not done:
+                raise UsageError(f"no schedule with id {opts.id!r} (see `loopwright schedule list`)")
+        else:
+            _print_runs(store.runs(opts.id, opts.limit), opts.json)
+    finally:
+        store.close()
+    return 0
+
+
+def _add(store: Any, opts: Any, extra: list[str]) -> str:
+    from ..config import parse_duration, positive
+    from ..ids import uuid4
+    from ..policy.cadence import cadence, next_fire, parse_loop
+    from ..ports import Schedule
+    from .loopcmd import is_loop
+    from .main import parser
+
+    if is_loop(opts.prompt):
+        raise UsageError("a schedule runs a prompt or a /goal, not a /loop: the schedule is the loop")
+    try:
+        every = parse_loop(f"{opts.every} x").interval_s
+    except ValueError as exc:
+        raise UsageError(f"--every: {exc}") from None
+    if every is None:
+        raise UsageError(f"--every: expected an interval such as 5m, 2h or 1d, got {opts.every!r}")
+    positive(opts.max_runs, "--max-runs")
+    grace = parse_duration(opts.grace, "--grace")
+    parser().parse_args(["-p", opts.prompt, *extra])  # every fire's flags, checked now, not at 3 a.m.
+    if opts.id is not None and not _ID.fullmatch(opts.id):
+        raise UsageError(f"--id: expected letters, digits, '.', '_' or '-' (at most 64), got {opts.id!r}")
+    steps = cadence(every)
+    if steps.note:
+        print(f"loopwright: note: {steps.note}", file=sys.stderr)
+    now = time.time()
+    schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), opts.prompt, steps.every_s, now,
+                        now if opts.now else next_fire(steps.every_s, now), max_runs=opts.max_runs,
+                        grace_s=int(grace), options={"args": extra})
+    try:
+        store.add(schedule)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return schedule.id
+
+
+def _when(at: float | None) -> str:
+    return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def _print_schedules(schedules: list[Any], as_json: bool) -> None:
+    from ..policy.cadence import cadence
+
+    if as_json:
+        print(json.dumps([{"id": s.id, "cwd": s.cwd, "prompt": s.prompt, "every_seconds": s.every_s,
+                           "cron": cadence(s.every_s).cron, "next_at": s.next_at, "paused": s.paused,
+                           "runs": s.runs, "max_runs": s.max_runs, "grace_seconds": s.grace_s,
+                           "args": list(s.options.get("args", []))} for s in schedules]))
+        return
+    for s in schedules:
+        state = "paused" if s.paused else "finished" if s.next_at is None else f"next {_when(s.next_at)}"
+        print(f"{s.id}  {cadence(s.every_s).cron:<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}")
+
+
+def _print_runs(runs: list[Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([{"id": r.id, "schedule_id": r.schedule_id, "fire_at": r.fire_at, "status": r.status,
+                           "started": r.started, "ended": r.ended, "session_id": r.session_id,
+                           "cost_usd": r.cost_usd, "note": r.note} for r in runs]))
+        return
+    for r in runs:
+        print(f"{r.id:>5}  {r.schedule_id}  {_when(r.fire_at)}  {r.status:<11} ${r.cost_usd:.4f}  "
+              f"{' '.join(r.note.split())[:70]}")
+
+
+# ---------------------------------------------------------------- serving
+
+
+def run_scheduler(args: list[str]) -> int:
+    p = _Parser(prog="loopwright scheduler", description="Serve the schedules: fire each when due, until "
+                "Ctrl-C. Several schedulers may share the store; each fire runs once.")
+    p.add_argument("--once", action="store_true", help="Run what is due now, wait for it, and exit.")
+    p.add_argument("--max-concurrent", type=int, default=4, help="Fires running at once (default 4).")
+    opts = p.parse_args(args)
+    from ..config import positive
+
+    positive(opts.max_concurrent, "--max-concurrent")
+    store = _store()
+    try:
+        return asyncio.run(_serve(store, opts.once, opts.max_concurrent))
+    finally:
+        store.close()
+
+
+async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
+    from ..clock import SystemClock
+    from ..scheduler import Scheduler
+
+    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
+                          alive=_alive, notify=_report, max_concurrent=max_concurrent)
+    stopped = False
+
+    def on_signal() -> None:
+        nonlocal stopped
+        if stopped:
+            os._exit(130)
+        stopped = True
+        scheduler.stop()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        await scheduler.serve(once=once)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 130 if stopped else 0
+
+
+def _report(kind: str, run: Any) -> None:
+    at = time.strftime("%H:%M:%S", time.localtime(run.fire_at))
+    if kind == "started":
+        line = f"▶ {run.schedule_id} · fire {at} · run {run.id}"
+    elif kind == "finished":
+        line = f"■ {run.schedule_id} · run {run.id} {run.status} · ${run.cost_usd:.4f} · {' '.join(run.note.split())[:80]}"
+    else:  # skipped, recovered
+        line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
+    print(line, flush=True)
+
+
+def _alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's scheduler: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def _run_fire(schedule: Any, register: Any) -> Any:
+    from ..scheduler import FireOutcome
+
+    if not os.path.isdir(schedule.cwd):
+        return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
+    argv = [sys.executable, "-m", "loopwright", "-p", schedule.prompt, "--output-format", "json",
+            *schedule.options.get("args", [])]
+    # Its own process group: a Ctrl-C at the scheduler's terminal reaches the fire once, from us.
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=schedule.cwd, stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                start_new_session=True)
+    register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
+    try:
+        out, err = await proc.communicate()
+    except BaseException:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)  # cancelled: the run aborts cleanly, as on Ctrl-C
+            await asyncio.shield(proc.wait())
+        raise
+    return _outcome(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def _outcome(code: int | None, out: str, err: str) -> Any:
+    from ..scheduler import FireOutcome
+
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    try:
+        result = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return FireOutcome("interrupted" if code == 130 else "error",
+                           note=f"exit {code}, no result: {err.strip()[-500:] or '(no output)'}")
+    status = ("interrupted" if result.get("terminal_reason") == "aborted" or code == 130 else
+              "error" if result.get("is_error") else "success")
+    note = "; ".join(result.get("errors") or []) if result.get("is_error") else str(result.get("result", ""))
+    return FireOutcome(status, str(result.get("session_id", "")), float(result.get("total_cost_usd") or 0.0), note)
