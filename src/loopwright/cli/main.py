@@ -48,7 +48,9 @@ def parser() -> Any:
             raise UsageError(message)
 
     p = Parser(prog="loopwright", description="Loop engineering for AI agents: an agent loop that never "
-               "stops silently, never runs away, and proves it is done.")
+               "stops silently, never runs away, and proves it is done.",
+               epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
+               "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")
