@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from loopwright.policy.cadence import (
     EXPIRY_S, FALLBACK_WAKEUP_S, Iteration, LoopArgs, LoopPlan, LoopState, End, Wait, after_iteration, cadence,
-    FireDecision, clamp_wakeup, decide_fire, next_fire, parse_loop,
+    FireDecision, clamp_wakeup, cron_error, cron_next, decide_fire, next_fire, parse_loop, schedule_step,
 )
 
 
@@ -165,25 +165,40 @@ def test_a_week_on_one_final_iteration_then_expired():
 
 
 def test_a_due_fire_runs_and_the_next_is_the_following_step():
-    d = decide_fire(300, T0, T0 + 2, grace_s=60, running=False, runs=0, max_runs=None)
+    d = decide_fire(schedule_step(300), T0, T0 + 2, grace_s=60, running=False, runs=0, max_runs=None)
     assert d == FireDecision(T0, T0 + 300, True)
 
 
 def test_missed_fires_collapse_into_the_latest_within_the_grace():
-    d = decide_fire(300, T0, T0 + 3 * 300 + 20, grace_s=60, running=False, runs=0, max_runs=None)
+    d = decide_fire(schedule_step(300), T0, T0 + 3 * 300 + 20, grace_s=60, running=False, runs=0, max_runs=None)
     assert d == FireDecision(T0 + 900, T0 + 1200, True)
 
 
 def test_a_fire_later_than_the_grace_is_skipped_as_a_misfire():
-    d = decide_fire(3600, T0, T0 + 1800, grace_s=300, running=False, runs=0, max_runs=None)
+    d = decide_fire(schedule_step(3600), T0, T0 + 1800, grace_s=300, running=False, runs=0, max_runs=None)
     assert d == FireDecision(T0, T0 + 3600, False, "misfire")
 
 
 def test_no_overlap_while_the_previous_run_goes_on():
-    d = decide_fire(300, T0, T0 + 1, grace_s=60, running=True, runs=3, max_runs=None)
+    d = decide_fire(schedule_step(300), T0, T0 + 1, grace_s=60, running=True, runs=3, max_runs=None)
     assert d == FireDecision(T0, T0 + 300, False, "overlap")
 
 
 def test_the_last_allowed_run_finishes_the_schedule():
-    assert decide_fire(300, T0, T0, grace_s=60, running=False, runs=1, max_runs=2).next_at is None
-    assert decide_fire(300, T0, T0, grace_s=60, running=False, runs=0, max_runs=2).next_at == T0 + 300
+    assert decide_fire(schedule_step(300), T0, T0, grace_s=60, running=False, runs=1, max_runs=2).next_at is None
+    assert decide_fire(schedule_step(300), T0, T0, grace_s=60, running=False, runs=0, max_runs=2).next_at == T0 + 300
+
+
+def test_cron_expressions_in_local_time_with_five_fields_only():
+    weekdays_at_9 = "0 9 * * 1-5"
+    assert cron_error(weekdays_at_9) is None
+    assert time.gmtime(cron_next(weekdays_at_9, T0))[:5] == (2027, 1, 15, 9, 0)  # Friday 08:00 -> 09:00
+    assert time.gmtime(cron_next(weekdays_at_9, T0 + 3600))[:5] == (2027, 1, 18, 9, 0)  # then Monday
+    for bad in ("61 * * * *", "* * * *", "0 0 * * * *", "@daily", "every day"):
+        assert "expected five cron fields" in cron_error(bad)
+
+
+def test_missed_cron_fires_collapse_too():
+    hourly = schedule_step(0, "0 * * * *")
+    d = decide_fire(hourly, T0, T0 + 3 * 3600 + 30, grace_s=60, running=False, runs=0, max_runs=None)
+    assert d == FireDecision(T0 + 3 * 3600, T0 + 4 * 3600, True)

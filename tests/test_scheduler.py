@@ -261,7 +261,41 @@ def test_a_killed_scheduler_leaves_its_run_interrupted_and_it_is_not_run_again(t
     assert run["status"] == "interrupted" and "not run again" in run["note"]
 
 
+def test_a_cron_schedule_fires_on_its_expression(tmp_path):
+    out = cli(["schedule", "add", "morning report", "--cron", "0 9 * * 1-5", "--id", "morning"], tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "morning", out.stderr
+    (listed,) = json.loads(cli(["schedule", "list", "--json"], tmp_path).stdout)
+    assert listed["cron"] == "0 9 * * 1-5" and listed["every_seconds"] is None
+    at = time.localtime(listed["next_at"])
+    assert (at.tm_hour, at.tm_min) == (9, 0) and at.tm_wday < 5 and listed["next_at"] > time.time()
+
+
+@pytest.mark.anyio
+async def test_the_scheduler_keeps_a_cron_schedules_times(store):
+    store.add(schedule("hourly", every=0, next_at=T0, cron="0 * * * *"))
+    clock, fires = FakeClock(T0 + 5), Fires()
+    await tick(scheduler(store, fires, clock))
+    assert fires.calls == ["hourly"] and store.get("hourly").next_at == T0 + 3600
+
+
+def test_a_store_from_before_cron_gains_the_column(tmp_path):
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "old.db")
+    db.execute("CREATE TABLE schedules (id TEXT PRIMARY KEY, cwd TEXT NOT NULL, prompt TEXT NOT NULL, every_s INTEGER "
+               "NOT NULL, created REAL NOT NULL, next_at REAL, paused INTEGER NOT NULL DEFAULT 0, max_runs INTEGER, "
+               "runs INTEGER NOT NULL DEFAULT 0, grace_s INTEGER NOT NULL, options TEXT NOT NULL DEFAULT '{}')")
+    db.execute("INSERT INTO schedules VALUES ('old', '/w', 'p', 300, 1, 2, 0, NULL, 0, 300, '{}')")
+    db.commit()
+    db.close()
+    store = SqliteScheduleStore(tmp_path / "old.db")
+    assert store.get("old").cron == "" and store.get("old").every_s == 300
+    store.close()
+
+
 @pytest.mark.parametrize(("args", "needle"), [
+    (["schedule", "add", "x", "--cron", "61 * * * *"], "--cron: expected five cron fields"),
+    (["schedule", "add", "x", "--cron", "0 9 * * *", "--every", "1h"], "not allowed with"),
     (["schedule", "add", "x", "--every", "0m"], "loop interval '0m'"),
     (["schedule", "add", "x", "--every", "5"], "--every: expected an interval"),
     (["schedule", "add", "/loop 5m x", "--every", "1h"], "not a /loop"),

@@ -166,9 +166,9 @@ class Wakeups(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """A persisted schedule: run `prompt` in `cwd` every `every_s` seconds (a clean cron step),
-    next at `next_at` (None: finished). `options` are the per-run flags (max_turns,
-    max_budget_usd, allowed, permission_mode, model)."""
+    """A persisted schedule: run `prompt` in `cwd` on the five-field `cron` expression, or every
+    `every_s` seconds (a clean cron step) when it has none; next at `next_at` (None: finished).
+    `options["args"]` are the `-p` flags of every run."""
 
     id: str
     cwd: str
@@ -181,6 +181,7 @@ class Schedule:
     runs: int = 0
     grace_s: int = 300
     options: Mapping[str, Any] = field(default_factory=dict)
+    cron: str = ""
 
 
 @dataclass(frozen=True, slots=True)

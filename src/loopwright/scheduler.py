@@ -11,7 +11,7 @@ import anyio
 
 from .clock import Clock
 from .fastclass import dataclass
-from .policy.cadence import decide_fire
+from .policy.cadence import decide_fire, schedule_step
 from .ports import Schedule, ScheduledRun, ScheduleStore
 
 POLL_S = 30.0  # schedules added by another process are seen within this
@@ -63,8 +63,9 @@ class Scheduler:
         for schedule in self.store.due(now):
             if self.active >= self.max_concurrent:
                 return  # still due: the next tick takes it
-            d = decide_fire(schedule.every_s, schedule.next_at or now, now, grace_s=schedule.grace_s,
-                            running=self.store.running(schedule.id), runs=schedule.runs, max_runs=schedule.max_runs)
+            d = decide_fire(schedule_step(schedule.every_s, schedule.cron), schedule.next_at or now, now,
+                            grace_s=schedule.grace_s, running=self.store.running(schedule.id), runs=schedule.runs,
+                            max_runs=schedule.max_runs)
             run = ScheduledRun(0, schedule.id, d.fire_at, "running" if d.run else "skipped",
                                started=now if d.run else None, ended=None if d.run else now, note=d.skip or "")
             run_id = self.store.claim(schedule, d.next_at, run, self.owner)

@@ -44,7 +44,9 @@ def run_schedule(args: list[str]) -> int:
     add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
                          "run go after `--`.")
     add.add_argument("prompt")
-    add.add_argument("--every", required=True, help="Such as 5m, 2h or 1d (kept as a clean cron step).")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--every", help="Such as 5m, 2h or 1d (kept as a clean cron step).")
+    when.add_argument("--cron", help='Five cron fields in local time, such as "0 9 * * 1-5" (weekdays at 9).')
     add.add_argument("--id", help="A name for it (default: 8 random hex digits).")
     add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
     add.add_argument("--max-runs", type=int, help="Finish after this many runs.")
@@ -82,31 +84,28 @@ def run_schedule(args: list[str]) -> int:
 def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ..config import parse_duration, positive
     from ..ids import uuid4
-    from ..policy.cadence import cadence, next_fire, parse_loop
+    from ..policy.cadence import cron_error, cron_next, next_fire
     from ..ports import Schedule
     from .loopcmd import is_loop
     from .main import parser
 
     if is_loop(opts.prompt):
         raise UsageError("a schedule runs a prompt or a /goal, not a /loop: the schedule is the loop")
-    try:
-        every = parse_loop(f"{opts.every} x").interval_s
-    except ValueError as exc:
-        raise UsageError(f"--every: {exc}") from None
-    if every is None:
-        raise UsageError(f"--every: expected an interval such as 5m, 2h or 1d, got {opts.every!r}")
     positive(opts.max_runs, "--max-runs")
     grace = parse_duration(opts.grace, "--grace")
     parser().parse_args(["-p", opts.prompt, *extra])  # every fire's flags, checked now, not at 3 a.m.
     if opts.id is not None and not _ID.fullmatch(opts.id):
         raise UsageError(f"--id: expected letters, digits, '.', '_' or '-' (at most 64), got {opts.id!r}")
-    steps = cadence(every)
-    if steps.note:
-        print(f"loopwright: note: {steps.note}", file=sys.stderr)
-    now = time.time()
-    schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), opts.prompt, steps.every_s, now,
-                        now if opts.now else next_fire(steps.every_s, now), max_runs=opts.max_runs,
-                        grace_s=int(grace), options={"args": extra})
+    now, every_s, cron = time.time(), 0, ""
+    if opts.cron is not None:
+        if (problem := cron_error(opts.cron)) is not None:
+            raise UsageError(f"--cron: {problem}")
+        cron, first = opts.cron, cron_next(opts.cron, now)
+    else:
+        every_s = _every(opts.every)
+        first = next_fire(every_s, now)
+    schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), opts.prompt, every_s, now, now if opts.now else first,
+                        max_runs=opts.max_runs, grace_s=int(grace), options={"args": extra}, cron=cron)
     try:
         store.add(schedule)
     except ValueError as exc:
@@ -114,22 +113,41 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     return schedule.id
 
 
+def _every(value: str) -> int:
+    from ..policy.cadence import cadence, parse_loop
+
+    try:
+        every = parse_loop(f"{value} x").interval_s
+    except ValueError as exc:
+        raise UsageError(f"--every: {exc}") from None
+    if every is None:
+        raise UsageError(f"--every: expected an interval such as 5m, 2h or 1d, got {value!r}")
+    steps = cadence(every)
+    if steps.note:
+        print(f"loopwright: note: {steps.note}", file=sys.stderr)
+    return steps.every_s
+
+
+def _cron_of(schedule: Any) -> str:
+    from ..policy.cadence import cadence
+
+    return schedule.cron or cadence(schedule.every_s).cron
+
+
 def _when(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
 def _print_schedules(schedules: list[Any], as_json: bool) -> None:
-    from ..policy.cadence import cadence
-
     if as_json:
-        print(json.dumps([{"id": s.id, "cwd": s.cwd, "prompt": s.prompt, "every_seconds": s.every_s,
-                           "cron": cadence(s.every_s).cron, "next_at": s.next_at, "paused": s.paused,
+        print(json.dumps([{"id": s.id, "cwd": s.cwd, "prompt": s.prompt, "every_seconds": s.every_s or None,
+                           "cron": _cron_of(s), "next_at": s.next_at, "paused": s.paused,
                            "runs": s.runs, "max_runs": s.max_runs, "grace_seconds": s.grace_s,
                            "args": list(s.options.get("args", []))} for s in schedules]))
         return
     for s in schedules:
         state = "paused" if s.paused else "finished" if s.next_at is None else f"next {_when(s.next_at)}"
-        print(f"{s.id}  {cadence(s.every_s).cron:<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}")
+        print(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}")
 
 
 def _print_runs(runs: list[Any], as_json: bool) -> None:

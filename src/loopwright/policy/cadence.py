@@ -8,7 +8,7 @@ import math
 import re
 import time
 from dataclasses import replace
-from typing import Literal, Union
+from typing import Callable, Literal, Union
 
 from ..fastclass import dataclass
 
@@ -234,14 +234,41 @@ class FireDecision:
     skip: str | None = None
 
 
-def decide_fire(every_s: int, due_at: float, now: float, *, grace_s: float, running: bool, runs: int,
-                max_runs: int | None) -> FireDecision:
+def cron_error(expr: str) -> str | None:
+    """Why a cron expression cannot drive a schedule, or None: five fields (minute hour
+    day-of-month month day-of-week), as cron reads them."""
+    from croniter import croniter
+
+    if len(expr.split()) != 5 or not croniter.is_valid(expr):
+        return f"expected five cron fields (minute hour day-of-month month day-of-week), got {expr!r}"
+    return None
+
+
+def cron_next(expr: str, after: float) -> float:
+    """The first time after `after` that the expression matches, in local time (day-of-month and
+    day-of-week are ORed when both are restricted, as cron does)."""
+    from datetime import datetime
+
+    from croniter import croniter
+
+    return float(croniter(expr, datetime.fromtimestamp(after).astimezone()).get_next(float))
+
+
+def schedule_step(every_s: int, cron: str = "") -> Callable[[float], float]:
+    """A schedule's next fire after a time: its cron expression if it has one, else its step."""
+    if cron:
+        return lambda after: cron_next(cron, after)
+    return lambda after: next_fire(every_s, after)
+
+
+def decide_fire(step: Callable[[float], float], due_at: float, now: float, *, grace_s: float, running: bool,
+                runs: int, max_runs: int | None) -> FireDecision:
     """Missed fires collapse into the latest one; it runs unless the schedule's previous run is
     still going (no overlap) or it is later than the misfire grace (the scheduler was down)."""
     latest = due_at
-    while (following := next_fire(every_s, latest)) <= now:
+    while (following := step(latest)) <= now:
         latest = following
-    following = next_fire(every_s, max(latest, now))
+    following = step(max(latest, now))
     if running:
         return FireDecision(latest, following, False, "overlap")
     if now - latest > grace_s:

@@ -15,7 +15,8 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
     id TEXT PRIMARY KEY, cwd TEXT NOT NULL, prompt TEXT NOT NULL, every_s INTEGER NOT NULL,
     created REAL NOT NULL, next_at REAL, paused INTEGER NOT NULL DEFAULT 0, max_runs INTEGER,
-    runs INTEGER NOT NULL DEFAULT 0, grace_s INTEGER NOT NULL, options TEXT NOT NULL DEFAULT '{}'
+    runs INTEGER NOT NULL DEFAULT 0, grace_s INTEGER NOT NULL, options TEXT NOT NULL DEFAULT '{}',
+    cron TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, schedule_id TEXT NOT NULL, fire_at REAL NOT NULL,
@@ -25,7 +26,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_schedule ON runs (schedule_id, id);
 CREATE INDEX IF NOT EXISTS runs_running ON runs (status) WHERE status = 'running';
 """
-_SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, options"
+_SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, options, cron"
 _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, cost_usd, note"
 
 
@@ -37,6 +38,9 @@ class SqliteScheduleStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA busy_timeout=30000")
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedules)")}
+        if "cron" not in columns:  # a store made before schedules could take cron expressions
+            self.db.execute("ALTER TABLE schedules ADD COLUMN cron TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.db.close()
@@ -120,12 +124,12 @@ class SqliteScheduleStore:
 
 def _schedule_row(s: Schedule) -> tuple[Any, ...]:
     return (s.id, s.cwd, s.prompt, s.every_s, s.created, s.next_at, int(s.paused), s.max_runs, s.runs, s.grace_s,
-            json.dumps(dict(s.options), separators=(",", ":")))
+            json.dumps(dict(s.options), separators=(",", ":")), s.cron)
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
     return Schedule(row[0], row[1], row[2], row[3], row[4], row[5], bool(row[6]), row[7], row[8], row[9],
-                    json.loads(row[10]))
+                    json.loads(row[10]), row[11])
 
 
 def _run(row: tuple[Any, ...]) -> ScheduledRun:
