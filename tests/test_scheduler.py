@@ -19,6 +19,7 @@ from loopwright.scheduler import FireOutcome, Scheduler
 from loopwright.stores.schedules import SqliteScheduleStore
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
+from procs import gone
 
 T0 = 1_800_000_000.0  # on the hour
 
@@ -247,6 +248,7 @@ def test_a_killed_scheduler_leaves_its_run_interrupted_and_it_is_not_run_again(t
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert "▶" in proc.stdout.readline()  # the fire started
+            fire = _child_of(proc.pid)
             deadline = time.monotonic() + 30
             while not sim.message_requests and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -256,6 +258,7 @@ def test_a_killed_scheduler_leaves_its_run_interrupted_and_it_is_not_run_again(t
             proc.kill()
         served = cli(["scheduler", "--once"], tmp_path, sim)
         requests = len(sim.message_requests)
+    assert gone(fire)  # the fire's own process ended with its scheduler
     assert served.returncode == 0 and "interrupted" in served.stdout and requests == 1
     (run,) = json.loads(cli(["schedule", "runs", "--json"], tmp_path).stdout)
     assert run["status"] == "interrupted" and "not run again" in run["note"]
@@ -291,6 +294,21 @@ def test_a_store_from_before_cron_gains_the_column(tmp_path):
     store = SqliteScheduleStore(tmp_path / "old.db")
     assert store.get("old").cron == "" and store.get("old").every_s == 300
     store.close()
+
+
+def _child_of(pid):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = open(f"/proc/{entry}/stat").read()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    return int(entry)
+        time.sleep(0.05)
+    raise AssertionError("the fire's process never started")
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -207,6 +207,7 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
 
 
 def _report(kind: str, run: Any) -> None:
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
     at = time.strftime("%H:%M:%S", time.localtime(run.fire_at))
     if kind == "started":
         line = f"▶ {run.schedule_id} · fire {at} · run {run.id}"
@@ -214,7 +215,7 @@ def _report(kind: str, run: Any) -> None:
         line = f"■ {run.schedule_id} · run {run.id} {run.status} · ${run.cost_usd:.4f} · {' '.join(run.note.split())[:80]}"
     else:  # skipped, recovered
         line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
-    print(line, flush=True)
+    print(f"{now} {line}", flush=True)
 
 
 def _alive(owner: str) -> bool:
@@ -238,9 +239,10 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
     argv = [sys.executable, "-m", "loopwright", "-p", schedule.prompt, "--output-format", "json",
             *schedule.options.get("args", [])]
     # Its own process group: a Ctrl-C at the scheduler's terminal reaches the fire once, from us.
+    # And it ends with the scheduler: a killed scheduler leaves no run going on behind its back.
     proc = await asyncio.create_subprocess_exec(*argv, cwd=schedule.cwd, stdin=subprocess.DEVNULL,
                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                start_new_session=True)
+                                                start_new_session=True, preexec_fn=_end_with_parent)
     register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
     try:
         out, err = await proc.communicate()
@@ -250,6 +252,16 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
             await asyncio.shield(proc.wait())
         raise
     return _outcome(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+
+def _end_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the scheduler dies; the run then aborts
+    cleanly, as on Ctrl-C. Elsewhere nothing is done."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _outcome(code: int | None, out: str, err: str) -> Any:
