@@ -1,6 +1,21 @@
+import os
+
 import pytest
 
 
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_loopwright_home(tmp_path_factory):
+    """Transcripts and schedules of every test (and every process a test starts) go to a
+    temporary home, never to the developer's ~/.loopwright."""
+    old = os.environ.get("LOOPWRIGHT_HOME")
+    os.environ["LOOPWRIGHT_HOME"] = str(tmp_path_factory.mktemp("loopwright-home"))
+    yield
+    if old is None:
+        os.environ.pop("LOOPWRIGHT_HOME", None)
+    else:
+        os.environ["LOOPWRIGHT_HOME"] = old

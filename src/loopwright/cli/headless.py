@@ -180,6 +180,10 @@ def run_headless(opts: dict[str, Any]) -> int:
         if sys.stdin.isatty() and sys.stdout.isatty():
             raise UsageError("the interactive terminal is not available yet; run headless with -p \"PROMPT\"")
         opts["print_mode"] = True  # piped use without -p behaves as -p
+    if opts.get("input_format") == "stream-json":  # stdin is a stream of messages, not the prompt
+        from .streamin import run_stream_input
+
+        return run_stream_input(opts)
     goal_given = bool(opts.get("goal") or opts.get("goal_file"))
     prompt = read_prompt(opts["prompt"], required=not goal_given)
     from .loopcmd import is_loop

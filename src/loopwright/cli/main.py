@@ -55,6 +55,8 @@ def parser() -> Any:
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")
     add("--output-format", choices=["text", "json", "stream-json"], default="text")
+    add("--input-format", choices=["text", "stream-json"], default="text",
+        help="stream-json: user messages as JSON lines on stdin, each a turn of one session.")
     add("--verbose", action="store_true", help="Show turns and tool calls on stderr as they happen.")
     add("--model", help="Model id or alias (opus, sonnet, haiku).")
     add("--fallback-model", help="Comma-separated fallback models, at most 3 (used on overload and refusal).")

@@ -1,0 +1,77 @@
+"""`--input-format stream-json`: user messages arrive as JSON lines on stdin, and each one is a
+turn of one session (its own `--max-turns`), answered in stream-json with a `result` line per
+turn. `"shouldQuery": false` adds a message without running a turn: it goes with the next one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any, Callable
+
+from ..errors import UsageError
+from ..events import Event, RunResult
+
+EXAMPLE = '{"type":"user","message":{"role":"user","content":"…"}}'
+
+
+def parse_line(line: str, number: int) -> tuple[str, bool]:
+    """A stdin line's text and whether it asks for a turn."""
+    where = f"stdin line {number}"
+    try:
+        data = json.loads(line)
+    except ValueError as exc:
+        raise UsageError(f"{where}: not JSON ({exc.msg}); expected a user message such as {EXAMPLE}") from None
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, dict) or data.get("type") != "user" or message.get("role") != "user":
+        raise UsageError(f"{where}: expected a user message such as {EXAMPLE}")
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text"
+                                           and isinstance(b.get("text"), str) for b in content):
+        text = "\n\n".join(b["text"] for b in content)
+    else:
+        raise UsageError(f"{where}: content must be a string or a list of text blocks (other block types "
+                         "are not supported yet)")
+    return text, data.get("shouldQuery", True) is not False
+
+
+async def serve(agent: Any, emit: Callable[[Event], None], read_line: Callable[[], str]) -> RunResult | None:
+    """Run a turn for each message until stdin ends; the last turn's result (None: no turn ran)."""
+    result, pending, number = None, [], 0
+    while True:
+        line = await asyncio.to_thread(read_line)
+        if not line:
+            break
+        number += 1
+        if not line.strip():
+            continue
+        text, query = parse_line(line, number)
+        pending.append(text)
+        if query:
+            result = await agent.run("\n\n".join(pending), on_event=emit)
+            pending = []
+            if result.terminal_reason == "aborted":
+                break  # Ctrl-C: no further turns
+    if pending:
+        print(f"loopwright: warning: {len(pending)} message(s) with shouldQuery false were never sent: no turn "
+              "followed them", file=sys.stderr, flush=True)
+    return result
+
+
+def run_stream_input(opts: dict[str, Any]) -> int:
+    from .headless import build_agent, foreground, make_emitter, open_cli_session
+
+    if opts["output_format"] != "stream-json":
+        raise UsageError("--input-format stream-json needs --output-format stream-json")
+    if opts["prompt"]:
+        raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
+    agent = build_agent(opts)
+    session = open_cli_session(opts, agent)
+    emit = make_emitter("stream-json", opts["verbose"], agent.session_id, bool(opts.get("include_hook_events")))
+    try:
+        result = asyncio.run(foreground(agent, lambda: serve(agent, emit, sys.stdin.readline), emit, agent.interrupt))
+    finally:
+        session.close()
+    return 0 if result is None else result.exit_code
