@@ -68,6 +68,7 @@ class Agent:
     history: list[Message] = field(default_factory=list)
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
     sandbox: SandboxConfig | None = None  # Bash under bwrap: loopwright.sandbox, docs/permissions.md
+    output_schema: Any = None  # a JSON Schema: the run ends with a fitting `result.structured_output`
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -77,6 +78,10 @@ class Agent:
         self._goal_armed = False
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
+        if self.output_schema is not None:
+            from .structured import StructuredAnswer
+
+            StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
 
     def _client(self) -> Model:
@@ -130,6 +135,8 @@ class Agent:
 
     def system(self) -> str:
         base = self.system_prompt if self.system_prompt is not None else default_system_prompt(self.cwd)
+        if self.output_schema is not None:
+            base += "\n\nThis task ends when you call StructuredOutput with the final answer, matching its schema."
         return f"{base}\n\n{self.append_system_prompt}".strip() if self.append_system_prompt else base
 
     def set_goal(self, spec: GoalSpec | None, baseline: dict[str, str] | None = None) -> None:
@@ -194,10 +201,19 @@ class Agent:
             from .hooks import NotifyingApprover
 
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
+        tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
+        if self.output_schema is not None:  # a fresh answer for every run
+            from .structured import StructuredAnswer
+            from .tools.structured import StructuredOutputTool
+
+            answer = StructuredAnswer(self.output_schema)
+            tools.append(StructuredOutputTool(answer))
+            stop_hooks.append(answer.stop_hook)
+            shape = answer.shape
         config = LoopConfig(
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
-            tools=self._tools(), limits=self.limits, budget=self.budget, permissions=self.permissions,
-            include_partial=self.include_partial, stop_hooks=self.stop_hooks, final_turn=self.final_turn,
+            tools=tools, limits=self.limits, budget=self.budget, permissions=self.permissions,
+            include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list),

@@ -17,6 +17,7 @@ Subtype = Literal[
     "error_max_budget_usd",
     "error_max_budget_tokens",
     "error_max_duration",
+    "error_max_structured_output_retries",
 ]
 
 TerminalReason = Literal[
@@ -41,6 +42,7 @@ TerminalReason = Literal[
     "goal_max_turns",
     "goal_max_duration",
     "goal_max_budget",
+    "structured_output_retry_exhausted",
 ]
 
 
@@ -99,6 +101,7 @@ class RunResult:
     role_usage: dict[str, ModelUsage] = field(default_factory=dict)
     goal: dict[str, Any] | None = None
     loop: dict[str, Any] | None = None  # a time-based loop's summary, on its last iteration's result
+    structured_output: Any = None  # with an output schema: the validated answer
 
     @property
     def exit_code(self) -> int:
@@ -130,6 +133,7 @@ class RunResult:
             "warnings": list(self.warnings),
             **({"goal": self.goal} if self.goal is not None else {}),
             **({"loop": self.loop} if self.loop is not None else {}),
+            **({"structured_output": self.structured_output} if self.structured_output is not None else {}),
         }
 
 

@@ -75,6 +75,7 @@ class LoopConfig:
     writable_roots: tuple[Path, ...] = ()  # besides cwd
     approver: Approver | None = None
     transcript_path: str = ""
+    shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
 
 
 def caps_for(model: str) -> Caps:
@@ -402,7 +403,8 @@ class AgentLoop:
 
     def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
         goal = self.cfg.goal.summary() if self.cfg.goal is not None else None
-        return self.tally.result(
+        result = self.tally.result(
             subtype=subtype, reason=reason, is_error=is_error, text=text, errors=errors, turns=turns,
             session_id=self.cfg.session_id, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
             messages=self.messages, denials=self.dispatch.denials, extra=self._elsewhere(), goal=goal)
+        return self.cfg.shape_result(result) if self.cfg.shape_result is not None else result

@@ -226,3 +226,14 @@ class ScheduleStore(Protocol):
     def orphans(self) -> list[tuple[ScheduledRun, str]]: ...
 
     def runs(self, schedule_id: str | None = None, limit: int = 50) -> list[ScheduledRun]: ...
+
+
+class OutputContract(Protocol):
+    """What a run must answer with (structured output), as the `StructuredOutput` tool sees it:
+    the tool's input schema, and `offer`, which keeps a fitting answer and returns [] or names
+    every problem."""
+
+    @property
+    def input_schema(self) -> dict[str, Any]: ...
+
+    def offer(self, value: dict[str, Any]) -> list[str]: ...

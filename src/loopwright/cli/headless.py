@@ -77,6 +77,7 @@ def build_agent(opts: dict[str, Any]) -> Any:
 
         hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
     return Agent(
+        output_schema=output_schema(opts.get("json_schema")),
         model=opts["model"] or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL,
         tools=tools, system_prompt=system, append_system_prompt=append, hooks=hooks,
         limits=default_limits(max_turns=opts["max_turns"],
@@ -85,6 +86,27 @@ def build_agent(opts: dict[str, Any]) -> Any:
         permissions=rules, sandbox=sandbox,
         include_partial=opts["include_partial_messages"], session_id=session_id, final_turn=opts["final_turn"],
     )
+
+
+def output_schema(value: str | None) -> Any:
+    """`--json-schema`: the schema as JSON text, or the path of a file holding it."""
+    if value is None:
+        return None
+    import json
+
+    text = value if value.lstrip()[:1] in ("{", "[") or value.strip() in ("true", "false") \
+        else read_text_file(value, "--json-schema")
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--json-schema: not JSON ({exc}); give a JSON Schema or the path of a file with one") from None
+    from ..structured import StructuredAnswer
+
+    try:
+        StructuredAnswer(schema)
+    except ValueError as exc:
+        raise UsageError(f"--json-schema: {exc}") from None
+    return schema
 
 
 def writable_dirs_and_sandbox(opts: dict[str, Any], settings: Any, rules: Any) -> tuple[Any, Any]:
@@ -129,6 +151,8 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
 def print_result(result: RunResult, fmt: str) -> None:
     if fmt == "json":
         print(dumps(result.to_json()), flush=True)
+    elif fmt == "text" and result.structured_output is not None:
+        print(dumps(result.structured_output), flush=True)
     elif fmt == "text":
         text = result.result
         if result.is_error and result.errors:

@@ -81,6 +81,8 @@ def parser() -> Any:
     add("--append-system-prompt", help="Add to the system prompt.")
     add("--append-system-prompt-file")
     add("--include-partial-messages", action="store_true", help="stream-json: add stream_event lines.")
+    add("--json-schema", metavar="SCHEMA_OR_FILE", help="End with an answer that fits this JSON Schema "
+        "(the result's structured_output).")
     add("--session-id", help="Use this UUID as the session id.")
     add("--settings", metavar="FILE_OR_JSON", help="A settings file or inline JSON, read after all others.")
     add("--bare", action="store_true", help="Read no settings files (only --settings).")
