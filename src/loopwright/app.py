@@ -85,6 +85,10 @@ class Agent:
         self._refuse_root_bypass()
 
     def _client(self) -> Model:
+        if self.model_client is None and self.model.startswith(("openai:", "openai-compatible:")):
+            from .providers.openai import OpenAIChatModel
+
+            self.model_client = OpenAIChatModel.for_name(self.model, os.environ)
         if self.model_client is None:
             from .providers.anthropic import AnthropicModel
 

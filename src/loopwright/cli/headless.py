@@ -76,9 +76,11 @@ def build_agent(opts: dict[str, Any]) -> Any:
         from ..hooks import HookRunner
 
         hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
+    model = opts["model"] or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
+    _warn_if_unpriced(model)
     return Agent(
         output_schema=output_schema(opts.get("json_schema")),
-        model=opts["model"] or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL,
+        model=model,
         tools=tools, system_prompt=system, append_system_prompt=append, hooks=hooks,
         limits=default_limits(max_turns=opts["max_turns"],
                               fallback_models=parse_fallbacks(opts["fallback_model"] or settings.fallback_model)),
@@ -86,6 +88,15 @@ def build_agent(opts: dict[str, Any]) -> Any:
         permissions=rules, sandbox=sandbox,
         include_partial=opts["include_partial_messages"], session_id=session_id, final_turn=opts["final_turn"],
     )
+
+
+def _warn_if_unpriced(model: str) -> None:
+    from ..policy.models import resolve_model
+
+    if resolve_model(model).price is None:
+        print(f"loopwright: warning: no price is known for model {model}: its calls count as $0 in "
+              "total_cost_usd and --max-budget-usd cannot bound them; --max-tokens-total can",
+              file=sys.stderr, flush=True)
 
 
 def output_schema(value: str | None) -> Any:

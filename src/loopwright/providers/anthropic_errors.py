@@ -183,7 +183,7 @@ def map_errors() -> Iterator[None]:
     try:
         yield
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
-        raise UsageError(f"bad model API base URL (ANTHROPIC_BASE_URL?): {exc}") from exc
+        raise UsageError(f"bad model API base URL (ANTHROPIC_BASE_URL, OPENAI_BASE_URL or the model name?): {exc}") from exc
     except httpx.HTTPError as exc:
         for cls, kind, text in TRANSPORT_ERRORS:
             if isinstance(exc, cls):
