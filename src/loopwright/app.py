@@ -95,6 +95,19 @@ class Agent:
             self.model_client = AnthropicModel.from_env(os.environ)
         return self.model_client
 
+    def _client_for(self, model: str) -> Model:
+        """The main client when `model` is served by the same API, else a client for its API."""
+        other = model.startswith(("openai:", "openai-compatible:"))
+        if other == self.model.startswith(("openai:", "openai-compatible:")):
+            return self._client()
+        if other:
+            from .providers.openai import OpenAIChatModel
+
+            return OpenAIChatModel.for_name(model, os.environ)
+        from .providers.anthropic import AnthropicModel
+
+        return AnthropicModel.from_env(os.environ)
+
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
             from .tools import builtin_tools
@@ -156,7 +169,7 @@ class Agent:
             from .goal import GoalJudge
             from .tools.workspace import LocalWorkspace
 
-            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
+            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client_for(self.goal.model),
                                     self.workspace or LocalWorkspace(self.cwd, self._check_wrapper()),
                                     self.clock or SystemClock())
         self._judge.emit = emit

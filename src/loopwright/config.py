@@ -25,6 +25,11 @@ def parse_duration(value: str, flag: str) -> float:
     return float(match.group(1)) * _UNIT_S[match.group(2)]
 
 
+def _default_evaluator(main: str | None) -> str:
+    """haiku, unless the main model is another provider's: then that model judges too (one key)."""
+    return main if main and main.startswith(("openai:", "openai-compatible:")) else "haiku"
+
+
 def parse_mode(value: str) -> str:
     mode = normalise_mode(value)
     if mode is None:
@@ -102,7 +107,8 @@ def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None"
     positive(opts.get("goal_max_budget_usd"), "--goal-max-budget-usd")
     duration = opts.get("goal_max_duration")
     spec = GoalSpec(validate_condition(condition), tuple(checks), tuple(protect),
-                    model=opts.get("goal_model") or "haiku", max_turns=opts.get("goal_max_turns"),
+                    model=opts.get("goal_model") or _default_evaluator(opts.get("model")),
+                    max_turns=opts.get("goal_max_turns"),
                     max_duration_s=parse_duration(duration, "--goal-max-duration") if duration else None,
                     max_budget_usd=opts.get("goal_max_budget_usd"))
     start = spec.directive() + (f"\n\n{prompt}" if prompt else "")
