@@ -11,6 +11,10 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from .openai_wire import (
+    DONE_FRAME, NO_KEY_MESSAGE, anthropic_view, chat_error, chat_id, check_chat, completion,
+    completion_chunks, data_frame, fault_error,
+)
 from .script import STATUS_OF_TYPE, Fault, Reply, last_user_text
 from .validate import check_request
 from .wire import build_message, error_body, error_type_for, estimate_input_tokens, frame, stream_events
@@ -20,7 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Handler"]
 
-_ROUTES = {"/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens"}
+_ROUTES = {
+    "/v1/messages": "messages", "/v1/messages/count_tokens": "count_tokens", "/v1/chat/completions": "chat",
+}
+_SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -80,6 +87,8 @@ class Handler(BaseHTTPRequestHandler):
         endpoint = _ROUTES.get(rec.path)
         if endpoint is None or self.command != "POST":
             return self._error(rec, 404, "not_found_error", f"Not found: {self.command} {rec.path}")
+        if endpoint == "chat":
+            return self._chat(rec)
         if not _authenticated(rec.headers):
             return self._error(rec, 401, "authentication_error", "x-api-key header is required")
         body = rec.body
@@ -140,6 +149,78 @@ class Handler(BaseHTTPRequestHandler):
             self._chunk(frame(name, data))
         self._chunk(b"")
 
+    # --- OpenAI Chat Completions ----------------------------------------------------------
+
+    def _chat(self, rec: RecordedRequest) -> None:
+        """POST /v1/chat/completions: the same script and faults, OpenAI's wire format."""
+        if not _bearer(rec.headers):
+            return self._chat_error(rec, 401, chat_error(401, NO_KEY_MESSAGE))
+        body = rec.body
+        if not isinstance(body, dict):
+            return self._chat_error(rec, 400, chat_error(400, "We could not parse the JSON body of your request."))
+        problem = check_chat(body) if self.sim.validate else None
+        if problem is not None:
+            return self._chat_error(rec, 400, problem)
+        view = anthropic_view(body)
+        reply = self.sim._take(view, rec)
+        if reply is None:
+            return self._chat_error(rec, 400, chat_error(400, _unmatched_message(view)))
+        if reply.delay and self.sim._sleep(reply.delay):
+            self.close_connection = True  # the simulator is stopping; answer nothing
+            return None
+        return self._chat_answer(rec, body, view, reply)
+
+    def _chat_answer(self, rec: RecordedRequest, body: dict[str, Any], view: dict[str, Any], reply: Reply) -> None:
+        fault, model = reply.fault, view.get("model")
+        if fault is not None and fault.kind == "reset":
+            return self._reset(rec)
+        if fault is not None and fault.kind == "status":
+            assert fault.status is not None
+            headers = _fault_headers(fault) | reply.headers
+            return self._chat_error(rec, fault.status, fault_error(fault, fault.status, model), headers)
+        message, blocks = build_message(reply, view, self.sim._ids)
+        message["id"] = reply.id or chat_id(self.sim._ids)
+        if body.get("stream"):
+            return self._chat_stream(rec, body, message, blocks, reply)
+        if fault is not None and fault.kind == "sse_error":
+            status = _implied_status(fault)  # no stream to carry the error: its status instead
+            return self._chat_error(rec, status, fault_error(fault, status, model), reply.headers)
+        headers = {"x-request-id": rec.request_id} | reply.headers
+        answer = completion(message, blocks, message["model"])
+        if fault is not None and fault.kind == "cut":
+            return self._cut_json(rec, answer, headers)
+        return self._send_json(rec, 200, answer, headers)
+
+    def _chat_stream(
+        self, rec: RecordedRequest, body: dict[str, Any], message: dict[str, Any],
+        blocks: list[dict[str, Any]], reply: Reply,
+    ) -> None:
+        fault = reply.fault
+        kind = fault.kind if fault is not None else None
+        stop_after = fault.after_blocks if fault is not None and kind in ("sse_error", "cut") else None
+        error = None
+        if fault is not None and kind == "sse_error":
+            error = fault_error(fault, _implied_status(fault), message["model"])
+        options = body.get("stream_options")
+        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        # Like a cut Messages stream: the body ends cleanly (no finish chunk, no [DONE]) and
+        # the connection is not reused.
+        headers = _SSE_HEADERS | {"x-request-id": rec.request_id} | reply.headers
+        self._begin(rec, 200, headers, close=kind == "cut")
+        chunks = completion_chunks(
+            message, blocks, message["model"], include_usage=include_usage, stop_after=stop_after, error=error
+        )
+        for chunk in chunks:
+            self._chunk(data_frame(chunk))
+        if stop_after is None:
+            self._chunk(DONE_FRAME)
+        self._chunk(b"")
+
+    def _chat_error(
+        self, rec: RecordedRequest, status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        self._send_json(rec, status, body, {"x-request-id": rec.request_id} | (headers or {}))
+
     def _chunk(self, data: bytes) -> None:
         # wfile is unbuffered (wbufsize 0): each frame goes out in one send, i.e. flushed.
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -195,8 +276,18 @@ def _lower(items: Any) -> dict[str, str]:
 
 
 def _authenticated(headers: dict[str, str]) -> bool:
+    return bool(headers.get("x-api-key")) or _bearer(headers)
+
+
+def _bearer(headers: dict[str, str]) -> bool:
+    """OpenAI's auth: `Authorization: Bearer <key>` with a non-empty key."""
     bearer = headers.get("authorization", "")
-    return bool(headers.get("x-api-key")) or (bearer.lower().startswith("bearer ") and bool(bearer[7:].strip()))
+    return bearer.lower().startswith("bearer ") and bool(bearer[7:].strip())
+
+
+def _implied_status(fault: Fault) -> int:
+    """The HTTP status a stream error type stands for when there is no stream to carry it."""
+    return STATUS_OF_TYPE.get(fault.error_type or "overloaded_error", 500)
 
 
 def _number(value: float) -> str:

@@ -177,6 +177,11 @@ class Simulator:
         return [r for r in self.requests if r.method == "POST" and r.path == "/v1/messages"]
 
     @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        """Requests to the OpenAI-style `POST /v1/chat/completions` endpoint."""
+        return [r for r in self.requests if r.method == "POST" and r.path == "/v1/chat/completions"]
+
+    @property
     def unmatched(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._unmatched)
