@@ -86,3 +86,33 @@ def test_cli_on_a_chat_model_warns_that_it_has_no_price(tmp_path):
     assert out.returncode == 0 and result["result"] == "hello from a local model", out.stderr
     assert "no price is known for model openai-compatible:" in out.stderr and result["total_cost_usd"] == 0
     assert request.body["model"] == "llama" and request.headers["authorization"] == "Bearer sk-local"
+
+
+async def test_a_goal_on_a_chat_model_is_judged_by_it(tmp_path):
+    from loopwright.goal import GoalSpec
+
+    judge = {"system_contains": "You decide whether an agent has met its goal"}
+    rules = {"rules": [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "marker exists"})}]},
+                       {"responses": [TOUCH, {"text": "made the marker"}]}]}
+    with Simulator(rules) as sim:
+        name = f"openai-compatible:{sim.base_url}/v1#local-model"
+        agent = Agent(model=name, cwd=tmp_path, clock=FakeClock(), permissions=PermissionRules(allow=("Bash",)))
+        spec = GoalSpec("the file marker exists", model=name)
+        agent.set_goal(spec)
+        result = await agent.run(spec.directive())
+        await agent.aclose()
+        judged = [r.body for r in sim.chat_requests if "met its goal" in json.dumps(r.body["messages"][0])]
+    assert result.terminal_reason == "goal_met" and len(judged) == 1
+    assert "response_format" not in judged[0]  # only OpenAI's own API is asked for a json_schema answer
+
+
+def test_openais_own_api_is_asked_for_structured_verdicts():
+    from loopwright.providers.openai import chat_body
+    from loopwright.types import Message, ModelRequest
+
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    request = ModelRequest("openai:gpt-x", (Message.user("judge"),), 100,
+                           extra={"output_config": {"format": {"type": "json_schema", "schema": schema}}})
+    assert chat_body(request, "gpt-x", official=True)["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    assert "response_format" not in chat_body(request, "x", official=False)

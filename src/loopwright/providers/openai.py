@@ -149,6 +149,9 @@ def chat_body(request: ModelRequest, model: str, *, official: bool) -> dict[str,
     body: dict[str, Any] = {"model": model, "messages": messages, "stream": True,
                             "stream_options": {"include_usage": True},
                             ("max_completion_tokens" if official else "max_tokens"): request.max_tokens}
+    wanted = (request.extra.get("output_config") or {}).get("format")
+    if official and isinstance(wanted, dict) and wanted.get("type") == "json_schema":  # e.g. the goal's verdict
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "answer", "schema": wanted["schema"]}}
     if request.tools:
         body["tools"] = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
                                                            "parameters": t.get("input_schema", {"type": "object"})}}
