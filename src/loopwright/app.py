@@ -15,7 +15,7 @@ from .fastclass import dataclass
 from .ids import uuid4
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
-from .policy.models import DEFAULT_MODEL, resolve_model
+from .policy.models import DEFAULT_MODEL, resolve_model, served_by_openai
 from .policy.rules import PermissionRules
 from .policy.stop import Limits
 from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
@@ -78,6 +78,7 @@ class Agent:
         self._goal_armed = False
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
+        self._other_clients: list[Model] = []
         if self.output_schema is not None:
             from .structured import StructuredAnswer
 
@@ -85,28 +86,18 @@ class Agent:
         self._refuse_root_bypass()
 
     def _client(self) -> Model:
-        if self.model_client is None and self.model.startswith(("openai:", "openai-compatible:")):
-            from .providers.openai import OpenAIChatModel
-
-            self.model_client = OpenAIChatModel.for_name(self.model, os.environ)
         if self.model_client is None:
-            from .providers.anthropic import AnthropicModel
-
-            self.model_client = AnthropicModel.from_env(os.environ)
+            self.model_client = _client_of(self.model)
         return self.model_client
 
     def _client_for(self, model: str) -> Model:
-        """The main client when `model` is served by the same API, else a client for its API."""
-        other = model.startswith(("openai:", "openai-compatible:"))
-        if other == self.model.startswith(("openai:", "openai-compatible:")):
+        """The main client when `model` is served by the same API, else a client for its API
+        (closed with the agent)."""
+        if served_by_openai(model) == served_by_openai(self.model):
             return self._client()
-        if other:
-            from .providers.openai import OpenAIChatModel
-
-            return OpenAIChatModel.for_name(model, os.environ)
-        from .providers.anthropic import AnthropicModel
-
-        return AnthropicModel.from_env(os.environ)
+        client = _client_of(model)
+        self._other_clients.append(client)
+        return client
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
@@ -324,8 +315,21 @@ class Agent:
         work = self._background() if self.tools is not None else None
         if work is not None:
             await work.stop_all()
-        if self.model_client is not None:
-            await self.model_client.aclose()
+        for client in [self.model_client, *self._other_clients]:
+            if client is not None:
+                await client.aclose()
+        self._other_clients = []
+
+
+def _client_of(model: str) -> Model:
+    """A client for the API that serves `model`, configured from the environment."""
+    if served_by_openai(model):
+        from .providers.openai import OpenAIChatModel
+
+        return OpenAIChatModel.for_name(model, os.environ)
+    from .providers.anthropic import AnthropicModel
+
+    return AnthropicModel.from_env(os.environ)
 
 
 async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:
