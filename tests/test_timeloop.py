@@ -18,10 +18,11 @@ from loopwright.events import LoopStatus, ResultEvent
 from loopwright.policy.cadence import FALLBACK_WAKEUP_S
 from loopwright.policy.permissions import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
-from loopwright.schedule import BUILTIN_LOOP_PROMPT, TimeLoop, loop_prompt
+from loopwright.schedule import BUILTIN_LOOP_PROMPT, MAX_CRONS, SessionCrons, TimeLoop, loop_prompt
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from loopwright.tools import tool
+from loopwright.tools.crons import cron_tools
 from loopwright.tools.wakeup import ScheduleWakeupTool
 
 pytestmark = pytest.mark.anyio
@@ -51,9 +52,11 @@ def looped(tmp_path):
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                           clock=clock, tools=list(tools), permissions=PermissionRules(allow=tuple(t.name for t in tools)))
             loop = TimeLoop(lambda text: agent.run(text, on_event=events.append),
-                            prompt if callable(prompt) else (lambda: prompt), every_s, clock, events.append, **loop_kw)
+                            prompt if callable(prompt) else (lambda: prompt), every_s, clock, events.append,
+                            crons=SessionCrons(clock), **loop_kw)
             if loop.pacer is not None:
                 agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]
+            agent.tools = [*agent.tools, *cron_tools(loop.crons)]
             agent.append_system_prompt = loop.guide
             try:
                 result = await loop.run()
@@ -175,6 +178,47 @@ def test_without_a_loop_file_the_built_in_prompt_is_used(tmp_path):
     (tmp_path / ".claude" / "loop.md").write_text("x" * 30_000)
     assert loop_prompt("", str(tmp_path), "/nonexistent")() == "x" * 25_000  # capped
     assert loop_prompt("given", str(tmp_path), str(tmp_path))() == "given"
+
+
+# ---------------------------------------------------------------- prompts the model schedules
+
+
+async def test_a_prompt_the_model_scheduled_runs_between_iterations(looped):
+    script = [{"tool_use": {"name": "CronCreate", "input": {"cron": "30 * * * *", "prompt": "check the queue",
+                                                            "recurring": False}}},
+              {"text": "scheduled"}, {"text": "queue is fine"}, {"text": "hourly check done"}]
+    r = await looped(script, 3600, max_iterations=2)
+    assert r.last_user_texts() == ["check it", "", "check the queue", "check it"]  # "" the tool result
+    assert r.clock.sleeps == [1800, 1800]  # 08:00 → the task at 08:30 → the next iteration at 09:00
+    assert any(getattr(e, "subtype", "") == "cron_fire" for e in r.events)
+    created = r.requests[1]["messages"][-1]["content"][0]
+    assert created["type"] == "tool_result" and created["content"].startswith("Scheduled ")
+
+
+def test_session_crons_rules():
+    clock = FakeClock(START)  # 08:00
+    crons = SessionCrons(clock)
+    with pytest.raises(ValueError, match="expected five cron fields"):
+        crons.create("every hour", "x", True)
+    with pytest.raises(ValueError, match="the prompt is empty"):
+        crons.create("0 * * * *", "  ", True)
+    crons.create("15 * * * *", "once", False)
+    crons.create("*/20 * * * *", "often", True)
+    assert crons.next_at() == START + 15 * 60 and "once" in crons.describe()
+    clock.advance(15 * 60)
+    assert crons.take_due(clock.now()).prompt == "once" and crons.take_due(clock.now()) is None
+    assert len(crons.tasks) == 1  # the one-shot is gone
+    clock.advance(2 * 3600)  # missed fires of the recurring one collapse into one
+    task = crons.take_due(clock.now())
+    assert task.prompt == "often" and task.next_at == START + 15 * 60 + 2 * 3600 + 5 * 60
+    clock.advance(7 * 86400)  # its week is up: this fire is its last
+    assert crons.take_due(clock.now()).prompt == "often" and crons.tasks == {}
+    for i in range(MAX_CRONS):
+        crons.create("0 * * * *", f"p{i}", True)
+    with pytest.raises(ValueError, match="at most 50"):
+        crons.create("0 * * * *", "one too many", True)
+    some = next(iter(crons.tasks))
+    assert crons.delete(some) and not crons.delete(some)
 
 
 # ---------------------------------------------------------------- the CLI

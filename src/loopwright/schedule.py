@@ -11,10 +11,15 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from .clock import Clock
-from .events import Event, LoopStatus, RunResult
+from .events import Event, LoopStatus, Notice, RunResult
+from .fastclass import dataclass
+from .ids import uuid4
 from .policy.cadence import (
-    EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup,
+    EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup, cron_error,
+    cron_next,
 )
+
+MAX_CRONS = 50
 
 BUILTIN_LOOP_PROMPT = (
     "Look after this project: check whether anything needs attention (failing tests or builds, "
@@ -76,6 +81,66 @@ class Pacer:
         return wakeup, stop
 
 
+@dataclass
+class CronTask:
+    id: str
+    cron: str
+    prompt: str
+    recurring: bool
+    created: float
+    next_at: float
+
+
+class SessionCrons:
+    """The prompts the model scheduled in this loop (`ports.Crons`), fired between iterations."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.tasks: dict[str, CronTask] = {}
+
+    def create(self, cron: str, prompt: str, recurring: bool) -> str:
+        if len(self.tasks) >= MAX_CRONS:
+            raise ValueError(f"at most {MAX_CRONS} scheduled prompts per session; delete one first (CronDelete)")
+        if (problem := cron_error(cron)) is not None:
+            raise ValueError(problem)
+        if not prompt.strip():
+            raise ValueError("the prompt is empty")
+        now = self.clock.now()
+        task = CronTask(uuid4()[:8], cron, prompt, recurring, now, cron_next(cron, now))
+        self.tasks[task.id] = task
+        how = "recurring, for 7 days" if recurring else "once"
+        return f"Scheduled {task.id} ({how}): first at {_clock_time(task.next_at)}."
+
+    def describe(self) -> str:
+        if not self.tasks:
+            return "No scheduled prompts."
+        return "\n".join(f"{t.id}  {t.cron}  next {_clock_time(t.next_at)}  {'recurring' if t.recurring else 'once'}"
+                         f"  {t.prompt[:80]}" for t in sorted(self.tasks.values(), key=lambda t: t.next_at))
+
+    def delete(self, task_id: str) -> bool:
+        return self.tasks.pop(task_id, None) is not None
+
+    def next_at(self) -> float | None:
+        return min((t.next_at for t in self.tasks.values()), default=None)
+
+    def take_due(self, now: float) -> CronTask | None:
+        """The earliest due task, moved on: a one-shot or expired one goes, a recurring one waits
+        for its next match (fires missed meanwhile collapse into this one)."""
+        due = [t for t in self.tasks.values() if t.next_at <= now]
+        if not due:
+            return None
+        task = min(due, key=lambda t: t.next_at)
+        if not task.recurring or now >= task.created + EXPIRY_S:
+            del self.tasks[task.id]  # a recurring task's week is up: this was its final fire
+        else:
+            task.next_at = cron_next(task.cron, now)
+        return task
+
+
+def _clock_time(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
+
+
 class TimeLoop:
     """Runs iterations with `run_once(prompt)` (one agent run each, same session) until the
     policy says the loop is over; the last iteration's result comes back with a `loop` summary."""
@@ -83,22 +148,25 @@ class TimeLoop:
     def __init__(self, run_once: Callable[[str], Awaitable[RunResult]], prompt: Callable[[], str],
                  every_s: int | None, clock: Clock, emit: Callable[[Event], None], *,
                  until: float | None = None, max_iterations: int | None = None, max_budget_usd: float | None = None,
-                 pacer: Pacer | None = None) -> None:
+                 pacer: Pacer | None = None, crons: SessionCrons | None = None) -> None:
         self.run_once, self.prompt, self.clock, self.emit = run_once, prompt, clock, emit
         self.cadence = cadence(every_s) if every_s is not None else None
         now = clock.now()
         self.plan = LoopPlan(self.cadence.every_s if self.cadence else None, now, now + EXPIRY_S, until,
                              max_iterations, max_budget_usd)
         self.pacer = pacer if pacer is not None else (Pacer(clock) if every_s is None else None)
+        self.crons = crons
+        self._cron_spent = 0.0  # what scheduled prompts cost, counted with the next iteration
         self._interrupted = False
         self._waiting: anyio.CancelScope | None = None
 
     @property
     def guide(self) -> str:
         """What the model is told about the loop (for the system prompt)."""
-        if self.cadence is None:
-            return PACED_GUIDE
-        return FIXED_GUIDE.format(every=_every(self.cadence.every_s))
+        guide = PACED_GUIDE if self.cadence is None else FIXED_GUIDE.format(every=_every(self.cadence.every_s))
+        if self.crons is not None:
+            guide += " To run something at a set time (once, or on a cron schedule), use CronCreate."
+        return guide
 
     def interrupt(self) -> None:
         """End the loop: a wait ends at once; a running iteration is the caller's to interrupt."""
@@ -113,19 +181,36 @@ class TimeLoop:
             result = await self.run_once(self.prompt())
             wakeup, stop = self.pacer.take() if self.pacer is not None else (None, False)
             interrupted = self._interrupted or result.terminal_reason == "aborted"
+            spent, self._cron_spent = result.total_cost_usd + self._cron_spent, 0.0
             it = Iteration(started, self.clock.now(), failed=result.is_error and not interrupted,
-                           interrupted=interrupted, wakeup_s=wakeup, stop=stop, cost_usd=result.total_cost_usd)
+                           interrupted=interrupted, wakeup_s=wakeup, stop=stop, cost_usd=spent)
             nxt, state = after_iteration(self.plan, state, it)
             if isinstance(nxt, Wait):
                 self.emit(LoopStatus(state.iterations, nxt.reason, nxt.at, note))
                 note = None
-                if await self._wait_until(nxt.at):
+                if await self._wait_and_fire_crons(nxt.at):
                     continue
                 nxt = End("interrupted")
             assert isinstance(nxt, End)
             status = LoopStatus(state.iterations, nxt.reason, None, note)
             self.emit(status)
             return _with_summary(result, status, self, state.spent_usd)
+
+    async def _wait_and_fire_crons(self, at: float) -> bool:
+        """Wait until `at`, running the scheduled prompts that come due first; False when
+        interrupted."""
+        while (cron_at := self.crons.next_at() if self.crons is not None else None) is not None and cron_at < at:
+            if not await self._wait_until(cron_at):
+                return False
+            task = self.crons.take_due(self.clock.now()) if self.crons is not None else None
+            if task is None:
+                continue
+            self.emit(Notice("info", f"scheduled prompt {task.id} ({task.cron}) fires", subtype="cron_fire"))
+            result = await self.run_once(task.prompt)
+            self._cron_spent += result.total_cost_usd
+            if self._interrupted or result.terminal_reason == "aborted":
+                return False
+        return await self._wait_until(at)
 
     async def _wait_until(self, at: float) -> bool:
         """Sleep until `at`; False when interrupted first."""

@@ -49,7 +49,8 @@ def parse_until(value: str | None, now: float) -> float | None:
 def run_loop(opts: dict[str, Any], prompt: str) -> int:
     from ..clock import SystemClock
     from ..policy.cadence import parse_loop
-    from ..schedule import TimeLoop, loop_prompt
+    from ..schedule import SessionCrons, TimeLoop, loop_prompt
+    from ..tools.crons import cron_tools
     from .headless import build_agent, foreground, make_emitter, open_cli_session, print_result
 
     if opts.get("goal") or opts.get("goal_file"):
@@ -74,13 +75,14 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
     loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
                     loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
                     on_event, until=until, max_iterations=opts.get("max_iterations"),
-                    max_budget_usd=opts.get("max_budget_usd"))
+                    max_budget_usd=opts.get("max_budget_usd"), crons=SessionCrons(clock))
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
     if loop.pacer is not None:
         from ..tools.wakeup import ScheduleWakeupTool
 
         agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]  # build_agent always sets the tools
+    agent.tools = [*agent.tools, *cron_tools(loop.crons)]
     agent.append_system_prompt = "\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p)
     try:
         result = asyncio.run(foreground(agent, loop.run, on_event, lambda: (loop.interrupt(), agent.interrupt())))
