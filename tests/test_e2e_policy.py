@@ -2,7 +2,6 @@
 against the loopback simulator, real tools, a fake clock for backoff. Each test asserts the
 requests made and the result."""
 
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@ the real loop against the loopback simulator, real tools. Each test asserts what
 sent, what ran, and what the hook received."""
 
 import json
-import os
 import shlex
 from pathlib import Path
 

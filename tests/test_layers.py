@@ -13,7 +13,7 @@ LAYER_OF = {
     "policy": 1,
     "ports": 2,
     "loop": 3, "accumulate": 3, "compaction": 3, "hooks": 3, "goal": 3, "schedule": 3,
-    "routines": 3, "scheduler": 3, "structured": 3, "session": 3, "dispatch": 3, "gate": 3, "tally": 3, "compactor": 3,
+    "routines": 3, "scheduler": 3, "structured": 3, "hookcalls": 3, "session": 3, "dispatch": 3, "gate": 3, "tally": 3, "compactor": 3,
     "providers": 4, "tools": 4, "stores": 4, "sandbox": 4,
     "config": 5, "settings": 5, "app": 5, "cli": 5, "testing": 5, "distributed": 5, "demo": 5,
     "__init__": 5, "__main__": 5,

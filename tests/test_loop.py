@@ -11,7 +11,6 @@ from loopwright.errors import ModelError
 from loopwright.events import CompactBoundary, ToolStarted
 from loopwright.loop import AgentLoop, LoopConfig
 from loopwright.policy.permissions import PermissionRules
-from loopwright.policy.stop import Limits
 from loopwright.testing.clock import FakeClock
 from loopwright.testing.scripted import ScriptedModel, Step, text
 from loopwright.tools import tool

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, assert_never
+from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
 import anyio
 
@@ -39,6 +39,7 @@ from .policy.stop import (
 from .dispatch import ToolDispatcher
 from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
+from .hookcalls import LoopHooks, StopHook
 from .tally import Tally
 from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from .gate import ToolGate
     from .goal import GoalJudge
 
-StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]
 INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
@@ -94,17 +94,18 @@ class AgentLoop:
         self.rng = rng or random.Random()
         self.model = config.model
         self.hooks = config.hooks
+        self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, session_id=config.session_id)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
-                                       self._payload, config.parallel_tools, self.clock)
+                                       self.calls.payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []
         self.tally = Tally()
         self._scope: anyio.CancelScope | None = None
         self._last_error: ModelError | None = None
         self.compactor = Compactor(
             CompactionLimits(config.compact_threshold, config.max_failed_compactions, config.max_compaction_refills),
-            self._stream, config.hooks, self._payload, self._emit, getattr(model, "count_tokens", None))
+            self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None))
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
@@ -135,9 +136,7 @@ class AgentLoop:
         if result is None:  # interrupted
             result = self._aborted()
         elif (kind := stop_failure(result.terminal_reason, self._last_error)) is not None:
-            await self.hooks.run("StopFailure", self._payload("StopFailure") | {
-                "error": kind, "error_details": "; ".join(result.errors),
-                "last_assistant_message": result.result}, match=kind)
+            await self.calls.failure(kind, result.errors, result.result)
         self.emit(ResultEvent(result))
         return result
 
@@ -170,7 +169,7 @@ class AgentLoop:
                 self._append_assistant(assistant, state)
                 self._tools_since_stop = True
                 batch = await self.dispatch.run(calls)
-                after = NO_HOOK_RESULT if batch.stop else await self._batch_hook(calls, batch.results)
+                after = NO_HOOK_RESULT if batch.stop else await self.calls.batch(calls, batch.results)
                 extra = [*after.additional_context, *([note] if note else [])]
                 self._append_user(Message("user", (*batch.results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
@@ -207,7 +206,7 @@ class AgentLoop:
                 state = replace(state, max_tokens=caps_for(model).default_output)
             case CandidateStop(assistant=assistant):
                 self._append_assistant(assistant, state)
-                verdict = await self._stop_hooks(assistant, state)
+                verdict = await self.calls.stop(assistant.text, state.stop_blocks > 0)
                 if verdict.stop:
                     return self._hook_stopped(verdict, state), state
                 if verdict.reason is None and self.cfg.goal is not None and self.cfg.goal.active:
@@ -283,20 +282,7 @@ class AgentLoop:
         removed = self.cfg.permissions.removed_tools()
         return [t for t in self.cfg.tools if t.name not in removed and "*" not in removed]
 
-    # ------------------------------------------------------------ stop hooks
-
-    async def _stop_hooks(self, assistant: Message, state: LoopState) -> HookResult:
-        """Registered Stop hooks and Python stop hooks; a block's reason (or extra context)
-        becomes the next user message."""
-        payload = self._payload("Stop") | {"stop_hook_active": state.stop_blocks > 0,
-                                           "last_assistant_message": assistant.text,
-                                           "background_tasks": self.cfg.background_tasks()}
-        hooked = await self.hooks.run("Stop", payload)
-        reasons = [r for r in [await hook(payload) for hook in self.cfg.stop_hooks] if r]
-        if hooked.decision == "block":
-            reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")
-        reasons += hooked.additional_context
-        return replace(hooked, reason="\n".join(reasons) if reasons else None)
+    # ------------------------------------------------------------ stops and hooks
 
     async def _judge_goal(self, assistant: Message, state: LoopState) -> Next:
         assert self.cfg.goal is not None
@@ -311,18 +297,13 @@ class AgentLoop:
         errors = (decision.reason,) if decision.is_error else ()
         return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text)
 
-    async def _batch_hook(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
-        tool_calls = [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
-                       "tool_response": r.to_api()["content"]} for c, r in zip(calls, results)]
-        return await self.hooks.run("PostToolBatch", self._payload("PostToolBatch") | {"tool_calls": tool_calls})
-
     async def _prompt_hook(self, state: LoopState) -> RunResult | None:
         """UserPromptSubmit: a block ends the run before any model call; extra context goes
         beside the prompt."""
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != "user" or not last.text:
             return None
-        hook = await self.hooks.run("UserPromptSubmit", self._payload("UserPromptSubmit") | {"prompt": last.text})
+        hook = await self.calls.prompt(last.text)
         if hook.decision == "block" or hook.stop:
             return self._hook_stopped(hook, state)
         if hook.additional_context:
@@ -334,9 +315,9 @@ class AgentLoop:
         why = hook.stop_reason or hook.reason or "a hook stopped the run"
         return self._finish(Finish("error_during_execution", "hook_stopped", True, (f"Stopped by a hook: {why}",)), state)
 
-    def _payload(self, event: str) -> dict[str, Any]:
+    def _common_payload(self) -> dict[str, Any]:
         return {"session_id": self.cfg.session_id, "transcript_path": self.cfg.transcript_path,
-                "cwd": str(self.cfg.cwd), "permission_mode": self.cfg.permissions.mode, "hook_event_name": event}
+                "cwd": str(self.cfg.cwd), "permission_mode": self.cfg.permissions.mode}
 
     # ------------------------------------------------------------ conversation
 

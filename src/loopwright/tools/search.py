@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
