@@ -10,7 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from loopwright.policy.commands import analyse, is_read_only, is_safe_edit, write_targets
+from loopwright.policy.commands import analyse, write_targets
+from loopwright.policy.readonly import is_read_only, is_safe_edit
 from loopwright.policy.shell import ShellSyntaxError, parse
 
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any, Literal, Mapping
 
 from ..fastclass import dataclass
-from . import commands
+from . import commands, readonly
 from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, normalise_mode, parse_rule, parse_tool_list,
@@ -22,7 +22,6 @@ __all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolv
            "bypass_refusal", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "rule_error", "wanted_paths"]
 
 Decision = Literal["allow", "ask", "deny"]
-_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +141,6 @@ def _in_roots(real: str, places: Places) -> bool:
     return any(inside(real, root) for root in places.roots)
 
 
-def _device(path: str) -> bool:
-    return path in _DEVICES or path.startswith("/dev/fd/")
-
-
 def _critical(real: str, places: Places) -> bool:
     """Removing these loses the machine or the project: /, a top-level directory, home, the
     working directory or one of its parents."""
@@ -175,7 +170,7 @@ def _where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Pl
     if locs is None:
         return Verdict("ask", "it writes to a path known only when it runs", hint="allow it explicitly")
     for loc in locs:
-        if _device(loc.real):
+        if commands.is_device(loc.real):
             continue
         if protected(loc.real) or protected(loc.lexical):
             return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)",
@@ -311,12 +306,12 @@ def _shell_mode(analysis: commands.Analysis, call: Call, rules: PermissionRules,
     broad = any(_broad(s) for s in allows)
     for part in analysis.parts:
         if mode == "plan":
-            if not commands.is_read_only(part):
+            if not readonly.is_read_only(part):
                 return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one")
             continue
-        covered = (broad or commands.is_read_only(part) or any(_part_hits(s, part, anywhere=False) for s in allows)
-                   or (mode == "acceptEdits" and (commands.is_safe_edit(part)
-                                                  or commands.is_read_only(part, redirects=True))))
+        covered = (broad or readonly.is_read_only(part) or any(_part_hits(s, part, anywhere=False) for s in allows)
+                   or (mode == "acceptEdits" and (readonly.is_safe_edit(part)
+                                                  or readonly.is_read_only(part, redirects=True))))
         if not covered:
             why = f"`{part.text}` is not allowed by a rule" + (f" ({part.opaque})" if part.opaque else "")
             return Verdict("ask", why, hint=f'--allowedTools "{tool}({_suggest(part)})"')
