@@ -116,3 +116,24 @@ def test_openais_own_api_is_asked_for_structured_verdicts():
     assert chat_body(request, "gpt-x", official=True)["response_format"] == {
         "type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
     assert "response_format" not in chat_body(request, "x", official=False)
+
+
+async def test_models_of_two_providers_in_one_run(tmp_path, monkeypatch):
+    """The worker on a chat model, its goal judged by an Anthropic model: each request goes to the
+    API that serves its model name (the simulator speaks both)."""
+    from loopwright.goal import GoalSpec
+
+    judge = {"system_contains": "You decide whether an agent has met its goal"}
+    rules = {"rules": [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "marker exists"})}]},
+                       {"responses": [TOUCH, {"text": "made the marker"}]}]}
+    with Simulator(rules) as sim:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        agent = Agent(model=f"openai-compatible:{sim.base_url}/v1#local-model", cwd=tmp_path, clock=FakeClock(),
+                      permissions=PermissionRules(allow=("Bash",)))
+        spec = GoalSpec("the file marker exists", model="haiku")
+        agent.set_goal(spec)
+        result = await agent.run(spec.directive())
+        await agent.aclose()
+        worker, evaluator = len(sim.chat_requests), [r.body["model"] for r in sim.message_requests]
+    assert result.terminal_reason == "goal_met" and worker == 2 and evaluator == ["claude-haiku-4-5"]

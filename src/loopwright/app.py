@@ -15,7 +15,7 @@ from .fastclass import dataclass
 from .ids import uuid4
 from .loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
-from .policy.models import DEFAULT_MODEL, resolve_model, served_by_openai
+from .policy.models import DEFAULT_MODEL, resolve_model
 from .policy.rules import PermissionRules
 from .policy.stop import Limits
 from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
@@ -78,7 +78,6 @@ class Agent:
         self._goal_armed = False
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
-        self._other_clients: list[Model] = []
         if self.output_schema is not None:
             from .structured import StructuredAnswer
 
@@ -87,17 +86,12 @@ class Agent:
 
     def _client(self) -> Model:
         if self.model_client is None:
-            self.model_client = _client_of(self.model)
-        return self.model_client
+            from .providers.routing import ModelRouter
 
-    def _client_for(self, model: str) -> Model:
-        """The main client when `model` is served by the same API, else a client for its API
-        (closed with the agent)."""
-        if served_by_openai(model) == served_by_openai(self.model):
-            return self._client()
-        client = _client_of(model)
-        self._other_clients.append(client)
-        return client
+            router = ModelRouter(os.environ)
+            router.client_for(self.model)  # a missing key is said now, before the run starts
+            self.model_client = router
+        return self.model_client
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
@@ -160,7 +154,7 @@ class Agent:
             from .goal import GoalJudge
             from .tools.workspace import LocalWorkspace
 
-            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client_for(self.goal.model),
+            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
                                     self.workspace or LocalWorkspace(self.cwd, self._check_wrapper()),
                                     self.clock or SystemClock())
         self._judge.emit = emit
@@ -315,21 +309,8 @@ class Agent:
         work = self._background() if self.tools is not None else None
         if work is not None:
             await work.stop_all()
-        for client in [self.model_client, *self._other_clients]:
-            if client is not None:
-                await client.aclose()
-        self._other_clients = []
-
-
-def _client_of(model: str) -> Model:
-    """A client for the API that serves `model`, configured from the environment."""
-    if served_by_openai(model):
-        from .providers.openai import OpenAIChatModel
-
-        return OpenAIChatModel.for_name(model, os.environ)
-    from .providers.anthropic import AnthropicModel
-
-    return AnthropicModel.from_env(os.environ)
+        if self.model_client is not None:
+            await self.model_client.aclose()
 
 
 async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:

@@ -1,0 +1,54 @@
+"""A `Model` that sends each request to the API serving its model name: Anthropic's for our
+table's names, an OpenAI-compatible one for `openai:` / `openai-compatible:` names. One client
+per API, made on first use, so the main model, fallbacks, the goal's evaluator and prompt hooks
+can each name a model of another provider."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from ..errors import ModelError
+from ..types import ModelRequest, StreamEvent
+
+
+class ModelRouter:
+    def __init__(self, env: Mapping[str, str] = os.environ) -> None:
+        self.env = env
+        self.clients: dict[str, Any] = {}
+
+    def client_for(self, model: str) -> Any:
+        """The client for a model name; made now, so a missing key is said before any run."""
+        from .openai import split_model
+
+        found = split_model(model, self.env)
+        key = "anthropic" if found is None else found[0]  # one client per API base URL
+        if key not in self.clients:
+            if found is None:
+                from .anthropic import AnthropicModel
+
+                self.clients[key] = AnthropicModel.from_env(self.env)
+            else:
+                from .openai import OpenAIChatModel
+
+                self.clients[key] = OpenAIChatModel.for_name(model, self.env)
+        return self.clients[key]
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        async for event in self.client_for(request.model).stream(request):
+            yield event
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        counter = getattr(self.client_for(request.model), "count_tokens", None)
+        if counter is None:
+            raise ModelError("invalid_request", f"no token counting for {request.model}: estimated instead")
+        return int(await counter(request))
+
+    async def aclose(self) -> None:
+        clients, self.clients = list(self.clients.values()), {}
+        for client in clients:
+            await client.aclose()
+
+    def __repr__(self) -> str:  # never shows credentials: keys are base URLs
+        return f"ModelRouter({sorted(self.clients)!r})"
