@@ -20,9 +20,11 @@ class ModelRouter:
 
     def client_for(self, model: str) -> Any:
         """The client for a model name; made now, so a missing key is said before any run."""
-        from .openai import split_model
+        found = None
+        if model.startswith(("openai:", "openai-compatible:")):  # the OpenAI adapter loads only then
+            from .openai import split_model
 
-        found = split_model(model, self.env)
+            found = split_model(model, self.env)
         key = "anthropic" if found is None else found[0]  # one client per API base URL
         if key not in self.clients:
             if found is None:
