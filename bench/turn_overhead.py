@@ -4,7 +4,8 @@ A 50-turn tool loop (each turn: one Read of a small file). The per-turn overhead
 between the end of one response (the simulator's last byte out) and the arrival of the next
 request: everything the client does in between (parse, fold, decide, run the tool, build and
 send the next request). Printed beside the same gap for a bare httpx loop and, if installed, the
-official anthropic SDK, as ratios measured in this one run. Also: the start-to-first-request
+official anthropic SDK, as ratios measured in this one run, and the same loop on an
+OpenAI-compatible chat model (the simulator's chat endpoint). Also: the start-to-first-request
 time of `loopwright -p` and the wall time of `loopwright --version`.
 
 Run: .venv/bin/python bench/turn_overhead.py [--turns 50] [--runs 5]
@@ -35,8 +36,8 @@ def script(turns: int, path: str) -> list[dict]:
     return [{"tool_use": {"name": "Read", "input": {"file_path": path}}, "repeat": turns}, {"text": "done"}]
 
 
-def gaps_ms(sim: Simulator) -> list[float]:
-    reqs = sim.message_requests
+def gaps_ms(sim: Simulator, chat: bool = False) -> list[float]:
+    reqs = sim.chat_requests if chat else sim.message_requests
     return [(b.time - a.finished) * 1000 for a, b in zip(reqs, reqs[1:])]
 
 
@@ -48,6 +49,17 @@ def run_loopwright(turns: int, path: str, cwd: Path) -> list[float]:
         anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim)
+
+
+def run_loopwright_chat(turns: int, path: str, cwd: Path) -> list[float]:
+    """The same loop on an OpenAI-compatible model (the simulator's chat endpoint)."""
+    with Simulator(script(turns, path)) as sim:
+        os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+        agent = Agent(model=f"openai-compatible:{sim.base_url}/v1#bench", cwd=cwd, permissions=PermissionRules())
+        result = anyio.run(agent.run, "read the file over and over")
+        anyio.run(agent.aclose)
+        assert result.num_turns == turns + 1, result.to_json()
+        return gaps_ms(sim, chat=True)
 
 
 def _tool_result_turn(events: list[dict]) -> tuple[dict, dict]:
@@ -161,6 +173,7 @@ def main() -> None:
         target.write_text("\n".join(f"line {i}" for i in range(40)))
         run_loopwright(5, str(target), cwd)  # warm-up
         lw = run_loopwright(opts.turns, str(target), cwd)
+        chat = run_loopwright_chat(opts.turns, str(target), cwd)
         bare = run_bare_httpx(opts.turns, str(target))
         sdk = run_sdk(opts.turns, str(target))
         start, floor = start_to_first_request(opts.runs, cwd)
@@ -168,6 +181,7 @@ def main() -> None:
     med = statistics.median
     print(f"per-turn client overhead, {opts.turns}-turn Read loop (median ms; end of response → next request)")
     print(f"  loopwright              {med(lw):7.2f} ms   (p90 {sorted(lw)[int(len(lw) * 0.9)]:.2f})")
+    print(f"  loopwright, chat model  {med(chat):7.2f} ms   (OpenAI-compatible adapter, same loop)")
     print(f"  bare httpx loop         {med(bare):7.2f} ms   ratio loopwright/bare = {med(lw) / med(bare):.2f}")
     if sdk:
         print(f"  anthropic SDK loop      {med(sdk):7.2f} ms   ratio loopwright/SDK  = {med(lw) / med(sdk):.2f}")
