@@ -45,6 +45,7 @@ def test_a_message_never_followed_by_a_turn_is_reported(tmp_path):
     (["--output-format", "stream-json"], "not json", "stdin line 1: not JSON"),
     (["--output-format", "stream-json"], json.dumps({"type": "assistant"}), "stdin line 1: expected a user message"),
     (["--output-format", "stream-json"], user([{"type": "image", "source": {}}]), "other block types are not supported"),
+    (["--output-format", "stream-json"], user("/goal tests pass"), "stdin line 1: /goal is not supported in stream-json"),
 ])
 def test_bad_stream_input_is_one_clear_line(tmp_path, args, stdin, needle):
     with Simulator([{"text": "never"}]) as sim:

@@ -34,6 +34,9 @@ def parse_line(line: str, number: int) -> tuple[str, bool]:
     else:
         raise UsageError(f"{where}: content must be a string or a list of text blocks (other block types "
                          "are not supported yet)")
+    command = text.strip().split(maxsplit=1)[0] if text.strip() else ""
+    if command in ("/goal", "/loop"):  # sent as a plain prompt they would silently mean something else
+        raise UsageError(f"{where}: {command} is not supported in stream-json input yet; run it with -p \"{command} …\"")
     return text, data.get("shouldQuery", True) is not False
 
 
