@@ -213,7 +213,9 @@ def goal_command(saved: Any, session: Any, *, clear: bool) -> int:
 def run_headless(opts: dict[str, Any]) -> int:
     if not opts["print_mode"]:
         if sys.stdin.isatty() and sys.stdout.isatty():
-            raise UsageError("the interactive terminal is not available yet; run headless with -p \"PROMPT\"")
+            from .interactive import run_interactive
+
+            return run_interactive(opts)
         opts["print_mode"] = True  # piped use without -p behaves as -p
     if opts.get("input_format") == "stream-json":  # stdin is a stream of messages, not the prompt
         from .streamin import run_stream_input

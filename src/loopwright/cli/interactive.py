@@ -1,0 +1,145 @@
+"""`loopwright` at a terminal: a prompt, one session, turns shown as they happen, tool calls
+that need permission asked about (yes, no, or always for this tool), Ctrl-C to stop a turn and
+Ctrl-D or /exit to leave. A plain line editor for now (readline where Python has it)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from typing import Any
+
+from ..events import RunResult
+from .render import Progress, _short
+
+HELP = """Commands:
+  /help              this list
+  /cost              what this session has spent
+  /compact           summarise the older conversation now
+  /goal CONDITION    keep working until the condition holds (/goal alone: its status; /goal clear)
+  /exit, /quit       leave (Ctrl-D too)
+Anything else is a prompt. Ctrl-C stops the running turn."""
+
+
+class TerminalApprover:
+    """Asks at the terminal whether a tool call may run: y(es), n(o), a(lways this tool)."""
+
+    def __init__(self, ask: Any = None) -> None:
+        self.ask = ask or (lambda text: asyncio.to_thread(input, text))
+        self.always: set[str] = set()
+
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool:
+        if tool_name in self.always:
+            return True
+        print(f"\n? {tool_name}({_short(tool_input, 100)}) — {reason}", flush=True)
+        try:
+            answer = (await self.ask("  allow? [y]es / [n]o / [a]lways for this tool: ")).strip().lower()
+        except EOFError:
+            return False
+        if answer in ("a", "always"):
+            self.always.add(tool_name)
+        return answer in ("y", "yes", "a", "always")
+
+
+def run_interactive(opts: dict[str, Any]) -> int:
+    from .headless import build_agent, open_cli_session
+
+    try:
+        import readline  # noqa: F401  (line editing and history for input())
+    except ImportError:
+        pass
+    agent = build_agent(opts)
+    agent.approver = TerminalApprover()
+    session = open_cli_session(opts, agent)
+    print(f"loopwright · session {agent.session_id} · {agent.model} · {agent.cwd}\n/help for commands.", flush=True)
+    try:
+        return asyncio.run(_repl(agent, opts.get("prompt")))
+    finally:
+        session.close()
+
+
+async def _repl(agent: Any, first: str | None = None) -> int:
+    progress, spent = Progress(sys.stdout), 0.0
+    running: asyncio.Task[RunResult] | None = None
+    loop = asyncio.get_running_loop()
+
+    def on_interrupt() -> None:
+        if running is not None and not running.done():
+            agent.interrupt()
+        else:
+            print("\n(Ctrl-D or /exit to leave)", flush=True)
+
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        while True:
+            try:
+                line, first = (first.strip(), None) if first else ((await asyncio.to_thread(input, "› ")).strip(), None)
+            except EOFError:
+                print(flush=True)
+                break
+            if not line:
+                continue
+            if line in ("/exit", "/quit"):
+                break
+            if line.startswith("/") and line.split()[0] in ("/help", "/cost", "/compact"):
+                spent = await _command(agent, line, spent, progress)
+                continue
+            if line.startswith("/goal") and not _goal(agent, line):
+                continue
+            running = asyncio.ensure_future(agent.run(_prompt(agent, line), on_event=progress))
+            result = await running
+            spent += result.total_cost_usd
+            print(_answer(result), flush=True)
+        await agent.end_session("prompt_input_exit")
+        return 0
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await agent.aclose()
+
+
+async def _command(agent: Any, line: str, spent: float, progress: Progress) -> float:
+    name = line.split()[0]
+    if name == "/help":
+        print(HELP, flush=True)
+    elif name == "/cost":
+        print(f"${spent:.4f} this session", flush=True)
+    else:
+        done = await agent.compact(on_event=progress)
+        print("compacted" if done else "nothing to compact yet", flush=True)
+    return spent
+
+
+def _goal(agent: Any, line: str) -> bool:
+    """`/goal …` at the prompt: True when a turn should run now (a goal was set)."""
+    from ..errors import UsageError
+    from ..goal import GoalSpec, validate_condition
+
+    condition = line[len("/goal"):].strip()
+    if not condition:
+        print(f"goal: {agent.goal.condition}" if agent.goal is not None else "No goal set", flush=True)
+        return False
+    if condition in ("clear", "stop", "off", "reset", "none", "cancel"):
+        agent.set_goal(None)
+        print("Goal cleared", flush=True)
+        return False
+    try:
+        agent.set_goal(GoalSpec(validate_condition(condition)))
+    except UsageError as exc:
+        print(f"error: {exc}", flush=True)
+        return False
+    return True
+
+
+def _prompt(agent: Any, line: str) -> str:
+    return agent.goal.directive() if line.startswith("/goal") and agent.goal is not None else line
+
+
+def _answer(result: RunResult) -> str:
+    if result.terminal_reason == "aborted":
+        return "(stopped)"
+    if result.is_error:
+        return (result.result + "\n" if result.result else "") + "Error: " + "; ".join(result.errors)
+    return result.result
+
+
+__all__ = ["TerminalApprover", "run_interactive"]

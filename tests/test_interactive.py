@@ -1,0 +1,117 @@
+"""`loopwright` at a terminal, driven through a real pseudo-terminal against the simulator: a
+prompt answered, a tool call asked about and allowed or refused, commands, Ctrl-D to leave.
+Waits are bounded (a wait for text fails the test with what was seen); no time is asserted."""
+
+from __future__ import annotations
+
+import codecs
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+
+from loopwright.testing import Simulator
+
+
+class Terminal:
+    def __init__(self, tmp_path, sim, args=()):
+        self.master, slave = pty.openpty()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_",))}
+        env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"),
+                   TERM="dumb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], stdin=slave, stdout=slave,
+                                     stderr=slave, cwd=tmp_path, env=env, close_fds=True)
+        os.close(slave)
+        self.seen, self.pos = "", 0  # expect() looks only after the last thing it found
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a read may end mid-character
+
+    def expect(self, text, within=60.0):
+        deadline = time.monotonic() + within
+        while text not in self.seen[self.pos:]:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"never saw {text!r}; the terminal showed:\n{self.seen}")
+            ready, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if ready:
+                try:
+                    self.seen += self.decoder.decode(os.read(self.master, 4096))
+                except OSError:  # the other side closed
+                    if text not in self.seen[self.pos:]:
+                        raise AssertionError(f"closed before {text!r}:\n{self.seen}") from None
+        self.pos = self.seen.index(text, self.pos) + len(text)
+        return self
+
+    def send(self, line):
+        os.write(self.master, line.encode() + b"\n")
+        return self
+
+    def close(self):
+        try:
+            code = self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            os.close(self.master)
+        return code
+
+
+@pytest.fixture
+def terminal(tmp_path):
+    opened = []
+
+    def start(script, args=()):
+        sim = Simulator(script).start()
+        t = Terminal(tmp_path, sim, args)
+        opened.append((t, sim))
+        return t, sim
+
+    yield start
+    for t, sim in opened:
+        t.proc.kill()
+        sim.stop()
+
+
+def test_a_prompt_is_answered_and_exit_leaves(terminal):
+    t, sim = terminal([{"text": "hello from the model"}])
+    t.expect("› ").send("say hello").expect("hello from the model").expect("› ")
+    t.send("/cost").expect("this session").expect("› ").send("/exit")
+    assert t.close() == 0 and len(sim.message_requests) == 1
+
+
+def test_a_tool_call_is_asked_about_and_runs_when_allowed(terminal, tmp_path):
+    t, sim = terminal([{"tool_use": {"name": "Bash", "input": {"command": "touch marker"}}}, {"text": "made it"}])
+    t.expect("› ").send("make a marker").expect("allow? [y]es / [n]o / [a]lways")
+    t.send("y").expect("made it").expect("› ")
+    t.send("/exit")
+    assert t.close() == 0 and (tmp_path / "marker").exists()
+
+
+def test_a_refused_tool_call_never_runs_and_the_model_is_told(terminal, tmp_path):
+    t, sim = terminal([{"tool_use": {"name": "Bash", "input": {"command": "touch marker"}}}, {"text": "understood"}])
+    t.expect("› ").send("make a marker").expect("allow?").send("n").expect("understood").expect("› ")
+    os.write(t.master, b"\x04")  # Ctrl-D
+    assert t.close() == 0 and not (tmp_path / "marker").exists()
+    answer = sim.message_requests[1].body["messages"][-1]["content"][0]
+    assert answer["type"] == "tool_result" and answer.get("is_error")
+
+
+def test_an_initial_prompt_runs_first_and_help_lists_the_commands(terminal):
+    t, _ = terminal([{"text": "first answer"}], args=("start here",))
+    t.expect("first answer").expect("› ").send("/help").expect("/goal CONDITION").send("/exit")
+    assert t.close() == 0
+
+
+def test_ctrl_c_stops_the_running_turn_not_the_session(terminal):
+    import signal
+
+    t, sim = terminal([{"text": "slow", "delay": 30}, {"text": "still here"}])
+    t.expect("› ").send("take your time")
+    deadline = time.monotonic() + 30
+    while not sim.message_requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    t.proc.send_signal(signal.SIGINT)
+    t.expect("(stopped)").expect("› ").send("are you there?").expect("still here").expect("› ").send("/exit")
+    assert t.close() == 0
