@@ -27,7 +27,7 @@ def parse_duration(value: str, flag: str) -> float:
 
 def _default_evaluator(main: str | None) -> str:
     """haiku, unless the main model is another provider's: then that model judges too (one key)."""
-    from .policy.models import served_by_openai
+    from .providers.routing import served_by_openai
 
     return main if main and served_by_openai(main) else "haiku"
 

@@ -26,19 +26,10 @@ class StructuredAnswer:
             raise ValueError("; ".join(problems[:5]))
         self.schema = schema
         self.wrapped = not (isinstance(schema, dict) and schema.get("type") == "object")
+        self.input_schema: dict[str, Any] = _wrapped(schema) if self.wrapped else schema
         self.value: Any = None
         self.answered = False
         self.attempts = 0
-
-    @property
-    def input_schema(self) -> dict[str, Any]:
-        if not self.wrapped:
-            return self.schema
-        inner = {k: v for k, v in self.schema.items() if k not in ("$defs", "definitions")} \
-            if isinstance(self.schema, dict) else self.schema
-        defs = {k: self.schema[k] for k in ("$defs", "definitions") if isinstance(self.schema, dict) and k in self.schema}
-        return {"type": "object", "properties": {"value": inner}, "required": ["value"],
-                "additionalProperties": False, **defs}
 
     def offer(self, value: dict[str, Any]) -> list[str]:
         if self.wrapped:
@@ -67,3 +58,13 @@ class StructuredAnswer:
         return replace(result, subtype="error_max_structured_output_retries",
                        terminal_reason="structured_output_retry_exhausted", is_error=True,
                        errors=(f"No answer matching the output schema after {self.attempts} attempts",))
+
+
+def _wrapped(schema: Any) -> dict[str, Any]:
+    """`{"value": schema}` as an object schema; definitions stay at the root, where `$ref`s point."""
+    if not isinstance(schema, dict):
+        return {"type": "object", "properties": {"value": schema}, "required": ["value"], "additionalProperties": False}
+    inner = {k: v for k, v in schema.items() if k not in ("$defs", "definitions")}
+    defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
+    return {"type": "object", "properties": {"value": inner}, "required": ["value"], "additionalProperties": False,
+            **defs}

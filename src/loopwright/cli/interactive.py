@@ -111,6 +111,7 @@ async def _command(agent: Any, line: str, spent: float, progress: Progress) -> f
 
 def _goal(agent: Any, line: str) -> bool:
     """`/goal …` at the prompt: True when a turn should run now (a goal was set)."""
+    from ..config import GOAL_CLEAR_WORDS
     from ..errors import UsageError
     from ..goal import GoalSpec, validate_condition
 
@@ -118,7 +119,7 @@ def _goal(agent: Any, line: str) -> bool:
     if not condition:
         print(f"goal: {agent.goal.condition}" if agent.goal is not None else "No goal set", flush=True)
         return False
-    if condition in ("clear", "stop", "off", "reset", "none", "cancel"):
+    if condition in GOAL_CLEAR_WORDS:
         agent.set_goal(None)
         print("Goal cleared", flush=True)
         return False

@@ -114,10 +114,10 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
 
 
 def _every(value: str) -> int:
-    from ..policy.cadence import cadence, parse_loop
+    from ..policy.cadence import cadence, parse_interval
 
     try:
-        every = parse_loop(f"{value} x").interval_s
+        every = parse_interval(value)
     except ValueError as exc:
         raise UsageError(f"--every: {exc}") from None
     if every is None:

@@ -54,6 +54,15 @@ def parse_loop(text: str) -> LoopArgs:
     return LoopArgs(None, text)
 
 
+def parse_interval(text: str) -> int | None:
+    """`5m`, `2h`, `1d`, `30s` as seconds; None when the text is not one interval. Raises
+    ValueError for an interval a loop cannot keep (zero, over a week)."""
+    lead = _LEADING.fullmatch(text.strip())
+    if lead is None or lead.group(3):
+        return None
+    return _interval(int(lead.group(1)), lead.group(2), text.strip())
+
+
 def _interval(count: int, unit: str, said: str) -> int:
     seconds = count * _UNIT_S[unit]
     if seconds <= 0:

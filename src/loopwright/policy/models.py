@@ -92,14 +92,6 @@ def _row(entry: dict[str, Any]) -> ModelInfo:
     )
 
 
-OPENAI_PREFIXES = ("openai:", "openai-compatible:")
-
-
-def served_by_openai(name: str) -> bool:
-    """Whether a model name goes to an OpenAI-compatible API (`openai:…`, `openai-compatible:…`)."""
-    return name.startswith(OPENAI_PREFIXES)
-
-
 @lru_cache(maxsize=256)  # called several times a turn; the table never changes in a process
 def resolve_model(name: str) -> ModelInfo:
     """The table row for a model name: an alias (`sonnet`), an id, a dated id, any case.

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
@@ -24,6 +22,7 @@ from loopwright.types import (
 
 # The error tables are re-exported: they are part of this adapter's public face.
 from .anthropic_errors import ERROR_CODE_KIND, STATUS_KIND, map_errors, map_status_error, parse_retry_after
+from .http import LoopBoundClient, close_response, encode_json
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -88,23 +87,10 @@ SSE_EVENTS: dict[str, Callable[[dict[str, Any], str | None], StreamEvent]] = {
 
 # ---------------------------------------------------------------- the client
 
-_PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
-
 # Fields of a Messages request that count_tokens rejects (it counts input only).
 _NOT_COUNTED = frozenset(
     {"max_tokens", "stream", "temperature", "top_p", "top_k", "stop_sequences", "metadata", "service_tier"}
 )
-
-
-def _socket_options() -> list[tuple[int, int, int]]:
-    # Nagle + delayed ACK cost ~40 ms per call on loopback (measured); keepalive probes keep a
-    # long, quiet stream alive through NAT and notice a dead peer.
-    options = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
-    for name, value in (("TCP_KEEPIDLE", 60), ("TCP_KEEPINTVL", 60), ("TCP_KEEPCNT", 5)):
-        opt = getattr(socket, name, None)
-        if opt is not None:
-            options.append((socket.IPPROTO_TCP, opt, value))
-    return options
 
 
 class AnthropicModel:
@@ -140,8 +126,7 @@ class AnthropicModel:
         self._headers = headers
         self._stream_headers = {**headers, "accept": "text/event-stream"}
         self._json_headers = {**headers, "accept": "application/json"}
-        self._client: httpx.AsyncClient | None = None
-        self._loop: object | None = None
+        self._pool = LoopBoundClient(self.base_url, self._timeout)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, **kwargs: Any) -> "AnthropicModel":
@@ -163,35 +148,15 @@ class AnthropicModel:
         return f"AnthropicModel(base_url={self.base_url!r})"
 
     def _http(self) -> httpx.AsyncClient:
-        loop = _running_loop()
-        if self._client is not None and loop is not self._loop:
-            # Pooled connections belong to the event loop that opened them; a sync wrapper runs
-            # one loop per call. The old loop is gone, so its client is dropped, not awaited.
-            self._client = None
-        if self._client is None:
-            self._loop = loop
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
-            if any(k.lower() in _PROXY_VARS for k in os.environ):
-                # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
-                self._client = httpx.AsyncClient(timeout=self._timeout, limits=limits)
-            else:
-                # Plain http (a loopback server) never uses TLS: skip building a verifying SSL
-                # context, which loads the CA bundle (measured ~40 ms of start-up).
-                verify = not self.base_url.startswith("http://")
-                transport = httpx.AsyncHTTPTransport(retries=0, limits=limits, socket_options=_socket_options(),
-                                                     verify=verify)
-                self._client = httpx.AsyncClient(transport=transport, timeout=self._timeout)
-        return self._client
+        return self._pool.get()
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._loop is _running_loop():  # else its loop is gone (see _http)
-            await client.aclose()
+        await self._pool.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """POST a streaming request and yield our events. Raises `ModelError` on every failure;
         closes the response however the iteration ends (finished, abandoned, cancelled)."""
-        body = _encode(request.to_api(stream=True))
+        body = encode_json(request.to_api(stream=True))
         client = self._http()
         with map_errors():
             http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
@@ -220,12 +185,12 @@ class AnthropicModel:
                     request_id=request_id,
                 )
         finally:
-            await _close(response)
+            await close_response(response)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens the request would use (POST /v1/messages/count_tokens; an estimate)."""
         body = {k: v for k, v in request.to_api(stream=False).items() if k not in _NOT_COUNTED}
-        content = _encode(body)
+        content = encode_json(body)
         client = self._http()
         with map_errors():
             response = await client.post(self._count_url, content=content, headers=self._json_headers)
@@ -240,22 +205,6 @@ class AnthropicModel:
             ) from exc
 
 
-def _encode(body: dict[str, Any]) -> bytes:
-    # A lone surrogate (from text decoded with surrogateescape) cannot be sent as UTF-8:
-    # replace it rather than fail the call with a UnicodeEncodeError.
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
-
-
-def _running_loop() -> object | None:
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:  # not under asyncio (trio)
-        return None
-
-
 def _build(
     build: Callable[[dict[str, Any], str | None], StreamEvent], name: str, data: str, request_id: str | None
 ) -> StreamEvent:
@@ -263,11 +212,3 @@ def _build(
         return build(json.loads(data), request_id)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError("server", f"malformed {name} event: {data[:200]!r}", request_id=request_id) from exc
-
-
-async def _close(response: httpx.Response) -> None:
-    """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
-    import anyio
-
-    with anyio.CancelScope(shield=True):
-        await response.aclose()

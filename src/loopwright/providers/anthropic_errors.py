@@ -16,7 +16,7 @@ from loopwright.errors import ErrorKind, ModelError, UsageError
 
 # ---------------------------------------------------------------- error tables
 
-# HTTP status -> kind. Statuses not listed fall back by range (_status_kind).
+# HTTP status -> kind. Statuses not listed fall back by range (status_kind).
 # 408: the request did not reach the model in time, retry like a timeout; 409: a conflict with
 # resource state is transient (the SDK retries it).
 STATUS_KIND: dict[int, ErrorKind] = {
@@ -63,7 +63,7 @@ PROMPT_TOO_LONG_TEXT = "prompt is too long"
 SHOULD_RETRY: dict[str, bool] = {"true": True, "false": False}
 
 
-def _status_kind(status: int) -> ErrorKind:
+def status_kind(status: int) -> ErrorKind:
     kind = STATUS_KIND.get(status)
     if kind is not None:
         return kind
@@ -101,7 +101,7 @@ def _finite(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _json_object(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
+def json_object(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
     if isinstance(body, Mapping):
         return dict(body)
     if not body:
@@ -123,7 +123,7 @@ def map_status_error(
     """Build the `ModelError` for an HTTP error response, or (status None) for an SSE `error`
     event whose parsed payload is `body`. Precedence: error_code, the prompt-too-long text,
     a specific error.type, the status."""
-    payload = _json_object(body)
+    payload = json_object(body)
     error = payload.get("error")
     error = error if isinstance(error, dict) else {}
     error_type = error.get("type") if isinstance(error.get("type"), str) else None
@@ -140,12 +140,12 @@ def map_status_error(
         kind = ERROR_TYPE_OVERRIDES.get(error_type)
     if kind is None:
         if status is not None:
-            kind = _status_kind(status)
+            kind = status_kind(status)
         else:
             kind = ERROR_TYPE_KIND.get(error_type or "", "server")
 
     if not message:
-        message = _fallback_message(status, body)
+        message = fallback_message(status, body)
     request_id = headers.get("request-id") or payload.get("request_id")
     return ModelError(
         kind,
@@ -158,7 +158,7 @@ def map_status_error(
     )
 
 
-def _fallback_message(status: int | None, body: bytes | str | Mapping[str, Any] | None) -> str:
+def fallback_message(status: int | None, body: bytes | str | Mapping[str, Any] | None) -> str:
     """For bodies that are not the API's JSON (a proxy's HTML page, an empty 503)."""
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body if isinstance(body, str) else ""
     text = " ".join(text.split())[:200]

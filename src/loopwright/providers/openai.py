@@ -21,8 +21,8 @@ from ..types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, OpaqueBlock, StreamDelta, StreamEvent, StreamStart,
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
 )
-from .anthropic import _close, _encode, _running_loop, _socket_options
-from .anthropic_errors import map_errors, parse_retry_after, _fallback_message, _json_object, _status_kind
+from .anthropic_errors import fallback_message, json_object, map_errors, parse_retry_after, status_kind
+from .http import LoopBoundClient, close_response, encode_json
 from .sse import SSEDecoder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -66,8 +66,7 @@ class OpenAIChatModel:
                          "user-agent": f"loopwright/{__version__}"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._client: httpx.AsyncClient | None = None
-        self._loop: object | None = None
+        self._pool = LoopBoundClient(self.base_url, self._timeout)
 
     @classmethod
     def for_name(cls, name: str, env: Mapping[str, str] = os.environ) -> "OpenAIChatModel":
@@ -80,25 +79,12 @@ class OpenAIChatModel:
     def __repr__(self) -> str:  # never show credentials
         return f"OpenAIChatModel(base_url={self.base_url!r})"
 
-    def _http(self) -> httpx.AsyncClient:
-        loop = _running_loop()
-        if self._client is not None and loop is not self._loop:
-            self._client = None  # its event loop is gone (see AnthropicModel._http)
-        if self._client is None:
-            self._loop = loop
-            transport = httpx.AsyncHTTPTransport(retries=0, socket_options=_socket_options(),
-                                                 verify=not self.base_url.startswith("http://"))
-            self._client = httpx.AsyncClient(transport=transport, timeout=self._timeout)
-        return self._client
-
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._loop is _running_loop():
-            await client.aclose()
+        await self._pool.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        body = _encode(chat_body(request, model_id(request.model), official=self._official))
-        client = self._http()
+        body = encode_json(chat_body(request, model_id(request.model), official=self._official))
+        client = self._pool.get()
         with map_errors():
             response = await client.send(client.build_request("POST", self._url, content=body,
                                                               headers=self._headers), stream=True)
@@ -117,7 +103,7 @@ class OpenAIChatModel:
             for event in fold.finish():
                 yield event
         finally:
-            await _close(response)
+            await close_response(response)
 
 
 def model_id(name: str) -> str:
@@ -129,12 +115,12 @@ def model_id(name: str) -> str:
 
 def error_for(status: int | None, headers: Mapping[str, str], body: Any) -> ModelError:
     """The `ModelError` for an HTTP error (or, status None, an error chunk in a stream)."""
-    error = _json_object(body).get("error")
+    error = json_object(body).get("error")
     error = error if isinstance(error, dict) else {}
     code = error.get("code") if isinstance(error.get("code"), str) else None
     message = error.get("message") if isinstance(error.get("message"), str) else None
-    kind = ERROR_CODE_KIND.get(code or "") or (_status_kind(status) if status is not None else "server")
-    return ModelError(kind, message or _fallback_message(status, body), status=status,
+    kind = ERROR_CODE_KIND.get(code or "") or (status_kind(status) if status is not None else "server")
+    return ModelError(kind, message or fallback_message(status, body), status=status,
                       retry_after=parse_retry_after(headers), request_id=headers.get("x-request-id"),
                       error_type=error.get("type") if isinstance(error.get("type"), str) else None)
 

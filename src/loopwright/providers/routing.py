@@ -13,6 +13,14 @@ from ..errors import ModelError
 from ..types import ModelRequest, StreamEvent
 
 
+OPENAI_PREFIXES = ("openai:", "openai-compatible:")
+
+
+def served_by_openai(name: str) -> bool:
+    """Whether a model name goes to an OpenAI-compatible API (`openai:…`, `openai-compatible:…`)."""
+    return name.startswith(OPENAI_PREFIXES)
+
+
 class ModelRouter:
     def __init__(self, env: Mapping[str, str] = os.environ) -> None:
         self.env = env
@@ -21,7 +29,7 @@ class ModelRouter:
     def client_for(self, model: str) -> Any:
         """The client for a model name; made now, so a missing key is said before any run."""
         found = None
-        if model.startswith(("openai:", "openai-compatible:")):  # the OpenAI adapter loads only then
+        if served_by_openai(model):  # the OpenAI adapter loads only then
             from .openai import split_model
 
             found = split_model(model, self.env)
