@@ -19,13 +19,13 @@ import statistics
 
 import anyio
 
-from loopwright.goal import EVALUATOR_SYSTEM, GoalJudge, GoalSpec
+from loopwright.engine.goal import EVALUATOR_SYSTEM, GoalJudge, GoalSpec
 from loopwright.policy.verdict import VERDICT_SCHEMA
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from loopwright.testing.simulator.wire import estimate_input_tokens
-from loopwright.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
+from loopwright.core.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
 
 CONDITION = "all tests in tests/ pass"
 QUESTION = "Based on the conversation above, has this condition been met? Condition: " + CONDITION

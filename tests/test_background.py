@@ -13,7 +13,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.policy.permissions import PermissionRules
-from loopwright.ports import BackgroundWork, ToolContext
+from loopwright.core.ports import BackgroundWork, ToolContext
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig, availability
 from loopwright.testing import Simulator

@@ -1,4 +1,4 @@
-"""`loopwright.fastclass.dataclass` builds exactly the standard library's classes, and its
+"""`loopwright.core.fastclass.dataclass` builds exactly the standard library's classes, and its
 compiled-code cache is kept between processes, per module, where Python keeps bytecode."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from loopwright import fastclass
-from loopwright.ids import uuid4
-from loopwright.types import TextBlock, ToolUseBlock
+from loopwright.core import fastclass
+from loopwright.core.ids import uuid4
+from loopwright.core.types import TextBlock, ToolUseBlock
 
 
 def _define(deco):
@@ -124,11 +124,11 @@ def test_a_second_process_reuses_what_the_first_compiled(tmp_path):
     package's modules, the second finds everything (no module's file is rewritten)."""
     env = dict(os.environ, PYTHONPYCACHEPREFIX=str(tmp_path))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    code = "import loopwright.events, loopwright.fastclass as f; print(len(f._cache.stale))"
+    code = "import loopwright.core.events, loopwright.core.fastclass as f; print(len(f._cache.stale))"
     first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     files = sorted(tmp_path.rglob("*.marshal"))
     names = {p.name.split(f".{sys.implementation.cache_tag}")[0] for p in files}
-    assert {"loopwright.types", "loopwright.events"} <= names, names
+    assert {"loopwright.core.types", "loopwright.core.events"} <= names, names
     assert int(first.stdout) >= 2
     stamps = {p: p.stat().st_mtime_ns for p in files}
     second = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

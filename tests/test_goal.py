@@ -4,8 +4,8 @@ both the worker and the evaluator (routed by the evaluator's system prompt)."""
 import pytest
 
 from loopwright.app import Agent
-from loopwright.events import GoalStatus
-from loopwright.goal import GoalSpec
+from loopwright.core.events import GoalStatus
+from loopwright.engine.goal import GoalSpec
 from loopwright.policy.permissions import PermissionRules
 from loopwright.policy.verdict import parse_bounds, parse_verdict
 from loopwright.providers.anthropic import AnthropicModel
@@ -171,7 +171,7 @@ def test_evidence_stays_bounded_and_keeps_the_latest_output():
     spec = importlib.util.spec_from_file_location("goal_evidence", Path(__file__).parents[1] / "bench" / "goal_evidence.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    from loopwright.goal import EVIDENCE_CHARS, GoalJudge
+    from loopwright.engine.goal import EVIDENCE_CHARS, GoalJudge
 
     judge = GoalJudge(GoalSpec("all tests pass"), None, bench.NoWorkspace(), FakeClock())
     short, long = bench.session(10, True, "done"), bench.session(200, False, "done")

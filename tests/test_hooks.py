@@ -3,7 +3,7 @@ Python return value, an evaluator's answer) become a decision, and how answers m
 
 import pytest
 
-from loopwright.errors import UsageError
+from loopwright.core.errors import UsageError
 from loopwright.hooks import HookOutput, HookRunner, Matcher
 from loopwright.hooks.http import headers
 from loopwright.hooks.output import Answer, from_process, merge

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopwright.app import Agent
-from loopwright.events import HookResponse, HookStarted, Notice
+from loopwright.core.events import HookResponse, HookStarted, Notice
 from loopwright.hooks import HookRunner
 from loopwright.policy.permissions import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel

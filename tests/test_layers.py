@@ -1,5 +1,6 @@
 """The layers of ARCHITECTURE.md, enforced: a module imports only from its own layer or lower
-ones, adapters never import the engine, and only adapters talk to HTTP."""
+ones, adapters never import the engine, only adapters talk to HTTP, and no module imports a
+module that imports it back (directly or through others)."""
 
 import ast
 from pathlib import Path
@@ -8,13 +9,13 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "loopwright"
 
+# A module's layer comes from its folder (or root module); the longest matching prefix wins, so
+# core/ports (the ports, layer 2) sits apart from the rest of core/ (the vocabulary, layer 0).
 LAYER_OF = {
-    "types": 0, "events": 0, "errors": 0, "clock": 0, "fastclass": 0, "ids": 0,
+    "core": 0, "core.ports": 2,
     "policy": 1,
-    "ports": 2,
-    "loop": 3, "accumulate": 3, "compaction": 3, "hooks": 3, "goal": 3, "schedule": 3,
-    "routines": 3, "scheduler": 3, "structured": 3, "hookcalls": 3, "session": 3, "dispatch": 3, "gate": 3, "tally": 3, "compactor": 3,
-    "providers": 4, "tools": 4, "stores": 4, "sandbox": 4,
+    "engine": 3, "hooks": 3, "session": 3, "context": 3, "agents": 3, "workflows": 3, "proactive": 3,
+    "providers": 4, "tools": 4, "stores": 4, "sandbox": 4, "mcp": 4,
     "config": 5, "settings": 5, "app": 5, "cli": 5, "testing": 5, "distributed": 5, "demo": 5,
     "__init__": 5, "__main__": 5,
 }
@@ -25,23 +26,40 @@ THIRD_PARTY = {
     4: {"pydantic", "anyio", "httpx"}, 5: None,  # None: anything
 }
 KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
-                     "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest"}
+                     "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest", "mcp",
+                     "re2", "seccomp", "pyseccomp"}
 
 
 def modules():
     for path in sorted(SRC.rglob("*.py")):
-        rel = path.relative_to(SRC)
-        yield rel, path
+        yield path.relative_to(SRC), path
 
 
-def layer(rel: Path) -> int:
-    top = rel.parts[0].removesuffix(".py")
-    assert top in LAYER_OF, f"{rel}: module not placed in a layer (add it to LAYER_OF and ARCHITECTURE.md)"
-    return LAYER_OF[top]
+def dotted(rel: Path) -> str:
+    """`engine/loop.py` → `engine.loop`; `tools/__init__.py` → `tools`; `__init__.py` → `__init__`."""
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def layer_of(name: str) -> int | None:
+    parts = name.split(".")
+    for n in range(len(parts), 0, -1):
+        layer = LAYER_OF.get(".".join(parts[:n]))
+        if layer is not None:
+            return layer
+    return None
+
+
+def _is_module(name: str) -> bool:
+    path = SRC.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def imported(rel: Path, tree: ast.AST):
-    """(kind, name) for each import: ("own", top-level loopwright module) or ("ext", package)."""
+    """(kind, name) for each import: ("own", dotted module inside loopwright, e.g. `engine.loop`,
+    `tools` for a package, `__init__` for the root) or ("ext", top-level package)."""
     package = ["loopwright", *rel.parts[:-1]]
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -51,46 +69,121 @@ def imported(rel: Path, tree: ast.AST):
             if node.level:
                 base = package[: len(package) - (node.level - 1)]
                 full = ".".join(base + ([node.module] if node.module else []))
-                if node.module is None:
-                    for alias in node.names:
-                        name = full + "." + alias.name
-                        # `from .. import x`: x is a submodule, or a name defined in the package root
-                        yield _classify(name if alias.name in LAYER_OF or len(base) > 1 else full)
-                    continue
-                yield _classify(full)
             else:
-                yield _classify(node.module or "")
+                full = node.module or ""
+            if not full.startswith("loopwright"):
+                yield _classify(full)
+                continue
+            inner = full.split(".")[1:]
+            hit = False
+            for alias in node.names:  # `from pkg import submodule` imports the submodule
+                sub = ".".join([*inner, alias.name])
+                if _is_module(sub):
+                    hit = True
+                    yield ("own", sub)
+            if not hit:
+                yield _classify(full)
 
 
-def _classify(dotted: str):
-    parts = dotted.split(".")
+def _classify(name: str):
+    parts = name.split(".")
     if parts[0] == "loopwright":
-        return ("own", parts[1] if len(parts) > 1 else "__init__")
+        return ("own", ".".join(parts[1:]) or "__init__")
     return ("ext", parts[0])
 
 
 @pytest.mark.parametrize("rel,path", list(modules()), ids=lambda v: str(v) if isinstance(v, Path) else None)
 def test_module_respects_layers(rel, path):
-    mine = layer(rel)
+    mine = layer_of(dotted(rel))
+    assert mine is not None, f"{rel}: module not placed in a layer (add it to LAYER_OF and ARCHITECTURE.md)"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for kind, name in imported(rel, tree):
         if kind == "own":
             if name == "__init__" and mine < 5:
-                # the package root only holds the version string
-                continue
-            theirs = LAYER_OF.get(name)
+                continue  # the package root only holds the version string
+            theirs = layer_of(name)
             assert theirs is not None, f"{rel} imports unknown module loopwright.{name}"
             assert theirs in MAY_IMPORT[mine], f"{rel} (layer {mine}) imports loopwright.{name} (layer {theirs})"
         elif name in KNOWN_THIRD_PARTY and THIRD_PARTY[mine] is not None:
             assert name in THIRD_PARTY[mine], f"{rel} (layer {mine}) imports third-party {name}"
 
 
-def test_layer_table_catches_a_violation(tmp_path):
+def test_layer_table_catches_a_violation():
     """The checker itself must be able to fail: an adapter importing the engine is caught."""
-    tree = ast.parse("from ..loop import AgentLoop\n")
+    tree = ast.parse("from ..engine.loop import AgentLoop\n")
     found = list(imported(Path("tools/bad.py"), tree))
-    assert ("own", "loop") in found
-    assert LAYER_OF["loop"] not in MAY_IMPORT[LAYER_OF["tools"]]
+    assert ("own", "engine.loop") in found
+    assert layer_of("engine.loop") not in MAY_IMPORT[layer_of("tools.bad")]
+    assert layer_of("core.ports") == 2 and layer_of("core.types") == 0
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every import of every module (lazy ones in functions too), as module → modules. A package
+    name stands for its `__init__`; the root package is left out (it only holds the version)."""
+    graph: dict[str, set[str]] = {}
+    for rel, path in modules():
+        me = dotted(rel)
+        deps = graph.setdefault(me, set())
+        for kind, name in imported(rel, ast.parse(path.read_text(encoding="utf-8"))):
+            if kind == "own" and name not in ("__init__", me) and _is_module(name):
+                deps.add(name)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circles():
+    found = circles(import_graph())
+    assert not found, "modules that import each other (directly or through others): " + "; ".join(
+        " ⇄ ".join(c) for c in found)
+
+
+def test_circle_check_can_fail():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
 
 
 def test_default_path_never_imports_the_anthropic_sdk():

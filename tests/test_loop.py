@@ -7,14 +7,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from loopwright.errors import ModelError
-from loopwright.events import CompactBoundary, ToolStarted
-from loopwright.loop import AgentLoop, LoopConfig
+from loopwright.core.errors import ModelError
+from loopwright.core.events import CompactBoundary, ToolStarted
+from loopwright.engine.loop import AgentLoop, LoopConfig
 from loopwright.policy.permissions import PermissionRules
 from loopwright.testing.clock import FakeClock
 from loopwright.testing.scripted import ScriptedModel, Step, text
 from loopwright.tools import tool
-from loopwright.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from loopwright.core.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
 pytestmark = pytest.mark.anyio
 

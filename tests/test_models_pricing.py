@@ -19,7 +19,7 @@ from loopwright.policy.models import (
     resolve_model,
 )
 from loopwright.policy.pricing import cost_usd
-from loopwright.types import Usage
+from loopwright.core.types import Usage
 
 RAW = json.loads(resources.files("loopwright.policy").joinpath("models.json").read_text("utf-8"))
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from loopwright.app import Agent
-from loopwright.events import CompactBoundary
+from loopwright.core.events import CompactBoundary
 from loopwright.policy.permissions import PermissionRules
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
@@ -89,7 +89,7 @@ def test_cli_on_a_chat_model_warns_that_it_has_no_price(tmp_path):
 
 
 async def test_a_goal_on_a_chat_model_is_judged_by_it(tmp_path):
-    from loopwright.goal import GoalSpec
+    from loopwright.engine.goal import GoalSpec
 
     judge = {"system_contains": "You decide whether an agent has met its goal"}
     rules = {"rules": [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "marker exists"})}]},
@@ -108,7 +108,7 @@ async def test_a_goal_on_a_chat_model_is_judged_by_it(tmp_path):
 
 def test_openais_own_api_is_asked_for_structured_verdicts():
     from loopwright.providers.openai import chat_body
-    from loopwright.types import Message, ModelRequest
+    from loopwright.core.types import Message, ModelRequest
 
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
     request = ModelRequest("openai:gpt-x", (Message.user("judge"),), 100,
@@ -121,7 +121,7 @@ def test_openais_own_api_is_asked_for_structured_verdicts():
 async def test_models_of_two_providers_in_one_run(tmp_path, monkeypatch):
     """The worker on a chat model, its goal judged by an Anthropic model: each request goes to the
     API that serves its model name (the simulator speaks both)."""
-    from loopwright.goal import GoalSpec
+    from loopwright.engine.goal import GoalSpec
 
     judge = {"system_contains": "You decide whether an agent has met its goal"}
     rules = {"rules": [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "marker exists"})}]},

@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loopwright.gate import ToolGate
+from loopwright.engine.gate import ToolGate
 from loopwright.policy import pathrules
 from loopwright.policy.permissions import (
     Call, PermissionRules, Places, Resolved, bypass_refusal, decide, parse_rule, parse_tool_list, rule_error,
     wanted_paths,
 )
-from loopwright.ports import Access
+from loopwright.core.ports import Access
 from loopwright.tools import builtin_tools
 
 CWD, HOME = "/work/p", "/home/u"

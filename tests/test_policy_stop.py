@@ -5,14 +5,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.errors import ModelError
+from loopwright.core.errors import ModelError
 from loopwright.policy.budget import Budget, Spent, check_limits
 from loopwright.policy.retry import backoff_delay, retry_category
 from loopwright.policy.stop import (
     CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Resend, Retry,
     RunTools, SwitchModel, after_tools, decide, on_stop_hooks, sanitize,
 )
-from loopwright.types import Message, Response, TextBlock, ThinkingBlock, ToolUseBlock, Usage
+from loopwright.core.types import Message, Response, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 CAPS = Caps(default_output=64000, max_output=128000)
 LIM = Limits(max_turns=None)

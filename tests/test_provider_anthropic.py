@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import pytest
 
-from loopwright.errors import ModelError, UsageError
+from loopwright.core.errors import ModelError, UsageError
 from loopwright.providers.anthropic import (
     ERROR_CODE_KIND,
     STATUS_KIND,
@@ -32,7 +32,7 @@ from loopwright.providers.anthropic import (
     map_status_error,
     parse_retry_after,
 )
-from loopwright.types import (
+from loopwright.core.types import (
     BlockDelta,
     BlockStart,
     BlockStop,
@@ -804,7 +804,7 @@ def test_import_does_not_load_the_sdk() -> None:
 
 
 def test_implements_the_model_port() -> None:
-    from loopwright.ports import Model
+    from loopwright.core.ports import Model
 
     assert isinstance(AnthropicModel(api_key="k"), Model)
 

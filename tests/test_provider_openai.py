@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from loopwright.accumulate import Accumulator
-from loopwright.errors import ModelError, UsageError
+from loopwright.engine.accumulate import Accumulator
+from loopwright.core.errors import ModelError, UsageError
 from loopwright.providers.openai import ChunkFold, chat_body, error_for, model_id, split_model
-from loopwright.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
+from loopwright.core.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
 
 # ---------------------------------------------------------------- requests
 

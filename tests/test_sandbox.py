@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from loopwright.app import Agent
-from loopwright.errors import UsageError
-from loopwright.events import Notice, SystemInit
+from loopwright.core.errors import UsageError
+from loopwright.core.events import Notice, SystemInit
 from loopwright.policy.permissions import PermissionRules
-from loopwright.ports import ToolContext
+from loopwright.core.ports import ToolContext
 from loopwright.sandbox import SandboxConfig, availability, unavailable_warning, wrap
 from loopwright.testing import Simulator
 from loopwright.testing.scripted import ScriptedModel

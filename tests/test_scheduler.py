@@ -14,8 +14,8 @@ import time
 import anyio
 import pytest
 
-from loopwright.ports import Schedule, ScheduledRun
-from loopwright.scheduler import FireOutcome, Scheduler
+from loopwright.core.ports import Schedule, ScheduledRun
+from loopwright.proactive.scheduler import FireOutcome, Scheduler
 from loopwright.stores.schedules import SqliteScheduleStore
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

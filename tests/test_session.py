@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from loopwright.events import (
+from loopwright.core.events import (
     AssistantMessage, CompactBoundary, GoalStatus, Notice, PartialEvent, SystemInit, ToolFinished, ToolStarted,
     UserMessage,
 )
 from loopwright.session import (
     NOT_RUN, SCHEMA_VERSION, AttachmentEntry, OtherEntry, Record, Recorder, SessionError, UserEntry, replay, restore,
 )
-from loopwright.types import BlockStop, Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from loopwright.core.types import BlockStop, Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
 
 class MemoryLog:
@@ -156,7 +156,7 @@ def test_recorder_continues_a_chain_from_a_parent():
 
 
 def _samples():
-    from loopwright.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult
+    from loopwright.core.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult
 
     result = RunResult("success", False, "ok", "sid", 1, 1, 1, 0.0, Usage(), {}, "end_turn", "completed")
     return {
@@ -181,7 +181,7 @@ def test_the_recorder_decides_for_every_event_type():
     """A new event type must get a sample here, and a decision in the recorder: record or skip."""
     import typing
 
-    from loopwright.events import Event
+    from loopwright.core.events import Event
 
     samples = _samples()
     assert set(samples) == set(typing.get_args(Event)), "add the new event type to this table"

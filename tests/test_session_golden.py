@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.events import (
+from loopwright.core.events import (
     ApiRetry, AssistantMessage, CompactBoundary, Notice, ResultEvent, RunResult, ToolFinished,
     ToolStarted, UserMessage,
 )
 from loopwright.session import SCHEMA_VERSION, Record, Recorder, restore
 from loopwright.stores.jsonl import encode, read_records
-from loopwright.types import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
+from loopwright.core.types import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "sessions"
 REGEN = os.environ.get("LOOPWRIGHT_REGEN_GOLDEN") == "1"

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopwright.app import Agent
-from loopwright.events import AssistantMessage, ToolStarted, UserMessage
+from loopwright.core.events import AssistantMessage, ToolStarted, UserMessage
 from loopwright.policy.permissions import PermissionRules
 from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, iso_timestamp, open_session
 from loopwright.stores.jsonl import JsonlLog, JsonlStore, home, project_name, read_records
 from loopwright.testing.scripted import ScriptedModel, tool_call
 from loopwright.tools import tool
-from loopwright.types import Message, ToolUseBlock, Usage
+from loopwright.core.types import Message, ToolUseBlock, Usage
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.errors import UsageError
+from loopwright.core.errors import UsageError
 from loopwright.policy.stop import Limits
 from loopwright.settings import default_limits, load_settings, merge, permission_rules, settings_files, stop_block_cap
 from loopwright.testing import Simulator

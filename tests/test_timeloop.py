@@ -13,11 +13,11 @@ import sys
 import pytest
 
 from loopwright.app import Agent
-from loopwright.events import LoopStatus, ResultEvent
+from loopwright.core.events import LoopStatus, ResultEvent
 from loopwright.policy.cadence import FALLBACK_WAKEUP_S
 from loopwright.policy.permissions import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
-from loopwright.schedule import BUILTIN_LOOP_PROMPT, MAX_CRONS, SessionCrons, TimeLoop, loop_prompt
+from loopwright.proactive.schedule import BUILTIN_LOOP_PROMPT, MAX_CRONS, SessionCrons, TimeLoop, loop_prompt
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from loopwright.tools import tool

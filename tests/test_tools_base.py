@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from loopwright.errors import ToolInputError
-from loopwright.ports import Tool, ToolContext, ToolOutput, tool_spec
+from loopwright.core.errors import ToolInputError
+from loopwright.core.ports import Tool, ToolContext, ToolOutput, tool_spec
 from loopwright.tools import BUILTIN_TOOL_NAMES, BaseTool, builtin_tools, resolve_path, tool
 from loopwright.tools.paths import glob_regex
 
@@ -252,8 +252,8 @@ def test_first_request_path_does_not_import_pydantic():
     import subprocess
     import sys
 
-    code = ("import sys, loopwright.cli.headless, loopwright.app, loopwright.loop;"
-            "from loopwright.tools import builtin_tools; from loopwright.ports import tool_spec;"
+    code = ("import sys, loopwright.cli.headless, loopwright.app, loopwright.engine.loop;"
+            "from loopwright.tools import builtin_tools; from loopwright.core.ports import tool_spec;"
             "[tool_spec(t) for t in builtin_tools()]; print('pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

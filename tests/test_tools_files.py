@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from loopwright.ports import ToolContext
+from loopwright.core.ports import ToolContext
 from loopwright.tools.files import EditTool, ReadTool, WriteTool
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from loopwright.ports import ToolContext
+from loopwright.core.ports import ToolContext
 from loopwright.tools.search import GlobTool, GrepTool
 
 pytestmark = pytest.mark.anyio

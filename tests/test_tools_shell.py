@@ -9,8 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from loopwright.errors import ToolInputError
-from loopwright.ports import ToolContext
+from loopwright.core.errors import ToolInputError
+from loopwright.core.ports import ToolContext
 from loopwright.tools.shell import BashTool
 from procs import gone
 
@@ -132,7 +132,7 @@ def test_timeout_at_the_maximum_is_accepted():
 
 
 async def test_group_that_ignores_term_is_killed_after_the_grace(tmp_path, monkeypatch):
-    monkeypatch.setattr("loopwright.tools.shell.KILL_GRACE_S", 0.2)
+    monkeypatch.setattr("loopwright.tools.procs.KILL_GRACE_S", 0.2)
     pidfile = tmp_path / "stubborn.pid"
     # An ignored signal stays ignored in children, so neither bash nor sleep obeys SIGTERM.
     command = f"trap '' TERM; sleep 30 & echo $! > {pidfile}; wait"

@@ -10,21 +10,21 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
-from .events import Event, ResultEvent, RunResult, UserMessage
-from .fastclass import dataclass
-from .ids import uuid4
-from .loop import AgentLoop, LoopConfig, StopHook
+from .core.events import Event, ResultEvent, RunResult, UserMessage
+from .core.fastclass import dataclass
+from .core.ids import uuid4
+from .engine.loop import AgentLoop, LoopConfig, StopHook
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
 from .policy.rules import PermissionRules
 from .policy.stop import Limits
-from .ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
+from .core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
 from .sandbox import SandboxConfig
 from .settings import default_limits
-from .types import Message, TextBlock
+from .core.types import Message, TextBlock
 
 if TYPE_CHECKING:
-    from .goal import GoalJudge, GoalSpec
+    from .engine.goal import GoalJudge, GoalSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are loopwright, an agent that finishes software tasks by working with tools. \
@@ -79,7 +79,7 @@ class Agent:
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
         if self.output_schema is not None:
-            from .structured import StructuredAnswer
+            from .engine.structured import StructuredAnswer
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
@@ -108,7 +108,7 @@ class Agent:
         return replace(self.sandbox, writable=tuple(dict.fromkeys(self.sandbox.writable + extra)))
 
     def _refuse_root_bypass(self) -> None:
-        from .errors import UsageError
+        from .core.errors import UsageError
         from .policy.rules import bypass_refusal
         from .sandbox import active
 
@@ -121,7 +121,7 @@ class Agent:
 
     def _sandbox_notice(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
         """Say right after system/init when the sandbox was asked for but cannot run."""
-        from .events import Notice, SystemInit
+        from .core.events import Notice, SystemInit
         from .sandbox import unavailable_warning
 
         warning = unavailable_warning(self.sandbox)
@@ -150,8 +150,8 @@ class Agent:
         if self.goal is None:
             return None
         if self._judge is None:
-            from .clock import SystemClock
-            from .goal import GoalJudge
+            from .core.clock import SystemClock
+            from .engine.goal import GoalJudge
             from .tools.workspace import LocalWorkspace
 
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
@@ -205,7 +205,7 @@ class Agent:
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
         if self.output_schema is not None:  # a fresh answer for every run
-            from .structured import StructuredAnswer
+            from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool
 
             answer = StructuredAnswer(self.output_schema)

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import UsageError
+from .core.errors import UsageError
 from .policy.rules import normalise_mode
 
 if TYPE_CHECKING:
-    from .goal import GoalSpec
+    from .engine.goal import GoalSpec
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
@@ -103,7 +103,7 @@ def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None"
         if checks or protect or opts.get("goal_max_turns") or opts.get("goal_max_duration"):
             raise UsageError("--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")")
         return None, prompt
-    from .goal import GoalSpec, validate_condition  # only runs with a goal pay for it
+    from .engine.goal import GoalSpec, validate_condition  # only runs with a goal pay for it
 
     positive(opts.get("goal_max_turns"), "--goal-max-turns")
     positive(opts.get("goal_max_budget_usd"), "--goal-max-budget-usd")

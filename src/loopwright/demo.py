@@ -99,8 +99,8 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
 
     from .app import Agent
     from .cli.render import Progress
-    from .events import ApiRetry, GoalStatus
-    from .goal import GoalSpec
+    from .core.events import ApiRetry, GoalStatus
+    from .engine.goal import GoalSpec
     from .policy.permissions import PermissionRules
     from .providers.anthropic import AnthropicModel
     from .testing import Simulator

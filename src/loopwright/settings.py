@@ -12,8 +12,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import UsageError
-from .fastclass import dataclass
+from .core.errors import UsageError
+from .core.fastclass import dataclass
 
 CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")

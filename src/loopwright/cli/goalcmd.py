@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..errors import SessionError, UsageError
-from ..goal import SavedGoal, cleared_status, saved_goal
+from ..core.errors import SessionError, UsageError
+from ..engine.goal import SavedGoal, cleared_status, saved_goal
 
 
 def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:

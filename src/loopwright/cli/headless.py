@@ -12,9 +12,9 @@ from typing import Any, Awaitable, Callable
 
 from .. import __version__
 from ..config import goal_from_options, parse_duration, parse_fallbacks, positive, read_text_file
-from ..errors import UsageError
-from ..events import Event, HookResponse, HookStarted, RunResult
-from ..ids import uuid4
+from ..core.errors import UsageError
+from ..core.events import Event, HookResponse, HookStarted, RunResult
+from ..core.ids import uuid4
 from .render import Progress, dumps, stream_json
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -111,7 +111,7 @@ def output_schema(value: str | None) -> Any:
         schema = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"--json-schema: not JSON ({exc}); give a JSON Schema or the path of a file with one") from None
-    from ..structured import StructuredAnswer
+    from ..engine.structured import StructuredAnswer
 
     try:
         StructuredAnswer(schema)
@@ -197,7 +197,7 @@ def open_cli_session(opts: dict[str, Any], agent: Any) -> Any:
 
 
 def goal_command(saved: Any, session: Any, *, clear: bool) -> int:
-    from ..goal import cleared_status
+    from ..engine.goal import cleared_status
     from .goalcmd import describe
 
     if not clear:
@@ -237,7 +237,7 @@ def run_headless(opts: dict[str, Any]) -> int:
     session = open_cli_session(opts, agent)
     saved = None
     if session.records:  # a resumed session may hold a goal (goals load only when needed)
-        from ..goal import saved_goal
+        from ..engine.goal import saved_goal
         from .goalcmd import attachments
 
         saved = saved_goal(attachments(session.records))

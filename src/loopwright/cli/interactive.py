@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import Any
 
-from ..events import RunResult
+from ..core.events import RunResult
 from .render import Progress, _short
 
 HELP = """Commands:
@@ -112,8 +112,8 @@ async def _command(agent: Any, line: str, spent: float, progress: Progress) -> f
 def _goal(agent: Any, line: str) -> bool:
     """`/goal …` at the prompt: True when a turn should run now (a goal was set)."""
     from ..config import GOAL_CLEAR_WORDS
-    from ..errors import UsageError
-    from ..goal import GoalSpec, validate_condition
+    from ..core.errors import UsageError
+    from ..engine.goal import GoalSpec, validate_condition
 
     condition = line[len("/goal"):].strip()
     if not condition:

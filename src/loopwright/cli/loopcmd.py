@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from ..config import parse_duration, positive
-from ..errors import UsageError
-from ..events import Event, ResultEvent
+from ..core.errors import UsageError
+from ..core.events import Event, ResultEvent
 from .render import dumps
 
 
@@ -47,9 +47,9 @@ def parse_until(value: str | None, now: float) -> float | None:
 
 
 def run_loop(opts: dict[str, Any], prompt: str) -> int:
-    from ..clock import SystemClock
+    from ..core.clock import SystemClock
     from ..policy.cadence import parse_loop
-    from ..schedule import SessionCrons, TimeLoop, loop_prompt
+    from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
     from ..tools.crons import cron_tools
     from .headless import build_agent, foreground, make_emitter, open_cli_session, print_result
 

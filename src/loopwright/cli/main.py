@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-v"]):  # fast path: no imports beyond the package root
         print(f"{__version__} (loopwright)")
         return 0
-    from ..errors import LoopwrightError
+    from ..core.errors import LoopwrightError
 
     try:
         if args and args[0] in SUBCOMMANDS:
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 def parser() -> Any:
     import argparse
 
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:

@@ -7,11 +7,11 @@ import json
 import sys
 from typing import Any, TextIO, assert_never
 
-from ..events import (
+from ..core.events import (
     ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
-from ..types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
+from ..core.types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
 
 
 def dumps(obj: Any) -> str:

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -83,9 +83,9 @@ def run_schedule(args: list[str]) -> int:
 
 def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ..config import parse_duration, positive
-    from ..ids import uuid4
+    from ..core.ids import uuid4
     from ..policy.cadence import cron_error, cron_next, next_fire
-    from ..ports import Schedule
+    from ..core.ports import Schedule
     from .loopcmd import is_loop
     from .main import parser
 
@@ -181,8 +181,8 @@ def run_scheduler(args: list[str]) -> int:
 
 
 async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
-    from ..clock import SystemClock
-    from ..scheduler import Scheduler
+    from ..core.clock import SystemClock
+    from ..proactive.scheduler import Scheduler
 
     scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
                           alive=_alive, notify=_report, max_concurrent=max_concurrent)
@@ -232,7 +232,7 @@ def _alive(owner: str) -> bool:
 
 
 async def _run_fire(schedule: Any, register: Any) -> Any:
-    from ..scheduler import FireOutcome
+    from ..proactive.scheduler import FireOutcome
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
@@ -265,7 +265,7 @@ def _end_with_parent() -> None:
 
 
 def _outcome(code: int | None, out: str, err: str) -> Any:
-    from ..scheduler import FireOutcome
+    from ..proactive.scheduler import FireOutcome
 
     lines = [line for line in out.splitlines() if line.startswith("{")]
     try:

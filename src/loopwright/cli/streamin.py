@@ -9,8 +9,8 @@ import json
 import sys
 from typing import Any, Callable
 
-from ..errors import UsageError
-from ..events import Event, RunResult
+from ..core.errors import UsageError
+from ..core.events import Event, RunResult
 
 EXAMPLE = '{"type":"user","message":{"role":"user","content":"…"}}'
 

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from .spec import CommandSpec
 
 SHELL = "/bin/sh"

@@ -8,8 +8,8 @@ import tempfile
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
-from ..fastclass import dataclass
-from ..ports import NO_HOOK_RESULT, HookResult
+from ..core.fastclass import dataclass
+from ..core.ports import NO_HOOK_RESULT, HookResult
 
 # Events whose top-level `decision: "block"` (or exit code 2) is honoured.
 BLOCKABLE = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Stop",

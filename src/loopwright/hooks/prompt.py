@@ -7,11 +7,11 @@ import json
 import re
 from typing import Any, Callable
 
-from ..accumulate import Accumulator
-from ..errors import ModelError
+from ..engine.accumulate import Accumulator
+from ..core.errors import ModelError
 from ..policy.models import resolve_model
-from ..ports import Model
-from ..types import Message, ModelRequest, Response
+from ..core.ports import Model
+from ..core.types import Message, ModelRequest, Response
 from .output import BLOCKABLE, Answer
 from .spec import PromptSpec
 

@@ -7,7 +7,7 @@ import inspect
 from dataclasses import field, fields
 from typing import Any, Iterator, Literal, Mapping
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from .output import PLAIN_CONTEXT, Answer, cap, from_json
 
 

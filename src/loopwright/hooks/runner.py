@@ -12,12 +12,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anyio
 
-from ..events import Event, HookResponse, HookStarted, ModelUsage, Notice
-from ..ids import uuid4
+from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
-from ..ports import NO_HOOK_RESULT, Approver, HookResult, Model
-from ..types import Response
+from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, Model
+from ..core.types import Response
 from . import command, http, prompt, python
 from .output import Answer, from_process, merge
 from .spec import (

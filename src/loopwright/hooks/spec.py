@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any, Callable, Mapping, Union
 
-from ..errors import UsageError
-from ..fastclass import dataclass
+from ..core.errors import UsageError
+from ..core.fastclass import dataclass
 
 EVENTS = (
     "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",

@@ -4,7 +4,7 @@ the caller supplies what was spent; a limit ends the run with a result, never a 
 from __future__ import annotations
 
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from .stop import Finish, Limits
 
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import replace
 from typing import Callable, Literal, Union
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 MIN_WAKEUP_S, MAX_WAKEUP_S = 60, 3600  # a self-paced loop wakes between one minute and one hour
 FALLBACK_WAKEUP_S = 20 * 60  # an iteration that neither reschedules nor stops: one more try

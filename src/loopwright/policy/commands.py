@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from .shell import Redirect, ShellSyntaxError, Simple, Word, parse
 
 __all__ = ["Analysis", "Part", "Target", "analyse", "is_device", "redirect_targets", "write_targets"]

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -7,7 +7,7 @@ import posixpath
 import re
 from functools import lru_cache
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 __all__ = ["Places", "anchor", "inside", "matches", "protected", "rule_prefix"]
 

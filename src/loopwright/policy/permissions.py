@@ -10,7 +10,7 @@ from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, Literal, Mapping
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from . import commands, readonly
 from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
 from .rules import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopwright.types import Usage
+from ..core.types import Usage
 
 from .models import ModelInfo
 

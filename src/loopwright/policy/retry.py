@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..errors import ErrorKind, ModelError
+from ..core.errors import ErrorKind, ModelError
 
 BASE_DELAY_S = 0.5
 MAX_DELAY_S = 32.0

@@ -7,7 +7,7 @@ import posixpath
 import re
 from typing import Any, Mapping
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 __all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "normalise_mode",
            "parse_rule", "parse_tool_list", "rule_error"]

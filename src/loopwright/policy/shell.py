@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 from .shellwords import ShellSyntaxError, Word, WordScanner
 
 __all__ = ["Redirect", "ShellSyntaxError", "Simple", "Word", "parse"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 __all__ = ["BREAK", "ShellSyntaxError", "Word", "WordScanner"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Union
 
-from ..errors import ModelError
-from ..fastclass import dataclass
-from ..types import Message, Response, TextBlock, ToolUseBlock
+from ..core.errors import ModelError
+from ..core.fastclass import dataclass
+from ..core.types import Message, Response, TextBlock, ToolUseBlock
 from .retry import backoff_delay, retry_category
 
 CONTINUE_AFTER_CUT = (

@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any, Literal
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 Status = Literal["met", "not_met", "impossible"]
 

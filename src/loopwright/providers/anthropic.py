@@ -14,9 +14,9 @@ from typing import Any
 
 import httpx
 
-from loopwright import __version__
-from loopwright.errors import ModelError, UsageError
-from loopwright.types import (
+from .. import __version__
+from ..core.errors import ModelError, UsageError
+from ..core.types import (
     BlockDelta, BlockStart, BlockStop, ModelRequest, StreamDelta, StreamEvent, StreamStart, StreamStop, Usage,
 )  # fmt: skip
 

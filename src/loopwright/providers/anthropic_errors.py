@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from loopwright.errors import ErrorKind, ModelError, UsageError
+from ..core.errors import ErrorKind, ModelError, UsageError
 
 # ---------------------------------------------------------------- error tables
 

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 
 from .. import __version__
-from ..errors import ModelError, UsageError
-from ..types import (
+from ..core.errors import ModelError, UsageError
+from ..core.types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, OpaqueBlock, StreamDelta, StreamEvent, StreamStart,
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
 )

@@ -9,8 +9,8 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from ..errors import ModelError
-from ..types import ModelRequest, StreamEvent
+from ..core.errors import ModelError
+from ..core.types import ModelRequest, StreamEvent
 
 
 OPENAI_PREFIXES = ("openai:", "openai-compatible:")

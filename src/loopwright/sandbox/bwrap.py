@@ -8,7 +8,7 @@ import sys
 from functools import lru_cache
 from typing import Any, Mapping
 
-from ..fastclass import dataclass
+from ..core.fastclass import dataclass
 
 __all__ = ["SandboxConfig", "active", "availability", "bwrap_path", "unavailable_warning", "wrap"]
 

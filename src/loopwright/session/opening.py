@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Callable, Literal, Protocol
 
-from ..fastclass import dataclass
-from ..ids import uuid4
-from ..types import Message
+from ..core.fastclass import dataclass
+from ..core.ids import uuid4
+from ..core.types import Message
 from .recorder import Recorder, SessionLog
 from .records import Record, Restored, SessionError, UserEntry, restore
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Mapping, Protocol, assert_never
 
-from ..events import (
+from ..core.events import (
     ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
-from ..ids import uuid4
-from ..types import ToolResultBlock
+from ..core.ids import uuid4
+from ..core.types import ToolResultBlock
 from .records import (
     AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,
     ToolStartedEntry, UserEntry,

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Callable, Iterable, Literal, Mapping, Union, assert_never
 
-from ..errors import SessionError
-from ..events import RESENT_RESULTS_ONLY
-from ..fastclass import dataclass
-from ..types import Message, ToolResultBlock, Usage
+from ..core.errors import SessionError
+from ..core.events import RESENT_RESULTS_ONLY
+from ..core.fastclass import dataclass
+from ..core.types import Message, ToolResultBlock, Usage
 
 SCHEMA_VERSION = 1
 ENVELOPE = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "version")

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..ports import Schedule, ScheduledRun
+from ..core.ports import Schedule, ScheduledRun
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (

@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from loopwright.testing.simulator import RecordedRequest, Script, ScriptError, Simulator
+    from .simulator import RecordedRequest, Script, ScriptError, Simulator
 
 
 def __getattr__(name: str) -> Any:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import AsyncIterator, Callable, Sequence, Union
 
-from ..errors import ModelError
-from ..fastclass import dataclass
-from ..types import (
+from ..core.errors import ModelError
+from ..core.fastclass import dataclass
+from ..core.types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, Response, StreamDelta, StreamEvent,
     StreamStart, StreamStop, TextBlock, ToolUseBlock, Usage,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..ports import BackgroundWork, Tool
+from ..core.ports import BackgroundWork, Tool
 from .builtin import CLASSES, LazyTool, Toolbox
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..ports import Access
+from ..core.ports import Access
 
 _MAGIC = frozenset("*?[{")
 

@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 from pydantic import Field
 
-from ..fastclass import dataclass
-from ..ports import Access, ToolContext, ToolOutput
+from ..core.fastclass import dataclass
+from ..core.ports import Access, ToolContext, ToolOutput
 from .base import BaseTool, ToolInput
-from .shell import KILL_GRACE_S, MAX_OUTPUT_CHARS, CappedText, group_alive
+from .procs import KILL_GRACE_S, MAX_OUTPUT_CHARS, CappedText, group_alive
 
 __all__ = ["BashOutputTool", "BackgroundShell", "KillShellTool", "ShellRegistry"]
 

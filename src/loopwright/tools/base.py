@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import anyio
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from ..errors import ToolInputError
-from ..ports import ToolContext, ToolOutput
+from ..core.errors import ToolInputError
+from ..core.ports import ToolContext, ToolOutput
 
 __all__ = ["BaseTool", "FunctionTool", "ToolInput", "in_thread", "schema_for", "tool"]
 

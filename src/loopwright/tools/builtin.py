@@ -11,7 +11,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..ports import Access, Tool, ToolContext, ToolOutput
+from ..core.ports import Access, Tool, ToolContext, ToolOutput
 from ..sandbox.bwrap import SandboxConfig
 from .access import ACCESS
 

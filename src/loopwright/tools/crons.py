@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..ports import Access, Crons, ToolContext, ToolOutput
+from ..core.ports import Access, Crons, ToolContext, ToolOutput
 from .base import BaseTool, ToolInput
 
 

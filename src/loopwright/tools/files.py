@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from ..ports import ToolContext, ToolOutput
+from ..core.ports import ToolContext, ToolOutput
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
 from .paths import BINARY_SNIFF_BYTES, is_binary, resolve_path

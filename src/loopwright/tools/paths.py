@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
-from ..ports import ToolContext
+from ..core.ports import ToolContext
 
 # Version-control metadata is never what the model is looking for and can be huge.
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs"})

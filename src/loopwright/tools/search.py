@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..ports import ToolContext, ToolOutput
+from ..core.ports import ToolContext, ToolOutput
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
 from .paths import glob_regex, is_binary, newest_first, resolve_path, split_glob, walk_files

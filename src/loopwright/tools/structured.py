@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ToolInputError
-from ..ports import Access, OutputContract, ToolContext, ToolOutput
+from ..core.errors import ToolInputError
+from ..core.ports import Access, OutputContract, ToolContext, ToolOutput
 
 
 class StructuredOutputTool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..ports import Access, ToolContext, ToolOutput, Wakeups
+from ..core.ports import Access, ToolContext, ToolOutput, Wakeups
 from .base import BaseTool, ToolInput
 
 

@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..ports import CheckResult
+from ..core.ports import CheckResult
 
 TAIL_CHARS = 3000
 

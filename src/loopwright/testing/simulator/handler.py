@@ -9,18 +9,16 @@ import socket
 import struct
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .openai_wire import (
     DONE_FRAME, NO_KEY_MESSAGE, anthropic_view, chat_error, chat_id, check_chat, completion,
     completion_chunks, data_frame, fault_error,
 )
+from .record import RecordedRequest, Served
 from .script import STATUS_OF_TYPE, Fault, Reply, last_user_text
 from .validate import check_request
 from .wire import build_message, error_body, error_type_for, estimate_input_tokens, frame, stream_events
-
-if TYPE_CHECKING:
-    from .server import RecordedRequest, Simulator
 
 __all__ = ["Handler"]
 
@@ -41,7 +39,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.sim: Simulator = self.server.sim  # type: ignore[attr-defined]
+        self.sim: Served = self.server.sim  # type: ignore[attr-defined]
         self.sim._opened(self.connection)
 
     def finish(self) -> None:

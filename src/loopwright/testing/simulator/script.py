@@ -59,7 +59,7 @@ import copy
 import json
 import threading
 
-from ...fastclass import dataclass
+from ...core.fastclass import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Any

@@ -16,35 +16,14 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...fastclass import dataclass
 from .handler import Handler
+from .record import RecordedRequest
 from .script import Reply, Script
 from .wire import IdGen
 
 __all__ = ["RecordedRequest", "Simulator"]
 
 ScriptLike = Script | dict[str, Any] | list[Any] | None
-
-
-@dataclass
-class RecordedRequest:
-    """One request as the simulator received it; `response_status` is None if none was sent."""
-
-    method: str
-    path: str  # without the query string (see `query`)
-    query: str
-    headers: dict[str, str]  # lower-case names
-    body: Any  # parsed JSON, or None when the body was not JSON
-    raw: bytes
-    time: float  # time.monotonic() at arrival
-    request_id: str
-    response_status: int | None = None
-    finished: float | None = None  # time.monotonic() once the last response byte was written
-
-    @property
-    def retry_count(self) -> int:
-        """The SDK's `x-stainless-retry-count` (0 on a first attempt)."""
-        return int(self.headers.get("x-stainless-retry-count", "0") or 0)
 
 
 class _Server(ThreadingHTTPServer):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any
 
-from ...fastclass import dataclass
+from ...core.fastclass import dataclass
 
 __all__ = ["check_request"]
 

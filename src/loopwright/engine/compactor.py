@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Sequence
 
 from . import compaction
-from .errors import ModelError
-from .events import CompactBoundary, Event, Notice
-from .fastclass import dataclass
-from .policy.models import resolve_model
-from .ports import HookRunner
-from .types import Message, ModelRequest, Response
+from ..core.errors import ModelError
+from ..core.events import CompactBoundary, Event, Notice
+from ..core.fastclass import dataclass
+from ..policy.models import resolve_model
+from ..core.ports import HookRunner
+from ..core.types import Message, ModelRequest, Response
 
 Stream = Callable[[ModelRequest, str], Awaitable["Response | ModelError"]]
 

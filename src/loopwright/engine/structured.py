@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .events import RunResult
-from .policy.jsonschema import schema_problems, validate
+from ..core.events import RunResult
+from ..policy.jsonschema import schema_problems, validate
 
 MAX_ATTEMPTS = 5
 NUDGE = ("This task ends only when you call StructuredOutput with the final answer, matching its schema. "

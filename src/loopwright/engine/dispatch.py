@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import anyio
 
-from .clock import Clock, SystemClock
-from .errors import ToolInputError
-from .events import Event, PermissionDenial, ToolFinished, ToolStarted
-from .fastclass import dataclass
-from .ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
-from .types import ToolResultBlock, ToolUseBlock
+from ..core.clock import Clock, SystemClock
+from ..core.errors import ToolInputError
+from ..core.events import Event, PermissionDenial, ToolFinished, ToolStarted
+from ..core.fastclass import dataclass
+from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
+from ..core.types import ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from .events import ModelUsage, PermissionDenial, RunResult
-from .policy.models import resolve_model
-from .policy.pricing import cost_usd
-from .types import Message, Response
+from ..core.events import ModelUsage, PermissionDenial, RunResult
+from ..policy.models import resolve_model
+from ..policy.pricing import cost_usd
+from ..core.types import Message, Response
 
 RETRY_KINDS = ("rate_limit", "overloaded", "server", "network")
 Extra = Sequence[tuple[str, str, ModelUsage]]  # (role, model, usage) of calls made outside the loop

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from .fastclass import dataclass
-from .types import Message, ModelRequest, TextBlock, ToolResultBlock
+from ..core.fastclass import dataclass
+from ..core.types import Message, ModelRequest, TextBlock, ToolResultBlock
 
 KEEP_EXCHANGES = 2
 

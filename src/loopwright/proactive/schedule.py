@@ -10,11 +10,11 @@ from typing import Any, Awaitable, Callable
 
 import anyio
 
-from .clock import Clock
-from .events import Event, LoopStatus, Notice, RunResult
-from .fastclass import dataclass
-from .ids import uuid4
-from .policy.cadence import (
+from ..core.clock import Clock
+from ..core.events import Event, LoopStatus, Notice, RunResult
+from ..core.fastclass import dataclass
+from ..core.ids import uuid4
+from ..policy.cadence import (
     EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup, cron_error,
     cron_next,
 )
@@ -39,7 +39,7 @@ def loop_prompt(prompt: str, cwd: str, home: str) -> Callable[[], str]:
     bytes), else a built-in one."""
     if prompt:
         return lambda: prompt
-    from .policy.cadence import MAX_LOOP_FILE_BYTES
+    from ..policy.cadence import MAX_LOOP_FILE_BYTES
 
     places = [f"{base}/{sub}/loop.md" for base in (cwd, home) for sub in (".loopwright", ".claude")]
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 import anyio
 
 from .accumulate import Accumulator
-from .clock import Clock, SystemClock
-from .errors import ModelError
-from .events import (
+from ..core.clock import Clock, SystemClock
+from ..core.errors import ModelError
+from ..core.events import (
     ApiRetry,
     AssistantMessage,
     Event,
@@ -27,21 +27,21 @@ from .events import (
     SystemInit,
     UserMessage,
 )
-from .fastclass import dataclass
-from .policy.rules import PermissionRules
-from .policy.budget import Budget, Spent, check_limits
-from .policy.retry import stop_failure
-from .policy.models import resolve_model
-from .policy.stop import (
+from ..core.fastclass import dataclass
+from ..policy.rules import PermissionRules
+from ..policy.budget import Budget, Spent, check_limits
+from ..policy.retry import stop_failure
+from ..policy.models import resolve_model
+from ..policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
 )
 from .dispatch import ToolDispatcher
-from .ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
+from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
 from .hookcalls import LoopHooks, StopHook
 from .tally import Tally
-from .types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Sequence
 
-from .ports import HookResult, HookRunner
-from .types import ToolResultBlock
+from ..core.ports import HookResult, HookRunner
+from ..core.types import ToolResultBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]  # a reason to go on, or None
 

@@ -11,11 +11,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .errors import ToolInputError
-from .fastclass import dataclass
-from .policy import permissions
-from .policy.permissions import Call, Places, Resolved, Verdict, Want
-from .ports import Access, Approver, DescribesAccess, Tool
+from ..core.errors import ToolInputError
+from ..core.fastclass import dataclass
+from ..policy import permissions
+from ..policy.permissions import Call, Places, Resolved, Verdict, Want
+from ..core.ports import Access, Approver, DescribesAccess, Tool
 
 MAX_GLOB_MATCHES = 1000
 

@@ -9,10 +9,10 @@ from typing import Awaitable, Callable
 
 import anyio
 
-from .clock import Clock
-from .fastclass import dataclass
-from .policy.cadence import decide_fire, schedule_step
-from .ports import Schedule, ScheduledRun, ScheduleStore
+from ..core.clock import Clock
+from ..core.fastclass import dataclass
+from ..policy.cadence import decide_fire, schedule_step
+from ..core.ports import Schedule, ScheduledRun, ScheduleStore
 
 POLL_S = 30.0  # schedules added by another process are seen within this
 MAX_NOTE = 2000

@@ -7,8 +7,8 @@ import json
 from dataclasses import field
 from typing import Any
 
-from .fastclass import dataclass
-from .types import (
+from ..core.fastclass import dataclass
+from ..core.types import (
     STOP_REASONS,
     Block,
     BlockDelta,

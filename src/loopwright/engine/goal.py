@@ -8,15 +8,15 @@ from dataclasses import field
 from typing import Any, Callable, Sequence, Union
 
 from .accumulate import Accumulator
-from .clock import Clock
-from .errors import ModelError, UsageError
-from .events import Event, GoalStatus, ModelUsage
-from .fastclass import dataclass
-from .policy.models import resolve_model
-from .policy.pricing import cost_usd
-from .policy.verdict import VERDICT_SCHEMA, Bounds, Verdict, parse_bounds, parse_verdict
-from .ports import CheckResult, Model, Workspace
-from .types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
+from ..core.clock import Clock
+from ..core.errors import ModelError, UsageError
+from ..core.events import Event, GoalStatus, ModelUsage
+from ..core.fastclass import dataclass
+from ..policy.models import resolve_model
+from ..policy.pricing import cost_usd
+from ..policy.verdict import VERDICT_SCHEMA, Bounds, Verdict, parse_bounds, parse_verdict
+from ..core.ports import CheckResult, Model, Workspace
+from ..core.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
 
 MAX_CONDITION = 4000
 EVIDENCE_CHARS = 12_000
