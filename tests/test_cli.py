@@ -96,6 +96,8 @@ def test_missing_api_key_says_how_to_set_one_and_how_to_run_offline(tmp_path):
     (["--max-turns", "0"], "--max-turns"), (["--permission-mode", "yolo"], "--permission-mode"),
     (["--max-duration", "soon"], "--max-duration"), (["--tools", "Bash,Teleport"], "Teleport"),
     (["--output-format", "xml"], "xml"), (["--fallback-model", "a,b,c,d"], "--fallback-model"),
+    # flags are spelled in full, as in Claude Code: a prefix is a typo, not a guess
+    (["--max-turn", "3"], "--max-turn"), (["--verbos"], "--verbos"),
 ])
 def test_bad_flags_are_one_clear_line_exit_2(tmp_path, args, needle):
     out = cli(["-p", "hi", *args], "http://127.0.0.1:9", cwd=tmp_path)

@@ -77,6 +77,8 @@ def terminal(tmp_path):
 def test_a_prompt_is_answered_and_exit_leaves(terminal):
     t, sim = terminal([{"text": "hello from the model"}])
     t.expect("› ").send("say hello").expect("hello from the model").expect("› ")
+    assert t.seen.count("hello from the model") == 1, t.seen  # the answer is shown once, not again at the end
+    assert "1 turn ·" in t.seen and "1 turns" not in t.seen, t.seen
     t.send("/cost").expect("this session").expect("› ").send("/exit")
     assert t.close() == 0 and len(sim.message_requests) == 1
 

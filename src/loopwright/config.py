@@ -11,6 +11,7 @@ from .core.errors import UsageError
 from .policy.rules import normalise_mode
 
 if TYPE_CHECKING:
+    from .cli.options import Options
     from .engine.goal import GoalSpec
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
@@ -80,10 +81,10 @@ def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
     return "\n".join(condition).strip(), checks, protect
 
 
-def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None", str | None]:
+def goal_from_options(opts: Options, prompt: str | None) -> tuple["GoalSpec | None", str | None]:
     """The goal a headless run sets (from `-p "/goal COND"`, `--goal` or `--goal-file`) and the
     prompt that starts it. `/goal clear` and friends clear instead: (None, None)."""
-    condition, checks, protect = None, list(opts.get("check") or []), list(opts.get("protect") or [])
+    condition, checks, protect = None, list(opts.check or []), list(opts.protect or [])
     if prompt and prompt.lstrip().startswith("/goal"):
         arg = prompt.lstrip()[len("/goal"):].strip()
         if not arg:
@@ -91,27 +92,27 @@ def goal_from_options(opts: dict, prompt: str | None) -> tuple["GoalSpec | None"
         if arg.lower() in GOAL_CLEAR_WORDS:
             return None, None
         condition, prompt = arg, None
-    sources = [c for c in (condition, opts.get("goal")) if c] + (["file"] if opts.get("goal_file") else [])
+    sources = [c for c in (condition, opts.goal) if c] + (["file"] if opts.goal_file else [])
     if len(sources) > 1:
         raise UsageError("goal: give the condition once (-p \"/goal …\", --goal or --goal-file)")
-    if opts.get("goal"):
-        condition = opts["goal"]
-    if opts.get("goal_file"):
-        condition, more_checks, more_protect = read_goal_file(opts["goal_file"])
+    if opts.goal:
+        condition = opts.goal
+    if opts.goal_file:
+        condition, more_checks, more_protect = read_goal_file(opts.goal_file)
         checks, protect = checks + more_checks, protect + more_protect
     if condition is None:
-        if checks or protect or opts.get("goal_max_turns") or opts.get("goal_max_duration"):
+        if checks or protect or opts.goal_max_turns or opts.goal_max_duration:
             raise UsageError("--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")")
         return None, prompt
     from .engine.goal import GoalSpec, validate_condition  # only runs with a goal pay for it
 
-    positive(opts.get("goal_max_turns"), "--goal-max-turns")
-    positive(opts.get("goal_max_budget_usd"), "--goal-max-budget-usd")
-    duration = opts.get("goal_max_duration")
+    positive(opts.goal_max_turns, "--goal-max-turns")
+    positive(opts.goal_max_budget_usd, "--goal-max-budget-usd")
+    duration = opts.goal_max_duration
     spec = GoalSpec(validate_condition(condition), tuple(checks), tuple(protect),
-                    model=opts.get("goal_model") or _default_evaluator(opts.get("model")),
-                    max_turns=opts.get("goal_max_turns"),
+                    model=opts.goal_model or _default_evaluator(opts.model),
+                    max_turns=opts.goal_max_turns,
                     max_duration_s=parse_duration(duration, "--goal-max-duration") if duration else None,
-                    max_budget_usd=opts.get("goal_max_budget_usd"))
+                    max_budget_usd=opts.goal_max_budget_usd)
     start = spec.directive() + (f"\n\n{prompt}" if prompt else "")
     return spec, start

@@ -98,7 +98,7 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     import anyio
 
     from .app import Agent
-    from .cli.render import Progress
+    from .cli.render import Progress, plural
     from .core.events import ApiRetry, GoalStatus
     from .engine.goal import GoalSpec
     from .policy.permissions import PermissionRules
@@ -131,7 +131,7 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     verdicts = [e for e in seen if isinstance(e, GoalStatus) and not e.sentinel]
     goal = result.to_json()["goal"]
     say("\n── summary " + "─" * 60)
-    say(f"result: {result.terminal_reason} · {result.num_turns} turns · {calls} API requests · "
+    say(f"result: {result.terminal_reason} · {plural(result.num_turns, 'turn')} · {plural(calls, 'API request')} · "
         f"${result.total_cost_usd:.4f} (evaluator ${goal['evaluator']['costUSD']:.4f})")
     say("stops judged: " + " → ".join("MET" if v.met else "not met (" + v.reason + ")" for v in verdicts))
     say(f"retries: {sum(1 for e in seen if isinstance(e, ApiRetry))} (an injected 529) · "

@@ -6,40 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Iterable
 
 from ..core.errors import SessionError, UsageError
-from ..engine.goal import SavedGoal, cleared_status, saved_goal
-
-
-def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:
-    """Attachment bodies from parsed records (`session.Record`) or raw record dicts."""
-    out = []
-    for r in records:
-        if isinstance(r, dict):
-            if r.get("type") == "attachment" and isinstance(r.get("attachment"), dict):
-                out.append(r["attachment"])
-        elif getattr(r.entry, "type", None) == "attachment":
-            out.append(dict(r.entry.attachment))
-    return out
-
-
-def describe(saved: SavedGoal | None) -> str:
-    if saved is None:
-        return "No goal set"
-    last = saved.last
-    state = "active" if saved.active else ("achieved" if last.get("met") else "failed" if last.get("failed")
-                                          else "cleared")
-    lines = [f"Goal ({state}): {saved.spec.condition}"]
-    if saved.spec.checks:
-        lines.append("checks: " + "; ".join(saved.spec.checks))
-    if saved.spec.protect:
-        lines.append("protected: " + ", ".join(saved.spec.protect))
-    lines.append(f"evaluations: {last.get('iterations', 0)} · evaluator tokens: {last.get('tokens', 0)} · "
-                 f"time: {last.get('durationMs', 0) / 1000:.0f}s")
-    if last.get("reason"):
-        lines.append(f"last reason: {last['reason']}")
-    return "\n".join(lines)
+from ..engine.goal import cleared_status, saved_goal
+from .core import attachments, describe
 
 
 def run(args: list[str]) -> int:

@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.events import RunResult
 from .render import Progress, _short
+
+if TYPE_CHECKING:
+    from .options import Options
 
 HELP = """Commands:
   /help              this list
@@ -41,8 +44,8 @@ class TerminalApprover:
         return answer in ("y", "yes", "a", "always")
 
 
-def run_interactive(opts: dict[str, Any]) -> int:
-    from .headless import build_agent, open_cli_session
+def run_interactive(opts: Options) -> int:
+    from .core import build_agent, open_cli_session
 
     try:
         import readline  # noqa: F401  (line editing and history for input())
@@ -53,7 +56,7 @@ def run_interactive(opts: dict[str, Any]) -> int:
     session = open_cli_session(opts, agent)
     print(f"loopwright · session {agent.session_id} · {agent.model} · {agent.cwd}\n/help for commands.", flush=True)
     try:
-        return asyncio.run(_repl(agent, opts.get("prompt")))
+        return asyncio.run(_repl(agent, opts.prompt))
     finally:
         session.close()
 
@@ -89,7 +92,8 @@ async def _repl(agent: Any, first: str | None = None) -> int:
             running = asyncio.ensure_future(agent.run(_prompt(agent, line), on_event=progress))
             result = await running
             spent += result.total_cost_usd
-            print(_answer(result), flush=True)
+            if (closing := _closing(result)) is not None:
+                print(closing, flush=True)
         await agent.end_session("prompt_input_exit")
         return 0
     finally:
@@ -135,12 +139,18 @@ def _prompt(agent: Any, line: str) -> str:
     return agent.goal.directive() if line.startswith("/goal") and agent.goal is not None else line
 
 
-def _answer(result: RunResult) -> str:
+def _closing(result: RunResult) -> str | None:
+    """What to print after a turn: the answer itself was shown as it came (each assistant
+    message), so only a stop, an error or a structured answer needs saying."""
     if result.terminal_reason == "aborted":
         return "(stopped)"
     if result.is_error:
-        return (result.result + "\n" if result.result else "") + "Error: " + "; ".join(result.errors)
-    return result.result
+        return "Error: " + "; ".join(result.errors or [result.terminal_reason])
+    if result.structured_output is not None:
+        from .render import dumps
+
+        return dumps(result.structured_output)
+    return None
 
 
 __all__ = ["TerminalApprover", "run_interactive"]

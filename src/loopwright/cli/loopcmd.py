@@ -7,17 +7,15 @@ import asyncio
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import parse_duration, positive
 from ..core.errors import UsageError
 from ..core.events import Event, ResultEvent
 from .render import dumps
 
-
-def is_loop(prompt: str) -> bool:
-    head = prompt.strip()
-    return head == "/loop" or head.startswith(("/loop ", "/loop\n"))
+if TYPE_CHECKING:
+    from .options import Options
 
 
 def parse_until(value: str | None, now: float) -> float | None:
@@ -46,26 +44,26 @@ def parse_until(value: str | None, now: float) -> float | None:
                          f"2026-12-24T09:00, got {value!r}") from None
 
 
-def run_loop(opts: dict[str, Any], prompt: str) -> int:
+def run_loop(opts: Options, prompt: str) -> int:
     from ..core.clock import SystemClock
     from ..policy.cadence import parse_loop
     from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
     from ..tools.crons import cron_tools
-    from .headless import build_agent, foreground, make_emitter, open_cli_session, print_result
+    from .core import build_agent, foreground, make_emitter, open_cli_session, print_result
 
-    if opts.get("goal") or opts.get("goal_file"):
+    if opts.goal or opts.goal_file:
         raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")
     try:
         args = parse_loop(prompt.strip()[len("/loop"):])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    positive(opts.get("max_iterations"), "--max-iterations")
+    positive(opts.max_iterations, "--max-iterations")
     agent = build_agent(opts)
     clock = agent.clock or SystemClock()
-    until = parse_until(opts.get("until"), clock.now())
+    until = parse_until(opts.until, clock.now())
     session = open_cli_session(opts, agent)
-    fmt = opts["output_format"]
-    emit = make_emitter(fmt, opts["verbose"], agent.session_id, bool(opts.get("include_hook_events")))
+    fmt = opts.output_format
+    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events))
 
     def on_event(event: Event) -> None:
         emit(event)
@@ -74,8 +72,8 @@ def run_loop(opts: dict[str, Any], prompt: str) -> int:
 
     loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
                     loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
-                    on_event, until=until, max_iterations=opts.get("max_iterations"),
-                    max_budget_usd=opts.get("max_budget_usd"), crons=SessionCrons(clock))
+                    on_event, until=until, max_iterations=opts.max_iterations,
+                    max_budget_usd=opts.max_budget_usd, crons=SessionCrons(clock))
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
     if loop.pacer is not None:

@@ -91,6 +91,11 @@ def api_event(event: StreamEvent) -> dict[str, Any]:
             assert_never(event)
 
 
+def plural(count: int, word: str) -> str:
+    """`1 turn`, `2 turns`, `0 turns`."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _short(value: Any, width: int = 80) -> str:
     text = value if isinstance(value, str) else dumps(value)
     text = " ".join(text.split())
@@ -122,7 +127,7 @@ def loop_line(event: LoopStatus) -> str:
 
     note = f"\n  ! {event.note}" if event.note else ""
     if event.next_at is None:
-        return f"⟳ loop over after {event.iterations} iteration(s): {event.reason}{note}"
+        return f"⟳ loop over after {plural(event.iterations, 'iteration')}: {event.reason}{note}"
     at = time.strftime("%H:%M:%S", time.localtime(event.next_at))
     return f"⟳ iteration {event.iterations} done · next at {at} ({event.reason}){note}"
 
@@ -165,7 +170,7 @@ class Progress:
                 return loop_line(event)
             case ResultEvent():
                 r = event.result
-                return (f"\n■ {r.subtype} · {r.terminal_reason} · {r.num_turns} turns · "
+                return (f"\n■ {r.subtype} · {r.terminal_reason} · {plural(r.num_turns, 'turn')} · "
                         f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
             case UserMessage() | PartialEvent() | HookStarted() | HookResponse():
                 return None  # hook failures arrive as notices

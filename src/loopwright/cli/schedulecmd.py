@@ -86,8 +86,8 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ..core.ids import uuid4
     from ..policy.cadence import cron_error, cron_next, next_fire
     from ..core.ports import Schedule
-    from .loopcmd import is_loop
-    from .main import parser
+    from .core import is_loop
+    from .options import parser
 
     if is_loop(opts.prompt):
         raise UsageError("a schedule runs a prompt or a /goal, not a /loop: the schedule is the loop")

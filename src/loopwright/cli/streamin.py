@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.errors import UsageError
 from ..core.events import Event, RunResult
+
+if TYPE_CHECKING:
+    from .options import Options
 
 EXAMPLE = '{"type":"user","message":{"role":"user","content":"…"}}'
 
@@ -63,16 +66,16 @@ async def serve(agent: Any, emit: Callable[[Event], None], read_line: Callable[[
     return result
 
 
-def run_stream_input(opts: dict[str, Any]) -> int:
-    from .headless import build_agent, foreground, make_emitter, open_cli_session
+def run_stream_input(opts: Options) -> int:
+    from .core import build_agent, foreground, make_emitter, open_cli_session
 
-    if opts["output_format"] != "stream-json":
+    if opts.output_format != "stream-json":
         raise UsageError("--input-format stream-json needs --output-format stream-json")
-    if opts["prompt"]:
+    if opts.prompt:
         raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
     agent = build_agent(opts)
     session = open_cli_session(opts, agent)
-    emit = make_emitter("stream-json", opts["verbose"], agent.session_id, bool(opts.get("include_hook_events")))
+    emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events))
     try:
         result = asyncio.run(foreground(agent, lambda: serve(agent, emit, sys.stdin.readline), emit, agent.interrupt))
     finally:

@@ -1,0 +1,262 @@
+"""What the commands share: the flags composed into an `Agent` (settings, limits, tools,
+permissions, sandbox), the session they open, how events and results are printed, and the
+foreground runner. Commands import this module, never each other; it imports no command."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+
+from .. import __version__
+from ..config import parse_duration, parse_fallbacks, positive, read_text_file
+from ..core.errors import UsageError
+from ..core.events import Event, HookResponse, HookStarted, RunResult
+from ..core.ids import uuid4
+from .render import Progress, dumps, stream_json
+
+if TYPE_CHECKING:
+    from ..engine.goal import SavedGoal
+    from .options import Options
+
+MAX_STDIN = 10 * 1024 * 1024
+
+
+def read_prompt(prompt: str | None, required: bool = True) -> str:
+    piped = ""
+    if not sys.stdin.isatty():
+        piped = sys.stdin.read(MAX_STDIN)
+    text = "\n\n".join(p for p in (prompt, piped.strip()) if p)
+    if not text.strip() and required:
+        raise UsageError("no prompt: give one as an argument (loopwright -p \"…\") or pipe it on stdin")
+    return text
+
+
+def is_loop(prompt: str) -> bool:
+    head = prompt.strip()
+    return head == "/loop" or head.startswith(("/loop ", "/loop\n"))
+
+
+def build_agent(opts: Options) -> Any:
+    from ..app import Agent
+    from ..policy.budget import Budget
+    from ..policy.models import DEFAULT_MODEL
+    from ..policy.rules import parse_tool_list
+    from ..settings import default_limits, load_settings, permission_rules
+    from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
+
+    settings = load_settings(Path.cwd(), settings=opts.settings, bare=bool(opts.bare))
+    os.environ.update(settings.env)  # settings `env` applies to the whole session: API client, tools, hooks
+
+    positive(opts.max_turns, "--max-turns")
+    positive(opts.max_budget_usd, "--max-budget-usd")
+    positive(opts.max_tokens_total, "--max-tokens-total")
+    duration = parse_duration(opts.max_duration, "--max-duration") if opts.max_duration else None
+    rules = permission_rules(settings, mode=opts.permission_mode, allow=parse_tool_list(opts.allowed),
+                             deny=parse_tool_list(opts.disallowed))
+    rules, sandbox = writable_dirs_and_sandbox(opts, settings, rules)
+    tools = builtin_tools(sandbox=sandbox)
+    if opts.tools_flag is not None and opts.tools_flag != "default":
+        wanted = parse_tool_list([opts.tools_flag])
+        unknown = [n for n in wanted if n not in BUILTIN_TOOL_NAMES]
+        if unknown:
+            raise UsageError(f"--tools: unknown tool(s) {', '.join(unknown)}; expected names from "
+                             f"{', '.join(BUILTIN_TOOL_NAMES)}")
+        tools = [t for t in tools if t.name in wanted]
+    system = opts.system_prompt
+    if opts.system_prompt_file:
+        system = read_text_file(opts.system_prompt_file, "--system-prompt-file")
+    append = opts.append_system_prompt or ""
+    if opts.append_system_prompt_file:
+        append = "\n\n".join(x for x in (append, read_text_file(opts.append_system_prompt_file,
+                                                                 "--append-system-prompt-file")) if x)
+    session_id = opts.session_id or uuid4()
+    if opts.session_id:
+        import uuid
+
+        try:
+            uuid.UUID(session_id)
+        except ValueError:
+            raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
+    hooks = None
+    if settings.hooks and not settings.disable_all_hooks:
+        from ..hooks import HookRunner
+
+        hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
+    model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
+    _warn_if_unpriced(model)
+    return Agent(
+        output_schema=output_schema(opts.json_schema),
+        model=model,
+        tools=tools, system_prompt=system, append_system_prompt=append, hooks=hooks,
+        limits=default_limits(max_turns=opts.max_turns,
+                              fallback_models=parse_fallbacks(opts.fallback_model or settings.fallback_model)),
+        budget=Budget(opts.max_budget_usd, opts.max_tokens_total, duration),
+        permissions=rules, sandbox=sandbox,
+        include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
+    )
+
+
+def _warn_if_unpriced(model: str) -> None:
+    from ..policy.models import resolve_model
+
+    if resolve_model(model).price is None:
+        print(f"loopwright: warning: no price is known for model {model}: its calls count as $0 in "
+              "total_cost_usd and --max-budget-usd cannot bound them; --max-tokens-total can",
+              file=sys.stderr, flush=True)
+
+
+def output_schema(value: str | None) -> Any:
+    """`--json-schema`: the schema as JSON text, or the path of a file holding it."""
+    if value is None:
+        return None
+    import json
+
+    text = value if value.lstrip()[:1] in ("{", "[") or value.strip() in ("true", "false") \
+        else read_text_file(value, "--json-schema")
+    try:
+        schema = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--json-schema: not JSON ({exc}); give a JSON Schema or the path of a file with one") from None
+    from ..engine.structured import StructuredAnswer
+
+    try:
+        StructuredAnswer(schema)
+    except ValueError as exc:
+        raise UsageError(f"--json-schema: {exc}") from None
+    return schema
+
+
+def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple[Any, Any]:
+    """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
+    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on. Warns when it cannot run."""
+    import dataclasses
+
+    from ..sandbox import SandboxConfig, unavailable_warning
+
+    added = tuple(opts.add_dir or ())
+    dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
+    rules = dataclasses.replace(rules, additional_dirs=dirs)
+    sandbox = SandboxConfig.from_settings(settings.sandbox)
+    if opts.sandbox:
+        sandbox = dataclasses.replace(sandbox, enabled=True)
+    writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs)
+    sandbox = dataclasses.replace(sandbox, writable=writable)
+    if (warning := unavailable_warning(sandbox)) is not None:
+        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    return rules, sandbox
+
+
+def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False) -> Callable[[Event], None]:
+    """`hook_events` (`--include-hook-events`): hook_started/hook_response lines for every hook;
+    without it only SessionStart's, as Claude Code does."""
+    progress = Progress(sys.stderr) if verbose or (fmt == "text" and sys.stderr.isatty()) else None
+
+    def emit(event: Event) -> None:
+        if progress is not None:
+            progress(event)
+        if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
+            return
+        if fmt == "stream-json":
+            line = stream_json(event, session_id, __version__)
+            if line is not None:
+                sys.stdout.write(dumps(line) + "\n")
+                sys.stdout.flush()
+
+    return emit
+
+
+def print_result(result: RunResult, fmt: str) -> None:
+    if fmt == "json":
+        print(dumps(result.to_json()), flush=True)
+    elif fmt == "text" and result.structured_output is not None:
+        print(dumps(result.structured_output), flush=True)
+    elif fmt == "text":
+        text = result.result
+        if result.is_error and result.errors:
+            text = (text + "\n" if text else "") + "Error: " + "; ".join(result.errors)
+        print(text, flush=True)
+
+
+def open_cli_session(opts: Options, agent: Any) -> Any:
+    """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
+    agent (the recorder sees each event before the renderer) with SessionStart's `source`
+    (startup, resume, fork)."""
+    from ..session import open_session
+    from ..stores.jsonl import JsonlStore
+
+    resuming = opts.resume is not None or opts.continue_session
+    if opts.resume is not None and opts.continue_session:
+        raise UsageError("use either --continue or --resume, not both")
+    if opts.fork_session and not resuming:
+        raise UsageError("--fork-session needs --continue or --resume")
+    if opts.session_id and resuming and not opts.fork_session:
+        raise UsageError("--session-id can be used with --continue or --resume only with --fork-session")
+    session = open_session(JsonlStore.default(agent.cwd), str(agent.cwd), resume=opts.resume,
+                           continue_last=opts.continue_session, fork=opts.fork_session,
+                           session_id=opts.session_id, persist=not opts.no_session_persistence)
+    for warning in session.warnings:
+        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    agent.session_id, agent.history = session.session_id, session.history
+    agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
+    agent.session_source = session.source
+    return session
+
+
+async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
+                     interrupt: Callable[[], None]) -> RunResult:
+    """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
+    the session and close the agent."""
+    loop = asyncio.get_running_loop()
+    presses = 0
+
+    def on_signal() -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1:
+            os._exit(130)  # a second interrupt: leave now
+        interrupt()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        result = await work()
+        await agent.end_session("other", on_event=emit)
+        return result
+    finally:
+        await agent.aclose()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """Attachment bodies from parsed records (`session.Record`) or raw record dicts."""
+    out = []
+    for r in records:
+        if isinstance(r, dict):
+            if r.get("type") == "attachment" and isinstance(r.get("attachment"), dict):
+                out.append(r["attachment"])
+        elif getattr(r.entry, "type", None) == "attachment":
+            out.append(dict(r.entry.attachment))
+    return out
+
+
+def describe(saved: SavedGoal | None) -> str:
+    if saved is None:
+        return "No goal set"
+    last = saved.last
+    state = "active" if saved.active else ("achieved" if last.get("met") else "failed" if last.get("failed")
+                                          else "cleared")
+    lines = [f"Goal ({state}): {saved.spec.condition}"]
+    if saved.spec.checks:
+        lines.append("checks: " + "; ".join(saved.spec.checks))
+    if saved.spec.protect:
+        lines.append("protected: " + ", ".join(saved.spec.protect))
+    lines.append(f"evaluations: {last.get('iterations', 0)} · evaluator tokens: {last.get('tokens', 0)} · "
+                 f"time: {last.get('durationMs', 0) / 1000:.0f}s")
+    if last.get("reason"):
+        lines.append(f"last reason: {last['reason']}")
+    return "\n".join(lines)
