@@ -1,16 +1,20 @@
 # Two set-up-and-go commands: `make demo` and `make test`. Each builds its own virtual
-# environment from the package registries on first use.
+# environment from the package registries on first use; the demo installs only what it needs.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.base: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
 .PHONY: demo test bench clean
-demo: $(VENV)/.installed
+demo: $(VENV)/.base
 	$(VENV)/bin/loopwright demo
 
 test: $(VENV)/.installed
