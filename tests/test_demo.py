@@ -3,7 +3,7 @@
 import io
 import subprocess
 
-from loopwright import demo
+from loopwright.cli import demo
 
 
 def test_demo_fixes_the_sample_project(tmp_path):

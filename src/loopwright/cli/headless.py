@@ -6,9 +6,17 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..config import goal_from_options
 from ..core.errors import UsageError
-from .core import attachments, build_agent, describe, foreground, make_emitter, open_cli_session, print_result
+from .core import (
+    attachments,
+    build_agent,
+    describe,
+    foreground,
+    make_emitter,
+    open_cli_session,
+    print_result,
+)
+from .goals import goal_from_options
 
 if TYPE_CHECKING:
     from .options import Options

@@ -13,7 +13,7 @@ def run(name: str, args: list[str]) -> int:
                                          description="Run a scripted agent on a generated project, offline.")
         parser.add_argument("--dir", type=Path, default=None, help="Create the sample project here (kept).")
         opts = parser.parse_args(args)
-        from ..demo import run as run_demo
+        from .demo import run as run_demo
 
         return run_demo(keep=opts.dir)
     if name == "goal":
