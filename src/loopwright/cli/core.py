@@ -16,7 +16,7 @@ from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, RunResult
 from ..core.ids import uuid4
-from .render import Progress, dumps, stream_json
+from .render import Progress, dumps, stream_json, visible
 
 if TYPE_CHECKING:
     from ..engine.goal import SavedGoal
@@ -173,12 +173,12 @@ def print_result(result: RunResult, fmt: str) -> None:
     if fmt == "json":
         print(dumps(result.to_json()), flush=True)
     elif fmt == "text" and result.structured_output is not None:
-        print(dumps(result.structured_output), flush=True)
+        print(visible(dumps(result.structured_output)), flush=True)
     elif fmt == "text":
         text = result.result
         if result.is_error and result.errors:
             text = (text + "\n" if text else "") + "Error: " + "; ".join(result.errors)
-        print(text, flush=True)
+        print(visible(text), flush=True)
 
 
 def open_cli_session(opts: Options, agent: Any) -> Any:
@@ -199,7 +199,7 @@ def open_cli_session(opts: Options, agent: Any) -> Any:
                            continue_last=opts.continue_session, fork=opts.fork_session,
                            session_id=opts.session_id, persist=not opts.no_session_persistence)
     for warning in session.warnings:
-        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
     agent.session_source = session.source

@@ -16,6 +16,7 @@ from .core import (
     open_cli_session,
     print_result,
 )
+from .render import visible
 from .goals import goal_from_options
 
 if TYPE_CHECKING:
@@ -57,10 +58,10 @@ def _goal_command(saved: Any, session: Any, *, clear: bool) -> int:
     from ..engine.goal import cleared_status
 
     if not clear:
-        print(describe(saved))
+        print(visible(describe(saved)))
     elif saved is not None and saved.active and session.recorder is not None:
         session.recorder.attach(cleared_status(saved.spec.condition))
-        print(f"Goal cleared: {saved.spec.condition}")
+        print(visible(f"Goal cleared: {saved.spec.condition}"))
     else:
         print("No goal set")
     return 0
