@@ -147,7 +147,28 @@ def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple
     sandbox = dataclasses.replace(sandbox, writable=writable)
     if (warning := unavailable_warning(sandbox)) is not None:
         print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    if (warning := home_warning((os.getcwd(), *writable))) is not None:
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     return rules, sandbox
+
+
+def home_warning(roots: tuple[str, ...]) -> str | None:
+    """loopwright's home (transcripts, schedules) inside a writable root where no protected
+    folder covers it: the agent could rewrite what later runs read back."""
+    from ..stores.jsonl import home
+
+    place = os.path.realpath(home())
+    for root in roots:
+        real = os.path.realpath(root).rstrip("/")
+        if place != real and not place.startswith(real + "/"):
+            continue
+        from ..policy.pathrules import protected  # only then: not on every run's start-up path
+
+        if not protected(place):
+            return (f"loopwright's home {home()} is inside a writable root ({root}): the agent may rewrite "
+                    "its own transcripts and schedules. Set LOOPWRIGHT_HOME outside the project (a "
+                    "`.loopwright` folder in it is protected)")
+    return None
 
 
 def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False) -> Callable[[Event], None]:
