@@ -183,6 +183,24 @@ async def test_a_timed_out_hook_and_everything_it_started_are_ended(run, project
     assert len(left) == 4 and [name for name, pid in left.items() if not gone(pid)] == []
 
 
+def test_a_process_of_a_hook_inside_a_hook_is_found_by_either_id():
+    import subprocess
+
+    from loopwright.hooks import reap
+
+    since = reap.clock_ticks() - 1
+    env = reap.marked(reap.marked(dict(os.environ), "outer-run"), "inner-run")
+    assert env[reap.MARK] == "outer-run inner-run"
+    procs = [subprocess.Popen(["sleep", "60"], env=env, start_new_session=True) for _ in range(2)]
+    try:
+        assert reap.end(2**30, "no-such-run", since) == 0 and not any(gone(p.pid, 0.1) for p in procs)
+        assert reap.end(2**30, "outer-run", since) == 2 and all(gone(p.pid) for p in procs)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 # ------------------------------------------------------------ no usable answer: fail closed
 
 

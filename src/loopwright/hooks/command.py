@@ -64,7 +64,7 @@ async def run_process(command: Sequence[str], stdin: bytes, *, cwd: str | None, 
     since = reap.clock_ticks() - 1
     # A session of its own: one signal reaches its process group, and its session id finds the rest.
     process = await anyio.open_process(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, cwd=cwd, env={**env, reap.MARK: mark},
+                                       stderr=subprocess.PIPE, cwd=cwd, env=reap.marked(dict(env), mark),
                                        start_new_session=True)
 
     def stop() -> None:  # over the cap: no point waiting for the rest

@@ -11,7 +11,13 @@ import os
 import signal
 from contextlib import suppress
 
-MARK = "LOOPWRIGHT_HOOK_ID"  # in every command hook's environment; its value is the hook run's id
+MARK = "LOOPWRIGHT_HOOK_ID"  # in every command hook's environment: the hook run's id
+
+
+def marked(env: dict[str, str], mark: str) -> dict[str, str]:
+    """`env` with `mark` added to the hook ids already there: a hook run by a loopwright that
+    itself runs inside a hook carries both, so either sweep finds it."""
+    return {**env, MARK: f"{env.get(MARK, '')} {mark}".strip()}
 
 
 def clock_ticks() -> int:
@@ -28,6 +34,8 @@ def clock_ticks() -> int:
 def end(leader: int, mark: str, since: int) -> int:
     """SIGKILL what is left of the hook that ran as `leader` (its own session and group leader,
     started at `since` ticks or later). Returns how many processes were signalled."""
+    if leader <= 1:
+        raise ValueError(f"not a hook's process id: {leader}")  # killpg(0) would be our own group
     ended = 0
     with suppress(ProcessLookupError, PermissionError):
         os.killpg(leader, signal.SIGKILL)
@@ -36,19 +44,18 @@ def end(leader: int, mark: str, since: int) -> int:
         entries = os.listdir("/proc")
     except OSError:
         return ended
-    needle = f"{MARK}={mark}".encode()
     me = os.getpid()
     for entry in entries:
         if not entry.isdigit() or int(entry) in (me, leader):
             continue
-        if _belongs(entry, leader, since, needle):
+        if _belongs(entry, leader, since, mark.encode()):
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(int(entry), signal.SIGKILL)
                 ended += 1
     return ended
 
 
-def _belongs(pid: str, leader: int, since: int, needle: bytes) -> bool:
+def _belongs(pid: str, leader: int, since: int, mark: bytes) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
@@ -68,4 +75,5 @@ def _belongs(pid: str, leader: int, since: int, needle: bytes) -> bool:
             environ = f.read()
     except OSError:
         return False
-    return environ.startswith(needle + b"\0") or b"\0" + needle + b"\0" in environ
+    prefix = MARK.encode() + b"="
+    return any(mark in entry[len(prefix):].split() for entry in environ.split(b"\0") if entry.startswith(prefix))
