@@ -1,6 +1,7 @@
-"""Goals live in the session: a resume restores an active goal (counters reset, protected-file
-fingerprints kept), `loopwright goal status|clear` reads and clears it, and the transcript's
-`goal_status` attachments read like Claude Code's."""
+"""Goals live in the session: a resume restores an active goal (counters reset; its checks and
+protected files as the resuming command line gives them, with the fingerprints kept),
+`loopwright goal status|clear` reads and clears it, and the transcript's `goal_status`
+attachments read like Claude Code's."""
 
 import json
 import os
@@ -55,15 +56,17 @@ def test_resume_restores_the_goal_and_status_and_clear_work(tmp_path, env):
     status = cli(["goal", "status", "--session", sid], env, project)
     assert "Goal (active): done.txt exists" in status.stdout and "test -f done.txt" in status.stdout
 
-    # the resumed run has no goal flags: the goal comes back from the transcript, with the
-    # fingerprints taken before the test file was changed, so the change is still caught
+    # the goal comes back from the transcript; its check and protected files only because this
+    # command line gives them again, and then with the fingerprints taken before the test file
+    # was changed, so the change is still caught
     second = {"rules": [{"match": JUDGE, "responses": [{"text": '{"ok": true, "reason": "done.txt exists"}'}]},
                         {"responses": [{"text": "all done"},
                                        {"tool_use": {"name": "Bash",
                                                      "input": {"command": "echo original > tests/t.txt; touch done.txt"}}},
                                        {"text": "restored the test and created done.txt"}]}]}
     with Simulator(second) as sim:
-        out = cli(["-p", "-r", sid, "carry on", "--allowedTools", "Bash", "--output-format", "json"], env, project, sim)
+        out = cli(["-p", "-r", sid, "carry on", "--check", "test -f done.txt", "--protect", "tests/**",
+                   "--allowedTools", "Bash", "--output-format", "json"], env, project, sim)
         bodies = [r.body for r in sim.message_requests]
     result = json.loads(out.stdout)
     assert result["terminal_reason"] == "goal_met", out.stderr

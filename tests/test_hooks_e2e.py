@@ -65,10 +65,10 @@ def project(tmp_path):
 
 @pytest.fixture
 def run(project):
-    async def go(script, hooks, prompt="do it", permissions=ALLOW_BASH, env=None, end=True, **kw):
+    async def go(script, hooks, prompt="do it", permissions=ALLOW_BASH, env=None, end=True, policy=None, **kw):
         events = []
         runner = hooks if isinstance(hooks, HookRunner) else \
-            HookRunner.from_settings({"hooks": hooks, "env": env or {}})
+            HookRunner.from_settings({"hooks": hooks, "env": env or {}, "hookFailurePolicy": policy})
         with Simulator(script) as sim:
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project,
                           clock=FakeClock(), permissions=permissions, hooks=runner, **kw)
@@ -148,9 +148,9 @@ async def test_other_exit_code_with_valid_json_lets_the_json_decide(run, project
     assert not (project / "marker").exists() and "json decides" in r.tool_results(1)[0]["content"]
 
 
-async def test_invalid_json_is_a_warning_and_the_call_proceeds(run, project, tmp_path):
+async def test_invalid_json_is_a_warning_and_with_the_open_policy_the_call_proceeds(run, project, tmp_path):
     r = await run([tool("touch marker"), {"text": "ok"}],
-                  {"PreToolUse": [group(reply(tmp_path / "log", "{not json"))]})
+                  {"PreToolUse": [group(reply(tmp_path / "log", "{not json"))]}, policy="open")
     assert (project / "marker").exists()
     assert any("invalid JSON output" in n for n in r.notices())
 
@@ -158,7 +158,7 @@ async def test_invalid_json_is_a_warning_and_the_call_proceeds(run, project, tmp
 async def test_timed_out_hook_renders_no_decision_and_its_process_group_dies(run, project, tmp_path):
     pid_file = tmp_path / "child.pid"
     r = await run([tool("touch marker"), {"text": "ok"}],
-                  {"PreToolUse": [group(sh("slow.sh", pid_file), timeout=1)]})
+                  {"PreToolUse": [group(sh("slow.sh", pid_file), timeout=1)]}, policy="open")
     assert (project / "marker").exists()  # the deny it would have printed never counted
     assert any("timed out after 1s" in n for n in r.notices())
     assert [e.outcome for e in r.events if isinstance(e, HookResponse)] == ["cancelled"]
@@ -477,7 +477,7 @@ async def test_http_hook_posts_the_event_and_its_answer_decides(run, project, ho
     handler = {"type": "http", "url": f"{url}/pre", "allowedEnvVars": ["HOOK_TOKEN"],
                "headers": {"Authorization": "Bearer $HOOK_TOKEN", "X-Other": "${OTHER_SECRET}"}}
     r = await run([tool("touch marker"), tool("touch marker2"), {"text": "ok"}],
-                  {"PreToolUse": [{"matcher": "Bash", "hooks": [handler]}]})
+                  {"PreToolUse": [{"matcher": "Bash", "hooks": [handler]}]}, policy="open")
     assert not (project / "marker").exists() and (project / "marker2").exists()  # the 500 did not block
     assert "the policy server said no" in r.tool_results(1)[0]["content"]
     assert seen[0]["body"]["tool_input"] == {"command": "touch marker"} and seen[0]["path"] == "/pre"
@@ -531,6 +531,6 @@ async def test_python_hooks_typed_input_and_output(run, project):
 
 
 async def test_a_python_hook_that_raises_is_a_warning(run, project):
-    hooks = HookRunner({"PreToolUse": lambda event: 1 / 0})
+    hooks = HookRunner({"PreToolUse": lambda event: 1 / 0}, failure_policy="open")
     r = await run([tool("touch marker"), {"text": "ok"}], hooks)
     assert (project / "marker").exists() and any("ZeroDivisionError" in n for n in r.notices())

@@ -225,7 +225,9 @@ def test_session_crons_rules():
 
 def cli(args, tmp_path, script, **kw):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
-    env.update(ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(tmp_path / "home"), HOME=str(tmp_path / "fakehome"))
+    # the home as people have it, under a .loopwright folder (protected, so no warning about it)
+    env.update(ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(tmp_path / "fakehome" / ".loopwright"),
+               HOME=str(tmp_path / "fakehome"))
     with Simulator(script) as sim:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
         out = subprocess.run([sys.executable, "-m", "loopwright", "-p", *args], cwd=tmp_path, env=env,

@@ -16,6 +16,7 @@ from .core.errors import UsageError
 from .core.fastclass import dataclass
 
 CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+USER_FILES = 2  # settings_files() lists the user's own files first
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")
 
 
@@ -27,6 +28,7 @@ class Settings:
 
     data: dict[str, Any] = field(default_factory=dict)
     layers: tuple[tuple[str, dict[str, Any]], ...] = ()
+    project_sources: tuple[str, ...] = ()  # the layers that came from the project's own files
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -80,6 +82,18 @@ class Settings:
     def sandbox(self) -> dict[str, Any]:
         return self.data.get("sandbox") or {}
 
+    @property
+    def hook_failure_policy(self) -> str:
+        """`hookFailurePolicy`: "closed" unless a user-level file or `--settings` says "open";
+        a project's own files may close it, never open it (a repository must not be able to
+        weaken the user's guards)."""
+        policy = "closed"
+        for source, data in self.layers:
+            value = data.get("hookFailurePolicy")
+            if value == "closed" or (value == "open" and source not in self.project_sources):
+                policy = value
+        return policy
+
 
 # ---------------------------------------------------------------- discovery and merging
 
@@ -100,19 +114,22 @@ def load_settings(cwd: str | Path | None = None, *, settings: str | None = None,
     """Discover, validate and merge. `settings` is `--settings`: a file path or inline JSON, read
     last; `bare` skips discovery so only `settings` counts."""
     layers: list[tuple[str, dict[str, Any]]] = []
+    project: list[str] = []
     seen: set[Path] = set()
-    for path in [] if bare else settings_files(cwd or Path.cwd(), env):
+    for index, path in enumerate([] if bare else settings_files(cwd or Path.cwd(), env)):
         text = _read(path)
         if text is not None and path.resolve() not in seen:  # run in $HOME: user and project files coincide
             seen.add(path.resolve())
             layers.append((str(path), parse(text, str(path))))
+            if index >= USER_FILES:
+                project.append(str(path))
     if settings is not None:
         source, text = _flag_value(settings)
         layers.append((source, parse(text, source)))
     merged: dict[str, Any] = {}
     for _, data in layers:
         merged = merge(merged, data)
-    return Settings(merged, tuple(layers))
+    return Settings(merged, tuple(layers), tuple(project))
 
 
 def merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -286,6 +303,7 @@ def _schema() -> Any:
         fallbackModel: str | None = None
         env: dict[str, str] | None = None
         disableAllHooks: bool | None = None
+        hookFailurePolicy: Literal["closed", "open"] | None = None
         sandbox: Sandbox | None = None
 
     return TypeAdapter(Root)

@@ -16,7 +16,7 @@ from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, RunResult
 from ..core.ids import uuid4
-from .render import Progress, dumps, stream_json
+from .render import Progress, dumps, stream_json, visible
 
 if TYPE_CHECKING:
     from ..engine.goal import SavedGoal
@@ -147,7 +147,28 @@ def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple
     sandbox = dataclasses.replace(sandbox, writable=writable)
     if (warning := unavailable_warning(sandbox)) is not None:
         print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+    if (warning := home_warning((os.getcwd(), *writable))) is not None:
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     return rules, sandbox
+
+
+def home_warning(roots: tuple[str, ...]) -> str | None:
+    """loopwright's home (transcripts, schedules) inside a writable root where no protected
+    folder covers it: the agent could rewrite what later runs read back."""
+    from ..stores.jsonl import home
+
+    place = os.path.realpath(home())
+    for root in roots:
+        real = os.path.realpath(root).rstrip("/")
+        if place != real and not place.startswith(real + "/"):
+            continue
+        from ..policy.pathrules import protected  # only then: not on every run's start-up path
+
+        if not protected(place):
+            return (f"loopwright's home {home()} is inside a writable root ({root}): the agent may rewrite "
+                    "its own transcripts and schedules. Set LOOPWRIGHT_HOME outside the project (a "
+                    "`.loopwright` folder in it is protected)")
+    return None
 
 
 def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False) -> Callable[[Event], None]:
@@ -173,12 +194,12 @@ def print_result(result: RunResult, fmt: str) -> None:
     if fmt == "json":
         print(dumps(result.to_json()), flush=True)
     elif fmt == "text" and result.structured_output is not None:
-        print(dumps(result.structured_output), flush=True)
+        print(visible(dumps(result.structured_output)), flush=True)
     elif fmt == "text":
         text = result.result
         if result.is_error and result.errors:
             text = (text + "\n" if text else "") + "Error: " + "; ".join(result.errors)
-        print(text, flush=True)
+        print(visible(text), flush=True)
 
 
 def open_cli_session(opts: Options, agent: Any) -> Any:
@@ -199,7 +220,7 @@ def open_cli_session(opts: Options, agent: Any) -> Any:
                            continue_last=opts.continue_session, fork=opts.fork_session,
                            session_id=opts.session_id, persist=not opts.no_session_persistence)
     for warning in session.warnings:
-        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
     agent.session_source = session.source

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.errors import SessionError, UsageError
 from ..engine.goal import cleared_status, saved_goal
 from .core import attachments, describe
+from .render import visible
 
 
 def run(args: list[str]) -> int:
@@ -30,7 +31,7 @@ def run(args: list[str]) -> int:
         raise SessionError(f"No conversation found with session ID: {session_id}")
     saved = saved_goal(attachments(loaded[0]))
     if opts.action == "status":
-        print(describe(saved))
+        print(visible(describe(saved)))
         return 0
     if saved is None or not saved.active:
         print("No goal set")
@@ -42,5 +43,5 @@ def run(args: list[str]) -> int:
         session.recorder.attach(cleared_status(saved.spec.condition))
     finally:
         session.close()
-    print(f"Goal cleared: {saved.spec.condition}", file=sys.stdout)
+    print(visible(f"Goal cleared: {saved.spec.condition}"), file=sys.stdout)
     return 0

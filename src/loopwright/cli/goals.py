@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import GOAL_CLEAR_WORDS, parse_duration, positive, read_text_file
 from ..core.errors import UsageError
@@ -35,9 +35,29 @@ def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
     return "\n".join(condition).strip(), checks, protect
 
 
-def goal_from_options(opts: Options, prompt: str | None) -> tuple["GoalSpec | None", str | None]:
+GOAL_FLAGS_NEED_A_GOAL = "--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")"
+
+
+def goal_flags_given(opts: Options) -> bool:
+    return bool(opts.check or opts.protect or opts.goal_max_turns or opts.goal_max_duration)
+
+
+def resume_goal_flags(opts: Options) -> dict[str, Any]:
+    """The goal flags of this command line, for a resumed session's goal (`engine.goal.resumed_goal`)."""
+    positive(opts.goal_max_turns, "--goal-max-turns")
+    positive(opts.goal_max_budget_usd, "--goal-max-budget-usd")
+    duration = opts.goal_max_duration
+    return {"model": opts.goal_model, "max_turns": opts.goal_max_turns,
+            "max_duration_s": parse_duration(duration, "--goal-max-duration") if duration else None,
+            "max_budget_usd": opts.goal_max_budget_usd}
+
+
+def goal_from_options(opts: Options, prompt: str | None, *,
+                      resuming: bool = False) -> tuple["GoalSpec | None", str | None]:
     """The goal a headless run sets (from `-p "/goal COND"`, `--goal` or `--goal-file`) and the
-    prompt that starts it. `/goal clear` and friends clear instead: (None, None)."""
+    prompt that starts it. `/goal clear` and friends clear instead: (None, None). `resuming`:
+    goal flags without a condition are for the resumed session's goal (the caller checks that
+    it has one)."""
     condition, checks, protect = None, list(opts.check or []), list(opts.protect or [])
     if prompt and prompt.lstrip().startswith("/goal"):
         arg = prompt.lstrip()[len("/goal"):].strip()
@@ -55,8 +75,8 @@ def goal_from_options(opts: Options, prompt: str | None) -> tuple["GoalSpec | No
         condition, more_checks, more_protect = read_goal_file(opts.goal_file)
         checks, protect = checks + more_checks, protect + more_protect
     if condition is None:
-        if checks or protect or opts.goal_max_turns or opts.goal_max_duration:
-            raise UsageError("--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")")
+        if not resuming and goal_flags_given(opts):
+            raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
         return None, prompt
     from ..engine.goal import (  # only runs with a goal pay for it
         GoalSpec,

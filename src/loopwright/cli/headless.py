@@ -4,6 +4,7 @@ chosen format, the exit code the result's. First Ctrl-C aborts the run cleanly; 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
@@ -16,6 +17,7 @@ from .core import (
     open_cli_session,
     print_result,
 )
+from .render import visible
 from .goals import goal_from_options
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ def run_headless(opts: Options, prompt: str) -> int:
     if opts.max_iterations is not None or opts.until:
         raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
     status_only = prompt.strip() == "/goal"
-    spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt)
+    spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
     agent = build_agent(opts)
     session = open_cli_session(opts, agent)
     saved = None
@@ -39,10 +41,11 @@ def run_headless(opts: Options, prompt: str) -> int:
             return _goal_command(saved, session, clear=prompt is None)
         finally:
             session.close()
-    if spec is None and saved is not None and saved.active:
-        agent.set_goal(saved.spec, saved.baseline)  # a resumed session keeps its goal
-    else:
-        agent.set_goal(spec)
+    try:
+        _arm_goal(agent, spec, saved, opts)
+    except BaseException:
+        session.close()
+        raise
     fmt = opts.output_format
     emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events)
     try:
@@ -53,14 +56,32 @@ def run_headless(opts: Options, prompt: str) -> int:
     return result.exit_code
 
 
+def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
+    """A new goal, or a resumed session's: its checks and protected paths only from this
+    command line (engine.goal.resumed_goal says why and warns about the rest)."""
+    from .goals import GOAL_FLAGS_NEED_A_GOAL, goal_flags_given, resume_goal_flags
+
+    if spec is not None or saved is None or not saved.active:
+        if spec is None and goal_flags_given(opts):
+            raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
+        agent.set_goal(spec)
+        return
+    from ..engine.goal import resumed_goal
+
+    resumed, baseline, warnings = resumed_goal(saved, opts.check or [], opts.protect or [], **resume_goal_flags(opts))
+    for warning in warnings:
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
+    agent.set_goal(resumed, baseline)
+
+
 def _goal_command(saved: Any, session: Any, *, clear: bool) -> int:
     from ..engine.goal import cleared_status
 
     if not clear:
-        print(describe(saved))
+        print(visible(describe(saved)))
     elif saved is not None and saved.active and session.recorder is not None:
         session.recorder.attach(cleared_status(saved.spec.condition))
-        print(f"Goal cleared: {saved.spec.condition}")
+        print(visible(f"Goal cleared: {saved.spec.condition}"))
     else:
         print("No goal set")
     return 0

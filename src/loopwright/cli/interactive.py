@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.events import RunResult
-from .render import Progress, _short
+from .render import Progress, _short, visible
 
 if TYPE_CHECKING:
     from .options import Options
@@ -34,7 +34,7 @@ class TerminalApprover:
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool:
         if tool_name in self.always:
             return True
-        print(f"\n? {tool_name}({_short(tool_input, 100)}) — {reason}", flush=True)
+        print(visible(f"\n? {tool_name}({_short(tool_input, 100)}) — {reason}"), flush=True)
         try:
             answer = (await self.ask("  allow? [y]es / [n]o / [a]lways for this tool: ")).strip().lower()
         except EOFError:
@@ -93,7 +93,7 @@ async def _repl(agent: Any, first: str | None = None) -> int:
             result = await running
             spent += result.total_cost_usd
             if (closing := _closing(result)) is not None:
-                print(closing, flush=True)
+                print(visible(closing), flush=True)
         await agent.end_session("prompt_input_exit")
         return 0
     finally:
@@ -121,7 +121,7 @@ def _goal(agent: Any, line: str) -> bool:
 
     condition = line[len("/goal"):].strip()
     if not condition:
-        print(f"goal: {agent.goal.condition}" if agent.goal is not None else "No goal set", flush=True)
+        print(visible(f"goal: {agent.goal.condition}") if agent.goal is not None else "No goal set", flush=True)
         return False
     if condition in GOAL_CLEAR_WORDS:
         agent.set_goal(None)

@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return _dispatch(opts)
     except LoopwrightError as exc:
-        print(f"loopwright: error: {exc}", file=sys.stderr)
+        from .render import visible
+
+        print(f"loopwright: error: {visible(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

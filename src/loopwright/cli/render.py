@@ -4,6 +4,7 @@ progress view for people. Pure formatting plus writes to the given streams."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, TextIO, assert_never
 
@@ -12,6 +13,30 @@ from ..core.events import (
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
 from ..core.types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
+
+
+# Control characters a terminal would act on instead of showing: C0 but tab and newline (a lone
+# carriage return too: it lets text overwrite what was printed), DEL, C1, and the bidirectional
+# overrides and isolates that make text read differently from what it holds.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return "^" + chr(code + 0x40)  # ESC is ^[, BEL ^G, CR ^M (caret notation, as `cat -v`)
+    if code == 0x7F:
+        return "^?"
+    if code < 0xA0:
+        return "M-^" + chr(code - 0x40)  # C1: CSI (0x9b) is M-^[, as `cat -v` shows it
+    return f"<U+{code:04X}>"
+
+
+def visible(text: str) -> str:
+    """Text for a terminal: every control or escape sequence from a model, tool or hook made
+    visible (ESC [2K shows as `^[[2K`), newlines and tabs kept. JSON output never goes
+    through this: it keeps the exact text."""
+    return _CONTROL.sub(_shown, text)
 
 
 def dumps(obj: Any) -> str:
@@ -142,7 +167,7 @@ class Progress:
     def __call__(self, event: Event) -> None:
         line = self.line(event)
         if line:
-            print(line, file=self.out, flush=True)
+            print(visible(line), file=self.out, flush=True)
 
     def line(self, event: Event) -> str | None:
         match event:

@@ -18,13 +18,18 @@ import time
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
+from .render import visible
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
+DASH_HINT = "a prompt that starts with '-' goes as --prompt=TEXT"
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        hint = f" ({DASH_HINT})" if "unrecognized arguments" in message or "--prompt" in message else ""
+        raise UsageError(f"{self.prog}: {message}{hint}")
 
 
 def _store() -> Any:
@@ -43,7 +48,9 @@ def run_schedule(args: list[str]) -> int:
     sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
     add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
                          "run go after `--`.")
-    add.add_argument("prompt")
+    add.add_argument("prompt", nargs="?", help="What each run is asked (or a /goal).")
+    add.add_argument("--prompt", dest="prompt_flag", metavar="TEXT", help="The prompt, when it starts with '-' "
+                     "(--prompt=-TEXT).")
     when = add.add_mutually_exclusive_group(required=True)
     when.add_argument("--every", help="Such as 5m, 2h or 1d (kept as a clean cron step).")
     when.add_argument("--cron", help='Five cron fields in local time, such as "0 9 * * 1-5" (weekdays at 9).')
@@ -89,11 +96,12 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from .core import is_loop
     from .options import parser
 
-    if is_loop(opts.prompt):
+    prompt = _prompt_of(opts)
+    if is_loop(prompt):
         raise UsageError("a schedule runs a prompt or a /goal, not a /loop: the schedule is the loop")
     positive(opts.max_runs, "--max-runs")
     grace = parse_duration(opts.grace, "--grace")
-    parser().parse_args(["-p", opts.prompt, *extra])  # every fire's flags, checked now, not at 3 a.m.
+    parser().parse_args(fire_args(prompt, extra))  # every fire's flags, checked now, not at 3 a.m.
     if opts.id is not None and not _ID.fullmatch(opts.id):
         raise UsageError(f"--id: expected letters, digits, '.', '_' or '-' (at most 64), got {opts.id!r}")
     now, every_s, cron = time.time(), 0, ""
@@ -104,13 +112,30 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     else:
         every_s = _every(opts.every)
         first = next_fire(every_s, now)
-    schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), opts.prompt, every_s, now, now if opts.now else first,
+    schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), prompt, every_s, now, now if opts.now else first,
                         max_runs=opts.max_runs, grace_s=int(grace), options={"args": extra}, cron=cron)
     try:
         store.add(schedule)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     return schedule.id
+
+
+def _prompt_of(opts: Any) -> str:
+    if opts.prompt is not None and opts.prompt_flag is not None:
+        raise UsageError("schedule add: give the prompt once (as the argument or as --prompt)")
+    prompt = opts.prompt if opts.prompt is not None else opts.prompt_flag
+    if prompt is None:
+        raise UsageError(f"schedule add: give the prompt ({DASH_HINT})")
+    if not prompt.strip():
+        raise UsageError("schedule add: the prompt is empty")
+    return prompt
+
+
+def fire_args(prompt: str, extra: list[str]) -> list[str]:
+    """The arguments of one fire's `loopwright`: the prompt last, after `--`, so no text of it is
+    ever read as a flag (`--goal-file=…`, `-c`, `--settings=…` stay the prompt)."""
+    return ["-p", "--output-format", "json", *extra, "--", prompt]
 
 
 def _every(value: str) -> int:
@@ -147,7 +172,7 @@ def _print_schedules(schedules: list[Any], as_json: bool) -> None:
         return
     for s in schedules:
         state = "paused" if s.paused else "finished" if s.next_at is None else f"next {_when(s.next_at)}"
-        print(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}")
+        print(visible(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}"))
 
 
 def _print_runs(runs: list[Any], as_json: bool) -> None:
@@ -157,8 +182,8 @@ def _print_runs(runs: list[Any], as_json: bool) -> None:
                            "cost_usd": r.cost_usd, "note": r.note} for r in runs]))
         return
     for r in runs:
-        print(f"{r.id:>5}  {r.schedule_id}  {_when(r.fire_at)}  {r.status:<11} ${r.cost_usd:.4f}  "
-              f"{' '.join(r.note.split())[:70]}")
+        print(visible(f"{r.id:>5}  {r.schedule_id}  {_when(r.fire_at)}  {r.status:<11} ${r.cost_usd:.4f}  "
+                      f"{' '.join(r.note.split())[:70]}"))
 
 
 # ---------------------------------------------------------------- serving
@@ -215,7 +240,7 @@ def _report(kind: str, run: Any) -> None:
         line = f"■ {run.schedule_id} · run {run.id} {run.status} · ${run.cost_usd:.4f} · {' '.join(run.note.split())[:80]}"
     else:  # skipped, recovered
         line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
-    print(f"{now} {line}", flush=True)
+    print(visible(f"{now} {line}"), flush=True)
 
 
 def _alive(owner: str) -> bool:
@@ -236,8 +261,7 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
-    argv = [sys.executable, "-m", "loopwright", "-p", schedule.prompt, "--output-format", "json",
-            *schedule.options.get("args", [])]
+    argv = [sys.executable, "-m", "loopwright", *fire_args(schedule.prompt, list(schedule.options.get("args", [])))]
     # Its own process group: a Ctrl-C at the scheduler's terminal reaches the fire once, from us.
     # And it ends with the scheduler: a killed scheduler leaves no run going on behind its back.
     proc = await asyncio.create_subprocess_exec(*argv, cwd=schedule.cwd, stdin=subprocess.DEVNULL,

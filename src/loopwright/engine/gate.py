@@ -53,8 +53,9 @@ class ToolGate:
 
     async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False,
                     hook_asked: str | None = None) -> GateDecision:
-        """`hook_allowed`: a PreToolUse hook said allow, which answers an ask but does not beat a
-        deny rule, an ask rule or a dangerous removal. `hook_asked`: a hook said ask (its reason),
+        """`hook_allowed`: a PreToolUse hook said allow, which answers an ask but not a hard one
+        (a deny or ask rule, a dangerous removal, a protected path, a write outside the roots:
+        those only a person approves). `hook_asked`: a hook said ask (its reason),
         which turns a rule's allow into asking the user (headless: a denial)."""
         verdict = self.verdict(tool, tool_input)
         if verdict.decision == "allow" and hook_asked is not None:

@@ -304,6 +304,32 @@ def saved_goal(attachments: Sequence[dict[str, Any]]) -> SavedGoal | None:
                      statuses[-1])
 
 
+def resumed_goal(saved: SavedGoal, checks: Sequence[str], protect: Sequence[str], *, model: str | None = None,
+                 max_turns: int | None = None, max_duration_s: float | None = None,
+                 max_budget_usd: float | None = None) -> tuple[GoalSpec, dict[str, str] | None, list[str]]:
+    """The goal a resumed session goes on with: (spec, fingerprints to keep or None, warnings).
+    Its condition comes from the transcript (text for the evaluator, as the conversation is);
+    its checks and protected paths only from this command line, because a transcript is data
+    the model may have written, never a source of commands. What the transcript records and
+    the user did not give again is named in a warning and not armed. The goal flags given now
+    beat the recorded ones; the recorded fingerprints are kept only for the very globs given."""
+    old = saved.spec
+    spec = GoalSpec(old.condition, tuple(checks), tuple(protect), model=model or old.model,
+                    max_turns=max_turns if max_turns is not None else old.max_turns,
+                    max_duration_s=max_duration_s if max_duration_s is not None else old.max_duration_s,
+                    max_budget_usd=max_budget_usd if max_budget_usd is not None else old.max_budget_usd)
+    warnings = []
+    for kind, flag, recorded, given in (("checks", "--check", old.checks, checks),
+                                        ("protected paths", "--protect", old.protect, protect)):
+        missing = [item for item in recorded if item not in given]
+        if missing:
+            warnings.append(f"the resumed goal's transcript records {kind} that this command line does not give: "
+                            f"{'; '.join(missing)}. They are not armed and not run (a transcript is never a "
+                            f"source of commands); give them again with {flag} to keep them")
+    same = bool(protect) and sorted(set(protect)) == sorted(set(old.protect))
+    return spec, (dict(saved.baseline) if same else None), warnings
+
+
 def cleared_status(condition: str) -> dict[str, Any]:
     return {"type": "goal_status", "met": False, "cleared": True, "condition": condition}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Awaitable, Callable, Mapping
 
-from .output import Answer, from_text
+from .output import Answer, from_text, no_answer
 from .spec import HttpSpec
 
 PostJson = Callable[[str, Mapping[str, str], bytes, float], Awaitable[tuple[int, bytes]]]
@@ -33,5 +33,5 @@ async def post(post_json: PostJson, spec: HttpSpec, event: str, body: bytes, env
     status, content = await post_json(spec.url, headers(spec, env), body, timeout)
     text = content.decode("utf-8", "replace")
     if not 200 <= status < 300:
-        return Answer(error=f"HTTP {status} from {spec.url}: {text.strip()[:200]}"), text
+        return no_answer(f"HTTP {status} from {spec.url}: {text.strip()[:200]}"), text
     return from_text(event, text), text

@@ -23,13 +23,18 @@ CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "P
 NO_CONTINUE = frozenset({"SessionStart", "SessionEnd", "Notification", "StopFailure", "PreCompact", "PostCompact"})
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")
 RANK = {"deny": 3, "block": 3, "ask": 2, "allow": 1}
-MAX_TEXT = 10_000
+MAX_TEXT = 10_000  # characters of one hook text (context, message, reason) kept inline
+MAX_SAVED = 1024 * 1024  # characters of a longer text written to its file
+CANNOT_RUN = frozenset({126, 127})  # the shell's "not executable" and "not found"
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
     """One handler's answer. `error` is a non-blocking failure: shown as a warning, the action
-    proceeds. `notice` is text for the user only (stderr of exit 2 where it cannot block)."""
+    proceeds. `unanswered`: the error means the hook gave no usable answer at all (timed out,
+    killed, could not run, garbage or oversized output), which the failure policy may turn into
+    an ask on PreToolUse. `notice` is text for the user only (stderr of exit 2 where it cannot
+    block)."""
 
     decision: str | None = None
     reason: str | None = None
@@ -40,6 +45,11 @@ class Answer:
     system_message: str | None = None
     error: str | None = None
     notice: str | None = None
+    unanswered: bool = False
+
+
+def no_answer(why: str) -> Answer:
+    return Answer(error=why, unanswered=True)
 
 
 def from_text(event: str, text: str) -> Answer:
@@ -48,8 +58,8 @@ def from_text(event: str, text: str) -> Answer:
     if stripped.startswith("{"):
         try:
             data = json.loads(stripped)
-        except ValueError as exc:
-            return Answer(error=f"invalid JSON output ({exc}): {_first_line(stripped)}")
+        except (ValueError, RecursionError) as exc:
+            return no_answer(f"invalid JSON output ({exc}): {_first_line(stripped)}")
         return from_json(event, data)
     if stripped and event in PLAIN_CONTEXT:
         return Answer(context=(cap(stripped),))
@@ -59,10 +69,14 @@ def from_text(event: str, text: str) -> Answer:
 def from_process(event: str, code: int, stdout: str, stderr: str) -> Answer:
     if code == 0:
         return from_text(event, stdout)
-    parsed = _json_answer(event, stdout)
+    if code < 0:
+        return no_answer(f"killed by signal {-code} before it answered")
+    if code in CANNOT_RUN:
+        return no_answer(f"could not run (exit code {code}): {_first_line(stderr) or 'no stderr'}")
+    parsed = from_text(event, stdout) if stdout.strip().startswith("{") else None
     if code == 2:
         return blocking(event, parsed, stderr)
-    if parsed is not None and parsed.error is None:  # valid JSON decides; the exit code is ignored
+    if parsed is not None:  # JSON decides, the exit code is ignored; garbage is no answer
         return parsed
     return Answer(error=f"Failed with non-blocking status code {code}: {_first_line(stderr) or 'no stderr'}")
 
@@ -70,22 +84,22 @@ def from_process(event: str, code: int, stdout: str, stderr: str) -> Answer:
 def blocking(event: str, parsed: Answer | None, stderr: str) -> Answer:
     """Exit 2: a block whatever the JSON says (it may only supply the reason)."""
     base = parsed if parsed is not None and parsed.error is None else Answer()
-    reason = base.reason or stderr.strip() or "blocked by a hook (exit code 2)"
+    reason = base.reason or cap(stderr.strip()) or "blocked by a hook (exit code 2)"
     if event == "PreToolUse":
         return replace(base, decision="deny", reason=reason, updated_input=None)
     if event in BLOCKABLE:
         return replace(base, decision="block", reason=reason)
-    return Answer(notice=stderr.strip() or None)
+    return Answer(notice=cap(stderr.strip()) or None)
 
 
 def from_json(event: str, data: Any) -> Answer:
     problem = _check(data)
     if problem:
-        return Answer(error=f"hook output: {problem}")
+        return no_answer(f"hook output: {problem}")
     specific: Mapping[str, Any] = data.get("hookSpecificOutput") or {}
     named = specific.get("hookEventName")
     if named is not None and named != event:
-        return Answer(error=f"hook output: hookSpecificOutput.hookEventName is {named!r} on a {event} hook")
+        return no_answer(f"hook output: hookSpecificOutput.hookEventName is {named!r} on a {event} hook")
     decision, reason = None, data.get("reason")
     if event == "PreToolUse":
         legacy = {"approve": "allow", "block": "deny"}.get(data.get("decision") or "")
@@ -97,9 +111,9 @@ def from_json(event: str, data: Any) -> Answer:
     context = specific.get("additionalContext") if event in CONTEXT_EVENTS else None
     updated = specific.get("updatedInput") if event == "PreToolUse" else None
     stop = data.get("continue") is False and event not in NO_CONTINUE
-    message = data.get("systemMessage")
-    return Answer(decision, reason, updated, (cap(context),) if context else (), stop,
-                  data.get("stopReason") if stop else None, cap(message) if message else None)
+    message, stop_reason = data.get("systemMessage"), data.get("stopReason") if stop else None
+    return Answer(decision, cap(reason) if reason else None, updated, (cap(context),) if context else (), stop,
+                  cap(stop_reason) if stop_reason else None, cap(message) if message else None)
 
 
 _TYPES: dict[str, tuple[type, str]] = {
@@ -131,16 +145,6 @@ def _check(data: Any) -> str | None:
     return None
 
 
-def _json_answer(event: str, stdout: str) -> Answer | None:
-    stripped = stdout.strip()
-    if not stripped.startswith("{"):
-        return None
-    try:
-        return from_json(event, json.loads(stripped))
-    except ValueError:
-        return None
-
-
 def merge(answers: Sequence[Answer], finished: Sequence[int] = (), event: str = "") -> HookResult:
     """deny (or block) > ask > allow, with the reasons of the winning decision; `updatedInput`
     from the last handler to finish; every context and system message; any `continue: false`
@@ -167,14 +171,16 @@ def merge(answers: Sequence[Answer], finished: Sequence[int] = (), event: str = 
 
 
 def cap(text: str) -> str:
-    """Claude Code's 10,000-character limit on hook text: the rest goes to a file, and the
-    model gets a preview and the path."""
+    """Claude Code's 10,000-character limit on hook text: the rest goes to a file (its first
+    MAX_SAVED characters), and the model gets a preview and the path."""
     if len(text) <= MAX_TEXT:
         return text
+    saved = text[:MAX_SAVED]
     with tempfile.NamedTemporaryFile("w", prefix="loopwright-hook-", suffix=".txt", delete=False,
-                                     encoding="utf-8") as f:
-        f.write(text)
-    return f"{text[:2000]}\n… [hook output of {len(text)} characters; the whole text is in {f.name}]"
+                                     encoding="utf-8", errors="replace") as f:
+        f.write(saved)
+    what = "the whole text is" if len(saved) == len(text) else f"its first {len(saved)} characters are"
+    return f"{text[:2000]}\n… [hook output of {len(text)} characters, cut here; {what} in {f.name}]"
 
 
 def _first_line(text: str) -> str:

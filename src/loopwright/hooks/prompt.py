@@ -12,7 +12,7 @@ from ..core.errors import ModelError
 from ..policy.models import resolve_model
 from ..core.ports import Model
 from ..core.types import Message, ModelRequest, Response
-from .output import BLOCKABLE, Answer
+from .output import BLOCKABLE, Answer, cap, no_answer
 from .spec import PromptSpec
 
 DEFAULT_PROMPT_MODEL = "haiku"
@@ -44,9 +44,9 @@ async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str,
         async for item in model.stream(request):
             acc.add(item)
     except ModelError as exc:
-        return Answer(error=f"the evaluator model failed: {exc.describe()}"), ""
+        return no_answer(f"the evaluator model failed: {exc.describe()}"), ""
     if not acc.finished:
-        return Answer(error="the evaluator model's response ended early"), ""
+        return no_answer("the evaluator model's response ended early"), ""
     response = acc.response(fallback_model=request.model)
     spent(response)
     return verdict(event, response.message.text), response.message.text
@@ -55,10 +55,10 @@ async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str,
 def verdict(event: str, text: str) -> Answer:
     data = _parse(text)
     if data is None or not isinstance(data.get("ok"), bool):
-        return Answer(error=f'the evaluator did not answer {{"ok": true|false, ...}}: {text.strip()[:200]!r}')
+        return no_answer(f'the evaluator did not answer {{"ok": true|false, ...}}: {text.strip()[:200]!r}')
     if data["ok"] or data.get("impossible") is True:  # impossible: stopping is the only way out
         return Answer()
-    reason = str(data.get("reason") or "the hook's condition is not met")
+    reason = cap(str(data.get("reason") or "the hook's condition is not met"))
     if event == "PreToolUse":
         return Answer(decision="deny", reason=reason)
     if event in BLOCKABLE:

@@ -8,7 +8,7 @@ from dataclasses import field, fields
 from typing import Any, Iterator, Literal, Mapping
 
 from ..core.fastclass import dataclass
-from .output import PLAIN_CONTEXT, Answer, cap, from_json
+from .output import PLAIN_CONTEXT, Answer, cap, from_json, no_answer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,7 +187,7 @@ def to_answer(event: str, returned: Any) -> Answer:
         case str():
             return Answer(context=(cap(returned),)) if returned.strip() and event in PLAIN_CONTEXT else Answer()
         case _:
-            return Answer(error=f"a Python hook returned {type(returned).__name__}; expected HookOutput, dict or None")
+            return no_answer(f"a Python hook returned {type(returned).__name__}; expected HookOutput, dict or None")
 
 
 def _from_output(event: str, out: HookOutput) -> Answer:

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -19,13 +20,14 @@ from ..policy.pricing import cost_usd
 from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, Model
 from ..core.types import Response
 from . import command, http, prompt, python
-from .output import Answer, from_process, merge
+from .output import Answer, from_process, merge, no_answer
 from .spec import (
     DEFAULT_TIMEOUT, EVENTS, PROMPT_SUBMIT_TIMEOUT, SESSION_END_MAX, SESSION_END_TIMEOUT, CommandSpec, HttpSpec,
     Matcher, PromptSpec, PythonSpec, Registration, UnsupportedSpec, handler_key, kind_of, parse_handler,
 )
 
 PythonHook = Callable[[Any], Any]
+FAILURE_POLICIES = ("closed", "open")
 
 
 class _Ran:
@@ -40,12 +42,17 @@ class HookRunner:
     """Hooks from settings (`from_settings`) and Python callables (`on`). `project_dir` is
     `CLAUDE_PROJECT_DIR` for command hooks (default: the event's `cwd`); `env` is added to their
     environment; `model` answers prompt hooks; `post_json` carries http hooks. `Agent` fills in
-    `emit`, `model` and `post_json` when it runs (see `bind`)."""
+    `emit`, `model` and `post_json` when it runs (see `bind`). `failure_policy` "closed" turns
+    a PreToolUse hook that gave no usable answer into an ask (a person approves, headless
+    denies); "open" lets the call go on with a warning, as Claude Code does."""
 
     def __init__(self, handlers: Mapping[str, PythonHook | Sequence[PythonHook]] | None = None, *,
                  project_dir: str | Path | None = None, env: Mapping[str, str] | None = None,
                  model: Model | None = None, post_json: http.PostJson | None = None, disabled: bool = False,
-                 emit: Callable[[Event], None] | None = None) -> None:
+                 emit: Callable[[Event], None] | None = None, failure_policy: str = "closed") -> None:
+        if failure_policy not in FAILURE_POLICIES:
+            raise ValueError(f"hook failure policy: expected one of {', '.join(FAILURE_POLICIES)}, got {failure_policy!r}")
+        self.failure_policy = failure_policy
         self.registrations: list[Registration] = []
         self.project_dir = str(project_dir) if project_dir is not None else None
         self.env = dict(env or {})
@@ -59,10 +66,12 @@ class HookRunner:
     @classmethod
     def from_settings(cls, settings: Any, **kwargs: Any) -> "HookRunner":
         """From a `loopwright.settings.Settings` or a dict shaped like settings.json: its `hooks`,
-        `env` and `disableAllHooks`."""
+        `env`, `disableAllHooks` and `hookFailurePolicy`."""
         data: Mapping[str, Any] = getattr(settings, "data", settings) or {}
         kwargs.setdefault("env", data.get("env") or {})
         kwargs.setdefault("disabled", data.get("disableAllHooks") is True)
+        kwargs.setdefault("failure_policy", getattr(settings, "hook_failure_policy", None)
+                          or data.get("hookFailurePolicy") or "closed")
         runner = cls(**kwargs)
         for event, groups in (data.get("hooks") or {}).items():
             for group in groups:
@@ -135,17 +144,21 @@ class HookRunner:
         self.emit(HookStarted(hook_id, name, event))
         timeout = self._timeout(reg, event)
         try:
-            ran = await self._dispatch(reg, event, body, timeout)
+            ran = await self._dispatch(reg, event, body, timeout, hook_id)
         except Exception as exc:  # a broken hook is reported, never fatal to the run
-            ran = _Ran(Answer(error=f"{type(exc).__name__}: {exc}"))
+            ran = _Ran(no_answer(f"{type(exc).__name__}: {exc}"))
         answer = ran.answer
         if ran.timed_out:
-            answer = Answer(error=f"timed out after {timeout:g}s; its output was discarded")
+            answer = no_answer(f"timed out after {timeout:g}s; its output was discarded")
+        label = f"{name} hook ({reg.handler.label})"
+        if answer.unanswered and event == "PreToolUse" and self.failure_policy == "closed" and answer.decision is None:
+            # It may be the only thing between the call and its effect: fail closed, to a person.
+            answer = replace(answer, decision="ask", reason=f"the {label} gave no usable answer ({answer.error}), "
+                             "and hooks fail closed (hookFailurePolicy)")
         failed = answer.error is not None or ran.code not in (None, 0)  # exit 2 blocks, but as a failure
         outcome = "cancelled" if ran.timed_out else "error" if failed else "success"
         self.emit(HookResponse(hook_id, name, event, outcome, ran.stdout + ran.stderr, ran.stdout, ran.stderr,
                                ran.code))
-        label = f"{name} hook ({reg.handler.label})"
         if answer.error:
             self.emit(Notice("warning", f"{label} error: {answer.error}"))
         if answer.notice:
@@ -158,37 +171,42 @@ class HookRunner:
         cost = cost_usd(response.usage, resolve_model(response.model))
         self.prompt_usage[response.model] = self.prompt_usage.get(response.model, ModelUsage()).add(response.usage, cost)
 
-    async def _dispatch(self, reg: Registration, event: str, body: str, timeout: float) -> _Ran:
+    async def _dispatch(self, reg: Registration, event: str, body: str, timeout: float, hook_id: str) -> _Ran:
         handler = reg.handler
         if isinstance(handler, CommandSpec):
-            return await self._command(handler, event, body, timeout)
+            return await self._command(handler, event, body, timeout, hook_id)
         with anyio.move_on_after(timeout) as scope:
             match handler:
                 case PromptSpec():
                     if self.model is None:
-                        return _Ran(Answer(error="no model client to answer prompt hooks"))
+                        return _Ran(no_answer("no model client to answer prompt hooks"))
                     answer, text = await prompt.ask(self.model, handler, event, body, self._spent)
                     return _Ran(answer, text)
                 case HttpSpec():
                     if self.post_json is None:
-                        return _Ran(Answer(error="no HTTP client to call http hooks"))
+                        return _Ran(no_answer("no HTTP client to call http hooks"))
                     answer, text = await http.post(self.post_json, handler, event, body.encode(), self._env(), timeout)
                     return _Ran(answer, text)
                 case PythonSpec():
                     answer, returned = await python.call(handler.fn, event, json.loads(body))
-                    return _Ran(answer, "" if returned is None else _show(returned))
+                    return _Ran(answer, "" if returned is None else _show(returned)[:command.MAX_OUTPUT_BYTES])
                 case UnsupportedSpec(kind=kind):
-                    return _Ran(Answer(error=f"'{kind}' hooks are not supported by loopwright yet; skipped"))
+                    return _Ran(no_answer(f"'{kind}' hooks are not supported by loopwright yet; skipped"))
         assert scope.cancelled_caught
         return _Ran(Answer(), timed_out=True)
 
-    async def _command(self, spec: CommandSpec, event: str, body: str, timeout: float) -> _Ran:
+    async def _command(self, spec: CommandSpec, event: str, body: str, timeout: float, hook_id: str) -> _Ran:
         payload = json.loads(body)
         cwd = payload.get("cwd") or self.project_dir or os.getcwd()
         project = self.project_dir or cwd
         env = self._env() | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
                              "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
-        out = await command.run_process(command.argv(spec), body.encode(), cwd=cwd, env=env, timeout=timeout)
+        out = await command.run_process(command.argv(spec), body.encode(), cwd=cwd, env=env, timeout=timeout,
+                                        mark=hook_id)
+        if out.overflow is not None:
+            why = (f"its {out.overflow} went past {command.MAX_OUTPUT_BYTES} bytes, so it was stopped and its "
+                   "answer discarded")
+            return _Ran(no_answer(why), out.stdout, out.stderr, out.code)
         if out.code is None:
             return _Ran(Answer(), out.stdout, out.stderr, None, timed_out=True)
         return _Ran(from_process(event, out.code, out.stdout, out.stderr), out.stdout, out.stderr, out.code)

@@ -1,10 +1,12 @@
-"""What a hook registration says: the events, matchers, and the handler kinds (command, prompt,
-http, Python callable), parsed from settings-shaped dicts. No I/O."""
+"""What a hook registration says: the events, matchers, `if` conditions and the handler kinds
+(command, prompt, http, Python callable), parsed from settings-shaped dicts. No I/O but
+resolving the path an `if` condition is matched against."""
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import re
 from typing import Any, Callable, Mapping, Union
 
@@ -176,20 +178,40 @@ def handler_key(raw: Mapping[str, Any]) -> str:
 
 # The primary input field a rule specifier is matched against, per tool.
 _SUBJECT = {"Bash": "command", "Read": "file_path", "Write": "file_path", "Edit": "file_path",
-            "Glob": "pattern", "Grep": "pattern", "WebFetch": "url"}
+            "NotebookEdit": "notebook_path", "Glob": "pattern", "Grep": "pattern", "WebFetch": "url"}
+_PATH_TOOLS = frozenset({"Read", "Write", "Edit", "NotebookEdit"})
 
 
 def rule_applies(rule: str, event: str, payload: Mapping[str, Any]) -> bool:
-    """The `if` field: `Tool` or `Tool(glob)` against the call. Only tool events have calls, so on
-    any other event a handler with `if` never runs."""
+    """The `if` field: `Tool` or `Tool(specifier)` against the call, matched as the permission
+    rules match it: `Bash(rm *)` meets every command the line runs (`true && rm f`, `sudo rm f`),
+    a path (`Edit(src/**)`) is anchored and resolved as the gate does. Only tool events have
+    calls, so on any other event a handler with `if` never runs."""
+    from ..policy.permissions import command_hits
+    from ..policy.rules import parse_rule
+
     if event not in TOOL_EVENTS:
         return False
-    name, _, spec = rule.strip().partition("(")
-    if name.strip() != payload.get("tool_name"):
+    name, spec = parse_rule(rule)
+    tool = payload.get("tool_name")
+    if name != tool:
         return False
-    spec = spec.removesuffix(")").strip()
-    if not spec or spec == "*":
+    if spec is None or spec == "*":
         return True
-    spec = spec[:-2] + " *" if spec.endswith(":*") else spec  # legacy `Bash(git:*)`
-    subject = (payload.get("tool_input") or {}).get(_SUBJECT.get(name.strip(), ""), "")
-    return isinstance(subject, str) and fnmatch.fnmatchcase(subject, spec)
+    subject = (payload.get("tool_input") or {}).get(_SUBJECT.get(name, ""), "")
+    if not isinstance(subject, str):
+        return False
+    if name == "Bash":
+        return command_hits(spec, subject)
+    if name in _PATH_TOOLS and subject:
+        return _path_applies(spec, subject, str(payload.get("cwd") or os.getcwd()))
+    return fnmatch.fnmatchcase(subject, spec)
+
+
+def _path_applies(spec: str, path: str, cwd: str) -> bool:
+    from ..policy.permissions import Places, Resolved, path_hits
+
+    home = os.path.realpath(os.path.expanduser("~"))
+    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    places = Places(os.path.realpath(cwd), (os.path.realpath(cwd),), home)
+    return path_hits(spec, (Resolved(full, os.path.realpath(full)),), places)

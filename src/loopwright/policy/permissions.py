@@ -19,7 +19,8 @@ from .rules import (
 )
 
 __all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolved", "Verdict", "Want", "anchor_rule",
-           "bypass_refusal", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "rule_error", "wanted_paths"]
+           "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "path_hits",
+           "rule_error", "wanted_paths"]
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -55,8 +56,9 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """`hard` asks come from ask rules and dangerous removals: neither bypassPermissions nor a
-    hook's allow skips them. `hint` says what would allow the call."""
+    """`hard` asks come from ask rules and dangerous removals (neither bypassPermissions nor a
+    hook's allow skips them) and from writes to protected paths or outside the writable roots
+    (a hook's allow does not skip them). `hint` says what would allow the call."""
 
     decision: Decision
     reason: str = ""
@@ -114,6 +116,23 @@ def _part_hits(spec: str | None, part: commands.Part, *, anywhere: bool) -> bool
     return any(_command_hits(spec, " ".join(words[k:])) for k in range(len(words)))
 
 
+def command_hits(spec: str | None, command: str) -> bool:
+    """Whether a shell rule's specifier meets any command `command` runs, read the way deny and
+    ask rules read it (each part, anywhere in it, wrappers included). A line that cannot be
+    analysed, or a part whose real command is hidden, counts as a hit: whoever asks (a hook's
+    `if`) wants to see what it cannot rule out."""
+    analysis = commands.analyse(command)
+    if analysis.error is not None:
+        return True
+    return any(part.hidden or _part_hits(spec, part, anywhere=True) for part in analysis.parts)
+
+
+def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
+    """Whether a path rule's specifier (`src/**`, `*.ts`, `//etc/**`) meets any of these places,
+    anchored and matched as a deny rule is."""
+    return _path_rule_hits(spec, locs, places, deny=True, kind="write")
+
+
 # ------------------------------------------------------------ paths of a call
 
 
@@ -166,18 +185,19 @@ def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Pl
 
 
 def _where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict | None:
-    """An ask for a write that lands on a protected path or outside the writable roots."""
+    """An ask for a write that lands on a protected path or outside the writable roots (or may:
+    a path known only at run time). Hard: a hook's allow does not answer it, only a person."""
     if locs is None:
-        return Verdict("ask", "it writes to a path known only when it runs", hint="allow it explicitly")
+        return Verdict("ask", "it writes to a path known only when it runs", hard=True, hint="allow it explicitly")
     for loc in locs:
         if commands.is_device(loc.real):
             continue
         if protected(loc.real) or protected(loc.lexical):
-            return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)",
-                           hint="approve it yourself; allow rules do not cover protected paths")
+            return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
+                           hint="approve it yourself; allow rules and hooks do not cover protected paths")
         if not _in_roots(loc.real, places) and not _edit_allowed(locs, rules, places):
             roots = ", ".join(places.roots)
-            return Verdict("ask", f"{loc.real} is outside the writable roots ({roots})",
+            return Verdict("ask", f"{loc.real} is outside the writable roots ({roots})", hard=True,
                            hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
     return None
 
@@ -235,7 +255,7 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
         return Verdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
     if call.kind == "write":
         if locs is None or not locs:
-            return Verdict("ask", f"{call.tool} names no path that could be checked")
+            return Verdict("ask", f"{call.tool} names no path that could be checked", hard=True)
         problem = _where(locs, rules, places)
         if problem is not None:
             return problem
@@ -304,6 +324,10 @@ def _shell_mode(analysis: commands.Analysis, call: Call, rules: PermissionRules,
     tool = call.tool
     allows = [s for r in rules.allow for n, s in [parse_rule(r)] if _name_hits(n, tool)]
     broad = any(_broad(s) for s in allows)
+    if mode != "plan":  # where the line writes, first: that ask is hard, whatever else is asked
+        problem = _shell_where(analysis, call, rules, places, broad)
+        if problem is not None:
+            return problem
     for part in analysis.parts:
         if mode == "plan":
             if not readonly.is_read_only(part):
@@ -315,13 +339,18 @@ def _shell_mode(analysis: commands.Analysis, call: Call, rules: PermissionRules,
         if not covered:
             why = f"`{part.text}` is not allowed by a rule" + (f" ({part.opaque})" if part.opaque else "")
             return Verdict("ask", why, hint=f'--allowedTools "{tool}({_suggest(part)})"')
+    return ALLOW
+
+
+def _shell_where(analysis: commands.Analysis, call: Call, rules: PermissionRules, places: Places,
+                 broad: bool) -> Verdict | None:
     for part, target in _targets(analysis):
         if target.path is None and broad:
             continue  # `Bash` allowed outright: paths decided at run time are accepted (the sandbox bounds them)
         problem = _where(None if target.path is None else call.resolved.get(target.path), rules, places)
         if problem is not None:
             return replace(problem, reason=f"`{part.text}`: {problem.reason}")
-    return ALLOW
+    return None
 
 
 def _suggest(part: commands.Part) -> str:
