@@ -28,11 +28,13 @@ _EXEMPT = ((".claude", "worktrees"),)  # Claude Code lets agents write their wor
 @dataclass(frozen=True, slots=True)
 class Places:
     """Where a call happens, as real absolute paths: the working directory, the writable roots
-    (cwd first, then the added directories) and the home directory."""
+    (cwd first, then the added directories; also the readable ones), the home directory, and
+    `private` folders tools never read unless a rule names them (loopwright's own home)."""
 
     cwd: str
     roots: tuple[str, ...]
     home: str
+    private: tuple[str, ...] = ()
 
 
 def inside(path: str, root: str) -> bool:
