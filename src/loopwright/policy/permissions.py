@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
-import re
 from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, Literal, Mapping
 
 from ..core.fastclass import dataclass
-from . import commands, readonly
+from . import commands, readonly, shellline
+from .bashrules import broad as _broad
+from .bashrules import part_hits, suggest
+from .gitsafe import GitFacts, config_problem
+from .opts_git import CONTENT
 from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, normalise_mode, parse_rule, parse_tool_list,
     rule_error,
 )
 
-__all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolved", "Verdict", "Want", "anchor_rule",
-           "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "path_hits",
-           "rule_error", "wanted_paths"]
+__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "Places", "Resolved", "Verdict", "Want",
+           "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list",
+           "path_hits", "read_patterns", "rule_error", "wanted_paths", "wanted_repos", "wanted_trees"]
 
 Decision = Literal["allow", "ask", "deny"]
 
@@ -44,7 +47,9 @@ class Want:
 class Call:
     """A tool call as the policy sees it. `kind` is read, write, exec, session (acts on the
     session's own state only) or other; `resolved` maps each wanted path to its places
-    (None: the gate could not tell)."""
+    (None: the gate could not tell). For shell lines, `git` maps each folder whose repository
+    a git call reads to what git said about it, and `holds` each folder read recursively to
+    the files below it that Read deny or ask rules cover (None: too many to look through)."""
 
     tool: str
     kind: str = "other"
@@ -52,6 +57,8 @@ class Call:
     command: str | None = None
     tool_input: Mapping[str, Any] = field(default_factory=dict)
     resolved: Mapping[str, tuple[Resolved, ...] | None] = field(default_factory=dict)
+    git: Mapping[str, GitFacts] = field(default_factory=dict)
+    holds: Mapping[str, tuple[str, ...] | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,55 +83,15 @@ def _name_hits(rule_name: str, tool: str) -> bool:
     return rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name))
 
 
-def _broad(spec: str | None) -> bool:
-    return spec is None or spec == "*"
-
-
-@lru_cache(maxsize=512)
-def _command_regex(spec: str) -> re.Pattern[str]:
-    """`npm run test *` is a prefix with a word boundary, legacy `npm run test:*` the same,
-    any other `*` matches anything, no `*` is an exact command."""
-    spec = " ".join(_spaced(spec))
-    if spec.endswith(":*"):
-        spec = spec[:-2] + " *"
-    tail = spec.endswith(" *")
-    body = spec[:-2] if tail else spec
-    return re.compile(".*".join(re.escape(p) for p in body.split("*")) + ("(?: .*)?" if tail else ""), re.DOTALL)
-
-
-def _spaced(text: str) -> list[str]:
-    # Only spaces and tabs separate words for bash; str.split() would also split on a
-    # non-breaking space, which bash keeps inside a word.
-    return [w for w in re.split(r"[ \t]+", text) if w]
-
-
-def _command_hits(spec: str, text: str) -> bool:
-    return bool(_command_regex(spec).fullmatch(" ".join(_spaced(text))))
-
-
-def _part_hits(spec: str | None, part: commands.Part, *, anywhere: bool) -> bool:
-    """Allow rules match a part from its first word; deny and ask rules anywhere in it, so
-    `sudo rm` or `xargs rm` still meets `Bash(rm *)`."""
-    if _broad(spec):
-        return True
-    assert spec is not None
-    if _command_hits(spec, part.text):
-        return True
-    if not anywhere:
-        return False
-    words = _spaced(part.full)
-    return any(_command_hits(spec, " ".join(words[k:])) for k in range(len(words)))
-
-
 def command_hits(spec: str | None, command: str) -> bool:
     """Whether a shell rule's specifier meets any command `command` runs, read the way deny and
     ask rules read it (each part, anywhere in it, wrappers included). A line that cannot be
     analysed, or a part whose real command is hidden, counts as a hit: whoever asks (a hook's
     `if`) wants to see what it cannot rule out."""
-    analysis = commands.analyse(command)
+    analysis = _analysed(command)
     if analysis.error is not None:
         return True
-    return any(part.hidden or _part_hits(spec, part, anywhere=True) for part in analysis.parts)
+    return any(part.hidden or part_hits(spec, part, anywhere=True) for part in analysis.parts)
 
 
 def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
@@ -136,24 +103,53 @@ def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
 # ------------------------------------------------------------ paths of a call
 
 
+@lru_cache(maxsize=256)
+def _analysed(command: str) -> commands.Analysis:
+    return commands.analyse(command)
+
+
+def _line(call: Call, places: Places | None = None) -> shellline.Line | None:
+    analysis = _analysed(call.command or "")
+    if analysis.error is not None:
+        return None
+    return shellline.read_line(analysis, call.resolved if places else None, places.cwd if places else "")
+
+
 def wanted_paths(call: Call) -> tuple[Want, ...]:
     """The paths the gate must resolve (the I/O step) before `decide`."""
     wants = [Want(p) for p in call.paths]
-    if call.command is not None:
-        analysis = commands.analyse(call.command)
-        wants += [Want(t.path, t.glob) for _, t in _targets(analysis) if t.path is not None]
+    if call.command is not None and (analysis := _analysed(call.command)).error is None:
+        wants += [Want(path, glob) for path, glob in shellline.wanted(analysis)]
     return tuple(dict.fromkeys(wants))
 
 
-def _targets(analysis: commands.Analysis) -> list[tuple[commands.Part, commands.Target]]:
+def wanted_repos(call: Call) -> tuple[str, ...]:
+    """Folders (as written, relative to the cwd) whose git repository a git call of the line
+    reads: the gate asks git about each (`Call.git`)."""
+    line = _line(call) if call.command is not None else None
+    return tuple(dict.fromkeys(t.path for t in line.touches if t.kind == "repo" and t.path)) if line else ()
+
+
+def wanted_trees(call: Call, places: Places) -> tuple[str, ...]:
+    """Folders the line reads with everything below them (after the gate resolved the rest):
+    the gate looks in them for files Read rules keep private (`Call.holds`)."""
+    line = _line(call, places) if call.command is not None else None
+    if line is None:
+        return ()
+    out = [t.path for t in line.touches if t.tree and t.path]
+    out += [f.top for t in line.touches if t.kind == "repo" and t.path and readonly.judge(t.part).git in CONTENT
+            for f in [call.git.get(t.path)] if f is not None and f.top]
+    return tuple(dict.fromkeys(out))
+
+
+def read_patterns(rules: PermissionRules, places: Places) -> tuple[str, ...]:
+    """The absolute patterns of the Read deny and ask rules (what a recursive read must not reach)."""
     out = []
-    for part in analysis.parts:
-        for t in commands.write_targets(part):
-            relative = t.path is not None and not t.path.startswith(("/", "~"))
-            if relative and analysis.changes_dir:  # after a cd the shell's directory is unknown
-                t = commands.Target(None, t.glob, t.removes)
-            out.append((part, t))
-    return out
+    for rule in rules.deny + rules.ask:
+        name, spec = parse_rule(rule)
+        if name == "Read" and not _broad(spec):
+            out.append(anchor(spec or "", places, anywhere=True))
+    return tuple(out)
 
 
 def _in_roots(real: str, places: Places) -> bool:
@@ -268,91 +264,148 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
 
 
 def _decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
-    tool, command = call.tool, call.command or ""
-    analysis = commands.analyse(command)
+    tool = call.tool
     deny = [(r, s) for r in rules.deny for n, s in [parse_rule(r)] if _name_hits(n, tool)]
     ask = [(r, s) for r in rules.ask for n, s in [parse_rule(r)] if _name_hits(n, tool)]
     specific = any(not _broad(s) for _, s in deny + ask)
-    if analysis.error is not None:
+    line = _line(call, places)
+    if line is None:
         if any(_broad(s) for _, s in deny):
             return Verdict("deny", f"the deny rule {deny[0][0]} matches")
         if mode == "bypassPermissions" and not specific:
             return ALLOW
-        why = f"the command could not be analysed ({analysis.error})"
+        why = f"the command could not be analysed ({_analysed(call.command or '').error})"
         return Verdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
-    verdict = _shell_rules(analysis, call, deny, ask, rules, places, specific)
+    verdict = _shell_rules(line, call, deny, ask, rules, places, specific)
     if verdict is not None:
         return verdict
     if mode == "bypassPermissions":
         return ALLOW
-    return _shell_mode(analysis, call, rules, places, mode)
+    return _shell_mode(line, call, rules, places, mode)
 
 
-def _shell_rules(analysis: commands.Analysis, call: Call, deny: list[tuple[str, str | None]],
+def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
                  ask: list[tuple[str, str | None]], rules: PermissionRules, places: Places,
                  specific: bool) -> Verdict | None:
-    """Deny rules, then ask rules, then what no mode may skip."""
+    """Deny rules, then ask rules (Bash rules on each part, Edit rules on what it writes, Read
+    rules on what it reads), then what no mode may skip."""
     checks: tuple[tuple[list[tuple[str, str | None]], Decision], ...] = ((deny, "deny"), (ask, "ask"))
     for listed, decision in checks:
         for rule, spec in listed:
-            for part in analysis.parts:
-                if _part_hits(spec, part, anywhere=True):
+            for part in line.parts:
+                if part_hits(spec, part, anywhere=True):
                     return Verdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
                                    hard=decision == "ask")
-    edit_rules: list[tuple[str, Decision]] = [
-        (r, decision) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask")) for r in listed
-        if parse_rule(r)[0] in ("Edit", "Write") and not _broad(parse_rule(r)[1])]
-    for part, target in _targets(analysis):
-        locs = call.resolved.get(target.path) if target.path is not None else None
-        for rule, decision in edit_rules:
+    path_rules = [(r, decision, name) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask"))
+                  for r in listed for name, spec in [parse_rule(r)] if name in ("Edit", "Write", "Read")
+                  and not _broad(spec)]
+    for t in line.touches:
+        locs = call.resolved.get(t.path) if t.path is not None else None
+        for rule, decision, name in path_rules:
             spec = parse_rule(rule)[1] or ""
-            if locs is not None and _path_rule_hits(spec, locs, places, deny=True, kind="write"):
-                return Verdict(decision, f"the {decision} rule {rule} matches a file `{part.text}` writes",
+            if name != "Read" and t.kind == "write" and locs is not None and _path_rule_hits(
+                    spec, locs, places, deny=True, kind="write"):
+                return Verdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
                                hard=decision == "ask")
-        if target.removes and part.name in ("rm", "rmdir") and locs and any(_critical(x.real, places) for x in locs):
-            return Verdict("ask", f"`{part.text}` removes a critical path", hard=True)
+            if name == "Read" and t.kind != "write" and _read_rule_hits(spec, t, locs, call, places):
+                return Verdict("ask", f"`{t.part.text}` may read what the {decision} rule {rule} keeps private",
+                               hard=True)
+        if t.removes and t.part.name in ("rm", "rmdir") and locs and any(_critical(x.real, places) for x in locs):
+            return Verdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
     if specific:
-        for part in analysis.parts:
+        for part in line.parts:
             if part.hidden:
                 return Verdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
                                f"deny and ask rules ({part.opaque})", hard=True)
     return None
 
 
-def _shell_mode(analysis: commands.Analysis, call: Call, rules: PermissionRules, places: Places,
-                mode: str) -> Verdict:
-    tool = call.tool
-    allows = [s for r in rules.allow for n, s in [parse_rule(r)] if _name_hits(n, tool)]
-    broad = any(_broad(s) for s in allows)
-    if mode != "plan":  # where the line writes, first: that ask is hard, whatever else is asked
-        problem = _shell_where(analysis, call, rules, places, broad)
-        if problem is not None:
-            return problem
-    for part in analysis.parts:
-        if mode == "plan":
-            if not readonly.is_read_only(part):
-                return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one")
+def _read_rule_hits(spec: str, t: shellline.Touch, locs: tuple[Resolved, ...] | None, call: Call,
+                    places: Places) -> bool:
+    """A Read rule meets a read of a file it covers, of a path known only at run time, or of a
+    folder (or a repository, for git calls that print file contents) that holds a covered file
+    or too many files to tell."""
+    if t.kind == "repo":
+        if readonly.judge(t.part).git not in CONTENT:
+            return False  # status, branch …: names only
+        facts = call.git.get(t.path) if t.path else None
+        return facts is None or facts.error is not None or bool(facts.top) and call.holds.get(facts.top) != ()
+    if locs is None or _path_rule_hits(spec, locs, places, deny=True, kind="read"):
+        return True
+    return t.tree and call.holds.get(t.path or "") != ()
+
+
+def _read_where(part: commands.Part, locs: tuple[Resolved, ...], tree: bool, rules: PermissionRules,
+                places: Places) -> Verdict | None:
+    """An ask for a read outside the readable roots (the working directory and the added ones)
+    or inside loopwright's own home, unless a Read allow rule names the place. Hard, as for
+    writes: a hook's allow does not answer it, only a person."""
+    for loc in locs:
+        if commands.is_device(loc.real):
             continue
-        covered = (broad or readonly.is_read_only(part) or any(_part_hits(s, part, anywhere=False) for s in allows)
-                   or (mode == "acceptEdits" and (readonly.is_safe_edit(part)
-                                                  or readonly.is_read_only(part, redirects=True))))
-        if not covered:
-            why = f"`{part.text}` is not allowed by a rule" + (f" ({part.opaque})" if part.opaque else "")
-            return Verdict("ask", why, hint=f'--allowedTools "{tool}({_suggest(part)})"')
-    return ALLOW
-
-
-def _shell_where(analysis: commands.Analysis, call: Call, rules: PermissionRules, places: Places,
-                 broad: bool) -> Verdict | None:
-    for part, target in _targets(analysis):
-        if target.path is None and broad:
-            continue  # `Bash` allowed outright: paths decided at run time are accepted (the sandbox bounds them)
-        problem = _where(None if target.path is None else call.resolved.get(target.path), rules, places)
-        if problem is not None:
-            return replace(problem, reason=f"`{part.text}`: {problem.reason}")
+        named = any(name == "Read" and not _broad(spec) and _path_rule_hits(spec or "", (loc,), places, deny=False,
+                                                                            kind="read")
+                    for rule in rules.allow for name, spec in [parse_rule(rule)])
+        if named:
+            continue
+        private = [p for p in places.private if inside(loc.real, p) or (tree and inside(p, loc.real))]
+        if private:
+            return Verdict("ask", f"`{part.text}` reads {private[0]}, loopwright's own home, which tools never "
+                           "read unless a rule names it", hard=True, hint=f"an allow rule Read(/{private[0]}/**)")
+        if not _in_roots(loc.real, places):
+            roots = ", ".join(places.roots)
+            return Verdict("ask", f"`{part.text}` reads {loc.real}, outside the readable roots ({roots})", hard=True,
+                           hint=f"an allow rule Read(/{loc.real}{'/**' if tree else ''}) (or --add-dir "
+                                f"{loc.real if tree else posixpath.dirname(loc.real)}, which opens it to edits too)")
     return None
 
 
-def _suggest(part: commands.Part) -> str:
-    words = part.text.split()
-    return " ".join(words[:2]) + " *" if len(words) > 1 else (words[0] if words else "*")
+def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    tool = call.tool
+    allows = [s for r in rules.allow for n, s in [parse_rule(r)] if _name_hits(n, tool)]
+    broad = any(_broad(s) for s in allows)
+    ruled = {id(p) for p in line.parts if broad or any(part_hits(s, p, anywhere=False) for s in allows)}
+    if mode == "plan":
+        for part, reading in zip(line.parts, line.readings):
+            if not (reading.ok and readonly.is_read_only(part)):
+                why = f" ({reading.why})" if reading.why else ""
+                return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one{why}")
+    for t in line.touches:  # where the line writes and reads, first: those asks are hard, whatever else is asked
+        problem = _touch_problem(t, call, rules, places, broad, ruled=id(t.part) in ruled, plan=mode == "plan")
+        if problem is not None:
+            return replace(problem, reason=f"`{t.part.text}`: {problem.reason}" if t.kind == "write" else problem.reason)
+    for part, reading in zip(line.parts, line.readings):
+        edits = mode == "acceptEdits" and (readonly.is_safe_edit(part) or reading.ok)
+        if not ((reading.ok and readonly.is_read_only(part)) or id(part) in ruled or edits):
+            why = f"`{part.text}` is not allowed by a rule" + (f" ({reading.why})" if reading.why else "")
+            return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+    return ALLOW
+
+
+def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, places: Places, broad: bool,
+                   ruled: bool, plan: bool) -> Verdict | None:
+    if t.path is None:
+        if broad:
+            return None  # `Bash` allowed outright: paths decided at run time are accepted (the sandbox bounds them)
+        if t.kind == "write":
+            return _where(None, rules, places)
+        return Verdict("ask", f"`{t.part.text}` reads a path known only when it runs", hard=True,
+                       hint="allow it explicitly")
+    locs = call.resolved.get(t.path)
+    if t.kind == "write":
+        return _where(locs, rules, places)
+    if t.kind == "repo":
+        facts = call.git.get(t.path)
+        if facts is None:
+            return None if broad else Verdict("ask", f"`{t.part.text}`: its repository could not be checked", hard=True)
+        if not ruled and (why := config_problem(facts)) is not None:  # plan mode runs none of it
+            return Verdict("deny" if plan else "ask", f"`{t.part.text}` would run a program the repository "
+                           f"configures: {why}", hard=True, hint=f'--allowedTools "Bash({suggest(t.part)})" if you trust it')
+        locs = None if not facts.top else (Resolved(facts.top, facts.top),)
+        if locs is None:
+            return None
+        return _read_where(t.part, locs, True, rules, places)
+    if locs is None:
+        return None if broad else Verdict("ask", f"`{t.part.text}` reads {t.path}, which could not be resolved",
+                                          hard=True)
+    return _read_where(t.part, locs, t.tree, rules, places)
