@@ -5,7 +5,7 @@ exception, every one becomes an `is_error` result the model can read."""
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import anyio
@@ -119,8 +119,10 @@ class ToolDispatcher:
         except ToolInputError as exc:
             return _error(call, str(exc))
         started = self.clock.monotonic()
+        # the gate may add environment for this call alone (git's neutralising overrides)
+        ctx = replace(self.ctx, env={**self.ctx.env, **decision.env}) if decision.env else self.ctx
         try:
-            output: ToolOutput = await tool.run(args, self.ctx)
+            output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
         result = ToolResultBlock(call.id, output.content, output.is_error)

@@ -7,23 +7,29 @@ from __future__ import annotations
 import glob
 import itertools
 import os
-from dataclasses import replace
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
-from ..policy import permissions
+from ..policy import gitsafe, pathrules, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
 from ..core.ports import Access, Approver, DescribesAccess, Tool
+from .gitfacts import git_facts
 
 MAX_GLOB_MATCHES = 1000
+MAX_WALK = 20_000  # entries looked at below a folder a shell line reads recursively
 
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
+    """`env`: environment the allowed call's process gets on top of the session's (the
+    overrides under which a read-only git call runs no repository program)."""
+
     allowed: bool
     message: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -49,7 +55,8 @@ class ToolGate:
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
-        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home)
+        own = os.path.realpath(os.path.expanduser(os.environ.get("LOOPWRIGHT_HOME") or "~/.loopwright"))
+        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home, (own,))
 
     async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False,
                     hook_asked: str | None = None) -> GateDecision:
@@ -61,24 +68,62 @@ class ToolGate:
         if verdict.decision == "allow" and hook_asked is not None:
             verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
         if verdict.decision == "allow" or _invalid(tool, tool_input):
-            return GateDecision(True)
+            return self._allowed(tool, tool_input)
         if verdict.decision == "ask":
             if hook_allowed and not verdict.hard:
-                return GateDecision(True)
+                return self._allowed(tool, tool_input)
             mode = permissions.normalise_mode(self.rules.mode)
             if self.approver is not None and mode != "dontAsk":
                 if await self.approver.approve(tool.name, tool_input, verdict.reason):
-                    return GateDecision(True)
+                    return self._allowed(tool, tool_input)
                 return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
                                            "Do not retry it; ask the user how to proceed or choose another way.")
         return GateDecision(False, self.explain(tool.name, verdict))
+
+    def _allowed(self, tool: Tool, tool_input: dict[str, Any]) -> GateDecision:
+        command = access_of(tool, tool_input).command
+        return GateDecision(True, env=gitsafe.shell_env(command, os.environ) if command else {})
 
     def verdict(self, tool: Tool, tool_input: dict[str, Any]) -> Verdict:
         access = access_of(tool, tool_input)
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
-        call = Call(tool.name, access.kind, access.paths, access.command, tool_input, resolved)
+        call = replace(call, resolved=resolved)
+        if access.command is not None:
+            call = self._shell_facts(call)
         return permissions.decide(call, self.rules, self.places)
+
+    def _shell_facts(self, call: Call) -> Call:
+        """What git says about the repositories the line's git calls read, and which folders it
+        reads recursively hold files the Read deny and ask rules keep private."""
+        folders = {p: os.path.realpath(os.path.join(self.cwd, os.path.expanduser(p)))
+                   for p in permissions.wanted_repos(call) if not os.path.expanduser(p).startswith("~")}
+        call = replace(call, git={p: git_facts(real) for p, real in folders.items()})
+        patterns = permissions.read_patterns(self.rules, self.places)
+        if not patterns:
+            return call
+        holds = {}
+        for tree in permissions.wanted_trees(call, self.places):
+            locs = call.resolved.get(tree) if tree in call.resolved else self.resolve(Want(tree))
+            holds[tree] = None if locs is None else self._covered_below(locs, patterns)
+        return replace(call, holds=holds)
+
+    def _covered_below(self, locs: tuple[Resolved, ...], patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+        """Files and folders below `locs` that a pattern covers; None when there are more than
+        MAX_WALK entries to look at. Links are not followed (nor are they by grep -r, rg, find)."""
+        found: list[str] = []
+        seen = 0
+        for loc in locs:
+            for folder, dirs, files in os.walk(loc.real):
+                for name in dirs + files:
+                    seen += 1
+                    if seen > MAX_WALK:
+                        return None
+                    real = os.path.join(folder, name)
+                    lexical = loc.lexical + real[len(loc.real):]
+                    if any(pathrules.matches(p, real) or pathrules.matches(p, lexical) for p in patterns):
+                        found.append(real)
+        return tuple(found)
 
     def resolve(self, want: Want) -> tuple[Resolved, ...] | None:
         """Every place a path names: `~` expanded, joined to the cwd, `..` removed, symlinks
