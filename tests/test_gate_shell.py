@@ -318,7 +318,18 @@ def test_git_facts_come_from_git(tmp_path):
     facts = git_facts(str(repo / "sub"))
     assert facts.top == str(repo) and ("diff.x.textconv", "prog") in facts.local
     assert ("filter.y.clean", "other") in facts.local  # git followed the include
-    assert git_facts(str(tmp_path / "missing")) == GitFacts()
+    assert git_facts(str(repo / "not-yet" / "made")).top == str(repo)  # git would look upwards from there
+
+
+def test_a_git_too_old_for_the_overrides_is_not_trusted(tmp_path, monkeypatch):
+    """Before 2.31 git ignores GIT_CONFIG_COUNT: the overrides would not hold, so git calls are asked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text("#!/bin/sh\necho 'git version 2.30.9'\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    facts = git_facts(str(tmp_path))
+    assert facts.error and "2.31" in facts.error and config_problem(facts)
 
 
 @pytest.mark.anyio
