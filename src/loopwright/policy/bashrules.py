@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .commands import Part
+from .commands import Part, analyse
 
-__all__ = ["broad", "part_hits", "suggest"]
+__all__ = ["broad", "command_hits", "part_hits", "suggest"]
 
 
 def broad(spec: str | None) -> bool:
@@ -54,3 +54,14 @@ def suggest(part: Part) -> str:
     """A rule that would allow the part: its first two words and a wildcard."""
     words = part.text.split()
     return " ".join(words[:2]) + " *" if len(words) > 1 else (words[0] if words else "*")
+
+
+def command_hits(spec: str | None, command: str) -> bool:
+    """Whether a shell rule's specifier meets any command `command` runs, read the way deny and
+    ask rules read it (each part, anywhere in it, wrappers included). A line that cannot be
+    analysed, or a part whose real command is hidden, counts as a hit: whoever asks (a hook's
+    `if`) wants to see what it cannot rule out."""
+    analysis = analyse(command)
+    if analysis.error is not None:
+        return True
+    return any(part.hidden or part_hits(spec, part, anywhere=True) for part in analysis.parts)

@@ -12,7 +12,7 @@ from typing import Any, Literal, Mapping
 from ..core.fastclass import dataclass
 from . import commands, readonly, shellline
 from .bashrules import broad as _broad
-from .bashrules import part_hits, suggest
+from .bashrules import command_hits, part_hits, suggest
 from .gitsafe import GitFacts, config_problem
 from .opts_git import CONTENT
 from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
@@ -81,17 +81,6 @@ ALLOW = Verdict("allow")
 
 def _name_hits(rule_name: str, tool: str) -> bool:
     return rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name))
-
-
-def command_hits(spec: str | None, command: str) -> bool:
-    """Whether a shell rule's specifier meets any command `command` runs, read the way deny and
-    ask rules read it (each part, anywhere in it, wrappers included). A line that cannot be
-    analysed, or a part whose real command is hidden, counts as a hit: whoever asks (a hook's
-    `if`) wants to see what it cannot rule out."""
-    analysis = _analysed(command)
-    if analysis.error is not None:
-        return True
-    return any(part.hidden or part_hits(spec, part, anywhere=True) for part in analysis.parts)
 
 
 def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
