@@ -9,7 +9,6 @@ opens, or the test swaps it between the re-check and the write itself."""
 
 from __future__ import annotations
 
-import errno
 import os
 import socket
 import stat
@@ -373,14 +372,12 @@ class FifoWatch:
 
     def _watch(self):
         while not self.done.wait(0.01):
-            if not stat.S_ISFIFO(os.lstat(self.path).st_mode):
-                continue
             try:
+                if not stat.S_ISFIFO(os.lstat(self.path).st_mode):
+                    continue  # not (yet) a FIFO: a swap may be under way
                 fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as exc:
-                if exc.errno == errno.ENXIO:
-                    continue  # no reader: nobody opened it
-                raise
+            except OSError:
+                continue  # ENXIO: no reader holds it open; ENOENT: being swapped
             self.opened = True
             os.close(fd)  # the reader sees the end of the file and goes on
 

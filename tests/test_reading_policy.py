@@ -4,8 +4,13 @@ and hard links, as tables (the gate resolves; the policy only decides)."""
 
 from __future__ import annotations
 
-import pytest
+import posixpath
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from loopwright.policy import pathrules
 from loopwright.policy.pathrules import in_own_home
 from loopwright.policy.permissions import (
     Call, PermissionRules, Places, Resolved, decide, read_verdict, readable, search_shows,
@@ -125,3 +130,26 @@ def test_shell_redirections_to_dev_null_stay_fine():
 ])
 def test_hard_links_and_the_own_home_are_asked_for_writes(call, rules, decision):
     assert decide(call, PermissionRules(**rules), PLACES).decision == decision
+
+
+def _matches_by_walking(pattern: str, path: str) -> bool:
+    """The plain reading of gitignore's rule: the pattern matches the path or a parent."""
+    regex = pathrules._regex(pattern.rstrip("/") if pattern != "/" else pattern)
+    while True:
+        if regex.fullmatch(path):
+            return True
+        if posixpath.dirname(path) == path:
+            return False
+        path = posixpath.dirname(path)
+
+
+SEGMENTS = st.sampled_from(["a", "b", ".env", "x.py", "sec", "**", "*", "a*", "?", "[ab]"])
+NAMES = st.sampled_from(["a", "b", ".env", "x.py", "sec", "ab"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SEGMENTS, max_size=4), st.booleans(), st.lists(NAMES, max_size=5))
+def test_one_match_is_the_same_as_walking_the_parents(segments, anywhere, names):
+    pattern = ("/**/" if anywhere else "/") + "/".join(segments)
+    path = "/" + "/".join(names)
+    assert pathrules.matches(pattern, path) == _matches_by_walking(pattern, path)

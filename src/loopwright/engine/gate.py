@@ -12,7 +12,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
@@ -121,17 +121,11 @@ class ToolGate:
                 "Do not retry the same call; choose another way or tell the user which permission is needed.")
 
 
-def place(path: str, real_dir: Callable[[str], str] | None = None) -> Resolved:
+def place(path: str) -> Resolved:
     """What is at `path` now: its lexical form, where the kernel lands (`os.path.realpath`
     follows each symlink before applying the `..` after it, and keeps a missing tail), the kind
-    of file there and its hard-link count. `real_dir` resolves the folder (a search caches it)."""
-    head, name = os.path.split(path)
-    if real_dir is None or name in ("", ".", ".."):
-        real = os.path.realpath(path)
-    else:
-        real = os.path.join(real_dir(head), name)
-        if os.path.islink(real):
-            real = os.path.realpath(real)
+    of file there and its hard-link count."""
+    real = os.path.realpath(path)
     try:
         st = os.lstat(real)
     except (OSError, ValueError):
@@ -156,8 +150,9 @@ class CallGuard:
     each path was judged to land, and which files met on the way (search hits) may be shown."""
 
     def __init__(self, call: Call, gate: ToolGate) -> None:
-        self._resolved, self._gate = call.resolved, gate
-        self._within = tuple(loc for locs in call.resolved.values() for loc in locs or ())
+        self._resolved = call.resolved
+        within = tuple(loc for locs in call.resolved.values() for loc in locs or ())
+        self._shows = permissions.search_filter(within, gate.rules, gate.places)
         self._dirs: dict[str, str] = {}  # real folders met during this call only: links may change later
 
     def judged(self, path: str) -> tuple[str, ...] | None:
@@ -165,11 +160,18 @@ class CallGuard:
         return None if locs is None else tuple(loc.real for loc in locs)
 
     def shows(self, path: str) -> bool:
-        found = place(path, self._real_dir)
-        return permissions.search_shows(found, self._within, self._gate.rules, self._gate.places)
-
-    def _real_dir(self, folder: str) -> str:
-        real = self._dirs.get(folder)
-        if real is None:
-            real = self._dirs[folder] = os.path.realpath(folder)
-        return real
+        """`path` as a search met it (absolute, no `..`): judged by that name and where it lands;
+        one lstat unless it is a link, its folder resolved once per call."""
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            link = True  # cannot tell: judged where it lands now
+        if link:
+            real = os.path.realpath(path)
+        else:
+            head, _, name = path.rpartition("/")
+            folder = self._dirs.get(head)
+            if folder is None:
+                folder = self._dirs[head] = os.path.realpath(head or "/")
+            real = folder.rstrip("/") + "/" + name
+        return self._shows(Resolved(path, real))

@@ -83,16 +83,16 @@ def anchor(spec: str, places: Places, *, anywhere: bool, root: str | None = None
 
 def matches(pattern: str, path: str) -> bool:
     """gitignore semantics: the pattern matches the path or one of its parent directories
-    (so `Edit(.git)` covers everything inside it)."""
-    regex = _regex(pattern.rstrip("/") if pattern != "/" else pattern)
-    probe = path
-    while True:
-        if regex.fullmatch(probe):
-            return True
-        parent = posixpath.dirname(probe)
-        if parent == probe:
-            return False
-        probe = parent
+    (so `Edit(.git)` covers everything inside it). One match: the pattern followed by any
+    `/...` tail is exactly "a parent matches" (a search meets thousands of paths)."""
+    if pattern == "/":
+        return path.startswith("/")
+    return bool(_below(pattern.rstrip("/")).fullmatch(path))
+
+
+@lru_cache(maxsize=512)
+def _below(pattern: str) -> re.Pattern[str]:
+    return re.compile("(?:" + _regex(pattern).pattern + ")(?:/.*)?", re.DOTALL)
 
 
 def rule_prefix(pattern: str) -> str:

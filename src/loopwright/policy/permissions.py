@@ -14,7 +14,7 @@ from ..core.fastclass import dataclass
 from . import commands, readonly
 from .judged import ALLOW, SPECIAL, Decision, Resolved, Verdict, path_rule_hits
 from .pathrules import Places, in_own_home, inside, protected
-from .reading import read_verdict, readable, search_shows
+from .reading import read_verdict, readable, search_filter, search_shows
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, normalise_mode, parse_rule, parse_tool_list,
     rule_error,
@@ -22,7 +22,7 @@ from .rules import (
 
 __all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolved", "Verdict", "Want", "anchor_rule",
            "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "path_hits",
-           "read_verdict", "readable", "rule_error", "search_shows", "wanted_paths"]
+           "read_verdict", "readable", "rule_error", "search_filter", "search_shows", "wanted_paths"]
 
 
 @dataclass(frozen=True, slots=True)

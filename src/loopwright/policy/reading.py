@@ -5,12 +5,13 @@ reach below a folder. Pure: the gate resolves the paths first."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 from .judged import ALLOW, Resolved, Verdict, path_rule_hits
 from .pathrules import Places, anchor, in_own_home, inside, matches, rule_prefix
 from .rules import PermissionRules, normalise_mode, parse_rule
 
-__all__ = ["deny_below", "read_verdict", "readable", "search_shows"]
+__all__ = ["deny_below", "read_verdict", "readable", "search_filter", "search_shows"]
 
 _GRANTS_READ = ("Read", "Edit", "Write")  # a place the user lets tools change may be read too
 
@@ -46,31 +47,66 @@ def readable(real: str, rules: PermissionRules, places: Places) -> bool:
     """Whether a real (resolved) path lies where tools may read without asking: inside a root
     but not in loopwright's own home, or under an allow rule that names it. A rule names the
     own home only when its literal start lies inside it (`Read(~/**)` does not)."""
-    in_own = in_own_home(real, places)
-    if not in_own and any(inside(real, root) for root in places.roots):
-        return True
-    for rule in rules.allow:
-        name, spec = parse_rule(rule)
-        if name not in _GRANTS_READ or spec is None or spec == "*":
-            continue
-        pattern = anchor(spec, places, anywhere=False)
-        if matches(pattern, real) and (not in_own or inside(rule_prefix(pattern), places.own)):
+    return _Readable(rules, places)(real)
+
+
+class _Readable:
+    """`readable` with the allow rules anchored once, for the many paths of a search."""
+
+    def __init__(self, rules: PermissionRules, places: Places) -> None:
+        self.places = places
+        self.patterns = [anchor(spec, places, anywhere=False) for name, spec in map(parse_rule, rules.allow)
+                         if name in _GRANTS_READ and spec is not None and spec != "*"]
+
+    def __call__(self, real: str) -> bool:
+        places = self.places
+        in_own = in_own_home(real, places)
+        if not in_own and any(inside(real, root) for root in places.roots):
             return True
-    return False
+        return any(matches(p, real) and (not in_own or inside(rule_prefix(p), places.own)) for p in self.patterns)
 
 
 def search_shows(found: Resolved, within: tuple[Resolved, ...], rules: PermissionRules, places: Places) -> bool:
-    """Whether a search (Glob, Grep) may show a file it met below its judged roots `within`: no
-    Read deny or ask rule meets it (by the name met or where it lands), and it lands in a
-    readable place or inside a root the gate judged (and approved) for this search, except in
-    loopwright's own home unless that root itself is there. A file symlinked from outside is
-    judged where it lands."""
-    if _read_rule((found,), rules, places) is not None:
-        return False
-    if normalise_mode(rules.mode) == "bypassPermissions" or readable(found.real, rules, places):
-        return True
-    in_own = in_own_home(found.real, places)
-    return any(inside(found.real, w.real) and (not in_own or inside(w.real, places.own)) for w in within)
+    """Whether a search (Glob, Grep) may show a file it met below its judged roots `within`
+    (see `search_filter`)."""
+    return search_filter(within, rules, places)(found)
+
+
+def search_filter(within: tuple[Resolved, ...], rules: PermissionRules,
+                  places: Places) -> Callable[[Resolved], bool]:
+    """For one search: whether it may show a file it met. No Read deny or ask rule may meet the
+    file (by the name met or where it lands), and the file must land in a readable place or
+    inside a root the gate judged (and so approved) for this search, except in loopwright's own
+    home unless that root itself is there. A file symlinked from outside is judged where it
+    lands. The rules are anchored once, not per file."""
+    hiding: list[str] = []
+    for rule in (*rules.deny, *rules.ask):
+        name, spec = parse_rule(rule)
+        if name == "Read":
+            hiding.append("/**" if spec is None or spec == "*" else anchor(spec, places, anywhere=True))
+    free = normalise_mode(rules.mode) == "bypassPermissions"
+    reads = _Readable(rules, places)
+    roots = [w.real for w in within]
+    folders: dict[str, bool] = {}  # real folder -> every file in it lands in a root or a judged root
+
+    def in_place(real: str) -> bool:
+        in_own = in_own_home(real, places)
+        return ((not in_own and any(inside(real, root) for root in places.roots))
+                or any(inside(real, r) and (not in_own or inside(r, places.own)) for r in roots))
+
+    def shows(found: Resolved) -> bool:
+        if any(matches(p, found.lexical) or matches(p, found.real) for p in hiding):
+            return False
+        if free:
+            return True
+        folder = found.real.rpartition("/")[0] or "/"
+        ok = folders.get(folder)
+        if ok is None:
+            ok = folders[folder] = in_place(folder)
+        # a file is where its folder is (only a file named as the own home itself could differ)
+        return (ok and found.real != places.own) or in_place(found.real) or reads(found.real)
+
+    return shows
 
 
 def deny_below(folders: tuple[Resolved, ...], rules: PermissionRules, places: Places) -> str | None:
