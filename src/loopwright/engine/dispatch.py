@@ -5,7 +5,7 @@ exception, every one becomes an `is_error` result the model can read."""
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import anyio
@@ -120,7 +120,8 @@ class ToolDispatcher:
             return _error(call, str(exc))
         started = self.clock.monotonic()
         try:
-            output: ToolOutput = await tool.run(args, self.ctx)
+            ctx = self.ctx if decision.guard is None else replace(self.ctx, guard=decision.guard)
+            output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
         result = ToolResultBlock(call.id, output.content, output.is_error)

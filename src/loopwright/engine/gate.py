@@ -1,12 +1,15 @@
-"""The gate in front of every tool call: learns what the call touches, resolves those paths
-(`..`, `~`, symlinks, globs: the I/O the pure policy may not do), asks the policy, and turns an
-"ask" into an `Approver` question, or a denial when nobody can answer (headless, dontAsk)."""
+"""The gate in front of every tool call: learns what the call touches, resolves those paths as
+the kernel will (`~`, symlinks followed before each `..`, globs: the I/O the pure policy may not
+do), asks the policy, and turns an "ask" into an `Approver` question, or a denial when nobody
+can answer (headless, dontAsk). An allowed file call carries a `CallGuard`: where the gate
+judged its paths (the file tools re-check it when they act) and which search hits it may show."""
 
 from __future__ import annotations
 
 import glob
 import itertools
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,15 +18,18 @@ from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
 from ..policy import permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
-from ..core.ports import Access, Approver, DescribesAccess, Tool
+from ..core.ports import Access, Approver, DescribesAccess, PathGuard, Tool
 
 MAX_GLOB_MATCHES = 1000
 
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
+    """`guard`: for an allowed call that reads or writes files, what the gate judged."""
+
     allowed: bool
     message: str = ""
+    guard: PathGuard | None = None
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -49,7 +55,8 @@ class ToolGate:
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
-        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home)
+        own = os.path.realpath(os.path.expanduser(os.environ.get("LOOPWRIGHT_HOME") or "~/.loopwright"))
+        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home, own)
 
     async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False,
                     hook_asked: str | None = None) -> GateDecision:
@@ -57,44 +64,50 @@ class ToolGate:
         (a deny or ask rule, a dangerous removal, a protected path, a write outside the roots:
         those only a person approves). `hook_asked`: a hook said ask (its reason),
         which turns a rule's allow into asking the user (headless: a denial)."""
-        verdict = self.verdict(tool, tool_input)
+        verdict, call = self._judge(tool, tool_input)
         if verdict.decision == "allow" and hook_asked is not None:
             verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
+        allowed = GateDecision(True, guard=CallGuard(call, self) if call.kind in ("read", "write") else None)
         if verdict.decision == "allow" or _invalid(tool, tool_input):
-            return GateDecision(True)
+            return allowed
         if verdict.decision == "ask":
             if hook_allowed and not verdict.hard:
-                return GateDecision(True)
+                return allowed
             mode = permissions.normalise_mode(self.rules.mode)
             if self.approver is not None and mode != "dontAsk":
                 if await self.approver.approve(tool.name, tool_input, verdict.reason):
-                    return GateDecision(True)
+                    return allowed
                 return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
                                            "Do not retry it; ask the user how to proceed or choose another way.")
         return GateDecision(False, self.explain(tool.name, verdict))
 
     def verdict(self, tool: Tool, tool_input: dict[str, Any]) -> Verdict:
+        return self._judge(tool, tool_input)[0]
+
+    def _judge(self, tool: Tool, tool_input: dict[str, Any]) -> tuple[Verdict, Call]:
         access = access_of(tool, tool_input)
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input, resolved)
-        return permissions.decide(call, self.rules, self.places)
+        return permissions.decide(call, self.rules, self.places), call
 
     def resolve(self, want: Want) -> tuple[Resolved, ...] | None:
-        """Every place a path names: `~` expanded, joined to the cwd, `..` removed, symlinks
-        followed (also through a missing last part). A glob names what it matches now, or
-        itself when it matches nothing (as bash leaves it)."""
+        """Every place a path names, as the kernel will find it: `~` expanded, joined to the
+        cwd, then each symlink followed before the `..` after it is applied (`lnk/../f` with
+        `lnk -> /x/sub` is `/x/f`, never `./f`); a missing tail (a file to be created) resolves
+        through the part that exists. A glob names what it matches now, or itself when it
+        matches nothing (as bash leaves it). None: the gate cannot tell (`~user`, too many)."""
         path = os.path.expanduser(want.path)
         if path.startswith("~"):
             return None  # ~user: another user's home
-        path = os.path.normpath(os.path.join(self.cwd, path))
+        path = os.path.join(self.cwd, path)  # never normpath first: `..` is the kernel's business
         names = [path]
         if want.glob:
             found = list(itertools.islice(glob.iglob(path), MAX_GLOB_MATCHES + 1))
             if len(found) > MAX_GLOB_MATCHES:
                 return None  # too many to check one by one: treated as unknown
             names = found or [path]
-        return tuple(Resolved(os.path.normpath(n), os.path.realpath(n)) for n in names)
+        return tuple(place(n) for n in names)
 
     def explain(self, tool: str, verdict: Verdict) -> str:
         mode = permissions.normalise_mode(self.rules.mode) or self.rules.mode
@@ -106,3 +119,59 @@ class ToolGate:
         hint = f" To allow it: {verdict.hint}." if verdict.hint else ""
         return (f"Permission needed for {tool}: {verdict.reason}; {nobody}, so the call was denied.{hint} "
                 "Do not retry the same call; choose another way or tell the user which permission is needed.")
+
+
+def place(path: str) -> Resolved:
+    """What is at `path` now: its lexical form, where the kernel lands (`os.path.realpath`
+    follows each symlink before applying the `..` after it, and keeps a missing tail), the kind
+    of file there and its hard-link count."""
+    real = os.path.realpath(path)
+    try:
+        st = os.lstat(real)
+    except (OSError, ValueError):
+        return Resolved(os.path.normpath(path), real)
+    return Resolved(os.path.normpath(path), real, _kind(st.st_mode), st.st_nlink)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    return "socket" if stat.S_ISSOCK(mode) else "other"
+
+
+class CallGuard:
+    """The gate's judgement of one allowed call, handed to the tool that carries it out: where
+    each path was judged to land, and which files met on the way (search hits) may be shown."""
+
+    def __init__(self, call: Call, gate: ToolGate) -> None:
+        self._resolved = call.resolved
+        within = tuple(loc for locs in call.resolved.values() for loc in locs or ())
+        self._shows = permissions.search_filter(within, gate.rules, gate.places)
+        self._dirs: dict[str, str] = {}  # real folders met during this call only: links may change later
+
+    def judged(self, path: str) -> tuple[str, ...] | None:
+        locs = self._resolved.get(path)
+        return None if locs is None else tuple(loc.real for loc in locs)
+
+    def shows(self, path: str) -> bool:
+        """`path` as a search met it (absolute, no `..`): judged by that name and where it lands;
+        one lstat unless it is a link, its folder resolved once per call."""
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            link = True  # cannot tell: judged where it lands now
+        if link:
+            real = os.path.realpath(path)
+        else:
+            head, _, name = path.rpartition("/")
+            folder = self._dirs.get(head)
+            if folder is None:
+                folder = self._dirs[head] = os.path.realpath(head or "/")
+            real = folder.rstrip("/") + "/" + name
+        return self._shows(Resolved(path, real))

@@ -8,11 +8,13 @@ import posixpath
 import re
 from dataclasses import field, replace
 from functools import lru_cache
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
 from . import commands, readonly
-from .pathrules import Places, anchor, inside, matches, protected, rule_prefix
+from .judged import ALLOW, SPECIAL, Decision, Resolved, Verdict, path_rule_hits
+from .pathrules import Places, in_own_home, inside, protected
+from .reading import read_verdict, readable, search_filter, search_shows
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, normalise_mode, parse_rule, parse_tool_list,
     rule_error,
@@ -20,18 +22,7 @@ from .rules import (
 
 __all__ = ["MODES", "MODE_ALIASES", "Call", "PermissionRules", "Places", "Resolved", "Verdict", "Want", "anchor_rule",
            "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list", "path_hits",
-           "rule_error", "wanted_paths"]
-
-Decision = Literal["allow", "ask", "deny"]
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    """One place a path names: `lexical` is absolute with `..` removed, `real` has symlinks
-    resolved too. A glob may name several."""
-
-    lexical: str
-    real: str
+           "read_verdict", "readable", "rule_error", "search_filter", "search_shows", "wanted_paths"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,21 +43,6 @@ class Call:
     command: str | None = None
     tool_input: Mapping[str, Any] = field(default_factory=dict)
     resolved: Mapping[str, tuple[Resolved, ...] | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """`hard` asks come from ask rules and dangerous removals (neither bypassPermissions nor a
-    hook's allow skips them) and from writes to protected paths or outside the writable roots
-    (a hook's allow does not skip them). `hint` says what would allow the call."""
-
-    decision: Decision
-    reason: str = ""
-    hard: bool = False
-    hint: str = ""
-
-
-ALLOW = Verdict("allow")
 
 
 # ------------------------------------------------------------ rules
@@ -130,7 +106,7 @@ def command_hits(spec: str | None, command: str) -> bool:
 def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
     """Whether a path rule's specifier (`src/**`, `*.ts`, `//etc/**`) meets any of these places,
     anchored and matched as a deny rule is."""
-    return _path_rule_hits(spec, locs, places, deny=True, kind="write")
+    return path_rule_hits(spec, locs, places, deny=True)
 
 
 # ------------------------------------------------------------ paths of a call
@@ -166,35 +142,35 @@ def _critical(real: str, places: Places) -> bool:
     return real == "/" or posixpath.dirname(real) == "/" or real == places.home or inside(places.cwd, real)
 
 
-def _path_rule_hits(spec: str, locs: tuple[Resolved, ...], places: Places, *, deny: bool, kind: str) -> bool:
-    pattern = anchor(spec, places, anywhere=deny)
-    if deny:
-        return any(matches(pattern, p) or (kind == "read" and inside(rule_prefix(pattern), p))
-                   for loc in locs for p in (loc.lexical, loc.real))
-    return bool(locs) and all(matches(pattern, loc.real) for loc in locs)
-
-
 def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places) -> bool:
     """An `Edit(path)` allow rule lets writes reach that path even outside the roots."""
     for rule in rules.allow:
         name, spec = parse_rule(rule)
-        if name in ("Edit", "Write") and not _broad(spec) and _path_rule_hits(spec, locs, places, deny=False,
-                                                                                    kind="write"):
+        if name in ("Edit", "Write") and not _broad(spec) and path_rule_hits(spec, locs, places, deny=False):
             return True
     return False
 
 
-def _where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict | None:
-    """An ask for a write that lands on a protected path or outside the writable roots (or may:
-    a path known only at run time). Hard: a hook's allow does not answer it, only a person."""
+def _where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places, *, shell: bool = False,
+           removes: bool = False) -> Verdict | None:
+    """An ask for a write that lands on a protected path, in loopwright's own home, on a file
+    with other hard links (the write changes what those names show) or outside the writable
+    roots (or may: a path known only at run time). Hard: a hook's allow does not answer it, only
+    a person. Device paths (`> /dev/null`) are exempt in shell redirections only."""
     if locs is None:
         return Verdict("ask", "it writes to a path known only when it runs", hard=True, hint="allow it explicitly")
     for loc in locs:
-        if commands.is_device(loc.real):
+        if shell and commands.is_device(loc.real):
             continue
         if protected(loc.real) or protected(loc.lexical):
             return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
                            hint="approve it yourself; allow rules and hooks do not cover protected paths")
+        if in_own_home(loc.real, places):
+            return Verdict("ask", f"{loc.real} is in loopwright's own home ({places.own})", hard=True,
+                           hint="approve it yourself; allow rules and hooks do not cover loopwright's home")
+        if loc.links > 1 and loc.kind == "file" and not removes:
+            return Verdict("ask", f"{loc.real} has {loc.links} hard links, so writing it changes the file under "
+                           "its other names too", hard=True, hint="approve it yourself, or write a copy")
         if not _in_roots(loc.real, places) and not _edit_allowed(locs, rules, places):
             roots = ", ".join(places.roots)
             return Verdict("ask", f"{loc.real} is outside the writable roots ({roots})", hard=True,
@@ -222,7 +198,7 @@ def _tool_rule_hits(rule: str, call: Call, locs: tuple[Resolved, ...] | None, pl
     if family:
         if locs is None:
             return deny  # a path the gate could not resolve: deny rules fail closed
-        return _path_rule_hits(spec, locs, places, deny=deny, kind=call.kind)
+        return path_rule_hits(spec, locs, places, deny=deny)
     if not _name_hits(name, call.tool):
         return False
     key, sep, value = spec.partition(":")
@@ -249,7 +225,13 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
     for rule in rules.ask:
         if _tool_rule_hits(rule, call, locs, places, deny=True):
             return Verdict("ask", f"the ask rule {rule} matches", hard=True)
-    if mode == "bypassPermissions" or call.kind in ("read", "session"):
+    special = next((loc for loc in locs or () if loc.kind in SPECIAL), None)
+    if call.kind == "write" and special is not None:  # the atomic write would replace the node
+        return Verdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
+                       "regular files only")
+    if call.kind == "read":
+        return read_verdict(locs, rules, places)
+    if mode == "bypassPermissions" or call.kind == "session":
         return ALLOW
     if mode == "plan":
         return Verdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
@@ -306,7 +288,7 @@ def _shell_rules(analysis: commands.Analysis, call: Call, deny: list[tuple[str, 
         locs = call.resolved.get(target.path) if target.path is not None else None
         for rule, decision in edit_rules:
             spec = parse_rule(rule)[1] or ""
-            if locs is not None and _path_rule_hits(spec, locs, places, deny=True, kind="write"):
+            if locs is not None and path_rule_hits(spec, locs, places, deny=True):
                 return Verdict(decision, f"the {decision} rule {rule} matches a file `{part.text}` writes",
                                hard=decision == "ask")
         if target.removes and part.name in ("rm", "rmdir") and locs and any(_critical(x.real, places) for x in locs):
@@ -347,7 +329,8 @@ def _shell_where(analysis: commands.Analysis, call: Call, rules: PermissionRules
     for part, target in _targets(analysis):
         if target.path is None and broad:
             continue  # `Bash` allowed outright: paths decided at run time are accepted (the sandbox bounds them)
-        problem = _where(None if target.path is None else call.resolved.get(target.path), rules, places)
+        problem = _where(None if target.path is None else call.resolved.get(target.path), rules, places, shell=True,
+                         removes=target.removes)
         if problem is not None:
             return replace(problem, reason=f"`{part.text}`: {problem.reason}")
     return None
