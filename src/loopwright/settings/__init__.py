@@ -12,8 +12,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .core.errors import UsageError
-from .core.fastclass import dataclass
+from ..core.errors import UsageError
+from ..core.fastclass import dataclass
 
 CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")
@@ -217,7 +217,7 @@ def _schema() -> Any:
 
     from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-    from .policy.rules import MODES, normalise_mode
+    from ..policy.rules import MODES, normalise_mode
 
     class Open(BaseModel):
         model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
@@ -253,7 +253,7 @@ def _schema() -> Any:
         @field_validator("matcher")
         @classmethod
         def _regex(cls, value: str | None) -> str | None:
-            from .hooks.spec import Matcher
+            from ..hooks.spec import Matcher
 
             try:
                 Matcher(value)
@@ -310,7 +310,7 @@ def stop_block_cap(env: Mapping[str, str] | None = None) -> int | None:
 
 def default_limits(env: Mapping[str, str] | None = None, **overrides: Any) -> Any:
     """`Limits` with the environment's block cap applied."""
-    from .policy.stop import Limits
+    from ..policy.stop import Limits
 
     cap = stop_block_cap(env)
     return Limits(**({"stop_block_cap": cap} if cap is not None else {}), **overrides)
@@ -321,8 +321,8 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
     """`PermissionRules` from settings and flags. Each file's rules are read against the folder
     that holds its settings folder (`Edit(/src/**)` means that project's src); rules add up
     file by file; a mode flag beats `defaultMode`; flag rules add to the files' rules."""
-    from .config import parse_mode
-    from .policy.rules import PermissionRules
+    from ..config import parse_mode
+    from ..policy.rules import PermissionRules
 
     rules = PermissionRules()
     for source, data in settings.layers:
