@@ -42,6 +42,7 @@ def is_loop(prompt: str) -> bool:
 
 def build_agent(opts: Options) -> Any:
     from ..app import Agent
+    from ..core.environ import child_env
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
     from ..policy.rules import parse_tool_list
@@ -50,6 +51,7 @@ def build_agent(opts: Options) -> Any:
 
     settings = load_settings(Path.cwd(), settings=opts.settings, bare=bool(opts.bare))
     os.environ.update(settings.env)  # settings `env` applies to the whole session: API client, tools, hooks
+    children = child_env(add=settings.env, keep=pass_env_names(opts.pass_env))
 
     positive(opts.max_turns, "--max-turns")
     positive(opts.max_budget_usd, "--max-budget-usd")
@@ -97,7 +99,17 @@ def build_agent(opts: Options) -> Any:
         budget=Budget(opts.max_budget_usd, opts.max_tokens_total, duration),
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
+        child_env=children,
     )
+
+
+def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    import re
+
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--pass-env: expected a variable name such as ANTHROPIC_API_KEY, got {name!r}")
+    return names
 
 
 def _warn_if_unpriced(model: str) -> None:
