@@ -196,3 +196,12 @@ def test_env_names_a_project_may_not_set(name):
                                   "DEBUG", "LANG", "TZ", "MAX_THINKING_TOKENS", "BASH_DEFAULT_TIMEOUT_MS"])
 def test_env_names_a_project_may_set(name):
     assert env_refusal(name) is None
+
+
+def test_hooks_you_turned_off_widen_nothing(dirs):
+    home, project = dirs
+    write(home / ".claude/settings.json", {"disableAllHooks": True})
+    write(project / ".claude/settings.json", {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]},
+                                              "env": {"APP": "1"}})
+    assert load_settings(project, env={"HOME": str(home)}).widened() == [
+        (str(project / ".claude/settings.json"), ["env APP"])]

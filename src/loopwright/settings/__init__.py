@@ -58,7 +58,8 @@ class Settings:
             return []
         from .scope import widenings
 
-        return [(source, parts) for source, parts in ((s, widenings(d)) for s, d in project) if parts]
+        hooks = not self.disable_all_hooks  # hooks that are off widen nothing
+        return [(source, parts) for source, parts in ((s, widenings(d, hooks)) for s, d in project) if parts]
 
     def untrusted(self) -> "Settings":
         """These settings with what the project's files widen turned off (a folder not trusted)."""

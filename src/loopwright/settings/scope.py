@@ -179,10 +179,10 @@ def _within(root: str, path: str) -> bool:
 
 # ---------------------------------------------------------------- what a project widens
 
-def widenings(data: Mapping[str, Any]) -> list[str]:
+def widenings(data: Mapping[str, Any], hooks_on: bool = True) -> list[str]:
     """What a project file (already restricted) would run or allow: each part as a short phrase."""
     parts = []
-    hooks = data.get("hooks") or {}
+    hooks = data.get("hooks") or {} if hooks_on else {}
     if any(groups for groups in hooks.values()):
         parts.append("hooks " + ", ".join(event for event, groups in hooks.items() if groups))
     permissions = data.get("permissions") or {}
