@@ -171,3 +171,9 @@ def test_terminal_escapes_in_settings_are_shown_harmless(dirs):
     with Simulator([{"text": "ok"}]) as sim:
         out = cli(["-p", "hi"], project, home, sim.base_url)
     assert "\x1b" not in out.stderr and "\\x1b]0;owned\\x07hook: unknown key" in out.stderr
+
+
+def test_a_misspelt_mode_flag_names_the_nearest_mode(dirs):
+    home, project = dirs
+    out = cli(["-p", "hi", "--permission-mode", "acceptEdit"], project, home)
+    assert out.returncode == 2 and out.stderr.strip().endswith("got 'acceptEdit' (did you mean acceptEdits?)")
