@@ -74,7 +74,7 @@ def widened_line(settings: Any) -> str:
 def init_fields(settings: Any) -> dict[str, Any]:
     """What system/init says about the project's settings: what they widen and what was refused."""
     widened = [{"file": _shown(source), "widens": parts} for source, parts in settings.widened()]
-    refused = [str(f) for f in settings.findings if f.level == "refused"]
+    refused = [_shown(str(f)) for f in settings.findings if f.level == "refused"]
     return {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
 
 
