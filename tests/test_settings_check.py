@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from loopwright.core.errors import UsageError
 from loopwright.settings import load_settings
 from loopwright.testing import Simulator
 
@@ -65,7 +66,16 @@ ERRORS = [  # (settings, the line that says what is wrong)
 
 
 @pytest.mark.parametrize("settings, message", ERRORS)
-def test_a_hook_that_cannot_fire_or_a_misspelt_name_stops_the_run(dirs, settings, message):
+def test_a_hook_that_cannot_fire_or_a_misspelt_name_is_an_error(dirs, settings, message):
+    home, project = dirs
+    path = write(project / ".claude/settings.json", settings)
+    with pytest.raises(UsageError) as caught:
+        load_settings(project, env={"HOME": str(home)})
+    assert str(caught.value).startswith(f"{path}: ") and message in str(caught.value)
+
+
+@pytest.mark.parametrize("settings, message", [ERRORS[0], ERRORS[2]])
+def test_an_error_stops_the_run_before_anything_runs(dirs, settings, message):
     home, project = dirs
     write(project / ".claude/settings.json", settings)
     with Simulator([{"text": "never"}]) as sim:
@@ -94,11 +104,20 @@ WARNINGS = [
 @pytest.mark.parametrize("settings, message", WARNINGS)
 def test_unknown_names_are_warnings_with_the_nearest_valid_one(dirs, settings, message):
     home, project = dirs
-    write(project / ".claude/settings.json", settings)
+    path = write(project / ".claude/settings.json", settings)
+    assert [str(f) for f in load_settings(project, env={"HOME": str(home)}).findings] == [f"{path}: {message}"]
+
+
+def test_a_warning_is_one_stderr_line_and_the_run_goes_on(dirs):
+    home, project = dirs
+    write(project / ".claude/settings.json", {"hook": {}, "permissions": {"deny": ["Bassh(rm *)"]}})
     with Simulator([{"text": "answered"}]) as sim:
         out = cli(["-p", "hi"], project, home, sim.base_url)
     assert out.returncode == 0 and out.stdout.strip() == "answered", out.stderr
-    assert f"loopwright: warning: .claude/settings.json: {message}" in out.stderr.splitlines()
+    assert out.stderr.splitlines() == [
+        "loopwright: warning: .claude/settings.json: hook: unknown key, ignored (did you mean hooks?)",
+        "loopwright: warning: .claude/settings.json: permissions.deny[0]: 'Bassh(rm *)' names no known tool, so it "
+        "never applies (did you mean Bash?)"]
 
 
 def test_claude_code_names_pass_silently(dirs):
