@@ -31,6 +31,7 @@ class Options:
     permission_mode: str | None = None
     add_dir: tuple[str, ...] = ()
     sandbox: bool = False
+    pass_env: tuple[str, ...] = ()
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     append_system_prompt: str | None = None
@@ -82,7 +83,8 @@ def parser() -> Any:
     p = Parser(prog="loopwright", allow_abbrev=False, description="Loop engineering for AI agents: an agent loop that never "
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
-               "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`; each takes --help.")
+               "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
+               "`loopwright trust [PATH]`, `loopwright settings check`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")
@@ -108,6 +110,9 @@ def parser() -> Any:
         help="More directories the agent may write in, beside the working directory.")
     add("--sandbox", action="store_true", help="Run every Bash command under bubblewrap (bwrap): the "
         "filesystem read-only except the writable directories, a private /tmp, no network.")
+    add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
+        help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
+        "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); repeatable.")
     add("--system-prompt", help="Replace the default system prompt.")
     add("--system-prompt-file")
     add("--append-system-prompt", help="Add to the system prompt.")

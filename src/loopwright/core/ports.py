@@ -44,7 +44,7 @@ class ToolContext:
 
     cwd: Path
     writable_roots: tuple[Path, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # child processes' whole environment; {}: child_env()
     session_id: str = ""
     guard: PathGuard | None = None
 
