@@ -267,6 +267,96 @@ def test_no_filter_is_guessed_for_an_unknown_machine():
         program(network=False, name="riscv64")
 
 
+# ------------------------------------------------------------ who may open the sandbox
+
+
+def layered(tmp_path, project: dict, user: dict | None = None, flag: str | None = None):
+    from loopwright.settings import load_settings
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "p" / ".claude").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "p" / ".claude" / "settings.json").write_text(json.dumps(project))
+    if user is not None:
+        (home / ".claude" / "settings.json").write_text(json.dumps(user))
+    env = {"HOME": str(home), "LOOPWRIGHT_HOME": str(tmp_path / "lw")}
+    return load_settings(tmp_path / "p", settings=flag, env=env), env
+
+
+@pytest.mark.parametrize("section,dropped", [
+    ({"enabled": True, "network": {"allowAll": True}}, "sandbox.network"),
+    ({"enabled": True, "network": {"allowUnixSockets": ["/run/docker.sock"]}}, "sandbox.network"),
+    ({"enabled": False}, "sandbox.enabled"),
+    ({"enabled": True, "failIfUnavailable": False}, "sandbox.failIfUnavailable"),
+])
+def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, dropped):
+    from loopwright.config import sandbox_config
+
+    settings, env = layered(tmp_path, {"sandbox": section}, user={"sandbox": {"enabled": True}})
+    monkeypatch.setenv("HOME", env["HOME"])
+    config, warnings = sandbox_config(settings, tmp_path / "p", None)
+    assert config == SandboxConfig(enabled=True)
+    assert len(warnings) == 1 and dropped in warnings[0] and ".claude/settings.json" in warnings[0]
+
+
+def test_user_settings_and_flags_may_open_it(tmp_path, monkeypatch):
+    from loopwright.config import sandbox_config
+
+    user = {"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True}}}
+    flag = json.dumps({"sandbox": {"network": {"allowUnixSockets": ["/run/x.sock"]}, "failIfUnavailable": False}})
+    settings, env = layered(tmp_path, {}, user=user, flag=flag)
+    monkeypatch.setenv("HOME", env["HOME"])
+    config, warnings = sandbox_config(settings, tmp_path / "p", None)
+    assert warnings == [] and config.all_unix_sockets and config.unix_sockets == ("/run/x.sock",)
+    assert not config.fail_closed and config.sockets_open
+    off, _ = sandbox_config(settings, tmp_path / "p", False)
+    assert not off.enabled  # --no-sandbox beats every file
+
+
+def test_cli_names_the_project_file_that_tried(tmp_path):
+    (tmp_path / ".loopwright").mkdir()
+    (tmp_path / ".loopwright" / "settings.json").write_text(json.dumps({"sandbox": {"network": {"allowAll": True}}}))
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "go", "--sandbox"], sim, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "settings.json: ignored sandbox.network (only user settings, --settings and flags may" in out.stderr
+
+
+# ------------------------------------------------------------ unattended runs
+
+
+def test_unattended_runs_get_the_sandbox_unless_they_say_no(monkeypatch, tmp_path):
+    from loopwright.sandbox.bwrap import _probe
+    from loopwright.sandbox.unattended import unattended_args, unattended_note
+
+    if BWRAP is None:
+        assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3", "--sandbox"]
+        assert unattended_note() is None
+    assert unattended_args(["--no-sandbox"]) == ["--no-sandbox"]
+    assert unattended_args(["--sandbox"]) == ["--sandbox"]
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    _probe.cache_clear()
+    assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3"]
+    assert "unattended runs go without the sandbox: bwrap (Debian package bubblewrap) is not installed" in unattended_note()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("flags,sees", [([], "HIDDEN"), (["--no-sandbox"], "VISIBLE")])
+def test_a_schedules_fire_runs_in_the_sandbox_by_default(tmp_path, flags, sees):
+    marker = tmp_path / "host-tmp-marker"  # under the host's /tmp: hidden by the sandbox's private /tmp
+    marker.touch()
+    (tmp_path / "p").mkdir()
+    env = {"LOOPWRIGHT_HOME": str(tmp_path / "home")}
+    command = f"if [ -e {marker} ]; then echo VISIBLE > seen.txt; else echo HIDDEN > seen.txt; fi"
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": command}}}, {"text": "done"}]) as sim:
+        added = cli(["schedule", "add", "look", "--every", "1h", "--now", "--", "--allowedTools", "Bash", *flags],
+                    sim, tmp_path / "p", env=env)
+        assert added.returncode == 0, added.stderr
+        served = cli(["scheduler", "--once"], sim, tmp_path / "p", env=env)
+    assert served.returncode == 0, served.stderr
+    assert (tmp_path / "p" / "seen.txt").read_text().strip() == sees, served.stdout
+
+
 @needs_bwrap
 def test_a_goal_check_in_a_project_it_cannot_guard_fails_saying_why(tmp_path):
     (tmp_path / ".git").write_text("gitdir: ../nowhere\n")
