@@ -290,7 +290,7 @@ def layered(tmp_path, project: dict, user: dict | None = None, flag: str | None 
     ({"enabled": True, "failIfUnavailable": False}, "sandbox.failIfUnavailable"),
 ])
 def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, dropped):
-    from loopwright.config import sandbox_config
+    from loopwright.settings import sandbox_config
 
     settings, env = layered(tmp_path, {"sandbox": section}, user={"sandbox": {"enabled": True}})
     monkeypatch.setenv("HOME", env["HOME"])
@@ -300,7 +300,7 @@ def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, 
 
 
 def test_user_settings_and_flags_may_open_it(tmp_path, monkeypatch):
-    from loopwright.config import sandbox_config
+    from loopwright.settings import sandbox_config
 
     user = {"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True}}}
     flag = json.dumps({"sandbox": {"network": {"allowUnixSockets": ["/run/x.sock"]}, "failIfUnavailable": False}})

@@ -363,6 +363,39 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
                                allow=rules.allow + tuple(allow), deny=rules.deny + tuple(deny))
 
 
+# What in a settings file's `sandbox` object weakens or opens the sandbox: only user-level
+# settings, --settings and flags may (SECURITY.md); a project file that tries is named.
+def sandbox_config(settings: Any, cwd: str | Path, flag: bool | None) -> tuple[Any, list[str]]:
+    """The `SandboxConfig` of a run and one warning line per project file whose openings were
+    dropped: `network` (with its unix sockets), `enabled: false` and `failIfUnavailable: false`.
+    `flag`: `--sandbox` (True) or `--no-sandbox` (False) beats every file; None leaves them."""
+    import dataclasses
+
+    from .sandbox import SandboxConfig
+
+    files = settings_files(cwd)
+    user = {str(p) for p in files[:2]}
+    project = {str(p) for p in files[2:]} - user  # run in $HOME: the user's own file, not a project's
+    merged: dict[str, Any] = {}
+    warnings = []
+    for source, data in settings.layers:
+        section = data.get("sandbox")
+        if not isinstance(section, dict):
+            continue
+        if source in project:
+            opening = [k for k, v in section.items()
+                       if k == "network" or (k in ("enabled", "failIfUnavailable") and v is False)]
+            if opening:
+                warnings.append(f"{source}: ignored {', '.join('sandbox.' + k for k in opening)} (only user "
+                                "settings, --settings and flags may open or turn off the sandbox)")
+            section = {k: v for k, v in section.items() if k not in opening}
+        merged = merge(merged, section)
+    config = SandboxConfig.from_settings(merged)
+    if flag is not None:
+        config = dataclasses.replace(config, enabled=flag)
+    return config, warnings
+
+
 def _root_of(source: str, cwd: str | Path | None) -> str:
     if source == "--settings":  # inline JSON: the directory the run works in
         return str(Path(cwd or Path.cwd()).resolve())

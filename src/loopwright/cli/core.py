@@ -136,7 +136,7 @@ def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple
     Warns when it cannot run, and names project files that tried to open it."""
     import dataclasses
 
-    from ..config import sandbox_config
+    from ..settings import sandbox_config
     from ..sandbox import unavailable_warning
 
     added = tuple(opts.add_dir or ())

@@ -1,5 +1,5 @@
 """What stays protected inside the sandbox's writable roots, as guards for the launcher: the
-protected names of `policy/pathrules` at the top of every root (the names only a home directory
+protected names (`core/protected`, the gate's list too) at the top of every root (the names only a home directory
 reads, where a root holds the home directory), loopwright's own home, and what git reads from a
 repository's git directory — `.git` files followed as git follows them (worktrees, submodules)."""
 
@@ -9,7 +9,7 @@ import os
 from typing import Iterable
 
 from ..core.fastclass import dataclass
-from ..policy.pathrules import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG, inside
+from ..core.protected import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG
 
 __all__ = ["Guard", "Unprotectable", "excludes", "guards"]
 
@@ -67,6 +67,10 @@ def guards(roots: Iterable[str], *, home: str | None, own_home: str | None) -> l
             seen.add(g.path)
             kept.append(g)
     return kept
+
+
+def inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def excludes(roots: Iterable[str]) -> list[list[str]]:
