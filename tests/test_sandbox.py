@@ -5,6 +5,7 @@ happens when it cannot run (refuse, or run with a warning), and the CLI boundary
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -38,20 +39,20 @@ def test_wrap_builds_the_isolation(tmp_path):
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap")
     assert argv[:4] == [sys.executable, "-I", "-S", str(Path(bwrap_module.__file__).with_name("launch.py"))]
-    spec, text = json.loads(argv[4]), " ".join(argv[5:])
+    spec, text = marshal.loads(bytes.fromhex(argv[4])), " ".join(argv[5:])
     for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--cap-drop ALL",
                  "--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
         assert flag in text
     assert text.index("--tmpfs /tmp") < text.index(f"--bind {tmp_path} {tmp_path}")  # a root under /tmp stays
     assert argv[5:][spec["insert"]] == "--chdir"  # the guards go after every root
     guards = {g[0]: g[1:] for g in spec["guards"]}
-    assert guards[f"{tmp_path}/.git"] == ["dir", "rw", ""] and guards[f"{tmp_path}/.git/hooks"] == ["dir", "ro", ""]
-    assert guards[f"{tmp_path}/.git/commondir"] == ["file", "ro", ".\n"]  # a placeholder git reads as absent
+    assert guards[f"{tmp_path}/.git"] == ("dir", "rw", "") and guards[f"{tmp_path}/.git/hooks"] == ("dir", "ro", "")
+    assert guards[f"{tmp_path}/.git/commondir"] == ("file", "ro", ".\n")  # a placeholder git reads as absent
     assert spec["seccomp"] and argv[-4:] == ["--", "/bin/bash", "-c", "x"]
     shared = wrap(["true"], cwd=str(tmp_path), roots=(), network=True, bwrap="bwrap")
     assert "--share-net" in shared and "--unshare-net" not in shared
     opened = wrap(["true"], cwd=str(tmp_path), roots=(), network=False, bwrap="bwrap", sockets_open=True)
-    assert json.loads(opened[4])["seccomp"] is None
+    assert marshal.loads(bytes.fromhex(opened[4]))["seccomp"] is None
 
 
 @pytest.mark.parametrize("section,expected", [

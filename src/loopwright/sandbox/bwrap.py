@@ -115,13 +115,13 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     earlier ones, so the roots are bound after the private /tmp (a root under /tmp stays
     visible and writable) and the guards after the roots. Raises `Unprotectable` when a `.git`
     file cannot be followed, `UnsupportedMachine` when no socket filter is known here."""
-    import json
+    import marshal
 
     from ..core.home import home, make_private_dirs
     from .protect import excludes, guards
     from .seccomp import program
 
-    args = [bwrap or bwrap_path() or "bwrap", *_isolation(network),
+    args = [_absolute(bwrap or bwrap_path() or "bwrap"), *_isolation(network),
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for keep in _toolchain_under_tmp():
         args += ["--ro-bind", keep, keep]
@@ -132,10 +132,19 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     locks = make_private_dirs(os.path.join(own, "sandbox"))
     user_home = os.path.realpath(os.path.expanduser("~"))
     spec = {"guards": [g.spec() for g in guards(real_roots, home=user_home, own_home=own)],
-            "seccomp": None if sockets_open else program(network=network).hex(),
+            "seccomp": None if sockets_open else program(network=network),
             "excludes": excludes(real_roots), "locks": str(locks), "insert": len(args)}
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
-    return [sys.executable, "-I", "-S", LAUNCHER, json.dumps(spec, ensure_ascii=False), *args]
+    return [sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(spec).hex(), *args]
+
+
+def _absolute(program: str) -> str:
+    """The launcher `exec`s bwrap without a PATH search."""
+    if os.sep in program:
+        return program
+    import shutil
+
+    return shutil.which(program) or program
 
 
 def _toolchain_under_tmp() -> list[str]:

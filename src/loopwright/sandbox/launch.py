@@ -1,36 +1,47 @@
-"""Starts one sandboxed command: `python -I -S launch.py SPEC BWRAP_ARGV...` (standard library
-only, run by path, so it starts in a few milliseconds and imports nothing of the project).
+"""Starts one sandboxed command: `python -I -S launch.py SPEC BWRAP_ARGV...`. Run by path with
+built-in modules only (no json, subprocess or ctypes: each would cost more than the rest), so it
+adds little more than an interpreter start to a command.
 
-It owns what must happen on the host around bwrap, for the command's whole life:
-- **guards**: each protected path is bound onto itself inside the sandbox, which pins the entry
-  (the kernel refuses to rename, remove or replace a mount point: EBUSY) and makes it read-only.
-  A protected name that does not exist yet gets a placeholder first — an empty read-only file or
-  folder whose modification time is a marker — so the command cannot create it; placeholders
-  are removed again when the last sandbox using their folder has ended. A protected entry that
-  is a symbolic link cannot be pinned (mounts follow links): the command is refused (exit 126);
-- **the seccomp filter**: passed to bwrap on a pipe (`--seccomp FD`);
-- **locks** (in loopwright's home, `sandbox/`): one mutex for creating and removing
-  placeholders, and per folder a lock every running sandbox holds shared, so a placeholder is
-  never removed under a sandbox still relying on it (unlinking a mount point on the host would
-  dissolve that sandbox's mount);
-- **ending**: TERM/INT/HUP are passed on to bwrap; the launcher dies with its parent.
+What it does on the host, in order:
+1. **guards**: each protected path is bound onto itself inside the sandbox, which pins the entry
+   (the kernel refuses to rename, remove or replace a mount point: EBUSY) and makes it read-only.
+   A protected name that does not exist yet gets a placeholder first — an empty read-only file or
+   folder whose modification time is a marker — so the command cannot create it. A protected
+   entry that is a symbolic link cannot be pinned (a mount follows the link and leaves the link
+   replaceable): the command is refused, exit 126;
+2. **locks** (in loopwright's home, `sandbox/`): a mutex around making and removing placeholders,
+   and per folder a lock every running sandbox holds shared, so a placeholder is never removed
+   under a sandbox still relying on it (unlinking a mount point on the host dissolves that
+   sandbox's mount);
+3. **hand-over**: a forked watcher keeps the shared locks; the launcher then becomes bwrap
+   (`exec`), so bwrap is the runner's own child — it dies with loopwright (`--die-with-parent`),
+   gets the runner's signals, and its exit status is the command's. The seccomp filter reaches
+   bwrap on an inherited pipe (`--seccomp FD`); the locks do not (close-on-exec);
+4. **clean-up**: when bwrap has ended (a pidfd says so), the watcher removes the placeholders of
+   every folder no other sandbox holds, and exits. It ignores TERM/INT/HUP meanwhile: the runner
+   signals the whole process group, and the clean-up takes milliseconds. It keeps the command's
+   output open until then, so a runner reading to the end has the result after the clean-up.
 
-SPEC is JSON: {"guards": [[path, kind, mode, content], ...], "seccomp": hex or null,
-"locks": folder, "insert": index into BWRAP_ARGV where the guard mounts go}. `kind` is "dir" or
-"file" (what a placeholder is); `mode` "ro" (pinned read-only, placeholder when missing), "rw"
-(pinned writable, a read-only placeholder when missing) or "open" (writable when present).
+SPEC is the hex of a `marshal`led dict (the same interpreter writes and reads it):
+{"guards": [(path, kind, mode, content), ...], "excludes": [(exclude file, work tree), ...],
+"seccomp": bytes or None, "locks": folder, "insert": index into BWRAP_ARGV for the mounts}.
+`kind` is "dir" or "file" (what a placeholder is); `mode` "ro" (pinned read-only, placeholder
+when missing), "rw" (pinned writable, a read-only placeholder when missing) or "open" (writable
+when present, nothing when missing).
 """
 
 import errno
-import hashlib
-import json
+import fcntl
+import marshal
 import os
+import select
 import signal
 import stat
-import subprocess
 import sys
+import time
+import zlib
 
-MARK_NS = 1_000_000_007  # a placeholder's mtime (1970-01-01 00:00:01.000000007): ours, and untouched
+MARK_NS = 1_000_000_007  # a placeholder's mtime (1970-01-01 00:00:01.000000007): ours, untouched
 REFUSED = 126
 
 
@@ -39,48 +50,31 @@ class Refused(Exception):
 
 
 def main(argv):
-    spec, bwrap = json.loads(argv[1]), argv[2:]
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _on_signal)
-    _die_with_parent()
-    mutex, held, temporary = None, {}, []
+    spec, bwrap = marshal.loads(bytes.fromhex(argv[1])), argv[2:]
+    locks = spec["locks"]
+    temporary = []
     try:
-        locks = _lock_folder(spec["locks"])
+        _check_lock_folder(locks)
         mutex = _open_lock(os.path.join(locks, "mutex"))
-        _flock(mutex, "EX")
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+        held = {}
         try:
             for folder in sorted({os.path.dirname(g[0]) for g in spec["guards"]}):
                 held[folder] = _open_lock(os.path.join(locks, _key(folder) + ".users"))
-                _flock(held[folder], "SH")
+                fcntl.flock(held[folder], fcntl.LOCK_SH)
             made = []
             mounts = guard_mounts(spec["guards"], made)
-            mounts += _exclusions(spec.get("excludes") or (), made, locks, temporary)
-        finally:
-            _flock(mutex, "UN")
-        code = _run(bwrap, spec["insert"], mounts, spec.get("seccomp"))
+            mounts += _exclusions(spec["excludes"], made, locks, temporary)
+        except BaseException:
+            fcntl.flock(mutex, fcntl.LOCK_UN)
+            _clean_up(mutex, held, spec["guards"], locks, temporary)
+            raise
+        fcntl.flock(mutex, fcntl.LOCK_UN)
+        _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"],
+                   lambda: _clean_up(mutex, held, spec["guards"], locks, temporary))
     except (Refused, OSError) as exc:
         print(f"loopwright: the sandbox refuses this command: {exc}", file=sys.stderr, flush=True)
-        code = REFUSED
-    finally:
-        if mutex is not None:
-            _clean_up(mutex, held, spec["guards"], spec["locks"])
-        for path in temporary:
-            _remove(path, "file")
-    _exit_like(code)
-
-
-_state = {"child": None, "signal": None}
-
-
-def _on_signal(signum, _frame):
-    """Pass the signal on to bwrap; before it runs, remember it so it never starts."""
-    _state["signal"] = signum
-    child = _state["child"]
-    if child is not None:
-        try:
-            child.send_signal(signum)
-        except OSError:
-            pass
+        sys.exit(REFUSED)
 
 
 def guard_mounts(guards, made):
@@ -97,33 +91,56 @@ def guard_mounts(guards, made):
     return out
 
 
-def _exclusions(excludes, made, locks, temporary):
-    """For each git work tree, its exclude file as the sandbox sees it: the real one plus the
-    placeholder files made at the top of the tree (folders never show in `git status`)."""
-    out = []
-    for exclude, tree in excludes:
-        names = [os.path.basename(p) for p, kind in made if kind == "file" and os.path.dirname(p) == tree]
-        if not names:
-            continue
-        with open(exclude, "rb") as f:
-            text = f.read(1 << 20)
-        copy = os.path.join(locks, f"exclude-{os.getpid()}-{len(temporary)}")
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        temporary.append(copy)
-        with os.fdopen(fd, "wb") as f:
-            f.write(text + b"\n# loopwright's sandbox: placeholders for protected names, this command only\n")
-            f.write("".join(f"/{name}\n" for name in names).encode("utf-8", "surrogateescape"))
-        out += ["--ro-bind", copy, exclude]
-    return out
+def _hand_over(bwrap, insert, mounts, seccomp, clean_up):
+    """Fork the watcher, then become bwrap."""
+    me = os.getpid()
+    try:
+        pidfd = os.pidfd_open(me)  # close-on-exec: bwrap does not get it; the watcher keeps it
+    except (AttributeError, OSError):
+        pidfd = None  # before Linux 5.3: the watcher asks for its parent instead
+    extra = list(mounts)
+    if seccomp is not None:
+        read, write = os.pipe()
+        os.write(write, seccomp)  # a few hundred bytes: the pipe never blocks
+        os.close(write)
+        os.set_inheritable(read, True)
+        extra += ["--seccomp", str(read)]
+    argv = bwrap[:insert] + extra + bwrap[insert:]
+    if os.fork() == 0:
+        _watch(pidfd, me, clean_up)
+    if pidfd is not None:
+        os.close(pidfd)
+    try:
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        print(f"loopwright: the sandbox refuses this command: bwrap could not start: {exc.strerror}",
+              file=sys.stderr, flush=True)
+        os._exit(REFUSED)  # the watcher cleans up: this process is gone for it too
+
+
+def _watch(pidfd, parent, clean_up):
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    # stdout and stderr stay open and silent: a runner that reads the command's output until
+    # every writer is gone (most do, some for a bounded time) sees the end after the clean-up.
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    try:
+        if pidfd is not None:
+            while not select.select([pidfd], [], [])[0]:
+                pass
+        else:
+            while os.getppid() == parent:  # bwrap ended: this process went to another parent
+                time.sleep(0.05)
+        clean_up()
+    finally:
+        os._exit(0)
 
 
 def _present(path):
     """True when `path` exists as a file or folder; None when missing; Refused for a link."""
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
         raise Refused(f"{path} is a symbolic link (to {os.readlink(path)}), which the sandbox cannot keep in "
@@ -155,6 +172,26 @@ def _make_placeholder(path, kind, content):
         raise Refused(f"cannot make a placeholder at {path}: {exc.strerror}") from None
 
 
+def _exclusions(excludes, made, locks, temporary):
+    """For each git work tree, its exclude file as the sandbox sees it: the real one plus the
+    placeholder files made at the top of the tree (folders never show in `git status`)."""
+    out = []
+    for exclude, tree in excludes:
+        names = [os.path.basename(p) for p, kind in made if kind == "file" and os.path.dirname(p) == tree]
+        if not names:
+            continue
+        with open(exclude, "rb") as f:
+            text = f.read(1 << 20)
+        copy = os.path.join(locks, f"exclude-{os.getpid()}-{len(temporary)}")
+        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        temporary.append(copy)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text + b"\n# loopwright's sandbox: placeholders for protected names, this command only\n")
+            f.write("".join(f"/{name}\n" for name in names).encode("utf-8", "surrogateescape"))
+        out += ["--ro-bind", copy, exclude]
+    return out
+
+
 def _is_placeholder(path, kind, content):
     try:
         st = os.lstat(path)
@@ -170,41 +207,26 @@ def _is_placeholder(path, kind, content):
         return f.read() == content.encode()
 
 
-def _clean_up(mutex, held, guards, locks):
-    """Drop our shared locks; where no other sandbox holds its folder, remove the placeholders."""
-    _flock(mutex, "EX")
+def _clean_up(mutex, held, guards, locks, temporary):
+    """Drop our shared locks; where no other sandbox holds its folder, remove the placeholders
+    (ours, and any a killed launcher left)."""
+    fcntl.flock(mutex, fcntl.LOCK_EX)
     try:
         for folder, fd in held.items():
-            _flock(fd, "UN")
-            if _flock(fd, "EX", wait=False):
-                for path, kind, _mode, content in guards:
-                    if os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
-                        _remove(path, kind)
-                _flock(fd, "UN")
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # another sandbox still relies on this folder's placeholders
+            for path, kind, _mode, content in guards:
+                if os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
+                    _remove(path, kind)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        for path in temporary:
+            _remove(path, "file")
         _sweep(locks)
     finally:
-        _flock(mutex, "UN")
-        os.close(mutex)
-
-
-def _sweep(locks):
-    """Exclude copies left by a launcher that was killed outright (its pid is in the name)."""
-    for name in os.listdir(locks):
-        if name.startswith("exclude-"):
-            pid = name.split("-")[1]
-            if pid.isdigit() and not _alive(int(pid)):
-                _remove(os.path.join(locks, name), "file")
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        fcntl.flock(mutex, fcntl.LOCK_UN)
 
 
 def _remove(path, kind):
@@ -218,79 +240,41 @@ def _remove(path, kind):
         pass  # filled or changed meanwhile by someone on the host: theirs now
 
 
-def _run(bwrap, insert, mounts, seccomp):
-    extra, fds = list(mounts), []
-    if seccomp:
-        read, write = os.pipe()
-        os.write(write, bytes.fromhex(seccomp))  # a few hundred bytes: the pipe never blocks
-        os.close(write)
-        extra += ["--seccomp", str(read)]
-        fds.append(read)
-    argv = bwrap[:insert] + extra + bwrap[insert:]
+def _sweep(locks):
+    """Exclude copies left by a launcher that was killed outright (its pid is in the name)."""
+    for name in os.listdir(locks):
+        pid = name.split("-")[1] if name.startswith("exclude-") else ""
+        if pid.isdigit() and not _alive(int(pid)):
+            _remove(os.path.join(locks, name), "file")
+
+
+def _alive(pid):
     try:
-        if _state["signal"] is not None:
-            return -_state["signal"]
-        try:
-            _state["child"] = child = subprocess.Popen(argv, pass_fds=fds)
-        except OSError as exc:
-            raise Refused(f"bwrap could not start: {exc.strerror or exc}") from None
-    finally:
-        for fd in fds:
-            os.close(fd)
-    if _state["signal"] is not None:  # arrived while it was starting
-        _on_signal(_state["signal"], None)
-    return child.wait()
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def _exit_like(code):
-    """Exit as the command did: with its code, or killed by the same signal."""
-    if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
-    sys.exit(code if code >= 0 else 128 - code)
-
-
-def _die_with_parent():
-    if not sys.platform.startswith("linux"):
-        return
-    parent = os.getppid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os.kill(os.getpid(), signal.SIGTERM)
-
-
-def _lock_folder(path):
+def _check_lock_folder(path):
     """The folder loopwright made private before starting us; checked, never trusted blindly."""
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         raise Refused(f"its lock folder {path} is not a folder of this user")
     if stat.S_IMODE(st.st_mode) != 0o700:
         os.chmod(path, 0o700)
-    return path
 
 
 def _open_lock(path):
     return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
 
 
-def _flock(fd, how, wait=True):
-    import fcntl
-
-    op = {"EX": fcntl.LOCK_EX, "SH": fcntl.LOCK_SH, "UN": fcntl.LOCK_UN}[how] | (0 if wait else fcntl.LOCK_NB)
-    try:
-        fcntl.flock(fd, op)
-    except BlockingIOError:
-        return False
-    return True
-
-
 def _key(folder):
-    return hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    """A lock file's name for a folder. Two folders sharing one only lock together more often."""
+    data = folder.encode("utf-8", "surrogateescape")
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ class Guard:
     mode: str = "ro"
     content: str = ""
 
-    def spec(self) -> list[str]:
-        return [self.path, self.kind, self.mode, self.content]
+    def spec(self) -> tuple[str, str, str, str]:
+        return (self.path, self.kind, self.mode, self.content)
 
 
 class Unprotectable(RuntimeError):
@@ -73,7 +73,7 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def excludes(roots: Iterable[str]) -> list[list[str]]:
+def excludes(roots: Iterable[str]) -> list[tuple[str, str]]:
     """[exclude file, work tree] for each root that is a git work tree: the launcher shows git,
     inside the sandbox only, an exclude file that also names the placeholders it made, so a
     command's `git add -A` does not pick them up."""
@@ -88,7 +88,7 @@ def excludes(roots: Iterable[str]) -> list[list[str]]:
             gitdir = _read_pointer(common, gitdir)
         exclude = os.path.join(gitdir, "info", "exclude")
         if os.path.isfile(exclude) and not os.path.islink(exclude):
-            out.append([exclude, root])
+            out.append((exclude, root))
     return out
 
 
