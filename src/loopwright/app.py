@@ -177,8 +177,18 @@ class Agent:
         if not active(config):
             return None
         assert config is not None
-        return lambda command: wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
-                                    network=config.network)
+
+        def wrapped(command: str) -> list[str]:
+            from .sandbox.protect import Unprotectable
+            from .sandbox.seccomp import UnsupportedMachine
+
+            try:
+                return wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
+                            network=config.network, sockets_open=config.sockets_open)
+            except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
+                return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
+
+        return wrapped
 
     def _child_environment(self) -> dict[str, str]:
         from .core.environ import child_env

@@ -191,23 +191,25 @@ def output_schema(value: str | None) -> Any:
 
 def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple[Any, Any]:
     """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
-    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on. Warns when it cannot run."""
+    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on, `--no-sandbox` off.
+    Warns when it cannot run (a project file that tried to open it was named with the settings)."""
     import dataclasses
 
-    from ..sandbox import SandboxConfig, unavailable_warning
+    from ..settings import sandbox_config
+    from ..sandbox import unavailable_warning
 
     added = tuple(opts.add_dir or ())
     dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
     rules = dataclasses.replace(rules, additional_dirs=dirs)
-    sandbox = SandboxConfig.from_settings(settings.sandbox)
-    if opts.sandbox:
-        sandbox = dataclasses.replace(sandbox, enabled=True)
+    sandbox, warnings = sandbox_config(settings, opts.sandbox), []
     writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs)
     sandbox = dataclasses.replace(sandbox, writable=writable)
     if (warning := unavailable_warning(sandbox)) is not None:
-        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+        warnings.append(warning)
     if (warning := home_warning((os.getcwd(), *writable))) is not None:
-        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
+        warnings.append(warning)
+    for line in warnings:
+        print(f"loopwright: warning: {visible(line)}", file=sys.stderr, flush=True)
     return rules, sandbox
 
 

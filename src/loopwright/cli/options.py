@@ -30,7 +30,7 @@ class Options:
     tools_flag: str | None = None
     permission_mode: str | None = None
     add_dir: tuple[str, ...] = ()
-    sandbox: bool = False
+    sandbox: bool | None = None  # --sandbox / --no-sandbox; None: as the settings say
     pass_env: tuple[str, ...] = ()
     system_prompt: str | None = None
     system_prompt_file: str | None = None
@@ -108,8 +108,10 @@ def parser() -> Any:
         "(default: the settings' defaultMode, else default).")
     add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",
         help="More directories the agent may write in, beside the working directory.")
-    add("--sandbox", action="store_true", help="Run every Bash command under bubblewrap (bwrap): the "
-        "filesystem read-only except the writable directories, a private /tmp, no network.")
+    add("--sandbox", action=argparse.BooleanOptionalAction, default=None, help="Run every Bash command under "
+        "bubblewrap (bwrap): the filesystem read-only except the writable directories, protected paths "
+        "read-only, a private /tmp, no network, no host unix sockets. --no-sandbox: not even when the "
+        "settings or a schedule would.")
     add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
         help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
         "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); repeatable.")

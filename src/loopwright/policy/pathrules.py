@@ -8,20 +8,10 @@ import re
 from functools import lru_cache
 
 from ..core.fastclass import dataclass
+from ..core.protected import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG  # shared with the sandbox
 
 __all__ = ["Places", "anchor", "in_own_home", "inside", "matches", "protected", "rule_prefix"]
 
-# Directories whose contents configure tools that later run code, or hold credentials.
-PROTECTED_DIRS = frozenset({".git", ".loopwright", ".claude", ".vscode", ".idea", ".husky", ".cargo",
-                            ".devcontainer", ".yarn", ".mvn", ".ssh", ".gnupg", ".aws", ".kube", ".docker"})
-PROTECTED_UNDER_CONFIG = frozenset({"git", "fish"})  # ~/.config/git, ~/.config/fish
-PROTECTED_FILES = frozenset({
-    ".gitconfig", ".gitmodules", ".gitattributes", ".git-credentials", ".bashrc", ".bash_profile",
-    ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
-    ".kshrc", ".cshrc", ".tcshrc", ".inputrc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml",
-    ".bazelrc", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".mcp.json",
-    ".claude.json", ".pypirc", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc",
-})
 _EXEMPT = ((".claude", "worktrees"),)  # Claude Code lets agents write their worktrees
 
 

@@ -292,6 +292,18 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
                                allow=rules.allow + tuple(allow), deny=rules.deny + tuple(deny))
 
 
+def sandbox_config(settings: Settings, flag: bool | None) -> Any:
+    """The `SandboxConfig` of a run from the merged `sandbox` settings (a project file's openings
+    were already dropped and named: settings/scope.py). `flag`: `--sandbox` (True) or
+    `--no-sandbox` (False) beats every file; None leaves them."""
+    import dataclasses
+
+    from ..sandbox import SandboxConfig
+
+    config = SandboxConfig.from_settings(settings.sandbox)
+    return config if flag is None else dataclasses.replace(config, enabled=flag)
+
+
 def _root_of(source: str, cwd: str | Path | None) -> str:
     if source == "--settings":  # inline JSON: the directory the run works in
         return str(Path(cwd or Path.cwd()).resolve())

@@ -145,9 +145,16 @@ def _schema() -> Any:
                                  + suggest(value, MODES))
             return value
 
+    class SandboxNetwork(Open):
+        allowAll: bool | None = None
+        allowedDomains: list[str] | None = None
+        allowUnixSockets: list[str] | None = None
+        allowAllUnixSockets: bool | None = None
+
     class Sandbox(Open):
         enabled: bool | None = None
-        network: dict[str, Any] | None = None
+        network: bool | SandboxNetwork | None = None
+        failIfUnavailable: bool | None = None
 
     class Root(Open):
         hooks: dict[str, list[Group]] | None = None
