@@ -320,7 +320,9 @@ def test_cli_names_the_project_file_that_tried(tmp_path):
     with Simulator([{"text": "done"}]) as sim:
         out = cli(["-p", "go", "--sandbox"], sim, tmp_path)
     assert out.returncode == 0, out.stderr
-    assert "settings.json: ignored sandbox.network (only user settings, --settings and flags may" in out.stderr
+    assert ".loopwright/settings.json: sandbox.network: ignored: a project may turn the sandbox on, never open" \
+        in out.stderr
+    assert out.stderr.count("sandbox.network") == 1  # named once
 
 
 # ------------------------------------------------------------ unattended runs
