@@ -208,7 +208,7 @@ def test_a_glob_may_expand_to_an_option():
 # ------------------------------------------------------------ the policy with reads and git
 
 CWD, HOME = "/work/p", "/home/u"
-PLACES = Places(CWD, (CWD,), HOME, ("/home/u/.loopwright",))
+PLACES = Places(CWD, (CWD,), HOME, "/home/u/.loopwright")
 
 
 def bash(command: str, *, links=None, git=None, holds=None, tree_holds=()) -> Call:
@@ -249,6 +249,46 @@ def bash(command: str, *, links=None, git=None, holds=None, tree_holds=()) -> Ca
 def test_reads_are_judged_where_they_land(command, rules, expected):
     got = decide(bash(command, links={CWD + "/link": "/elsewhere"}), PermissionRules(**rules), PLACES)
     assert got.decision == expected, got.reason
+
+
+@pytest.mark.parametrize("path,rules,tool", [
+    ("f", {}, "allow"),
+    ("/etc/passwd", {}, "ask"),
+    ("/etc/passwd", {"allow": ("Read(//etc/**)",)}, "allow"),
+    ("/srv/www/i.html", {"allow": ("Edit(//srv/www/**)",)}, "allow"),  # a place you let tools change is readable
+    ("~/notes/a.md", {"allow": ("Read(~/notes/**)",)}, "allow"),
+    ("~/notes/a.md", {"allow": ("Read",)}, "ask"),  # a bare allow widens nothing
+    ("~/.loopwright/t.jsonl", {}, "ask"),
+    ("~/.loopwright/t.jsonl", {"allow": ("Read(~/**)",)}, "ask"),  # a rule must name the own home itself
+    ("~/.loopwright/t.jsonl", {"allow": ("Read(~/.loopwright/**)",)}, "allow"),
+    (".env", {"deny": ("Read(.env)",)}, "deny"),
+    ("link/.env", {"ask": ("Read(//elsewhere/.env)",)}, "ask"),  # met where it lands
+    ("f", {"deny": ("Read",)}, "deny"),  # a bare Read rule keeps every file from the tools
+])
+def test_the_shell_reads_where_the_read_tool_reads(path, rules, tool):
+    """One predicate (policy/reading) for both: a `cat` of a path is allowed exactly when the
+    Read tool is, asked for a place with the same reason and hint; where a Read rule denies the
+    tool, the shell asks (issue 21: a person may still let the command run); its asks are hard."""
+    rules = PermissionRules(**rules)
+    shell = bash(f"cat {path}", links={CWD + "/link": "/elsewhere"})
+    read = Call("Read", "read", (path,), None, {}, {path: shell.resolved[path]})
+    by_tool, by_shell = decide(read, rules, PLACES), decide(shell, rules, PLACES)
+    assert by_tool.decision == tool and by_shell.decision == ("allow" if tool == "allow" else "ask")
+    if tool == "ask" and not by_tool.hard:  # asked for the place: the same words
+        assert by_shell.reason == f"`cat {path}`: {by_tool.reason}" and by_shell.hint == by_tool.hint
+    elif tool != "allow":  # met by a rule: both name it
+        rule = (*rules.deny, *rules.ask)[0]
+        assert rule in by_tool.reason and rule in by_shell.reason
+    assert by_shell.hard or tool == "allow"
+
+
+def test_a_folder_read_whole_that_holds_the_own_home_is_asked():
+    home_places = Places(HOME, (HOME,), HOME, HOME + "/.loopwright")
+    got = decide(bash("grep -r x ~"), PermissionRules(), home_places)
+    assert got.decision == "ask" and got.hard and "holds loopwright's own home" in got.reason
+    assert decide(bash("grep x ~/f"), PermissionRules(), home_places).decision == "allow"
+    named = PermissionRules(allow=("Read(~/.loopwright/**)",))
+    assert decide(bash("grep -r x ~"), named, home_places).decision == "allow"
 
 
 def test_a_recursive_read_asks_when_the_folder_holds_a_covered_file():
@@ -340,6 +380,44 @@ async def test_the_gate_hands_the_overrides_to_the_allowed_call(tmp_path):
     allowed = await gate.check(bash_tool, {"command": "git status"})
     assert allowed.allowed and allowed.env["GIT_CONFIG_COUNT"]
     assert (await gate.check(bash_tool, {"command": "ls"})).env == {}
+
+
+@pytest.mark.anyio
+async def test_the_overrides_go_on_top_of_the_child_environment_never_alone(tmp_path, monkeypatch):
+    """A loop whose context names no environment gives its tools `child_env()`; the overrides of
+    a read-only git line are added to that (the rest of the environment is there, the harness's
+    credentials are not)."""
+    from loopwright.core.types import Message, Response, ToolUseBlock, Usage
+    from loopwright.engine.loop import AgentLoop, LoopConfig
+    from loopwright.testing.clock import FakeClock
+    from loopwright.testing.scripted import ScriptedModel
+
+    run_git(tmp_path, "init", "-q")
+    monkeypatch.setenv("LW_MARKER", "here")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-harness-only")
+    line = "git status --short; env > env.txt"
+    use = ToolUseBlock("b1", "Bash", {"command": line})
+    model = ScriptedModel([Response(Message("assistant", (use,)), "tool_use", "", Usage(1, 1)), "done"])
+    tools = [t for t in builtin_tools() if t.name == "Bash"]
+    config = LoopConfig(model="claude-sonnet-5", cwd=tmp_path, session_id="s1", tools=tools,
+                        permissions=PermissionRules(allow=("Bash",)))
+    await AgentLoop(model, config, clock=FakeClock()).run([Message.user("go")])
+    env = dict(x.split("=", 1) for x in (tmp_path / "env.txt").read_text().splitlines() if "=" in x)
+    assert env["GIT_CONFIG_COUNT"] == str(len(OVERRIDES)) and env["LW_MARKER"] == "here" and env["PATH"]
+    assert "ANTHROPIC_API_KEY" not in env
+
+
+@pytest.mark.anyio
+async def test_the_overrides_follow_the_entries_the_session_environment_already_has(tmp_path):
+    """Settings `env` (or --pass-env) may give tools GIT_CONFIG_COUNT entries of their own: the
+    overrides are numbered after those, not after this process's."""
+    run_git(tmp_path, "init", "-q")
+    session = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name", "GIT_CONFIG_VALUE_0": "n"}
+    gate = ToolGate(PermissionRules(), tmp_path, env=session)
+    bash_tool = {t.name: t for t in builtin_tools()}["Bash"]
+    allowed = await gate.check(bash_tool, {"command": "git status"})
+    assert allowed.env["GIT_CONFIG_KEY_1"] == OVERRIDES[0][0] and "GIT_CONFIG_KEY_0" not in allowed.env
+    assert allowed.env["GIT_CONFIG_COUNT"] == str(1 + len(OVERRIDES))
 
 
 @settings(max_examples=60, deadline=None)

@@ -5,12 +5,14 @@ Waits are bounded (a wait for text fails the test with what was seen); no time i
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import pty
 import select
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +119,74 @@ def test_ctrl_c_stops_the_running_turn_not_the_session(terminal):
     t.proc.send_signal(signal.SIGINT)
     t.expect("(stopped)").expect("› ").send("are you there?").expect("still here").expect("› ").send("/exit")
     assert t.close() == 0
+
+
+# ---------------------------------------------------------------- workspace trust
+
+
+def project_hook(folder):
+    """A project whose SessionStart hook leaves a marker: the code a cloned repository would run."""
+    (folder / ".claude").mkdir(exist_ok=True)
+    (folder / ".claude/settings.json").write_text(json.dumps({
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch hook-ran"}]}]},
+        "permissions": {"allow": ["Bash(touch *)"]}, "env": {"FROM_PROJECT": "1"}}))
+    return folder / "hook-ran"
+
+
+def loopwright(tmp_path, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}  # the terminal's LOOPWRIGHT_HOME
+    env.update(HOME=str(tmp_path / "fakehome"))
+    return subprocess.run([sys.executable, "-m", "loopwright", *args], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=60)
+
+
+def test_the_trust_question_comes_first_and_a_declined_folder_runs_no_project_hook(terminal, tmp_path):
+    marker = project_hook(tmp_path)
+    t, sim = terminal([{"tool_use": {"name": "Bash", "input": {"command": "touch by-tool"}}}, {"text": "first"}])
+    t.expect("hooks SessionStart; allow rules Bash(touch *); env FROM_PROJECT").expect(f"Trust {tmp_path}?")
+    t.expect("[y]es / [n]o")
+    assert not marker.exists()
+    t.send("n").expect("not trusted").expect("› ").send("go")
+    t.expect("allow?").send("n").expect("first").expect("› ").send("/exit")  # no project allow rule either
+    assert t.close() == 0 and not marker.exists() and not (tmp_path / "by-tool").exists()
+    store = Path(os.environ["LOOPWRIGHT_HOME"]) / "trust.json"  # the test session's loopwright home
+    assert store.stat().st_mode & 0o777 == 0o600 and store.parent.stat().st_mode & 0o777 == 0o700
+    # restarted: the answer was remembered, so no question and still no project hook
+    t, _ = terminal([{"text": "again"}])
+    t.expect("not trusted").expect("› ").send("hi").expect("again").expect("› ").send("/exit")
+    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and not marker.exists()
+
+
+def test_a_trusted_folder_is_not_asked_again_and_runs_its_hooks(terminal, tmp_path):
+    marker = project_hook(tmp_path)
+    t, _ = terminal([{"text": "first"}])
+    t.expect("[y]es / [n]o").send("y").expect("› ").send("hi").expect("first").expect("› ").send("/exit")
+    assert t.close() == 0 and marker.exists()
+    marker.unlink()
+    t, _ = terminal([{"text": "second"}])
+    t.expect("› ").send("hi").expect("second").expect("› ").send("/exit")
+    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and marker.exists()
+
+
+def test_loopwright_trust_decides_ahead_and_revoke_asks_again(terminal, tmp_path):
+    marker = project_hook(tmp_path)
+    out = loopwright(tmp_path, "trust")
+    assert out.returncode == 0 and f"Trusted {tmp_path}" in out.stdout, out.stderr
+    assert "trusted " in loopwright(tmp_path, "trust", "--list").stdout
+    t, _ = terminal([{"text": "ok"}])
+    t.expect("› ").send("hi").expect("ok").expect("› ").send("/exit")
+    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and marker.exists()
+    assert f"Forgot {tmp_path}" in loopwright(tmp_path, "trust", "--revoke", str(tmp_path)).stdout
+    t, _ = terminal([{"text": "ok"}])
+    t.expect("[y]es / [n]o").send("n").expect("› ").send("/exit")
+    assert t.close() == 0
+    assert loopwright(tmp_path, "trust", "/no/such/folder").returncode == 2
+
+
+def test_a_folder_with_nothing_to_trust_is_not_asked_about(terminal, tmp_path):
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude/settings.json").write_text(json.dumps({"permissions": {"deny": ["WebFetch"]},
+                                                                "model": "haiku"}))
+    t, _ = terminal([{"text": "ok"}])
+    t.expect("› ").send("hi").expect("ok").expect("› ").send("/exit")
+    assert t.close() == 0 and "[y]es / [n]o" not in t.seen

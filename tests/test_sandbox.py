@@ -5,6 +5,7 @@ happens when it cannot run (refuse, or run with a warning), and the CLI boundary
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from loopwright.core.events import Notice, SystemInit
 from loopwright.policy.permissions import PermissionRules
 from loopwright.core.ports import ToolContext
 from loopwright.sandbox import SandboxConfig, availability, unavailable_warning, wrap
+from loopwright.sandbox import bwrap as bwrap_module
 from loopwright.testing import Simulator
 from loopwright.testing.scripted import ScriptedModel
 from loopwright.tools.shell import BashTool
@@ -36,15 +38,21 @@ async def bash(command: str, cwd: Path, sandbox: SandboxConfig, roots=()) -> obj
 def test_wrap_builds_the_isolation(tmp_path):
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap")
-    text = " ".join(argv)
-    for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--ro-bind / /",
-                 "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
+    assert argv[:4] == [sys.executable, "-I", "-S", str(Path(bwrap_module.__file__).with_name("launch.py"))]
+    spec, text = marshal.loads(bytes.fromhex(argv[4])), " ".join(argv[5:])
+    for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--cap-drop ALL",
+                 "--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
         assert flag in text
     assert text.index("--tmpfs /tmp") < text.index(f"--bind {tmp_path} {tmp_path}")  # a root under /tmp stays
-    assert f"--ro-bind {tmp_path}/.git/hooks {tmp_path}/.git/hooks" in text
-    assert argv[-4:] == ["--", "/bin/bash", "-c", "x"]
+    assert argv[5:][spec["insert"]] == "--chdir"  # the guards go after every root
+    guards = {g[0]: g[1:] for g in spec["guards"]}
+    assert guards[f"{tmp_path}/.git"] == ("dir", "rw", "") and guards[f"{tmp_path}/.git/hooks"] == ("dir", "ro", "")
+    assert guards[f"{tmp_path}/.git/commondir"] == ("file", "ro", ".\n")  # a placeholder git reads as absent
+    assert spec["seccomp"] and argv[-4:] == ["--", "/bin/bash", "-c", "x"]
     shared = wrap(["true"], cwd=str(tmp_path), roots=(), network=True, bwrap="bwrap")
     assert "--share-net" in shared and "--unshare-net" not in shared
+    opened = wrap(["true"], cwd=str(tmp_path), roots=(), network=False, bwrap="bwrap", sockets_open=True)
+    assert marshal.loads(bytes.fromhex(opened[4]))["seccomp"] is None
 
 
 @pytest.mark.parametrize("section,expected", [
@@ -206,3 +214,156 @@ def test_the_python_environment_stays_visible_when_it_lives_under_tmp(tmp_path, 
     assert out.stdout == "here\n", out.stderr
     write = wrap(["touch", str(env / "bin" / "new")], cwd=str(tmp_path), roots=(), network=False)
     assert subprocess.run(write, capture_output=True, timeout=30).returncode != 0  # read-only
+
+
+# ------------------------------------------------------------ the unix-socket filter, decision by decision
+
+
+def run_filter(prog: bytes, nr: int, arch: int, args=(0, 0)) -> int:
+    """A classic-BPF interpreter for the few instructions the filter uses: what the kernel would
+    return for one system call (so aarch64's program is checked on any machine)."""
+    import struct
+
+    data = struct.pack("=iIQ6Q", nr, arch, 0, *args, *[0] * (6 - len(args)))
+    code = [struct.unpack("=HBBI", prog[i:i + 8]) for i in range(0, len(prog), 8)]
+    acc, pc = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        pc += 1
+        if op == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif op == 0x54:
+            acc &= k
+        elif op in (0x15, 0x45):
+            pc += jt if (acc == k if op == 0x15 else acc & k) else jf
+        elif op == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected opcode {op:#x}")
+
+
+@pytest.mark.parametrize("machine,arch,socket_nr,pair_nr", [("x86_64", 0xC000003E, 41, 53),
+                                                             ("aarch64", 0xC00000B7, 198, 199)])
+def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr):
+    from loopwright.sandbox.seccomp import program
+
+    deny, allow, kill, nosys = 0x50001, 0x7FFF0000, 0x80000000, 0x50026
+    off, on = program(network=False, name=machine), program(network=True, name=machine)
+    assert run_filter(off, socket_nr, arch, (1, 1)) == deny  # AF_UNIX
+    assert run_filter(off, socket_nr, arch, (1 | 1 << 32, 1)) == deny  # the kernel reads an int: high bits do not hide it
+    assert run_filter(off, socket_nr, arch, (2, 1)) == allow  # AF_INET: the network namespace decides
+    assert run_filter(off, socket_nr, arch, (40, 1)) == deny and run_filter(on, socket_nr, arch, (40, 1)) == allow
+    assert run_filter(off, pair_nr, arch, (1, 1 | 0o2000000)) == allow  # a stream pair, close-on-exec
+    assert run_filter(off, pair_nr, arch, (1, 2)) == deny  # a datagram pair could be pointed at a host socket
+    assert run_filter(off, 425, arch) == nosys  # io_uring_setup
+    assert run_filter(off, 0, arch) == allow
+    assert run_filter(off, socket_nr, 0x40000003, (1, 1)) == kill  # 32-bit code: not judged, stopped
+    assert run_filter(off, 0x40000000 | 41, arch, (1, 1)) == kill  # x32
+
+
+def test_no_filter_is_guessed_for_an_unknown_machine():
+    from loopwright.sandbox.seccomp import UnsupportedMachine, program
+
+    with pytest.raises(UnsupportedMachine, match="riscv64"):
+        program(network=False, name="riscv64")
+
+
+# ------------------------------------------------------------ who may open the sandbox
+
+
+def layered(tmp_path, project: dict, user: dict | None = None, flag: str | None = None):
+    from loopwright.settings import load_settings
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "p" / ".claude").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "p" / ".claude" / "settings.json").write_text(json.dumps(project))
+    if user is not None:
+        (home / ".claude" / "settings.json").write_text(json.dumps(user))
+    env = {"HOME": str(home), "LOOPWRIGHT_HOME": str(tmp_path / "lw")}
+    return load_settings(tmp_path / "p", settings=flag, env=env), env
+
+
+@pytest.mark.parametrize("section,dropped", [
+    ({"enabled": True, "network": {"allowAll": True}}, "sandbox.network"),
+    ({"enabled": True, "network": {"allowUnixSockets": ["/run/docker.sock"]}}, "sandbox.network"),
+    ({"enabled": False}, "sandbox.enabled"),
+    ({"enabled": True, "failIfUnavailable": False}, "sandbox.failIfUnavailable"),
+])
+def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, dropped):
+    from loopwright.settings import sandbox_config
+
+    settings, env = layered(tmp_path, {"sandbox": section}, user={"sandbox": {"enabled": True}})
+    monkeypatch.setenv("HOME", env["HOME"])
+    assert sandbox_config(settings, None) == SandboxConfig(enabled=True)
+    named = [str(f) for f in settings.findings if f.key.startswith(dropped)]
+    assert len(named) == 1 and ".claude/settings.json" in named[0]
+
+
+def test_user_settings_and_flags_may_open_it(tmp_path, monkeypatch):
+    from loopwright.settings import sandbox_config
+
+    user = {"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True}}}
+    flag = json.dumps({"sandbox": {"network": {"allowUnixSockets": ["/run/x.sock"]}, "failIfUnavailable": False}})
+    settings, env = layered(tmp_path, {}, user=user, flag=flag)
+    monkeypatch.setenv("HOME", env["HOME"])
+    config = sandbox_config(settings, None)
+    assert settings.findings == () and config.all_unix_sockets and config.unix_sockets == ("/run/x.sock",)
+    assert not config.fail_closed and config.sockets_open
+    off = sandbox_config(settings, False)
+    assert not off.enabled  # --no-sandbox beats every file
+
+
+def test_cli_names_the_project_file_that_tried(tmp_path):
+    (tmp_path / ".loopwright").mkdir()
+    (tmp_path / ".loopwright" / "settings.json").write_text(json.dumps({"sandbox": {"network": {"allowAll": True}}}))
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "go", "--sandbox"], sim, tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert ".loopwright/settings.json: sandbox.network: ignored: a project may turn the sandbox on, never open" \
+        in out.stderr
+    assert out.stderr.count("sandbox.network") == 1  # named once
+
+
+# ------------------------------------------------------------ unattended runs
+
+
+def test_unattended_runs_get_the_sandbox_unless_they_say_no(monkeypatch, tmp_path):
+    from loopwright.sandbox.bwrap import _probe
+    from loopwright.sandbox.unattended import unattended_args, unattended_note
+
+    if BWRAP is None:
+        assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3", "--sandbox"]
+        assert unattended_note() is None
+    assert unattended_args(["--no-sandbox"]) == ["--no-sandbox"]
+    assert unattended_args(["--sandbox"]) == ["--sandbox"]
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    _probe.cache_clear()
+    assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3"]
+    assert "unattended runs go without the sandbox: bwrap (Debian package bubblewrap) is not installed" in unattended_note()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("flags,sees", [([], "HIDDEN"), (["--no-sandbox"], "VISIBLE")])
+def test_a_schedules_fire_runs_in_the_sandbox_by_default(tmp_path, flags, sees):
+    marker = tmp_path / "host-tmp-marker"  # under the host's /tmp: hidden by the sandbox's private /tmp
+    marker.touch()
+    (tmp_path / "p").mkdir()
+    env = {"LOOPWRIGHT_HOME": str(tmp_path / "home")}
+    command = f"if [ -e {marker} ]; then echo VISIBLE > seen.txt; else echo HIDDEN > seen.txt; fi"
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": command}}}, {"text": "done"}]) as sim:
+        added = cli(["schedule", "add", "look", "--every", "1h", "--now", "--", "--allowedTools", "Bash", *flags],
+                    sim, tmp_path / "p", env=env)
+        assert added.returncode == 0, added.stderr
+        served = cli(["scheduler", "--once"], sim, tmp_path / "p", env=env)
+    assert served.returncode == 0, served.stderr
+    assert (tmp_path / "p" / "seen.txt").read_text().strip() == sees, served.stdout
+
+
+@needs_bwrap
+def test_a_goal_check_in_a_project_it_cannot_guard_fails_saying_why(tmp_path):
+    (tmp_path / ".git").write_text("gitdir: ../nowhere\n")
+    agent = Agent(model_client=ScriptedModel([]), cwd=tmp_path, sandbox=SandboxConfig(enabled=True))
+    argv = agent._check_wrapper()("true")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 126 and "the sandbox cannot guard this project" in done.stderr

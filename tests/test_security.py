@@ -125,6 +125,88 @@ async def test_an_edit_inside_the_roots_still_works_in_accept_edits(attempt, wor
     assert (world[0] / "marker").read_text() == "x" and not got.refused()
 
 
+# ------------------------------------------------------------ reads outside the readable places
+
+SECRET = "s3cret-0f-the-neighbour"
+
+
+@pytest.fixture
+def neighbour(world):
+    """A secret in the folder beside the project, the way `~/.ssh` or another checkout sits."""
+    (world[1] / "secret").write_text(SECRET)
+    return world[1]
+
+
+def leaked(got: Attempt) -> bool:
+    return any(SECRET in str(m) for r in got.requests for m in r["messages"])
+
+
+@pytest.mark.parametrize("tool,tool_input", [
+    ("Read", {"file_path": "../outside/secret"}),
+    ("Read", {"file_path": "{outside}/secret"}),
+    ("Read", {"file_path": "escape/secret"}),
+    ("Grep", {"pattern": "s3cret", "path": "{outside}", "output_mode": "content"}),
+    ("Grep", {"pattern": "s3cret", "path": "escape", "output_mode": "content"}),
+    ("Glob", {"pattern": "../outside/*"}),
+    ("Glob", {"pattern": "*", "path": "escape"}),
+], ids=["read-dotdot", "read-absolute", "read-symlink", "grep-absolute", "grep-symlink", "glob-dotdot",
+        "glob-symlink"])
+async def test_reads_outside_the_working_directory_are_refused(attempt, neighbour, tool, tool_input):
+    tool_input = {k: v.replace("{outside}", str(neighbour)) for k, v in tool_input.items()}
+    got = await attempt(tool, tool_input, PermissionRules())
+    assert not leaked(got) and str(neighbour / "secret") not in got.tool_result["content"].split("is outside")[-1]
+    assert got.json["permission_denials"] and "outside the readable places" in got.tool_result["content"]
+    assert "--add-dir" in got.tool_result["content"] and "Read(" in got.tool_result["content"]
+
+
+async def test_a_search_leaves_out_a_file_linked_from_outside(attempt, world, neighbour):
+    (world[0] / "notes.txt").symlink_to(neighbour / "secret")
+    got = await attempt("Grep", {"pattern": "s3cret", "output_mode": "content"}, PermissionRules())
+    assert not leaked(got) and "1 file left out" in got.tool_result["content"]
+
+
+@pytest.fixture
+def own_home(world, monkeypatch):
+    """loopwright's home inside the project (cwd = home is common): its transcripts hold prompts,
+    answers and secrets passed in flags."""
+    home = world[0] / ".lw-home"
+    (home / "projects").mkdir(parents=True)
+    (home / "projects" / "old.jsonl").write_text(f'{{"prompt": "{SECRET}"}}\n')
+    monkeypatch.setenv("LOOPWRIGHT_HOME", str(home))
+    return home
+
+
+@pytest.mark.parametrize("tool,tool_input", [
+    ("Read", {"file_path": ".lw-home/projects/old.jsonl"}),
+    ("Grep", {"pattern": "s3cret", "output_mode": "content"}),
+    ("Glob", {"pattern": "**/*.jsonl"}),
+], ids=["read", "grep", "glob"])
+async def test_loopwrights_own_home_is_not_read_even_inside_the_project(attempt, own_home, tool, tool_input):
+    got = await attempt(tool, tool_input, PermissionRules(allow=("Read(./**)",)))
+    assert not leaked(got) and "old.jsonl" not in got.tool_result["content"].split("is in loopwright")[-1]
+    assert got.json["permission_denials"] or "left out" in got.tool_result["content"]
+
+
+@pytest.mark.parametrize("rules", [
+    PermissionRules(additional_dirs=("../outside",)),
+    PermissionRules(allow=("Read(../outside/**)",)),
+    PermissionRules(mode="bypassPermissions"),
+], ids=["add-dir", "allow-rule", "bypass"])
+async def test_a_read_outside_goes_through_when_the_user_allows_it(attempt, neighbour, rules, monkeypatch):
+    """The control case: `--add-dir`, an allow rule naming the place, or bypassPermissions."""
+    monkeypatch.setenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", "1")
+    got = await attempt("Read", {"file_path": "escape/secret"}, rules)
+    assert SECRET in got.tool_result["content"] and not got.refused()
+
+
+async def test_own_home_opens_only_to_a_rule_that_names_it(attempt, own_home):
+    wide = await attempt("Read", {"file_path": ".lw-home/projects/old.jsonl"}, PermissionRules(allow=("Read(/**)",)))
+    assert not leaked(wide) and wide.json["permission_denials"]
+    named = await attempt("Read", {"file_path": ".lw-home/projects/old.jsonl"},
+                          PermissionRules(allow=("Read(./.lw-home/**)",)))
+    assert SECRET in named.tool_result["content"]
+
+
 # ------------------------------------------------------------ smuggling past Bash(echo *)
 
 SMUGGLED = [

@@ -34,7 +34,7 @@ def write(path, data):
 def layer(name):
     """A settings file that says who it is in every kind of key."""
     return {"model": name, "permissions": {"allow": [f"Bash({name})"], "defaultMode": "plan"},
-            "env": {"WHO": name, name: "1"},
+            "env": {"WHO": name, name.replace("-", "_"): "1"},
             "hooks": {"Stop": [{"hooks": [{"type": "command", "command": f"echo {name}"}]}]}}
 
 
@@ -57,7 +57,7 @@ def test_merge_order_lowest_to_highest(dirs):
     assert s.sources == (*map(str, paths), "--settings")
     assert s.model == "flag" and s.env["WHO"] == "flag"  # scalars: the highest wins
     assert s.allow == tuple(f"Bash({n})" for n in [*NAMES, "flag"])  # lists add up, in order
-    assert all(s.env[n] == "1" for n in NAMES)  # objects merge key by key
+    assert all(s.env[n.replace("-", "_")] == "1" for n in NAMES)  # objects merge key by key
     assert [g["hooks"][0]["command"] for g in s.hooks["Stop"]] == [f"echo {n}" for n in [*NAMES, "flag"]]
 
 
@@ -234,16 +234,17 @@ def test_stop_block_cap_from_the_environment():
 
 def test_permission_rules_compose_mode_and_rules(dirs):
     home, project, env = dirs
-    write(home / ".claude/settings.json", {"permissions": {"allow": ["Grep"], "ask": ["Write"]}})
+    write(home / ".claude/settings.json", {"permissions": {"allow": ["Grep"], "ask": ["Write"],
+                                                           "additionalDirectories": ["../shared"]}})
     write(project / ".claude/settings.json", {"permissions": {"allow": ["Read", "Edit(/src/**)"],
                                                               "deny": ["Bash(rm *)"], "defaultMode": "acceptEdits",
-                                                              "additionalDirectories": ["../shared"]}})
+                                                              "additionalDirectories": ["vendor"]}})
     s = load_settings(project, env=env)
     rules = permission_rules(s, allow=("Bash",), deny=("Glob",))
     assert rules.mode == "acceptEdits" and rules.deny == ("Bash(rm *)", "Glob") and rules.ask == ("Write",)
     # a file's `/path` rules are read against that project's folder
     assert rules.allow == ("Grep", "Read", f"Edit(/{project.resolve()}/src/**)", "Bash")
-    assert rules.additional_dirs == ("../shared",)
+    assert rules.additional_dirs == ("../shared", "vendor")
     assert permission_rules(s, mode="manual").mode == "default"
     write(project / ".claude/settings.local.json", {"permissions": {"allow": ["Bash(("]}})
     with pytest.raises(UsageError, match=r"settings.local.json: permissions.allow: 'Bash\(\(' "):

@@ -69,6 +69,9 @@ class Agent:
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
     sandbox: SandboxConfig | None = None  # Bash under bwrap: loopwright.sandbox, docs/permissions.md
     output_schema: Any = None  # a JSON Schema: the run ends with a fitting `result.structured_output`
+    # what processes started for tools, hooks and goal checks get; None: core.environ.child_env(),
+    # this process's environment without the credentials loopwright itself uses
+    child_env: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -155,7 +158,8 @@ class Agent:
             from .tools.workspace import LocalWorkspace
 
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
-                                    self.workspace or LocalWorkspace(self.cwd, self._check_wrapper()),
+                                    self.workspace or LocalWorkspace(self.cwd, self._check_wrapper(),
+                                                                     self._child_environment()),
                                     self.clock or SystemClock())
         self._judge.emit = emit
         if not self._goal_armed:
@@ -173,8 +177,23 @@ class Agent:
         if not active(config):
             return None
         assert config is not None
-        return lambda command: wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
-                                    network=config.network)
+
+        def wrapped(command: str) -> list[str]:
+            from .sandbox.protect import Unprotectable
+            from .sandbox.seccomp import UnsupportedMachine
+
+            try:
+                return wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
+                            network=config.network, sockets_open=config.sockets_open)
+            except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
+                return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
+
+        return wrapped
+
+    def _child_environment(self) -> dict[str, str]:
+        from .core.environ import child_env
+
+        return dict(self.child_env) if self.child_env is not None else child_env()
 
     def _writable_roots(self) -> tuple[str, ...]:
         extra = (os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
@@ -190,7 +209,9 @@ class Agent:
         prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
         hooks = self.hooks or NoHooks()
         bind = getattr(hooks, "bind", None)
-        return bind(emit=emit, model=self._client(), post_json=http_post_json) if bind else hooks
+        if bind is None:
+            return hooks
+        return bind(emit=emit, model=self._client(), post_json=http_post_json, base_env=self._child_environment())
 
     def _hook_payload(self, event: str) -> dict[str, Any]:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
@@ -218,7 +239,7 @@ class Agent:
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
-            background_tasks=getattr(self._background(), "running", list),
+            background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 

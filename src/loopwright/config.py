@@ -24,9 +24,12 @@ def parse_duration(value: str, flag: str) -> float:
 def parse_mode(value: str) -> str:
     mode = normalise_mode(value)
     if mode is None:
+        from .policy.rules import MODES
+        from .settings.check import suggest
+
         raise UsageError(
             f"--permission-mode: expected one of default, acceptEdits, plan, dontAsk, bypassPermissions "
-            f"(or manual), got {value!r}")
+            f"(or manual), got {value!r}{suggest(value, MODES)}")
     return mode
 
 

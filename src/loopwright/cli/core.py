@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 from .. import __version__
 from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
-from ..core.events import Event, HookResponse, HookStarted, RunResult
+from ..core.events import Event, HookResponse, HookStarted, RunResult, SystemInit
 from ..core.ids import uuid4
 from .render import Progress, dumps, stream_json, visible
 
@@ -40,16 +40,65 @@ def is_loop(prompt: str) -> bool:
     return head == "/loop" or head.startswith(("/loop ", "/loop\n"))
 
 
-def build_agent(opts: Options) -> Any:
+def load_cli_settings(opts: Options, *, announce: bool = True) -> Any:
+    """The settings files for this run: each warning and refusal said once on stderr, and with
+    `announce` (every run but the interactive one, which asks instead) what the project's files
+    widen, in one line."""
+    from ..settings import load_settings
+
+    settings = load_settings(Path.cwd(), settings=opts.settings, bare=bool(opts.bare))
+    for finding in settings.findings:
+        print(f"loopwright: warning: {printable(_shown(str(finding)))}", file=sys.stderr, flush=True)
+    if announce and (line := widened_line(settings)):
+        print(f"loopwright: {printable(line)}", file=sys.stderr, flush=True)
+    return settings
+
+
+def printable(text: str) -> str:
+    """Text from a settings file made safe for a terminal: control characters (an escape
+    sequence could rewrite what the screen shows) appear as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def widened(settings: Any) -> str:
+    """What the project's files widen, file by file, in one line ("" when nothing)."""
+    return " | ".join(f"{_shown(source)}: {'; '.join(parts)}" for source, parts in settings.widened())
+
+
+def widened_line(settings: Any) -> str:
+    found = widened(settings)
+    return found and ("project settings in effect (-p trusts the folder, as Claude Code does; --bare reads no "
+                      f"settings files): {found}")
+
+
+def init_fields(settings: Any) -> dict[str, Any]:
+    """What system/init says about the project's settings: what they widen and what was refused."""
+    widened = [{"file": _shown(source), "widens": parts} for source, parts in settings.widened()]
+    refused = [_shown(str(f)) for f in settings.findings if f.level == "refused"]
+    return {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
+
+
+def _shown(source: str) -> str:
+    here = os.getcwd().rstrip("/") + "/"
+    return source[len(here):] if source.startswith(here) else source
+
+
+def build_agent(opts: Options, settings: Any = None) -> Any:
+    """The `Agent` the flags describe. `settings`: loaded already (`load_cli_settings`), else loaded here."""
     from ..app import Agent
+    from ..core.environ import child_env
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
     from ..policy.rules import parse_tool_list
-    from ..settings import default_limits, load_settings, permission_rules
+    from ..settings import default_limits, permission_rules
     from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
 
-    settings = load_settings(Path.cwd(), settings=opts.settings, bare=bool(opts.bare))
-    os.environ.update(settings.env)  # settings `env` applies to the whole session: API client, tools, hooks
+    if settings is None:
+        settings = load_cli_settings(opts)
+    # Your own settings' `env` configures loopwright itself too (API client, proxies); a project's
+    # reaches only the processes started for tools, hooks and checks, after `settings.scope`.
+    os.environ.update(settings.trusted_env)
+    children = child_env(add=settings.env, keep=pass_env_names(opts.pass_env))
 
     positive(opts.max_turns, "--max-turns")
     positive(opts.max_budget_usd, "--max-budget-usd")
@@ -97,7 +146,17 @@ def build_agent(opts: Options) -> Any:
         budget=Budget(opts.max_budget_usd, opts.max_tokens_total, duration),
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
+        child_env=children,
     )
+
+
+def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:
+    import re
+
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UsageError(f"--pass-env: expected a variable name such as ANTHROPIC_API_KEY, got {name!r}")
+    return names
 
 
 def _warn_if_unpriced(model: str) -> None:
@@ -132,23 +191,25 @@ def output_schema(value: str | None) -> Any:
 
 def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple[Any, Any]:
     """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
-    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on. Warns when it cannot run."""
+    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on, `--no-sandbox` off.
+    Warns when it cannot run (a project file that tried to open it was named with the settings)."""
     import dataclasses
 
-    from ..sandbox import SandboxConfig, unavailable_warning
+    from ..settings import sandbox_config
+    from ..sandbox import unavailable_warning
 
     added = tuple(opts.add_dir or ())
     dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
     rules = dataclasses.replace(rules, additional_dirs=dirs)
-    sandbox = SandboxConfig.from_settings(settings.sandbox)
-    if opts.sandbox:
-        sandbox = dataclasses.replace(sandbox, enabled=True)
+    sandbox, warnings = sandbox_config(settings, opts.sandbox), []
     writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs)
     sandbox = dataclasses.replace(sandbox, writable=writable)
     if (warning := unavailable_warning(sandbox)) is not None:
-        print(f"loopwright: warning: {warning}", file=sys.stderr, flush=True)
+        warnings.append(warning)
     if (warning := home_warning((os.getcwd(), *writable))) is not None:
-        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
+        warnings.append(warning)
+    for line in warnings:
+        print(f"loopwright: warning: {visible(line)}", file=sys.stderr, flush=True)
     return rules, sandbox
 
 
@@ -171,9 +232,10 @@ def home_warning(roots: tuple[str, ...]) -> str | None:
     return None
 
 
-def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False) -> Callable[[Event], None]:
+def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = False,
+                 init: dict[str, Any] | None = None) -> Callable[[Event], None]:
     """`hook_events` (`--include-hook-events`): hook_started/hook_response lines for every hook;
-    without it only SessionStart's, as Claude Code does."""
+    without it only SessionStart's, as Claude Code does. `init`: more fields for system/init."""
     progress = Progress(sys.stderr) if verbose or (fmt == "text" and sys.stderr.isatty()) else None
 
     def emit(event: Event) -> None:
@@ -183,6 +245,8 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
             return
         if fmt == "stream-json":
             line = stream_json(event, session_id, __version__)
+            if init and isinstance(event, SystemInit) and line is not None:
+                line = {**line, **init}
             if line is not None:
                 sys.stdout.write(dumps(line) + "\n")
                 sys.stdout.flush()

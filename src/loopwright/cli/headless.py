@@ -13,6 +13,8 @@ from .core import (
     build_agent,
     describe,
     foreground,
+    init_fields,
+    load_cli_settings,
     make_emitter,
     open_cli_session,
     print_result,
@@ -29,7 +31,8 @@ def run_headless(opts: Options, prompt: str) -> int:
         raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
     status_only = prompt.strip() == "/goal"
     spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
-    agent = build_agent(opts)
+    settings = load_cli_settings(opts)
+    agent = build_agent(opts, settings)
     session = open_cli_session(opts, agent)
     saved = None
     if session.records:  # a resumed session may hold a goal (goals load only when needed)
@@ -47,7 +50,7 @@ def run_headless(opts: Options, prompt: str) -> int:
         session.close()
         raise
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events)
+    emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings))
     try:
         result = asyncio.run(foreground(agent, lambda: agent.run(prompt, on_event=emit), emit, agent.interrupt))
     finally:

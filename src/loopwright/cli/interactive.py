@@ -45,13 +45,13 @@ class TerminalApprover:
 
 
 def run_interactive(opts: Options) -> int:
-    from .core import build_agent, open_cli_session
+    from .core import build_agent, load_cli_settings, open_cli_session
 
     try:
         import readline  # noqa: F401  (line editing and history for input())
     except ImportError:
         pass
-    agent = build_agent(opts)
+    agent = build_agent(opts, trusted(load_cli_settings(opts, announce=False)))
     agent.approver = TerminalApprover()
     session = open_cli_session(opts, agent)
     print(f"loopwright · session {agent.session_id} · {agent.model} · {agent.cwd}\n/help for commands.", flush=True)
@@ -59,6 +59,38 @@ def run_interactive(opts: Options) -> int:
         return asyncio.run(_repl(agent, opts.prompt))
     finally:
         session.close()
+
+
+def trusted(settings: Any, ask: Any = input) -> Any:
+    """Workspace trust: the first time this folder's project settings would run code or widen
+    what the agent may do, say what they are and ask once; the answer is remembered per folder
+    (`loopwright trust`). Not trusted: those parts stay off for the session."""
+    import os
+
+    from ..stores.trust import TrustStore
+    from .core import printable, widened
+
+    if not settings.widened():
+        return settings
+    store, folder = TrustStore.default(), os.getcwd()
+    answer = store.answer(folder)
+    if answer is None:
+        print(f"This folder's project settings would run code or let the agent do more:\n  "
+              f"{printable(widened(settings))}\n"
+              "Trust only a folder whose files you know: its hooks run commands on this machine.\n"
+              f"Trust {printable(folder)}?", flush=True)
+        try:
+            answer = ask("[y]es / [n]o: ").strip().lower() in ("y", "yes")
+        except EOFError:
+            print(flush=True)
+            answer = None  # no answer: off for now, asked again next time
+        if answer is not None:
+            store.remember(folder, answer)
+    if answer:
+        return settings
+    print("Project hooks, allow rules and env are off in this folder (not trusted); `loopwright trust .` "
+          "trusts it.", flush=True)
+    return settings.untrusted()
 
 
 async def _repl(agent: Any, first: str | None = None) -> int:
@@ -153,4 +185,4 @@ def _closing(result: RunResult) -> str | None:
     return None
 
 
-__all__ = ["TerminalApprover", "run_interactive"]
+__all__ = ["TerminalApprover", "run_interactive", "trusted"]

@@ -49,7 +49,7 @@ def run_loop(opts: Options, prompt: str) -> int:
     from ..policy.cadence import parse_loop
     from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
     from ..tools.crons import cron_tools
-    from .core import build_agent, foreground, make_emitter, open_cli_session, print_result
+    from .core import build_agent, foreground, init_fields, load_cli_settings, make_emitter, open_cli_session, print_result
 
     if opts.goal or opts.goal_file:
         raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")
@@ -58,12 +58,13 @@ def run_loop(opts: Options, prompt: str) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     positive(opts.max_iterations, "--max-iterations")
-    agent = build_agent(opts)
+    settings = load_cli_settings(opts)
+    agent = build_agent(opts, settings)
     clock = agent.clock or SystemClock()
     until = parse_until(opts.until, clock.now())
     session = open_cli_session(opts, agent)
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events))
+    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
 
     def on_event(event: Event) -> None:
         emit(event)

@@ -30,7 +30,8 @@ class Options:
     tools_flag: str | None = None
     permission_mode: str | None = None
     add_dir: tuple[str, ...] = ()
-    sandbox: bool = False
+    sandbox: bool | None = None  # --sandbox / --no-sandbox; None: as the settings say
+    pass_env: tuple[str, ...] = ()
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     append_system_prompt: str | None = None
@@ -82,7 +83,8 @@ def parser() -> Any:
     p = Parser(prog="loopwright", allow_abbrev=False, description="Loop engineering for AI agents: an agent loop that never "
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
-               "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`; each takes --help.")
+               "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
+               "`loopwright trust [PATH]`, `loopwright settings check`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")
@@ -106,8 +108,13 @@ def parser() -> Any:
         "(default: the settings' defaultMode, else default).")
     add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",
         help="More directories the agent may write in, beside the working directory.")
-    add("--sandbox", action="store_true", help="Run every Bash command under bubblewrap (bwrap): the "
-        "filesystem read-only except the writable directories, a private /tmp, no network.")
+    add("--sandbox", action=argparse.BooleanOptionalAction, default=None, help="Run every Bash command under "
+        "bubblewrap (bwrap): the filesystem read-only except the writable directories, protected paths "
+        "read-only, a private /tmp, no network, no host unix sockets. --no-sandbox: not even when the "
+        "settings or a schedule would.")
+    add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
+        help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
+        "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); repeatable.")
     add("--system-prompt", help="Replace the default system prompt.")
     add("--system-prompt-file")
     add("--append-system-prompt", help="Add to the system prompt.")

@@ -47,7 +47,7 @@ def run_schedule(args: list[str]) -> int:
                 "`loopwright scheduler`).")
     sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
     add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
-                         "run go after `--`.")
+                         "run go after `--` (runs get --sandbox where bubblewrap works; --no-sandbox opts out).")
     add.add_argument("prompt", nargs="?", help="What each run is asked (or a /goal).")
     add.add_argument("--prompt", dest="prompt_flag", metavar="TEXT", help="The prompt, when it starts with '-' "
                      "(--prompt=-TEXT).")
@@ -209,6 +209,10 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
     from ..core.clock import SystemClock
     from ..proactive.scheduler import Scheduler
 
+    from ..sandbox.unattended import unattended_note
+
+    if (note := unattended_note()) is not None:
+        print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
     scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
                           alive=_alive, notify=_report, max_concurrent=max_concurrent)
     stopped = False
@@ -261,7 +265,11 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
-    argv = [sys.executable, "-m", "loopwright", *fire_args(schedule.prompt, list(schedule.options.get("args", [])))]
+    from ..sandbox.unattended import unattended_args
+
+    # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)
+    argv = [sys.executable, "-m", "loopwright",
+            *fire_args(schedule.prompt, unattended_args(schedule.options.get("args", [])))]
     # Its own process group: a Ctrl-C at the scheduler's terminal reaches the fire once, from us.
     # And it ends with the scheduler: a killed scheduler leaves no run going on behind its back.
     proc = await asyncio.create_subprocess_exec(*argv, cwd=schedule.cwd, stdin=subprocess.DEVNULL,

@@ -67,15 +67,16 @@ async def serve(agent: Any, emit: Callable[[Event], None], read_line: Callable[[
 
 
 def run_stream_input(opts: Options) -> int:
-    from .core import build_agent, foreground, make_emitter, open_cli_session
+    from .core import build_agent, foreground, init_fields, load_cli_settings, make_emitter, open_cli_session
 
     if opts.output_format != "stream-json":
         raise UsageError("--input-format stream-json needs --output-format stream-json")
     if opts.prompt:
         raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
-    agent = build_agent(opts)
+    settings = load_cli_settings(opts)
+    agent = build_agent(opts, settings)
     session = open_cli_session(opts, agent)
-    emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events))
+    emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
     try:
         result = asyncio.run(foreground(agent, lambda: serve(agent, emit, sys.stdin.readline), emit, agent.interrupt))
     finally:

@@ -1,5 +1,6 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key),
-`loopwright goal status|clear`, `loopwright schedule …` and `loopwright scheduler`."""
+`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`
+and `loopwright settings check`."""
 
 from __future__ import annotations
 
@@ -28,4 +29,12 @@ def run(name: str, args: list[str]) -> int:
         from .schedulecmd import run_scheduler
 
         return run_scheduler(args)
+    if name == "trust":
+        from .trustcmd import run_trust
+
+        return run_trust(args)
+    if name == "settings":
+        from .settingscmd import run_settings
+
+        return run_settings(args)
     raise AssertionError(name)

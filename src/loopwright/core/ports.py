@@ -22,14 +22,31 @@ class Model(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class PathGuard(Protocol):
+    """The permission gate's judgement of one call, for the tool that carries it out."""
+
+    def judged(self, path: str) -> tuple[str, ...] | None:
+        """The real paths the gate judged for `path` as the call gives it (None: not judged).
+        A tool that finds the path landing elsewhere when it acts must refuse."""
+        ...
+
+    def shows(self, path: str) -> bool:
+        """Whether a file met while carrying out the call (a search hit) may be shown: no Read
+        deny rule meets it and it lands where the call may read."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a tool may know about where it runs."""
+    """What a tool may know about where it runs. `guard`: the gate's judgement of this call
+    (None when no gate judged it, e.g. a tool run directly)."""
 
     cwd: Path
     writable_roots: tuple[Path, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # child processes' whole environment; {}: child_env()
     session_id: str = ""
+    guard: PathGuard | None = None
 
 
 @dataclass(frozen=True, slots=True)

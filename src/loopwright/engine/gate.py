@@ -1,21 +1,28 @@
-"""The gate in front of every tool call: learns what the call touches, resolves those paths
-(`..`, `~`, symlinks, globs: the I/O the pure policy may not do), asks the policy, and turns an
-"ask" into an `Approver` question, or a denial when nobody can answer (headless, dontAsk)."""
+"""The gate in front of every tool call: learns what the call touches, resolves those paths as
+the kernel will (`~`, symlinks followed before each `..`, globs: the I/O the pure policy may not
+do), asks the policy, and turns an "ask" into an `Approver` question, or a denial when nobody
+can answer (headless, dontAsk). For shell lines it also asks git about the repositories their
+git calls read and looks through folders they read whole. An allowed file call carries a
+`CallGuard`: where the gate judged its paths (the file tools re-check it when they act) and
+which search hits it may show; an allowed shell line the environment git needs to run none of
+a repository's programs."""
 
 from __future__ import annotations
 
 import glob
 import itertools
 import os
+import stat
 from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
-from ..policy import gitsafe, pathrules, permissions
+from ..policy import gitsafe, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
-from ..core.ports import Access, Approver, DescribesAccess, Tool
+from ..policy.reading import deny_below, kept_private, private_patterns
+from ..core.ports import Access, Approver, DescribesAccess, PathGuard, Tool
 from .gitfacts import git_facts
 
 MAX_GLOB_MATCHES = 1000
@@ -24,11 +31,13 @@ MAX_WALK = 20_000  # entries looked at below a folder a shell line reads recursi
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
-    """`env`: environment the allowed call's process gets on top of the session's (the
-    overrides under which a read-only git call runs no repository program)."""
+    """For an allowed call: `guard`, when it reads or writes files, what the gate judged (the
+    tool re-checks it when it acts); `env`, environment its process gets on top of the
+    session's (the overrides under which a read-only git call runs no repository program)."""
 
     allowed: bool
     message: str = ""
+    guard: PathGuard | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -50,13 +59,17 @@ def _invalid(tool: Tool, tool_input: dict[str, Any]) -> bool:
 
 
 class ToolGate:
-    def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None) -> None:
-        self.rules, self.approver = rules, approver
+    """`env`: the environment the session's tool processes get (default: this process's, less
+    credentials); the git overrides of an allowed call are appended after its own entries."""
+
+    def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.rules, self.approver, self.env = rules, approver, env
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
         own = os.path.realpath(os.path.expanduser(os.environ.get("LOOPWRIGHT_HOME") or "~/.loopwright"))
-        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home, (own,))
+        self.places = Places(self.cwd, tuple(dict.fromkeys([self.cwd, *extra])), home, own)
 
     async def check(self, tool: Tool, tool_input: dict[str, Any], *, hook_allowed: bool = False,
                     hook_asked: str | None = None) -> GateDecision:
@@ -64,34 +77,38 @@ class ToolGate:
         (a deny or ask rule, a dangerous removal, a protected path, a write outside the roots:
         those only a person approves). `hook_asked`: a hook said ask (its reason),
         which turns a rule's allow into asking the user (headless: a denial)."""
-        verdict = self.verdict(tool, tool_input)
+        verdict, call = self._judge(tool, tool_input)
         if verdict.decision == "allow" and hook_asked is not None:
             verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
         if verdict.decision == "allow" or _invalid(tool, tool_input):
-            return self._allowed(tool, tool_input)
+            return self._allowed(call)
         if verdict.decision == "ask":
             if hook_allowed and not verdict.hard:
-                return self._allowed(tool, tool_input)
+                return self._allowed(call)
             mode = permissions.normalise_mode(self.rules.mode)
             if self.approver is not None and mode != "dontAsk":
                 if await self.approver.approve(tool.name, tool_input, verdict.reason):
-                    return self._allowed(tool, tool_input)
+                    return self._allowed(call)
                 return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
                                            "Do not retry it; ask the user how to proceed or choose another way.")
         return GateDecision(False, self.explain(tool.name, verdict))
 
-    def _allowed(self, tool: Tool, tool_input: dict[str, Any]) -> GateDecision:
-        command = access_of(tool, tool_input).command
-        return GateDecision(True, env=gitsafe.shell_env(command, os.environ) if command else {})
+    def _allowed(self, call: Call) -> GateDecision:
+        guard = CallGuard(call, self) if call.kind in ("read", "write") else None
+        env = gitsafe.shell_env(call.command, self.env or os.environ) if call.command else {}
+        return GateDecision(True, guard=guard, env=env)
 
     def verdict(self, tool: Tool, tool_input: dict[str, Any]) -> Verdict:
+        return self._judge(tool, tool_input)[0]
+
+    def _judge(self, tool: Tool, tool_input: dict[str, Any]) -> tuple[Verdict, Call]:
         access = access_of(tool, tool_input)
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
         call = replace(call, resolved=resolved)
         if access.command is not None:
             call = self._shell_facts(call)
-        return permissions.decide(call, self.rules, self.places)
+        return permissions.decide(call, self.rules, self.places), call
 
     def _shell_facts(self, call: Call) -> Call:
         """What git says about the repositories the line's git calls read, and which folders it
@@ -99,12 +116,14 @@ class ToolGate:
         folders = {p: os.path.realpath(os.path.join(self.cwd, os.path.expanduser(p)))
                    for p in permissions.wanted_repos(call) if not os.path.expanduser(p).startswith("~")}
         call = replace(call, git={p: git_facts(real) for p, real in folders.items()})
-        patterns = permissions.read_patterns(self.rules, self.places)
+        patterns = private_patterns(self.rules, self.places)
         if not patterns:
             return call
         holds = {}
         for tree in permissions.wanted_trees(call, self.places):
             locs = call.resolved.get(tree) if tree in call.resolved else self.resolve(Want(tree))
+            if locs is not None and deny_below(locs, self.rules, self.places) is None:
+                continue  # no Read rule reaches below it: nothing to look for (the policy asks the same)
             holds[tree] = None if locs is None else self._covered_below(locs, patterns)
         return replace(call, holds=holds)
 
@@ -120,26 +139,27 @@ class ToolGate:
                     if seen > MAX_WALK:
                         return None
                     real = os.path.join(folder, name)
-                    lexical = loc.lexical + real[len(loc.real):]
-                    if any(pathrules.matches(p, real) or pathrules.matches(p, lexical) for p in patterns):
+                    if kept_private(Resolved(loc.lexical + real[len(loc.real):], real), patterns):
                         found.append(real)
         return tuple(found)
 
     def resolve(self, want: Want) -> tuple[Resolved, ...] | None:
-        """Every place a path names: `~` expanded, joined to the cwd, `..` removed, symlinks
-        followed (also through a missing last part). A glob names what it matches now, or
-        itself when it matches nothing (as bash leaves it)."""
+        """Every place a path names, as the kernel will find it: `~` expanded, joined to the
+        cwd, then each symlink followed before the `..` after it is applied (`lnk/../f` with
+        `lnk -> /x/sub` is `/x/f`, never `./f`); a missing tail (a file to be created) resolves
+        through the part that exists. A glob names what it matches now, or itself when it
+        matches nothing (as bash leaves it). None: the gate cannot tell (`~user`, too many)."""
         path = os.path.expanduser(want.path)
         if path.startswith("~"):
             return None  # ~user: another user's home
-        path = os.path.normpath(os.path.join(self.cwd, path))
+        path = os.path.join(self.cwd, path)  # never normpath first: `..` is the kernel's business
         names = [path]
         if want.glob:
             found = list(itertools.islice(glob.iglob(path), MAX_GLOB_MATCHES + 1))
             if len(found) > MAX_GLOB_MATCHES:
                 return None  # too many to check one by one: treated as unknown
             names = found or [path]
-        return tuple(Resolved(os.path.normpath(n), os.path.realpath(n)) for n in names)
+        return tuple(place(n) for n in names)
 
     def explain(self, tool: str, verdict: Verdict) -> str:
         mode = permissions.normalise_mode(self.rules.mode) or self.rules.mode
@@ -151,3 +171,59 @@ class ToolGate:
         hint = f" To allow it: {verdict.hint}." if verdict.hint else ""
         return (f"Permission needed for {tool}: {verdict.reason}; {nobody}, so the call was denied.{hint} "
                 "Do not retry the same call; choose another way or tell the user which permission is needed.")
+
+
+def place(path: str) -> Resolved:
+    """What is at `path` now: its lexical form, where the kernel lands (`os.path.realpath`
+    follows each symlink before applying the `..` after it, and keeps a missing tail), the kind
+    of file there and its hard-link count."""
+    real = os.path.realpath(path)
+    try:
+        st = os.lstat(real)
+    except (OSError, ValueError):
+        return Resolved(os.path.normpath(path), real)
+    return Resolved(os.path.normpath(path), real, _kind(st.st_mode), st.st_nlink)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    return "socket" if stat.S_ISSOCK(mode) else "other"
+
+
+class CallGuard:
+    """The gate's judgement of one allowed call, handed to the tool that carries it out: where
+    each path was judged to land, and which files met on the way (search hits) may be shown."""
+
+    def __init__(self, call: Call, gate: ToolGate) -> None:
+        self._resolved = call.resolved
+        within = tuple(loc for locs in call.resolved.values() for loc in locs or ())
+        self._shows = permissions.search_filter(within, gate.rules, gate.places)
+        self._dirs: dict[str, str] = {}  # real folders met during this call only: links may change later
+
+    def judged(self, path: str) -> tuple[str, ...] | None:
+        locs = self._resolved.get(path)
+        return None if locs is None else tuple(loc.real for loc in locs)
+
+    def shows(self, path: str) -> bool:
+        """`path` as a search met it (absolute, no `..`): judged by that name and where it lands;
+        one lstat unless it is a link, its folder resolved once per call."""
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (OSError, ValueError):
+            link = True  # cannot tell: judged where it lands now
+        if link:
+            real = os.path.realpath(path)
+        else:
+            head, _, name = path.rpartition("/")
+            folder = self._dirs.get(head)
+            if folder is None:
+                folder = self._dirs[head] = os.path.realpath(head or "/")
+            real = folder.rstrip("/") + "/" + name
+        return self._shows(Resolved(path, real))

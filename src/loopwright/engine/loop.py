@@ -76,6 +76,7 @@ class LoopConfig:
     approver: Approver | None = None
     transcript_path: str = ""
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
+    child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
 
 
 def caps_for(model: str) -> Caps:
@@ -96,7 +97,7 @@ class AgentLoop:
         self.hooks = config.hooks
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
-        ctx = ToolContext(cwd=config.cwd, writable_roots=roots, session_id=config.session_id)
+        ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
                                        self.calls.payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []
@@ -112,7 +113,7 @@ class AgentLoop:
     def _gate(self) -> "ToolGate":
         from .gate import ToolGate  # the rule engine loads with the first tool call, after start-up
 
-        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver)
+        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver, self.cfg.child_env)
 
     def _emit(self, event: Event) -> None:  # collaborators emit through whatever `emit` is now
         self.emit(event)

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import anyio
 
+from ..core.environ import child_env
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
 from ..core.ids import uuid4
 from ..policy.models import resolve_model
@@ -56,6 +57,7 @@ class HookRunner:
         self.registrations: list[Registration] = []
         self.project_dir = str(project_dir) if project_dir is not None else None
         self.env = dict(env or {})
+        self.base_env: dict[str, str] | None = None  # what `bind` was given; None: child_env()
         self.model, self.post_json, self.disabled = model, post_json, disabled
         self.emit = emit or (lambda event: None)
         self.prompt_usage: dict[str, ModelUsage] = {}  # model -> what prompt hooks spent on it
@@ -104,13 +106,15 @@ class HookRunner:
         return self
 
     def bind(self, *, emit: Callable[[Event], None] | None = None, model: Model | None = None,
-             post_json: http.PostJson | None = None) -> "HookRunner":
-        """A copy that reports to `emit`, with `model` and `post_json` filled in where unset."""
+             post_json: http.PostJson | None = None, base_env: Mapping[str, str] | None = None) -> "HookRunner":
+        """A copy that reports to `emit`, with `model`, `post_json` and `base_env` (the session's
+        environment for child processes) filled in where unset."""
         bound = copy.copy(self)
         bound.prompt_usage = {}  # each bound copy (one run) keeps its own accounts
         bound.emit = emit or self.emit
         bound.model = self.model or model
         bound.post_json = self.post_json or post_json
+        bound.base_env = self.base_env if self.base_env is not None else dict(base_env) if base_env is not None else None
         return bound
 
     # ------------------------------------------------------------ running
@@ -212,8 +216,10 @@ class HookRunner:
         return _Ran(from_process(event, out.code, out.stdout, out.stderr), out.stdout, out.stderr, out.code)
 
     def _env(self) -> dict[str, str]:
-        # OTEL_* would make every hook a telemetry exporter of its own
-        base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        # the harness's credentials stay with it (core.environ); OTEL_* would make every hook a
+        # telemetry exporter of its own
+        env = self.base_env if self.base_env is not None else child_env()
+        base = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
         return base | {k: str(v) for k, v in self.env.items()}
 
     def _timeout(self, reg: Registration, event: str) -> float:

@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from ..core.fastclass import dataclass
-from .commands import analyse
 from .opts_git import SUBCOMMANDS
-from .shellline import read_line
+from .shellline import analysed, read_line
 
 __all__ = ["OVERRIDES", "GitFacts", "config_problem", "shell_env"]
 
@@ -66,7 +65,7 @@ def shell_env(command: str, environ: Mapping[str, str]) -> dict[str, str]:
     """Environment to add to a shell line: the overrides when it calls git and every git call
     only reads (appended after any `GIT_CONFIG_COUNT` entries already in `environ`), and an
     empty CDPATH when it changes directory (the reader follows `cd` only to named folders)."""
-    analysis = analyse(command)
+    analysis = analysed(command)
     if analysis.error is not None:
         return {}
     out: dict[str, str] = {}

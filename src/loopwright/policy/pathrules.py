@@ -8,37 +8,40 @@ import re
 from functools import lru_cache
 
 from ..core.fastclass import dataclass
+from ..core.protected import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG  # shared with the sandbox
 
-__all__ = ["Places", "anchor", "inside", "matches", "protected", "rule_prefix"]
+__all__ = ["Places", "anchor", "in_own_home", "in_roots", "inside", "matches", "protected", "rule_prefix"]
 
-# Directories whose contents configure tools that later run code, or hold credentials.
-PROTECTED_DIRS = frozenset({".git", ".loopwright", ".claude", ".vscode", ".idea", ".husky", ".cargo",
-                            ".devcontainer", ".yarn", ".mvn", ".ssh", ".gnupg", ".aws", ".kube", ".docker"})
-PROTECTED_UNDER_CONFIG = frozenset({"git", "fish"})  # ~/.config/git, ~/.config/fish
-PROTECTED_FILES = frozenset({
-    ".gitconfig", ".gitmodules", ".gitattributes", ".git-credentials", ".bashrc", ".bash_profile",
-    ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout",
-    ".kshrc", ".cshrc", ".tcshrc", ".inputrc", ".envrc", ".npmrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml",
-    ".bazelrc", ".pre-commit-config.yaml", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", ".mcp.json",
-    ".claude.json", ".pypirc", ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".exrc",
-})
 _EXEMPT = ((".claude", "worktrees"),)  # Claude Code lets agents write their worktrees
 
 
 @dataclass(frozen=True, slots=True)
 class Places:
-    """Where a call happens, as real absolute paths: the working directory, the writable roots
-    (cwd first, then the added directories; also the readable ones), the home directory, and
-    `private` folders tools never read unless a rule names them (loopwright's own home)."""
+    """Where a call happens, as real absolute paths: the working directory, the roots (cwd
+    first, then the added directories: writable and readable) and the home directory. `own` is
+    loopwright's own home (transcripts, schedules): never read or written by a tool unless a
+    rule names it, even when it lies inside a root."""
 
     cwd: str
     roots: tuple[str, ...]
     home: str
-    private: tuple[str, ...] = ()
+    own: str = ""
 
 
 def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def in_roots(path: str, places: Places) -> bool:
+    return any(inside(path, root) for root in places.roots)
+
+
+def in_own_home(path: str, places: Places) -> bool:
+    """Whether `path` lies in loopwright's own home, outside any root that is itself there
+    (working in a folder under the home makes that folder an ordinary root)."""
+    if not places.own or not inside(path, places.own):
+        return False
+    return not any(inside(root, places.own) and inside(path, root) for root in places.roots)
 
 
 def protected(path: str) -> bool:
@@ -74,16 +77,16 @@ def anchor(spec: str, places: Places, *, anywhere: bool, root: str | None = None
 
 def matches(pattern: str, path: str) -> bool:
     """gitignore semantics: the pattern matches the path or one of its parent directories
-    (so `Edit(.git)` covers everything inside it)."""
-    regex = _regex(pattern.rstrip("/") if pattern != "/" else pattern)
-    probe = path
-    while True:
-        if regex.fullmatch(probe):
-            return True
-        parent = posixpath.dirname(probe)
-        if parent == probe:
-            return False
-        probe = parent
+    (so `Edit(.git)` covers everything inside it). One match: the pattern followed by any
+    `/...` tail is exactly "a parent matches" (a search meets thousands of paths)."""
+    if pattern == "/":
+        return path.startswith("/")
+    return bool(_below(pattern.rstrip("/")).fullmatch(path))
+
+
+@lru_cache(maxsize=512)
+def _below(pattern: str) -> re.Pattern[str]:
+    return re.compile("(?:" + _regex(pattern).pattern + ")(?:/.*)?", re.DOTALL)
 
 
 def rule_prefix(pattern: str) -> str:

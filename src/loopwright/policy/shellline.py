@@ -6,16 +6,17 @@ only reads. Produces what each part touches, for the permission policy. Pure."""
 from __future__ import annotations
 
 import posixpath
+from functools import lru_cache
 from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
-from .commands import Analysis, Part, Target, input_targets, is_device
+from .commands import Analysis, Part, Target, analyse, input_targets, is_device
 from .getopt import Spec, parse
 from .readonly import Reading, judge
 from .shellwords import Word
 from .writes import copy_reads, makes_links, write_targets
 
-__all__ = ["Line", "Touch", "read_line", "wanted"]
+__all__ = ["Line", "Touch", "analysed", "read_line", "wanted"]
 
 MAX_BASES = 4
 _GLOB_START = ("*", "?", "[")
@@ -42,6 +43,13 @@ class Line:
     readings: tuple[Reading, ...]
     touches: tuple[Touch, ...]
     git_read_only: bool  # every git call only reads: they run with the neutralising overrides
+
+
+@lru_cache(maxsize=256)
+def analysed(command: str) -> Analysis:
+    """The analysis of a command line, kept: the gate reads one line several times (what to
+    resolve, which repositories, the decision, the environment of the allowed call)."""
+    return analyse(command)
 
 
 def read_line(analysis: Analysis, resolved: Mapping[str, Any] | None = None, cwd: str = "") -> Line:

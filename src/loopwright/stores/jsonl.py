@@ -9,20 +9,17 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..core.home import DEFAULT_HOME, home, make_private_dirs, open_private, tighten_home
+
 try:
     import fcntl
 except ImportError:  # not POSIX: no advisory lock, the rest works
     fcntl = None  # type: ignore[assignment]
 
-DEFAULT_HOME = "~/.loopwright"
+__all__ = ["DEFAULT_HOME", "JsonlLog", "JsonlStore", "home", "project_name", "read_records"]
+
 MAX_PROJECT_NAME = 200
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-def home(env: Mapping[str, str] | None = None) -> Path:
-    """`LOOPWRIGHT_HOME`, else `~/.loopwright`."""
-    env = os.environ if env is None else env
-    return Path(env.get("LOOPWRIGHT_HOME") or DEFAULT_HOME).expanduser()
 
 
 def project_name(cwd: str | Path) -> str:
@@ -49,6 +46,7 @@ class JsonlStore:
     def __init__(self, root: str | Path, cwd: str | Path) -> None:
         self.root = Path(root)
         self.project = self.root / "projects" / project_name(cwd)
+        tighten_home(self.root)  # a home an older version left open to others: closed once
 
     @classmethod
     def default(cls, cwd: str | Path, env: Mapping[str, str] | None = None) -> "JsonlStore":
@@ -162,9 +160,9 @@ class JsonlLog:
         """Open the file for appending and take the single-writer lock (once)."""
         if self._fd is not None:
             return self._fd
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_private_dirs(self.path.parent)
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600)
+        fd = open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         try:
             _lock(fd, self.path)
         except BaseException:

@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ..core.home import make_private_dirs, private_file, tighten_home
 from ..core.ports import Schedule, ScheduledRun
 
 _SCHEMA = """
@@ -33,7 +34,9 @@ _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, co
 class SqliteScheduleStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tighten_home(self.path.parent)  # the home, for the default store: an old one left open is closed
+        make_private_dirs(self.path.parent)
+        private_file(self.path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # explicit transactions
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA busy_timeout=30000")

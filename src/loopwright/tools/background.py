@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 from pydantic import Field
 
+from ..core.environ import child_env
 from ..core.fastclass import dataclass
 from ..core.ports import Access, ToolContext, ToolOutput
 from .base import BaseTool, ToolInput
@@ -71,7 +72,7 @@ class ShellRegistry:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=ctx.cwd,
-                                    env={**os.environ, **ctx.env}, start_new_session=True)
+                                    env=ctx.env or child_env(), start_new_session=True)
         finally:
             os.close(fd)
         self._groups.add(proc.pid)

@@ -1,11 +1,9 @@
 """The file tools, with Claude Code's names and fields: Read (numbered, paged lines), Write
-(atomic, mode kept) and Edit (exact, unique string replacement)."""
+(atomic, mode kept) and Edit (exact, unique string replacement). Each acts where the permission
+gate judged its path, on regular files only (see `fileio`)."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import stat
 from pathlib import Path
 
 from pydantic import Field
@@ -13,6 +11,7 @@ from pydantic import Field
 from ..core.ports import ToolContext, ToolOutput
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
+from .fileio import Refused, landing, open_regular, write_bytes
 from .paths import BINARY_SNIFF_BYTES, is_binary, resolve_path
 
 DEFAULT_READ_LIMIT = 2000
@@ -43,37 +42,8 @@ def os_error(verb: str, path: Path, exc: OSError) -> ToolOutput:
     return ToolOutput(f"Cannot {verb} {path}: {reason}.", is_error=True)
 
 
-def atomic_write(path: Path, data: bytes) -> bool:
-    """Write via a temporary file in the same directory and `os.replace`, so readers never see
-    a half-written file; an existing file keeps its mode. Returns whether the file existed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    # 0o666 lets the umask decide a new file's mode, as a plain open() would.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return mode is not None
-
-
-def _write_target(path: Path) -> Path:
-    # Writing through a symlink updates the file it points to instead of replacing the link.
-    return Path(os.path.realpath(path)) if path.is_symlink() else path
+def refused(verb: str, path: Path, exc: Refused) -> ToolOutput:
+    return ToolOutput(f"Cannot {verb} {path}: {exc}", is_error=True)
 
 
 # ---------------------------------------------------------------------------------------- Read
@@ -113,22 +83,24 @@ class ReadTool(BaseTool):
         offset = max(args.offset or 1, 1)  # 0 is read as "from the start"
         limit = args.limit or DEFAULT_READ_LIMIT
         try:
-            if path.is_dir():
-                return ToolOutput(
-                    f"{path} is a directory, not a file. Use Glob to find files in it, or Bash `ls`.",
-                    is_error=True,
-                )
-            if not path.exists():
-                return missing_file(path, ctx)
-            return await in_thread(_read_lines, path, offset, limit)
+            return await in_thread(_read_lines, landing(args.file_path, ctx), path, offset, limit)
+        except Refused as exc:
+            return refused("read", path, exc)
+        except IsADirectoryError:
+            return ToolOutput(
+                f"{path} is a directory, not a file. Use Glob to find files in it, or Bash `ls`.",
+                is_error=True,
+            )
+        except FileNotFoundError:
+            return missing_file(path, ctx)
         except OSError as exc:
             return os_error("read", path, exc)
 
 
-def _read_lines(path: Path, offset: int, limit: int) -> ToolOutput:
+def _read_lines(real: str, path: Path, offset: int, limit: int) -> ToolOutput:
     shown: list[str] = []
     total = 0
-    with path.open("rb") as f:
+    with open_regular(real) as f:
         if is_binary(f.read(BINARY_SNIFF_BYTES)):
             return ToolOutput(
                 f"{path} is a binary file; Read shows text files only. "
@@ -180,9 +152,11 @@ class WriteTool(BaseTool):
         path = resolve_path(args.file_path, ctx)
         data = args.content.encode("utf-8", errors="replace")
         try:
-            if path.is_dir():
-                return ToolOutput(f"{path} is a directory; give the path of a file.", is_error=True)
-            existed = await in_thread(atomic_write, _write_target(path), data)
+            existed = await in_thread(write_bytes, landing(args.file_path, ctx), data)
+        except Refused as exc:
+            return refused("write", path, exc)
+        except IsADirectoryError:
+            return ToolOutput(f"{path} is a directory; give the path of a file.", is_error=True)
         except OSError as exc:
             return os_error("write", path, exc)
         how = "overwrote existing file" if existed else "created new file"
@@ -229,17 +203,20 @@ class EditTool(BaseTool):
                 is_error=True,
             )
         try:
-            if path.is_dir():
-                return ToolOutput(f"{path} is a directory; Edit changes files.", is_error=True)
-            if not path.exists():
-                return missing_file(path, ctx, hint="use Write to create a new file")
-            return await in_thread(_edit, _write_target(path), path, args)
+            return await in_thread(_edit, landing(args.file_path, ctx), path, args)
+        except Refused as exc:
+            return refused("edit", path, exc)
+        except IsADirectoryError:
+            return ToolOutput(f"{path} is a directory; Edit changes files.", is_error=True)
+        except FileNotFoundError:
+            return missing_file(path, ctx, hint="use Write to create a new file")
         except OSError as exc:
             return os_error("edit", path, exc)
 
 
-def _edit(target: Path, shown: Path, args: EditInput) -> ToolOutput:
-    raw = target.read_bytes()
+def _edit(real: str, shown: Path, args: EditInput) -> ToolOutput:
+    with open_regular(real) as f:
+        raw = f.read()
     if is_binary(raw):
         return ToolOutput(f"{shown} is a binary file; Edit changes text files only.", is_error=True)
     try:
@@ -266,7 +243,7 @@ def _edit(target: Path, shown: Path, args: EditInput) -> ToolOutput:
         )
     first = text.find(old)
     updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
-    atomic_write(target, updated.encode("utf-8"))
+    write_bytes(real, updated.encode("utf-8"))
     noun = "occurrence" if count == 1 else "occurrences"
     return ToolOutput(
         f"Edited {shown}: replaced {count} {noun} of old_string.\n"

@@ -18,12 +18,28 @@ _MAGIC = frozenset("*?[{")
 
 
 def resolve_path(p: str | os.PathLike[str], ctx: ToolContext) -> Path:
-    """An absolute, normalised path: `~` expanded, relative paths joined to `ctx.cwd`.
-    Symlinks are not resolved, so the path the model sees is the path it gave."""
-    path = os.path.expanduser(os.fspath(p))
-    if not os.path.isabs(path):
-        path = os.path.join(os.path.expanduser(os.fspath(ctx.cwd)), path)
-    return Path(os.path.abspath(path))
+    """The path to show for a tool's path: `~` expanded, joined to `ctx.cwd`, tidied without
+    changing where it leads. Symlinks stay as given, except those before a `..`, which the
+    kernel follows before it goes up (`lnk/../f` with `lnk -> /x/sub` is `/x/f`)."""
+    return Path(kernel_join(os.path.expanduser(os.fspath(ctx.cwd)), os.path.expanduser(os.fspath(p))))
+
+
+def real_path(p: str | os.PathLike[str], ctx: ToolContext) -> str:
+    """Where a tool's path lands now, every symlink followed (what the permission gate judges)."""
+    joined = os.path.join(os.path.expanduser(os.fspath(ctx.cwd)), os.path.expanduser(os.fspath(p)))
+    return os.path.realpath(joined)  # never normpath first: it would apply `..` before the symlinks
+
+
+def kernel_join(base: str, path: str) -> str:
+    """`base/path` in its shortest form that still leads where the kernel goes: everything up to
+    the last `..` is resolved (symlinks first, then `..`), the rest is only tidied."""
+    parts = os.path.join(base, path).split("/")
+    if ".." not in parts:
+        return os.path.normpath("/".join(parts))
+    last = len(parts) - parts[::-1].index("..")
+    head = os.path.realpath("/".join(parts[:last]) or "/")
+    rest = "/".join(parts[last:])
+    return os.path.normpath(os.path.join(head, rest)) if rest else head
 
 
 def is_binary(head: bytes) -> bool:
@@ -118,7 +134,7 @@ def split_glob(base: Path, pattern: str) -> tuple[Path, str]:
     literal: list[str] = []
     while len(segments) > 1 and not has_magic(segments[0]):
         literal.append(segments.pop(0))
-    start = Path(os.path.normpath(os.path.join(base, *literal))) if literal else base
+    start = Path(kernel_join(os.fspath(base), "/".join(literal))) if literal else base
     return start, "/".join(segments)
 
 

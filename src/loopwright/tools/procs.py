@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import anyio
 
+from ..core.environ import child_env
 from ..core.ports import ToolContext
 
 MAX_OUTPUT_CHARS = 30_000
@@ -75,7 +76,7 @@ async def run_command(
             stdout=write_fd,
             stderr=write_fd,
             cwd=ctx.cwd,
-            env={**os.environ, **ctx.env},
+            env=ctx.env or child_env(),  # the harness's credentials stay with the harness
             start_new_session=True,  # its own process group: one signal reaches every child
         )
     except BaseException:

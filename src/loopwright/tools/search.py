@@ -1,12 +1,14 @@
 """The search tools, with Claude Code's names and fields: Glob (files by pattern, newest first)
-and Grep (a pure-Python, ripgrep-shaped regex search over files)."""
+and Grep (a pure-Python, ripgrep-shaped regex search over files). Both leave out the files the
+permission gate says the call may not show (Read deny rules, links that lead outside what the
+call may read), and say how many."""
 
 from __future__ import annotations
 
 import bisect
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +50,26 @@ FILE_TYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+class _Shown:
+    """Whether the gate lets the call show a file met on the way, counting those left out."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self.guard, self.left_out = ctx.guard, 0
+
+    def __call__(self, path: Path) -> bool:
+        if self.guard is None or self.guard.shows(str(path)):
+            return True
+        self.left_out += 1
+        return False
+
+    def note(self) -> str:
+        if not self.left_out:
+            return ""
+        files = "1 file" if self.left_out == 1 else f"{self.left_out} files"
+        return (f"\n({files} left out: a Read deny rule covers them, or they lead outside the places this "
+                "call may read.)")
+
+
 def _search_root(path: str | None, ctx: ToolContext) -> tuple[Path, ToolOutput | None]:
     root = resolve_path(path or ".", ctx)
     if not root.exists():
@@ -86,26 +108,27 @@ class GlobTool(BaseTool):
             return problem
         if not base.is_dir():
             return ToolOutput(f"{base} is not a directory; give a directory as path.", is_error=True)
-        found: list[Path] = await in_thread(_glob, base, args.pattern)
+        shown = _Shown(ctx)
+        found: list[Path] = await in_thread(_glob, base, args.pattern, shown)
         if not found:
-            return ToolOutput("No files found")
+            return ToolOutput("No files found" + shown.note())
         lines = [str(p) for p in found[:GLOB_MAX_RESULTS]]
         if len(found) > GLOB_MAX_RESULTS:
             lines.append(
                 f"(Showing the {GLOB_MAX_RESULTS} most recently modified of {len(found)} files. "
                 "Use a more specific pattern or path to narrow the results.)"
             )
-        return ToolOutput("\n".join(lines))
+        return ToolOutput("\n".join(lines) + shown.note())
 
 
-def _glob(base: Path, pattern: str) -> list[Path]:
+def _glob(base: Path, pattern: str, keep: Callable[[Path], bool] = bool) -> list[Path]:
     start, rest = split_glob(base, pattern)
     if not start.is_dir():
         return []
     regex = glob_regex(rest)
     # Without `**` a pattern cannot match deeper than its own number of segments.
     depth = None if "**" in rest else rest.count("/") + 1
-    matches = [p for p, rel in walk_files(start, depth) if regex.match(rel) and p.is_file()]
+    matches = [p for p, rel in walk_files(start, depth) if regex.match(rel) and p.is_file() and keep(p)]
     return newest_first(matches)
 
 
@@ -191,13 +214,14 @@ class GrepTool(BaseTool):
         root, problem = _search_root(args.path, ctx)
         if problem:
             return problem
-        lines = await in_thread(_grep, root, regex, args)
-        return ToolOutput(_page(lines, args))
+        shown = _Shown(ctx)
+        lines = await in_thread(_grep, root, regex, args, shown)
+        return ToolOutput(_page(lines, args) + shown.note())
 
 
-def _grep(root: Path, regex: re.Pattern[str], args: GrepInput) -> list[str]:
+def _grep(root: Path, regex: re.Pattern[str], args: GrepInput, keep: Callable[[Path], bool] = bool) -> list[str]:
     hits: list[tuple[Path, list[str], list[int]]] = []
-    for path in _candidate_files(root, args):
+    for path in _candidate_files(root, args, keep):
         found = _search_file(path, regex, bool(args.multiline))
         if found is not None and found[1]:
             hits.append((path, *found))
@@ -214,9 +238,11 @@ def _grep(root: Path, regex: re.Pattern[str], args: GrepInput) -> list[str]:
     return out
 
 
-def _candidate_files(root: Path, args: GrepInput) -> Iterable[Path]:
+def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool]) -> Iterable[Path]:
+    """Regular files only (reading a FIFO would wait forever), and only those the call may show."""
     if root.is_file():
-        yield root  # an explicitly named file is searched whatever the filters say
+        if keep(root):
+            yield root  # an explicitly named file is searched whatever the filters say
         return
     name_glob = glob_regex(args.glob) if args.glob else None
     types = FILE_TYPES.get(args.type or "", ())
@@ -225,7 +251,8 @@ def _candidate_files(root: Path, args: GrepInput) -> Iterable[Path]:
             continue
         if types and not any(fnmatch.fnmatchcase(path.name, t) for t in types):
             continue
-        yield path
+        if path.is_file() and keep(path):
+            yield path
 
 
 def _search_file(path: Path, regex: re.Pattern[str], multiline: bool) -> tuple[list[str], list[int]] | None:

@@ -83,8 +83,15 @@ class BashTool(BaseTool):
                     "install bubblewrap, or turn the sandbox off, or set sandbox.failIfUnavailable to "
                     "false to run commands without it.")
             return plain, f"(warning: the sandbox is unavailable ({why}); this command ran without it)"
+        from ..sandbox.protect import Unprotectable
+        from ..sandbox.seccomp import UnsupportedMachine
+
         roots = tuple(str(r) for r in (*ctx.writable_roots, *self.sandbox.writable)) or (str(ctx.cwd),)
-        return bwrap.wrap(plain, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network), ""
+        try:
+            return bwrap.wrap(plain, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network,
+                              sockets_open=self.sandbox.sockets_open), ""
+        except (Unprotectable, UnsupportedMachine, OSError) as exc:  # OSError: no home for its locks
+            raise SandboxUnavailable(f"Bash is refused: the sandbox cannot guard this project: {exc}") from None
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         if not Path(ctx.cwd).is_dir():

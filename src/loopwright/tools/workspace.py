@@ -9,23 +9,28 @@ import hashlib
 import os
 import signal
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
+from ..core.environ import child_env
 from ..core.ports import CheckResult
 
 TAIL_CHARS = 3000
 
 
 class LocalWorkspace:
-    """`wrap` turns a shell command into the argv that runs it (the sandbox supplies one)."""
+    """`wrap` turns a shell command into the argv that runs it (the sandbox supplies one); `env`
+    is the checks' environment (default: `child_env()`, without the harness's credentials)."""
 
-    def __init__(self, cwd: Path, wrap: Callable[[str], list[str]] | None = None) -> None:
+    def __init__(self, cwd: Path, wrap: Callable[[str], list[str]] | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.cwd = Path(cwd)
         self.wrap = wrap or (lambda command: ["/bin/bash", "-c", command])
+        self.env = dict(env) if env is not None else None
 
     async def run_check(self, command: str, timeout_s: float) -> CheckResult:
         proc = await asyncio.create_subprocess_exec(
-            *self.wrap(command), cwd=self.cwd, stdin=asyncio.subprocess.DEVNULL,
+            *self.wrap(command), cwd=self.cwd, env=self.env if self.env is not None else child_env(),
+            stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)

@@ -1,23 +1,27 @@
-"""Settings files: where they are, the order they merge in, and what each kept key must hold.
-pydantic validates them, imported only when a file exists; an error names file, key, expectation."""
+"""Settings files: where they are, the order they merge in, what each may set (`scope`: a
+project's files never steer loopwright itself), what each kept key must hold (`schema`) and the
+names checked like code (`check`). Loading gathers every finding; errors stop the run."""
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import os
 import sys
 from dataclasses import field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from .core.errors import UsageError
-from .core.fastclass import dataclass
+from ..core.errors import UsageError
+from ..core.fastclass import dataclass
+
+if TYPE_CHECKING:
+    from .scope import Finding
+
+__all__ = ["CAP_VARIABLES", "FLAG", "PROJECT", "USER", "Settings", "default_limits", "load_settings", "merge",
+           "permission_rules", "settings_files", "stop_block_cap"]
 
 CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
-USER_FILES = 2  # settings_files() lists the user's own files first
-HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")
+USER, PROJECT, FLAG = "user", "project", "flag"  # who wrote a settings file: you, the project, --settings
 
 
 @dataclass(frozen=True)
@@ -28,11 +32,42 @@ class Settings:
 
     data: dict[str, Any] = field(default_factory=dict)
     layers: tuple[tuple[str, dict[str, Any]], ...] = ()
-    project_sources: tuple[str, ...] = ()  # the layers that came from the project's own files
+    scopes: tuple[str, ...] = ()  # each layer's: user, project or flag (absent: user)
+    findings: tuple[Finding, ...] = ()  # what was refused, ignored or wrong, file by file
 
     @property
     def sources(self) -> tuple[str, ...]:
         return tuple(source for source, _ in self.layers)
+
+    def scope(self, index: int) -> str:
+        return self.scopes[index] if index < len(self.scopes) else USER
+
+    @property
+    def trusted_env(self) -> dict[str, str]:
+        """`env` of your user files and `--settings`: it configures loopwright itself too."""
+        env: dict[str, str] = {}
+        for i, (_, data) in enumerate(self.layers):
+            if self.scope(i) != PROJECT:
+                env.update(data.get("env") or {})
+        return env
+
+    def widened(self) -> list[tuple[str, list[str]]]:
+        """(file, what it widens) for each project file that runs code or allows more."""
+        project = [(source, data) for i, (source, data) in enumerate(self.layers) if self.scope(i) == PROJECT]
+        if not project:
+            return []
+        from .scope import widenings
+
+        hooks = not self.disable_all_hooks  # hooks that are off widen nothing
+        return [(source, parts) for source, parts in ((s, widenings(d, hooks)) for s, d in project) if parts]
+
+    def untrusted(self) -> "Settings":
+        """These settings with what the project's files widen turned off (a folder not trusted)."""
+        from .scope import untrusted
+
+        layers = tuple((source, untrusted(data) if self.scope(i) == PROJECT else data)
+                       for i, (source, data) in enumerate(self.layers))
+        return Settings(_merged(layers), layers, self.scopes, self.findings)
 
     @property
     def hooks(self) -> dict[str, list[dict[str, Any]]]:
@@ -82,15 +117,17 @@ class Settings:
     def sandbox(self) -> dict[str, Any]:
         return self.data.get("sandbox") or {}
 
+
     @property
     def hook_failure_policy(self) -> str:
         """`hookFailurePolicy`: "closed" unless a user-level file or `--settings` says "open";
         a project's own files may close it, never open it (a repository must not be able to
         weaken the user's guards)."""
         policy = "closed"
-        for source, data in self.layers:
+        for index, (_, data) in enumerate(self.layers):
             value = data.get("hookFailurePolicy")
-            if value == "closed" or (value == "open" and source not in self.project_sources):
+            project = index < len(self.scopes) and self.scopes[index] == PROJECT
+            if value == "closed" or (value == "open" and not project):
                 policy = value
         return policy
 
@@ -110,26 +147,69 @@ def settings_files(cwd: str | Path, env: Mapping[str, str] | None = None) -> lis
 
 
 def load_settings(cwd: str | Path | None = None, *, settings: str | None = None, bare: bool = False,
-                  env: Mapping[str, str] | None = None) -> Settings:
-    """Discover, validate and merge. `settings` is `--settings`: a file path or inline JSON, read
-    last; `bare` skips discovery so only `settings` counts."""
-    layers: list[tuple[str, dict[str, Any]]] = []
-    project: list[str] = []
+                  env: Mapping[str, str] | None = None, strict: bool = True) -> Settings:
+    """Discover, validate, restrict and merge. `settings` is `--settings`: a file path or inline
+    JSON, read last; `bare` skips discovery so only `settings` counts. With `strict` the first
+    error found raises `UsageError`; otherwise errors stay in `findings` with the warnings."""
+    cwd = cwd or Path.cwd()
+    found: list[tuple[str, str, str]] = []  # (source, scope, text)
     seen: set[Path] = set()
-    for index, path in enumerate([] if bare else settings_files(cwd or Path.cwd(), env)):
+    for path, scope in [] if bare else settings_layers(cwd, env):
         text = _read(path)
         if text is not None and path.resolve() not in seen:  # run in $HOME: user and project files coincide
             seen.add(path.resolve())
-            layers.append((str(path), parse(text, str(path))))
-            if index >= USER_FILES:
-                project.append(str(path))
+            found.append((str(path), scope, text))
     if settings is not None:
         source, text = _flag_value(settings)
-        layers.append((source, parse(text, source)))
+        found.append((source, FLAG, text))
+    if not found:
+        return Settings()
+    from .schema import parse
+    from .scope import Finding
+
+    layers: list[tuple[str, dict[str, Any]]] = []
+    scopes: list[str] = []
+    findings: list[Finding] = []
+    for source, scope, text in found:
+        try:
+            data = parse(text, source)
+        except UsageError as exc:
+            if strict:
+                raise
+            findings.append(Finding("error", source, "", str(exc).removeprefix(f"{source}: ")))
+            continue
+        data, notes = _restricted(data, source, scope, cwd)
+        layers.append((source, data))
+        scopes.append(scope)
+        findings += notes
+    errors = [f for f in findings if f.level == "error"]
+    if strict and errors:
+        more = f" (and {len(errors) - 1} more; `loopwright settings check` lists them)" if len(errors) > 1 else ""
+        raise UsageError(f"{errors[0]}{more}")
+    return Settings(_merged(layers), tuple(layers), tuple(scopes), tuple(findings))
+
+
+def settings_layers(cwd: str | Path, env: Mapping[str, str] | None = None) -> list[tuple[Path, str]]:
+    """Each settings file with its scope, lowest first: two of yours, then the project's four."""
+    files = settings_files(cwd, env)
+    return [(path, USER if i < 2 else PROJECT) for i, path in enumerate(files)]
+
+
+def _restricted(data: dict[str, Any], source: str, scope: str, cwd: str | Path) -> tuple[dict[str, Any], list[Finding]]:
+    if not data:
+        return data, []
+    from .check import check
+    from .scope import restrict
+
+    kept, findings = restrict(data, source, _root_of(source, cwd), project=scope == PROJECT)
+    return kept, findings + check(kept, source)
+
+
+def _merged(layers: Any) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for _, data in layers:
         merged = merge(merged, data)
-    return Settings(merged, tuple(layers), tuple(project))
+    return merged
 
 
 def merge(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
@@ -165,150 +245,6 @@ def _flag_value(value: str) -> tuple[str, str]:
     return value, text
 
 
-# ---------------------------------------------------------------- validation
-
-
-def parse(text: str, source: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{source}: expected a JSON object at the top level, got {type(data).__name__}")
-    from pydantic import ValidationError
-
-    try:
-        _schema().validate_python(data)
-    except ValidationError as exc:
-        raise UsageError(f"{source}: {describe(exc.errors()[0])}") from None
-    return data
-
-
-def describe(error: Mapping[str, Any]) -> str:
-    """One pydantic error as `key.path[0]: expected …, got …`."""
-    loc = list(error["loc"])
-    # a tagged union puts the tag into the path; a person wrote `hooks[0].command`, not `.command.command`
-    loc = [p for i, p in enumerate(loc) if not (p in HANDLER_TYPES and i >= 2 and isinstance(loc[i - 1], int)
-                                                 and loc[i - 2] == "hooks")]
-    kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
-        loc.append("type")
-        if kind == "union_tag_not_found":
-            return f"{_path(loc)}: required key missing (one of {', '.join(HANDLER_TYPES)})"
-        return f"{_path(loc)}: expected one of {', '.join(HANDLER_TYPES)}, got {ctx['tag']!r}"
-    if kind == "missing":
-        return f"{_path(loc)}: required key missing"
-    expected = _EXPECTED.get(kind)
-    if expected is None:
-        expected = str(error["msg"]).removeprefix("Value error, ")
-        expected = expected[0].lower() + expected[1:] if expected else kind
-        return f"{_path(loc)}: {expected}"
-    return f"{_path(loc)}: expected {expected.format(**ctx)}, got {_show(given)}"
-
-
-_EXPECTED = {
-    "string_type": "a string", "bool_type": "true or false", "int_type": "a number", "float_type": "a number",
-    "list_type": "a list", "dict_type": "an object", "model_type": "an object", "model_attributes_type": "an object",
-    "literal_error": "{expected}", "greater_than": "a number above {gt:g}",
-}
-
-
-def _path(loc: list[Any]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "…"
-
-
-@functools.cache
-def _schema() -> Any:
-    """The shape of the keys loopwright reads; every other key passes through unchecked."""
-    from typing import Annotated, Literal, Union
-
-    from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
-
-    from .policy.rules import MODES, normalise_mode
-
-    class Open(BaseModel):
-        model_config = ConfigDict(extra="allow", strict=True, populate_by_name=True)
-
-    class Common(Open):
-        timeout: float | None = Field(None, gt=0)
-        statusMessage: str | None = None
-        if_: str | None = Field(None, alias="if")
-
-    class Command(Common):
-        type: Literal["command"]
-        command: str
-        args: list[str] | None = None
-
-    class Prompt(Common):
-        type: Literal["prompt"]
-        prompt: str
-        model: str | None = None
-
-    class Http(Common):
-        type: Literal["http"]
-        url: str
-        headers: dict[str, str] | None = None
-        allowedEnvVars: list[str] | None = None
-
-    class Other(Common):  # Claude Code kinds loopwright accepts but does not run yet
-        type: Literal["agent", "mcp_tool"]
-
-    class Group(Open):
-        matcher: str | None = None
-        hooks: list[Annotated[Union[Command, Prompt, Http, Other], Field(discriminator="type")]]
-
-        @field_validator("matcher")
-        @classmethod
-        def _regex(cls, value: str | None) -> str | None:
-            from .hooks.spec import Matcher
-
-            try:
-                Matcher(value)
-            except UsageError as exc:
-                raise ValueError(str(exc).removeprefix(f"hook matcher {value!r}: ")) from None
-            return value
-
-    class Permissions(Open):
-        allow: list[str] | None = None
-        ask: list[str] | None = None
-        deny: list[str] | None = None
-        defaultMode: str | None = None
-        additionalDirectories: list[str] | None = None
-
-        @field_validator("defaultMode")
-        @classmethod
-        def _mode(cls, value: str | None) -> str | None:
-            if value is not None and normalise_mode(value) is None:
-                raise ValueError(f"expected one of {', '.join(MODES)} (or manual), got {value!r}")
-            return value
-
-    class Sandbox(Open):
-        enabled: bool | None = None
-        network: dict[str, Any] | None = None
-
-    class Root(Open):
-        hooks: dict[str, list[Group]] | None = None
-        permissions: Permissions | None = None
-        model: str | None = None
-        fallbackModel: str | None = None
-        env: dict[str, str] | None = None
-        disableAllHooks: bool | None = None
-        hookFailurePolicy: Literal["closed", "open"] | None = None
-        sandbox: Sandbox | None = None
-
-    return TypeAdapter(Root)
-
-
 # ---------------------------------------------------------------- environment overrides
 
 
@@ -328,7 +264,7 @@ def stop_block_cap(env: Mapping[str, str] | None = None) -> int | None:
 
 def default_limits(env: Mapping[str, str] | None = None, **overrides: Any) -> Any:
     """`Limits` with the environment's block cap applied."""
-    from .policy.stop import Limits
+    from ..policy.stop import Limits
 
     cap = stop_block_cap(env)
     return Limits(**({"stop_block_cap": cap} if cap is not None else {}), **overrides)
@@ -339,8 +275,8 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
     """`PermissionRules` from settings and flags. Each file's rules are read against the folder
     that holds its settings folder (`Edit(/src/**)` means that project's src); rules add up
     file by file; a mode flag beats `defaultMode`; flag rules add to the files' rules."""
-    from .config import parse_mode
-    from .policy.rules import PermissionRules
+    from ..config import parse_mode
+    from ..policy.rules import PermissionRules
 
     rules = PermissionRules()
     for source, data in settings.layers:
@@ -354,6 +290,18 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
             raise UsageError(f"{source}: {exc}") from None
     return dataclasses.replace(rules, mode=parse_mode(mode) if mode else rules.mode,
                                allow=rules.allow + tuple(allow), deny=rules.deny + tuple(deny))
+
+
+def sandbox_config(settings: Settings, flag: bool | None) -> Any:
+    """The `SandboxConfig` of a run from the merged `sandbox` settings (a project file's openings
+    were already dropped and named: settings/scope.py). `flag`: `--sandbox` (True) or
+    `--no-sandbox` (False) beats every file; None leaves them."""
+    import dataclasses
+
+    from ..sandbox import SandboxConfig
+
+    config = SandboxConfig.from_settings(settings.sandbox)
+    return config if flag is None else dataclasses.replace(config, enabled=flag)
 
 
 def _root_of(source: str, cwd: str | Path | None) -> str:

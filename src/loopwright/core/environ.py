@@ -1,0 +1,28 @@
+"""The environment of every process loopwright starts for the model's tools, hooks and goal
+checks: this process's own, without the credentials loopwright itself uses. One function,
+`child_env`, builds it; every spawner calls it (or gets what it built through its context)."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Mapping
+
+# Every key a model provider of ours reads (providers/anthropic.py, providers/openai.py; a test
+# reads their source and fails when one names a key missing here). They are the harness's, not
+# the tools': a prompt-injected `env` or `curl -H "x-api-key: $ANTHROPIC_API_KEY"` must find none.
+CREDENTIALS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
+
+
+def child_env(base: Mapping[str, str] | None = None, *, add: Mapping[str, str] | None = None,
+              keep: Iterable[str] = (), hide: Iterable[str] = ()) -> dict[str, str]:
+    """`base` (default: this process's environment) without `CREDENTIALS` and `hide`, except the
+    names in `keep` (`--pass-env`); then `add` (settings `env`: what it names explicitly is given,
+    credentials too)."""
+    base = os.environ if base is None else base
+    hidden = (CREDENTIALS | frozenset(hide)) - frozenset(keep)
+    env = {name: value for name, value in base.items() if name not in hidden}
+    env.update(add or {})
+    return env
+
+
+__all__ = ["CREDENTIALS", "child_env"]
