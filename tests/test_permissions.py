@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from loopwright.engine.gate import ToolGate
 from loopwright.policy import pathrules
 from loopwright.policy.permissions import (
-    Call, PermissionRules, Places, Resolved, bypass_refusal, decide, parse_rule, parse_tool_list, rule_error,
-    wanted_paths,
+    Call, GitFacts, PermissionRules, Places, Resolved, bypass_refusal, decide, parse_rule, parse_tool_list, rule_error,
+    wanted_paths, wanted_repos,
 )
 from loopwright.core.ports import Access
 from loopwright.tools import builtin_tools
@@ -36,9 +36,12 @@ def resolve(path: str, links: dict[str, str] | None = None) -> tuple[Resolved, .
 
 
 def call(tool: str, kind: str, *, path: str | None = None, command: str | None = None, links=None, **input):
+    """As the gate builds it: paths resolved, and git's facts for a repository at the cwd that
+    configures no program."""
     c = Call(tool, kind, (path,) if path else (), command, input)
     return Call(c.tool, c.kind, c.paths, c.command, c.tool_input,
-                {w.path: resolve(w.path, links) for w in wanted_paths(c)})
+                {w.path: resolve(w.path, links) for w in wanted_paths(c)},
+                {p: GitFacts(CWD) for p in wanted_repos(c)})
 
 
 def verdict(c: Call, **rules) -> str:
@@ -170,11 +173,14 @@ def bash(command: str, links=None) -> Call:
     ("ls > out", {"mode": "plan"}, "deny"),
     ("ls > out", {"mode": "acceptEdits"}, "allow"),
     ("ls > ~/.bashrc", {"mode": "acceptEdits"}, "ask"),
-    ("mkdir a && mv b a/ && cp c a/", {"mode": "acceptEdits"}, "allow"),
+    ("mkdir a && touch a/b && cp c a/", {"mode": "acceptEdits"}, "allow"),
+    ("mv b a/ && cp c a/", {"mode": "acceptEdits"}, "ask"),  # after a move, later paths are unknown
     ("rm a", {"mode": "acceptEdits"}, "ask"),
     ("touch /etc/x", {"mode": "acceptEdits"}, "ask"),
     ("touch /data/extra/x", {"mode": "acceptEdits"}, "allow"),
-    ("cd sub && touch x", {"mode": "acceptEdits"}, "ask"),
+    ("cd sub && touch x", {"mode": "acceptEdits"}, "allow"),  # x and sub/x are both inside
+    ("cd .. && touch x", {"mode": "acceptEdits"}, "ask"),
+    ("cd $D && touch x", {"mode": "acceptEdits"}, "ask"),
     ("cd sub && touch x", {"allow": ("Bash",)}, "allow"),
     ("touch ../x", {"allow": ("Bash",)}, "ask"),
     ("echo x > $F", {"allow": ("Bash(echo *)",)}, "ask"),
@@ -235,7 +241,9 @@ IMPURE_CALLS = {"open", "realpath", "abspath", "expanduser", "exists", "isdir", 
 
 
 @pytest.mark.parametrize("name", ["permissions.py", "rules.py", "shell.py", "shellwords.py", "commands.py",
-                                  "pathrules.py"])
+                                  "pathrules.py", "getopt.py", "opts_read.py", "opts_edit.py", "opts_git.py",
+                                  "readspecial.py", "readonly.py", "writes.py", "shellline.py", "bashrules.py",
+                                  "gitsafe.py"])
 def test_policy_modules_stay_pure(name):
     tree = ast.parse((POLICY / name).read_text(encoding="utf-8"))
     for node in ast.walk(tree):

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from loopwright.policy.commands import analyse, write_targets
+from loopwright.policy.commands import analyse
+from loopwright.policy.writes import write_targets
 from loopwright.policy.readonly import is_read_only, is_safe_edit
 from loopwright.policy.shell import ShellSyntaxError, parse
+from loopwright.policy.shellline import read_line
 
 
 def parts(command: str) -> list[str]:
@@ -141,7 +143,7 @@ def test_read_only_commands(command, read_only):
     ("echo x 2>&1 >&2", []),
     ("cmd &> log", [("log", False)]),
     ("rm -rf a b", [("a", True), ("b", True)]),
-    ("mv a b", [("a", True), ("b", True)]),
+    ("mv a b", [("b", False), ("a", True)]),
     ("cp a b c/", [("c/", False)]),
     ("cp -t dest a b", [("dest", False)]),
     ("ln -s /etc/passwd link", [("link", False)]),
@@ -172,10 +174,20 @@ def test_safe_edits_for_accept_edits(command, safe):
     assert is_safe_edit(part) is safe
 
 
-def test_cd_makes_relative_targets_unknown():
-    assert analyse("cd .. && touch x").changes_dir
-    assert analyse("bash -c 'pushd /; touch x'").changes_dir
-    assert not analyse("touch x").changes_dir
+@pytest.mark.parametrize("command,places", [
+    ("touch x", ["x"]),
+    ("cd .. && touch x", ["x", "../x"]),  # cd may fail: both folders stay possible
+    ("bash -c 'pushd /; touch x'", ["x", "/x"]),
+    ("cd a; cd b; touch x", ["x", "a/x", "b/x", "a/b/x"]),
+    ("cd $D && touch x", [None]),
+    ("cd - && touch x", [None]),
+    ("popd; touch x", [None]),
+    ("cd && touch x", ["x", "~/x"]),
+    ("cd /tmp && touch /abs", ["/abs"]),
+])
+def test_cd_is_followed_to_named_folders(command, places):
+    line = read_line(analyse(command))
+    assert [t.path for t in line.touches if t.kind == "write"] == places
 
 
 # ------------------------------------------------------------ properties

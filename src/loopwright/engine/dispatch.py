@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import anyio
 
 from ..core.clock import Clock, SystemClock
+from ..core.environ import child_env
 from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolStarted
 from ..core.fastclass import dataclass
@@ -119,8 +120,12 @@ class ToolDispatcher:
         except ToolInputError as exc:
             return _error(call, str(exc))
         started = self.clock.monotonic()
+        # the gate may add environment for this call alone (git's neutralising overrides), and
+        # hands the tool where it judged the call's paths
+        # ({} in the context means child_env(): the overrides go on top of that, never alone)
+        ctx = replace(self.ctx, env={**(self.ctx.env or child_env()), **decision.env}) if decision.env else self.ctx
+        ctx = ctx if decision.guard is None else replace(ctx, guard=decision.guard)
         try:
-            ctx = self.ctx if decision.guard is None else replace(self.ctx, guard=decision.guard)
             output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)

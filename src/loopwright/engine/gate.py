@@ -1,8 +1,11 @@
 """The gate in front of every tool call: learns what the call touches, resolves those paths as
 the kernel will (`~`, symlinks followed before each `..`, globs: the I/O the pure policy may not
 do), asks the policy, and turns an "ask" into an `Approver` question, or a denial when nobody
-can answer (headless, dontAsk). An allowed file call carries a `CallGuard`: where the gate
-judged its paths (the file tools re-check it when they act) and which search hits it may show."""
+can answer (headless, dontAsk). For shell lines it also asks git about the repositories their
+git calls read and looks through folders they read whole. An allowed file call carries a
+`CallGuard`: where the gate judged its paths (the file tools re-check it when they act) and
+which search hits it may show; an allowed shell line the environment git needs to run none of
+a repository's programs."""
 
 from __future__ import annotations
 
@@ -10,26 +13,32 @@ import glob
 import itertools
 import os
 import stat
-from dataclasses import replace
+from dataclasses import field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
-from ..policy import permissions
+from ..policy import gitsafe, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
+from ..policy.reading import deny_below, kept_private, private_patterns
 from ..core.ports import Access, Approver, DescribesAccess, PathGuard, Tool
+from .gitfacts import git_facts
 
 MAX_GLOB_MATCHES = 1000
+MAX_WALK = 20_000  # entries looked at below a folder a shell line reads recursively
 
 
 @dataclass(frozen=True, slots=True)
 class GateDecision:
-    """`guard`: for an allowed call that reads or writes files, what the gate judged."""
+    """For an allowed call: `guard`, when it reads or writes files, what the gate judged (the
+    tool re-checks it when it acts); `env`, environment its process gets on top of the
+    session's (the overrides under which a read-only git call runs no repository program)."""
 
     allowed: bool
     message: str = ""
     guard: PathGuard | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -50,8 +59,12 @@ def _invalid(tool: Tool, tool_input: dict[str, Any]) -> bool:
 
 
 class ToolGate:
-    def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None) -> None:
-        self.rules, self.approver = rules, approver
+    """`env`: the environment the session's tool processes get (default: this process's, less
+    credentials); the git overrides of an allowed call are appended after its own entries."""
+
+    def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.rules, self.approver, self.env = rules, approver, env
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
@@ -67,19 +80,23 @@ class ToolGate:
         verdict, call = self._judge(tool, tool_input)
         if verdict.decision == "allow" and hook_asked is not None:
             verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
-        allowed = GateDecision(True, guard=CallGuard(call, self) if call.kind in ("read", "write") else None)
         if verdict.decision == "allow" or _invalid(tool, tool_input):
-            return allowed
+            return self._allowed(call)
         if verdict.decision == "ask":
             if hook_allowed and not verdict.hard:
-                return allowed
+                return self._allowed(call)
             mode = permissions.normalise_mode(self.rules.mode)
             if self.approver is not None and mode != "dontAsk":
                 if await self.approver.approve(tool.name, tool_input, verdict.reason):
-                    return allowed
+                    return self._allowed(call)
                 return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
                                            "Do not retry it; ask the user how to proceed or choose another way.")
         return GateDecision(False, self.explain(tool.name, verdict))
+
+    def _allowed(self, call: Call) -> GateDecision:
+        guard = CallGuard(call, self) if call.kind in ("read", "write") else None
+        env = gitsafe.shell_env(call.command, self.env or os.environ) if call.command else {}
+        return GateDecision(True, guard=guard, env=env)
 
     def verdict(self, tool: Tool, tool_input: dict[str, Any]) -> Verdict:
         return self._judge(tool, tool_input)[0]
@@ -88,8 +105,43 @@ class ToolGate:
         access = access_of(tool, tool_input)
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
-        call = Call(tool.name, access.kind, access.paths, access.command, tool_input, resolved)
+        call = replace(call, resolved=resolved)
+        if access.command is not None:
+            call = self._shell_facts(call)
         return permissions.decide(call, self.rules, self.places), call
+
+    def _shell_facts(self, call: Call) -> Call:
+        """What git says about the repositories the line's git calls read, and which folders it
+        reads recursively hold files the Read deny and ask rules keep private."""
+        folders = {p: os.path.realpath(os.path.join(self.cwd, os.path.expanduser(p)))
+                   for p in permissions.wanted_repos(call) if not os.path.expanduser(p).startswith("~")}
+        call = replace(call, git={p: git_facts(real) for p, real in folders.items()})
+        patterns = private_patterns(self.rules, self.places)
+        if not patterns:
+            return call
+        holds = {}
+        for tree in permissions.wanted_trees(call, self.places):
+            locs = call.resolved.get(tree) if tree in call.resolved else self.resolve(Want(tree))
+            if locs is not None and deny_below(locs, self.rules, self.places) is None:
+                continue  # no Read rule reaches below it: nothing to look for (the policy asks the same)
+            holds[tree] = None if locs is None else self._covered_below(locs, patterns)
+        return replace(call, holds=holds)
+
+    def _covered_below(self, locs: tuple[Resolved, ...], patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+        """Files and folders below `locs` that a pattern covers; None when there are more than
+        MAX_WALK entries to look at. Links are not followed (nor are they by grep -r, rg, find)."""
+        found: list[str] = []
+        seen = 0
+        for loc in locs:
+            for folder, dirs, files in os.walk(loc.real):
+                for name in dirs + files:
+                    seen += 1
+                    if seen > MAX_WALK:
+                        return None
+                    real = os.path.join(folder, name)
+                    if kept_private(Resolved(loc.lexical + real[len(loc.real):], real), patterns):
+                        found.append(real)
+        return tuple(found)
 
     def resolve(self, want: Want) -> tuple[Resolved, ...] | None:
         """Every place a path names, as the kernel will find it: `~` expanded, joined to the

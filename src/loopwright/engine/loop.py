@@ -113,7 +113,7 @@ class AgentLoop:
     def _gate(self) -> "ToolGate":
         from .gate import ToolGate  # the rule engine loads with the first tool call, after start-up
 
-        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver)
+        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver, self.cfg.child_env)
 
     def _emit(self, event: Event) -> None:  # collaborators emit through whatever `emit` is now
         self.emit(event)

@@ -1,18 +1,20 @@
-"""What the parts of a shell command do, for permission checks: wrappers stripped, `bash -c` and
-`eval` looked into, the files a part writes (`readonly` says which parts only read). Pure."""
+"""The parts of a shell command, for permission checks: wrappers stripped (their options read as
+the wrappers read them), `bash -c` and `eval` looked into, `find -exec` and `xargs` commands
+split out. `writes` says what a part writes, `readonly` which parts only read. Pure."""
 
 from __future__ import annotations
 
 import re
 
 from ..core.fastclass import dataclass
+from .getopt import Spec
+from .getopt import parse as parse_options
 from .shell import Redirect, ShellSyntaxError, Simple, Word, parse
 
-__all__ = ["Analysis", "Part", "Target", "analyse", "is_device", "redirect_targets", "write_targets"]
+__all__ = ["Analysis", "Part", "Target", "analyse", "input_targets", "is_device", "redirect_targets"]
 
 MAX_NESTING = 5
 SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
-DIR_CHANGERS = frozenset({"cd", "pushd", "popd"})
 _SYSTEM_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
 # Variables that make an ordinary command load or run other code.
 _RISKY_VARS = frozenset({"PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
@@ -21,9 +23,11 @@ _RISKY_VARS = frozenset({"PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPT
                          "SUDO_ASKPASS", "TZDIR", "LOCPATH", "RUSTC_WRAPPER", "TERMINFO"})
 _RISKY_PREFIXES = ("LD_", "DYLD_", "GIT_", "PYTHON", "PERL", "RUBY", "BASH_FUNC_", "JAVA", "_JAVA",
                    "NPM_CONFIG_", "npm_config_", "GEM_", "CARGO_")
-_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/dev/stdin", "/dev/zero", "/dev/random",
+            "/dev/urandom")
 # Redirections that open a file for writing; `>&N` with a number only duplicates a descriptor.
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_READ_OPS = frozenset({"<", "<>"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +59,20 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A file a part writes: `path` as written (None: known only at run time), `glob` when the
-    shell expands it, `removes` for rm and friends."""
+    """A file a part writes or reads: `path` as written (None: known only at run time), `glob`
+    when the shell expands it, `removes` for rm and friends, `tree` when it reads a folder
+    and everything below it."""
 
     path: str | None
     glob: bool = False
     removes: bool = False
+    tree: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Analysis:
     parts: tuple[Part, ...] = ()
     error: str | None = None  # the command could not be analysed: ask before running it
-    changes_dir: bool = False  # a cd somewhere: relative paths are no longer known
 
 
 def analyse(command: str, nesting: int = 0) -> Analysis:
@@ -81,8 +86,7 @@ def analyse(command: str, nesting: int = 0) -> Analysis:
             parts.extend(_expand(simple, nesting))
         except ShellSyntaxError as exc:
             return Analysis(error=str(exc))
-    changes = any(p.name in DIR_CHANGERS for p in parts)
-    return Analysis(tuple(parts), None, changes)
+    return Analysis(tuple(parts), None)
 
 
 def render(words: tuple[Word, ...] | list[Word]) -> str:
@@ -115,7 +119,8 @@ def _expand(simple: Simple, nesting: int) -> list[Part]:
     return [part] + (_find_exec(part, nesting) if name == "find" else [])
 
 
-_RUNS_HIDDEN_CODE = frozenset({"source", ".", "trap", "fish", "csh", "tcsh", "enable", "alias"})
+# `parallel` and `watch` build the command they run from input or a string.
+_RUNS_HIDDEN_CODE = frozenset({"source", ".", "trap", "fish", "csh", "tcsh", "enable", "alias", "parallel", "watch"})
 
 
 def _with(part: Part, why: str, hidden: bool) -> Part:
@@ -150,38 +155,48 @@ def _inner(part: Part, nesting: int, is_eval: bool) -> list[Part]:
 
 # ------------------------------------------------------------ wrappers
 
-_WRAPPER_ARGS = {  # wrapper -> (options that take a value, options without one)
-    "timeout": ({"-s", "--signal", "-k", "--kill-after"}, {"--preserve-status", "--foreground", "-v", "--verbose"}),
-    "nice": ({"-n", "--adjustment"}, set()),
-    "stdbuf": ({"-i", "-o", "-e", "--input", "--output", "--error"}, set()),
-    "nohup": (set(), set()),
-    "time": (set(), {"-p"}),
-    "command": (set(), {"-p"}),
-    "builtin": (set(), set()),
-    "noglob": (set(), set()),
-    "exec": ({"-a"}, {"-c", "-l", "-cl"}),
-    "xargs": ({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "-n", "--max-args", "-P",
-               "--max-procs", "-s", "--max-chars"}, {"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose",
-                                                      "-x", "--exit"}),
-    "env": ({"-u", "--unset"}, {"-i", "--ignore-environment", "-0", "--null", "-"}),
+def _wrapper(short: str, long: str = "", others: str = "", **kw: bool) -> Spec:
+    return Spec(short, tuple(long.split()), tuple(others.split()), permute=False, **kw)
+
+
+# Wrappers and their options (the program's own lists; options that change the directory or
+# split a string into a command are not read here, so the part is asked about).
+_WRAPPERS = {
+    "timeout": _wrapper("k:s:v", "kill-after= signal= preserve-status foreground verbose help version"),
+    "nice": _wrapper("n:", "adjustment= help version", number=True),
+    "stdbuf": _wrapper("i:o:e:", "input= output= error= help version"),
+    "nohup": _wrapper("", "help version"),
+    "time": _wrapper("p", prefixes=False),
+    "command": _wrapper("p", prefixes=False),
+    "builtin": _wrapper("", prefixes=False),
+    "noglob": _wrapper("", prefixes=False),
+    "exec": _wrapper("a:cl", prefixes=False),
+    "xargs": _wrapper("0a:d:E:e::I:i::L:l::n:oP:prs:tx",
+                      "null arg-file= delimiter= eof=? replace=? max-lines=? max-args= max-procs= interactive "
+                      "no-run-if-empty max-chars= verbose exit show-limits process-slot-var= open-tty help version"),
+    "env": _wrapper("0iu:v", "null ignore-environment unset= debug block-signal=? default-signal=? ignore-signal=? "
+                    "list-signal-handling help version", "chdir split-string"),
 }
 
 
 def _strip(words: list[Word]) -> tuple[list[Word], str | None, bool]:
     """Remove wrappers (`timeout 5`, `nice -n 5`, `env A=1`, `xargs -0` ...) from the front.
     Returns the words, why the part cannot be judged by its text (or None), and whether an
-    option the reader does not know hides the command that runs."""
+    option the reader does not allow hides the command that runs."""
     why: str | None = None
-    while words and words[0].value in _WRAPPER_ARGS:
+    while words and words[0].value in _WRAPPERS:
         name = words[0].value
         if name == "command" and len(words) > 1 and words[1].value in ("-v", "-V"):
             break  # `command -v x` only looks x up
-        rest, problem = _skip_options(name, words[1:])  # type: ignore[arg-type]
-        if problem:
-            return words, problem, True
+        parsed = parse_options(_WRAPPERS[name], words[1:])  # type: ignore[index]
+        if parsed.problem:
+            return words, f"`{name}`: {parsed.problem}", True
+        rest = list(parsed.operands)
         if name == "timeout":
             rest = rest[1:]  # the duration
         if name == "env":
+            if rest and rest[0].value == "-":  # `env -` is `env -i`
+                rest = rest[1:]
             names = [w.value.split("=", 1)[0] for w in rest if w.value and _ASSIGNMENT.match(w.value)]
             risky = [n for n in names if _is_risky(n)]
             why = why or (f"sets {', '.join(risky)}, which changes what runs" if risky else None)
@@ -194,31 +209,6 @@ def _strip(words: list[Word]) -> tuple[list[Word], str | None, bool]:
 
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-
-
-def _skip_options(name: str, rest: list[Word]) -> tuple[list[Word], str | None]:
-    with_value, flags = _WRAPPER_ARGS[name]
-    while rest:
-        v = rest[0].value
-        if v is None:
-            return rest, f"`{name}` with options known only at run time"
-        if v == "--":
-            return rest[1:], None
-        if not v.startswith("-") or v == "-" and name != "env":
-            return rest, None
-        if name == "nice" and re.fullmatch(r"-\d+", v):
-            rest = rest[1:]
-            continue
-        opt = v.split("=", 1)[0]
-        if opt in flags or (name == "env" and v == "-"):
-            rest = rest[1:]
-        elif opt in with_value:
-            rest = rest[1:] if "=" in v else rest[2:]
-        elif len(opt) > 2 and opt[:2] in with_value and not opt.startswith("--"):
-            rest = rest[1:]  # -oL, -n5: the value is attached
-        else:
-            return rest, f"`{name} {v}` is not understood"
-    return rest, None
 
 
 def _is_risky(name: str) -> bool:
@@ -239,75 +229,23 @@ def _find_exec(part: Part, nesting: int) -> list[Part]:
     return extra
 
 
-# ------------------------------------------------------------ what a part writes
-
-_WRITES_ALL = frozenset({"rm", "rmdir", "unlink", "shred", "mkdir", "touch", "mv", "tee", "truncate"})
-_REMOVES = frozenset({"rm", "rmdir", "unlink", "shred", "mv"})
-_WRITES_LAST = frozenset({"cp", "ln", "install", "rsync", "scp"})
-_SKIP_FIRST = frozenset({"chmod", "chown", "chgrp"})
-
-
-def write_targets(part: Part) -> tuple[Target, ...]:
-    """Files the part writes that can be seen in its text: redirections and the operands of
-    known writing commands. Commands not listed may write too (the sandbox covers those)."""
-    targets = list(redirect_targets(part))
-    name, words = part.name, list(part.words[1:])
-    if part.late_args:
-        words.append(Word("(run-time operand)", None))
-    operands = _operands(words)
-    if name in _WRITES_ALL:
-        targets += [_target(w, name in _REMOVES) for w in operands]
-    elif name in _WRITES_LAST and operands:
-        dest = _option_value(words, ("-t", "--target-directory"))
-        targets.append(_target(dest if dest is not None else operands[-1]))
-    elif name in _SKIP_FIRST:
-        targets += [_target(w) for w in operands[1:]]
-    elif name == "sed" and any((w.value or "").startswith(("-i", "--in-place")) for w in words):
-        targets += [_target(w) for w in operands[1:]]
-    elif name == "dd":
-        targets += [_target(Word(w.text, w.value[3:], w.glob)) for w in words if (w.value or "").startswith("of=")]
-    elif name in ("curl", "wget", "sort", "tree"):
-        out = _option_value(words, ("-o", "--output", "-O", "--output-document"))
-        targets += [_target(out)] if out is not None else []
-    elif name == "uniq" and len(operands) > 1:
-        targets.append(_target(operands[1]))
-    return tuple(targets)
+# ------------------------------------------------------------ redirections
 
 
 def redirect_targets(part: Part) -> list[Target]:
+    """Files the part's redirections open for writing (descriptor copies left out)."""
     out = []
     for r in part.redirects:
         if r.op in _WRITE_OPS and r.target is not None:
             if r.op == ">&" and (r.target.value or "").rstrip("-").isdigit() or r.target.value == "-":
                 continue
-            out.append(_target(r.target))
+            out.append(Target(r.target.value, r.target.glob))
     return out
 
 
-def _operands(words: list[Word]) -> list[Word]:
-    out, options_done = [], False
-    for w in words:
-        if w.value == "--" and not options_done:
-            options_done = True
-        elif options_done or w.value is None or not w.value.startswith("-") or w.value == "-":
-            out.append(w)
-    return out
-
-
-def _option_value(words: list[Word], names: tuple[str, ...]) -> Word | None:
-    for k, w in enumerate(words):
-        v = w.value or ""
-        for n in names:
-            if v == n and k + 1 < len(words):
-                return words[k + 1]
-            if v.startswith(n + "=") or (len(n) == 2 and v.startswith(n) and len(v) > 2):
-                cut = len(n) + 1 if v.startswith(n + "=") else len(n)
-                return Word(w.text, v[cut:], w.glob)
-    return None
-
-
-def _target(word: Word, removes: bool = False) -> Target:
-    return Target(word.value, word.glob, removes)
+def input_targets(part: Part) -> list[Target]:
+    """Files the part's redirections open for reading (`< file`, `<> file`)."""
+    return [Target(r.target.value, r.target.glob) for r in part.redirects if r.op in _READ_OPS and r.target is not None]
 
 
 def is_device(path: str) -> bool:

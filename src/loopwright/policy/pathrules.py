@@ -10,7 +10,7 @@ from functools import lru_cache
 from ..core.fastclass import dataclass
 from ..core.protected import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG  # shared with the sandbox
 
-__all__ = ["Places", "anchor", "in_own_home", "inside", "matches", "protected", "rule_prefix"]
+__all__ = ["Places", "anchor", "in_own_home", "in_roots", "inside", "matches", "protected", "rule_prefix"]
 
 _EXEMPT = ((".claude", "worktrees"),)  # Claude Code lets agents write their worktrees
 
@@ -30,6 +30,10 @@ class Places:
 
 def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def in_roots(path: str, places: Places) -> bool:
+    return any(inside(path, root) for root in places.roots)
 
 
 def in_own_home(path: str, places: Places) -> bool:

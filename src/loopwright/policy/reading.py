@@ -1,46 +1,78 @@
 """What a tool may read: one predicate for every reading path (Read, Glob, Grep, and the
-read-only shell commands' file arguments), which files a search may show, and which Read rules
-reach below a folder. Pure: the gate resolves the paths first."""
+read-only shell commands' reads), which files a search may show, and which Read rules reach
+below a folder. Pure: the gate resolves the paths first."""
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
 
-from .judged import ALLOW, Resolved, Verdict, path_rule_hits
-from .pathrules import Places, anchor, in_own_home, inside, matches, rule_prefix
+from .judged import ALLOW, Decision, Resolved, Verdict, path_rule_hits
+from .pathrules import Places, anchor, in_own_home, in_roots, inside, matches, rule_prefix
 from .rules import PermissionRules, normalise_mode, parse_rule
 
-__all__ = ["deny_below", "read_verdict", "readable", "search_filter", "search_shows"]
+__all__ = ["deny_below", "kept_private", "private_patterns", "read_place", "read_rule", "read_verdict", "readable",
+           "search_filter", "search_shows"]
 
 _GRANTS_READ = ("Read", "Edit", "Write")  # a place the user lets tools change may be read too
 
 
 def read_verdict(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict:
     """May these places be read? A `Read` deny rule denies and an ask rule asks, in every mode.
-    Then bypassPermissions reads anywhere; otherwise every place must land inside a root (the
-    working directory, `--add-dir`, `additionalDirectories`) and outside loopwright's own home,
-    or under an allow rule that names it (`Read(~/notes/**)`). Anything else is asked. `None`:
-    the gate could not resolve the path (asked; a path deny rule then fails closed)."""
-    ruled = _read_rule(locs, rules, places)
+    Then bypassPermissions reads anywhere; otherwise every place must be readable (`read_place`).
+    `None`: the gate could not resolve the path (asked; a path deny rule then fails closed)."""
+    ruled = read_rule(locs, rules, places)
     if ruled is not None:
-        return ruled
+        decision, rule = ruled
+        return Verdict(decision, f"the {decision} rule {rule} matches", hard=decision == "ask")
     if normalise_mode(rules.mode) == "bypassPermissions":
         return ALLOW
     if locs is None:
         return Verdict("ask", "it reads a path that could not be resolved", hint="give a plain path")
+    return read_place(locs, rules, places)
+
+
+def read_rule(locs: tuple[Resolved, ...] | None, rules: PermissionRules,
+              places: Places) -> tuple[Decision, str] | None:
+    """The first `Read` deny rule, else ask rule, that meets these places by their names or where
+    they land: (its decision, the rule). A bare `Read` meets every place, and every path rule
+    meets a path the gate could not resolve (`None`: fail closed)."""
+    for decision, listed in (("deny", rules.deny), ("ask", rules.ask)):
+        for rule in listed:
+            name, spec = parse_rule(rule)
+            if name != "Read":
+                continue
+            if spec is None or spec == "*" or locs is None or path_rule_hits(spec, locs, places, deny=True):
+                return decision, rule  # type: ignore[return-value]
+    return None
+
+
+def read_place(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *,
+               tree: bool = False) -> Verdict:
+    """Whether these places are readable: every one lands inside a root (the working directory,
+    `--add-dir`, `additionalDirectories`) and outside loopwright's own home, or under an allow
+    rule that names it (`Read(~/notes/**)`). `tree`: each is read with everything below it (a
+    recursive shell read), so a folder that holds the own home reads it too. Else an ask that
+    names the place and how to allow it."""
+    reads = _Readable(rules, places)
+    own = places.own
     for loc in locs:
-        if readable(loc.real, rules, places):
+        if reads(loc.real):
+            if tree and own and inside(own, loc.real) and not reads(own):
+                return _own_home(f"{loc.real} holds", own)
             continue
         if in_own_home(loc.real, places):
-            return Verdict("ask", f"{loc.real} is in loopwright's own home ({places.own}: transcripts, "
-                           "schedules), which tools read only when a rule names it",
-                           hint=f"an allow rule Read(/{places.own}/**)")
+            return _own_home(f"{loc.real} is in", own)
         roots = ", ".join(places.roots)
         folder = loc.real if loc.kind == "dir" else posixpath.dirname(loc.real)
         return Verdict("ask", f"{loc.real} is outside the readable places ({roots})",
                        hint=f"--add-dir {folder} or an allow rule Read(/{folder}/**)")
     return ALLOW
+
+
+def _own_home(where: str, own: str) -> Verdict:
+    return Verdict("ask", f"{where} loopwright's own home ({own}: transcripts, schedules), which tools read "
+                   "only when a rule names it", hint=f"an allow rule Read(/{own}/**)")
 
 
 def readable(real: str, rules: PermissionRules, places: Places) -> bool:
@@ -61,7 +93,7 @@ class _Readable:
     def __call__(self, real: str) -> bool:
         places = self.places
         in_own = in_own_home(real, places)
-        if not in_own and any(inside(real, root) for root in places.roots):
+        if not in_own and in_roots(real, places):
             return True
         return any(matches(p, real) and (not in_own or inside(rule_prefix(p), places.own)) for p in self.patterns)
 
@@ -79,11 +111,7 @@ def search_filter(within: tuple[Resolved, ...], rules: PermissionRules,
     inside a root the gate judged (and so approved) for this search, except in loopwright's own
     home unless that root itself is there. A file symlinked from outside is judged where it
     lands. The rules are anchored once, not per file."""
-    hiding: list[str] = []
-    for rule in (*rules.deny, *rules.ask):
-        name, spec = parse_rule(rule)
-        if name == "Read":
-            hiding.append("/**" if spec is None or spec == "*" else anchor(spec, places, anywhere=True))
+    hiding = private_patterns(rules, places)
     free = normalise_mode(rules.mode) == "bypassPermissions"
     reads = _Readable(rules, places)
     roots = [w.real for w in within]
@@ -91,11 +119,11 @@ def search_filter(within: tuple[Resolved, ...], rules: PermissionRules,
 
     def in_place(real: str) -> bool:
         in_own = in_own_home(real, places)
-        return ((not in_own and any(inside(real, root) for root in places.roots))
+        return ((not in_own and in_roots(real, places))
                 or any(inside(real, r) and (not in_own or inside(r, places.own)) for r in roots))
 
     def shows(found: Resolved) -> bool:
-        if any(matches(p, found.lexical) or matches(p, found.real) for p in hiding):
+        if kept_private(found, hiding):
             return False
         if free:
             return True
@@ -125,14 +153,17 @@ def deny_below(folders: tuple[Resolved, ...], rules: PermissionRules, places: Pl
     return None
 
 
-def _read_rule(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict | None:
-    for decision, listed in (("deny", rules.deny), ("ask", rules.ask)):
-        for rule in listed:
-            name, spec = parse_rule(rule)
-            if name != "Read":
-                continue
-            broad = spec is None or spec == "*"
-            if broad or locs is None or path_rule_hits(spec or "", locs, places, deny=True):
-                return Verdict(decision, f"the {decision} rule {rule} matches",  # type: ignore[arg-type]
-                               hard=decision == "ask")
-    return None
+def private_patterns(rules: PermissionRules, places: Places) -> tuple[str, ...]:
+    """The anchored patterns of the `Read` deny and ask rules (`/**` for a bare `Read`): what a
+    search may not show, and what a folder read whole must not hold."""
+    out = []
+    for rule in (*rules.deny, *rules.ask):
+        name, spec = parse_rule(rule)
+        if name == "Read":
+            out.append("/**" if spec is None or spec == "*" else anchor(spec, places, anywhere=True))
+    return tuple(out)
+
+
+def kept_private(found: Resolved, patterns: tuple[str, ...]) -> bool:
+    """Whether one of `private_patterns` meets a file by the name it was met under or where it lands."""
+    return any(matches(p, found.lexical) or matches(p, found.real) for p in patterns)

@@ -1,98 +1,129 @@
-"""Which parts of a shell command only read (run in every mode without asking), and which are
-the plain edits acceptEdits runs inside the writable directories. Pure."""
+"""Which parts of a shell command only read, and what they read; which are the plain edits
+acceptEdits runs inside the writable roots. Options are read as each program reads them and
+checked against an allowlist per command (opts_read, opts_git, readspecial): an option not
+listed, or a word known only at run time where an option may stand, is not read-only. Pure."""
 
 from __future__ import annotations
 
-from .commands import Part, is_device, redirect_targets
+from functools import lru_cache
 
-__all__ = ["SAFE_EDITS", "is_read_only", "is_safe_edit"]
+from ..core.fastclass import dataclass
+from .commands import Part, Target, input_targets, is_device, redirect_targets
+from .getopt import Cmd, parse
+from .opts_edit import EDITS, SAFE_EDITS
+from .opts_git import judge_git
+from .opts_read import READ_ONLY
+from .readspecial import judge_find, judge_printf, judge_ps, judge_test
+from .shellwords import Word
 
-SAFE_EDITS = frozenset({"mkdir", "touch", "mv", "cp"})  # acceptEdits runs these inside the roots
-_READ_ONLY = frozenset({
-    "ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "find", "echo", "printf", "pwd", "cd",
-    "true", "false", "which", "type", "whoami", "id", "date", "uname", "file", "stat", "du", "df", "tree",
-    "basename", "dirname", "realpath", "readlink", "sort", "uniq", "cut", "tr", "diff", "cmp", "comm", "nl",
-    "od", "hexdump", "xxd", "column", "jq", "test", "[", "env", "printenv", "sleep", "md5sum", "sha1sum",
-    "sha256sum", "sha512sum", "base64", "tac", "rev", "strings", "paste", "fold", "expand", "seq", "hostname",
-    "git", "command", "pushd", "popd", "dirs", "ps", "nproc", "free", "uptime", "arch", "tty", "locale",
-})
-_GIT_READS = frozenset({"status", "diff", "log", "show", "branch", "rev-parse", "ls-files", "blame",
-                        "describe", "shortlog", "remote", "tag"})
-# Options that make a listed command write files or run programs.
-_VETO = {
-    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0", "-fprintf", "-fls"),
-    "rg": ("--pre", "--search-zip", "-z"),
-    "sort": ("-o", "--output", "--compress-program"),
-    "tree": ("-o",),
-    "date": ("-s", "--set"),
-    "file": ("-C", "--compile"),
-    "printf": ("-v",),
-    "git": ("--output", "--ext-diff", "--textconv"),
-    "xxd": ("-r", "--revert"),
-}
-_MAX_FILES = {"uniq": 1, "xxd": 1, "hostname": 0}  # more operands name an output file
+__all__ = ["SAFE_EDITS", "Reading", "is_read_only", "is_safe_edit", "judge"]
+
+_ANY_ARGS = frozenset({"echo", "true", "false", ":"})  # they print or ignore their words
+_DIRECTORY = frozenset({"cd", "pushd", "popd"})  # the line reader follows where they go
+_GREPS = frozenset({"grep", "egrep", "fgrep"})
+_DOT = Word(".", ".")
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """`ok`: the part only reads (where it reads is judged apart), else `why` not. `reads`: what
+    it reads (path None: known only at run time; `tree`: a folder and all below it); `git`:
+    the subcommand of a git call, which reads the repository around its working directory."""
+
+    ok: bool
+    why: str = ""
+    reads: tuple[Target, ...] = ()
+    git: str | None = None
+
+
+@lru_cache(maxsize=2048)
+def judge(part: Part) -> Reading:
+    if part.opaque:
+        return Reading(False, part.opaque)
+    inputs = tuple(input_targets(part))
+    if not part.words:
+        return Reading(True, reads=inputs)
+    if part.late_args:
+        return Reading(False, "more arguments arrive when it runs (xargs), so its options and files are unknown")
+    got = _judge(part.name or "", list(part.words[1:]))
+    return Reading(True, reads=got.reads + inputs, git=got.git) if got.ok else got
+
+
+def _judge(name: str, args: list[Word]) -> Reading:
+    if name in _ANY_ARGS or name in _DIRECTORY:
+        return Reading(True)
+    if name in ("test", "["):
+        return _verdict(judge_test(name, args))
+    if name == "printf":
+        return _verdict(judge_printf(args))
+    if name == "ps":
+        return _verdict(judge_ps(args))
+    if name == "command":
+        return _verdict(None if args and args[0].value in ("-v", "-V") else "`command` runs what follows")
+    if name == "env":
+        return _verdict("`env` with words runs a command or changes its environment" if args else None)
+    if name == "git":
+        sub, why = judge_git(args)
+        return Reading(why is None, why or "", git=sub)
+    if name == "find":
+        why, starts, files = judge_find(args)
+        reads = [Target(w.value, w.glob, tree=True) for w in starts or [_DOT]] + [Target(w.value, w.glob) for w in files]
+        return Reading(why is None, why or "", tuple(reads))
+    cmd = READ_ONLY.get(name)
+    if cmd is None:
+        return Reading(False, f"`{name}` is not known to only read")
+    return _by_table(name, cmd, args)
+
+
+def _verdict(why: str | None) -> Reading:
+    return Reading(why is None, why or "")
+
+
+def _by_table(name: str, cmd: Cmd, args: list[Word]) -> Reading:
+    # When every option the program has is listed and none reads a file or recurses, a word
+    # known only at run time can at worst be one of them: it is judged as an operand.
+    loose = not (cmd.reads or cmd.recurse or cmd.tree or cmd.spec.others) and cmd.spec.prefixes
+    parsed = parse(cmd.spec, args, loose=loose)
+    if parsed.problem:
+        return Reading(False, f"{name}: {parsed.problem}")
+    operands = list(parsed.operands)
+    if cmd.operands == "nothing" and operands:
+        return Reading(False, f"`{name} {operands[0].text}` changes something")
+    if cmd.operands == "format" and any(w.value is None or not w.value.startswith("+") for w in operands):
+        return Reading(False, f"`{name}` with an operand other than +FORMAT changes something")
+    if name == "strings" and any((w.value or "@").startswith("@") for w in operands):
+        return Reading(False, "strings reads more options from an @file")
+    if cmd.operands == "paths":
+        paths = operands
+    elif cmd.operands == "pattern":
+        paths = operands if parsed.has(*cmd.pattern) else operands[1:]
+    else:
+        paths = []
+    if cmd.max_paths is not None and len(paths) > cmd.max_paths:
+        return Reading(False, f"`{name}` writes its last operand ({paths[-1].text})")
+    recursive = any((w.value if w else "") == "recurse" for w in parsed.values("d", "directories"))
+    tree = cmd.tree or parsed.has(*cmd.recurse) or (name in _GREPS and recursive)
+    if not paths and (cmd.default or (tree and name in _GREPS)):
+        paths = [_DOT]
+    reads = [Target(w.value, w.glob, tree=tree) for w in paths]
+    reads += [Target(w.value, w.glob) for w in parsed.values(*cmd.reads) if w is not None]
+    return Reading(True, reads=tuple(reads))
 
 
 def is_read_only(part: Part, redirects: bool = False) -> bool:
-    """A part that only reads: a listed command without writing options, and without
-    redirections to files unless `redirects` (acceptEdits then checks where they go)."""
+    """A part that only reads: a listed command with allowed options, and without redirections
+    to files unless `redirects` (acceptEdits then checks where they go)."""
     writes = [t for t in redirect_targets(part) if t.path is None or not is_device(t.path)]
-    if part.opaque or (writes and not redirects):
+    if writes and not redirects:
         return False
-    name = part.name
-    if not part.words:
-        return True
-    if name not in _READ_ONLY:
-        return False
-    args = part.args()
-    if any(a is None and name in ("git", "find", "sort", "date", "printf", "env") for a in args):
-        return False  # an expansion could turn into a writing option
-    values = [a for a in args if a is not None]
-    if _vetoed(name, values):
-        return False
-    if name in _MAX_FILES and len([v for v in values if not v.startswith("-")]) > _MAX_FILES[name]:
-        return False
-    if name == "git":
-        return _git_read(values)
-    if name == "env":
-        return not values  # with a command it is a wrapper; alone it prints
-    if name == "command":
-        return bool(values) and values[0] in ("-v", "-V")
-    return True
-
-
-def _vetoed(name: str, values: list[str]) -> bool:
-    for v in values:
-        for veto in _VETO.get(name, ()):
-            if v == veto or v.startswith(veto + "="):
-                return True
-            # a short option may be grouped with others or glued to its value: -uo out, -ofile
-            if len(veto) == 2 and v.startswith("-") and not v.startswith("--") and veto[1] in v[1:]:
-                return True
-    return False
-
-
-def _git_read(args: list[str]) -> bool:
-    if not args or args[0].startswith("-"):
-        return False  # global options (-c, -C, --git-dir …) can run configured programs
-    sub, rest = args[0], args[1:]
-    if sub not in _GIT_READS:
-        return False
-    if sub in ("branch", "tag", "remote"):
-        listing = {"-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--list", "-l", "--show-current",
-                   "--contains", "--merged", "--no-merged", "-n"}
-        return all(a in listing or (sub == "remote" and a == "show") for a in rest) or not rest
-    return True
+    return judge(part).ok
 
 
 def is_safe_edit(part: Part) -> bool:
-    """mkdir, touch, mv, cp: what acceptEdits runs without asking when every target is inside.
-    `cp -l`/`-s` make links, through which a later write could reach outside."""
-    if part.opaque or part.name not in SAFE_EDITS:
+    """mkdir, touch, mv, cp with options their programs know: what acceptEdits runs without
+    asking when every target is inside. `cp -l`/`-s` make links: not plain edits."""
+    name = part.name or ""
+    if part.opaque or part.late_args or name not in SAFE_EDITS:
         return False
-    for a in part.args():
-        a = a or ""
-        if part.name == "cp" and (a in ("--link", "--symbolic-link")
-                                  or a.startswith("-") and not a.startswith("--") and ("l" in a or "s" in a)):
-            return False
-    return True
+    parsed = parse(EDITS[name], part.words[1:])
+    return parsed.problem is None and not (name == "cp" and parsed.has("s", "l", "link", "symbolic-link"))

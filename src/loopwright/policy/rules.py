@@ -3,14 +3,15 @@ the writable directories; their syntax, flags and settings forms. Pure."""
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
 
-__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "normalise_mode",
-           "parse_rule", "parse_tool_list", "rule_error"]
+__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "name_hits",
+           "normalise_mode", "parse_rule", "parse_tool_list", "rule_error"]
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 MODE_ALIASES = {"manual": "default"}
@@ -81,6 +82,11 @@ def parse_rule(rule: str) -> tuple[str, str | None]:
         spec = spec[:-1].strip()
         return name.strip(), (spec or None)
     return rule, None
+
+
+def name_hits(rule_name: str, tool: str) -> bool:
+    """Whether a rule's tool name (`Bash`, `mcp__srv__*`) names this tool."""
+    return rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name))
 
 
 def rule_error(rule: str) -> str | None:

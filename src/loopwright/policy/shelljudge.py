@@ -1,0 +1,202 @@
+"""May this shell line run? The Bash side of `permissions.decide`: deny and ask rules on each
+part (Bash rules), on what it writes (Edit rules) and on what it reads (Read rules, also below
+folders read whole and in repositories whose file contents git prints); then the mode: where
+the line writes (policy/writing) and reads (policy/reading, the tools' own predicate), the
+programs a repository configures for its git calls, and which parts only read. Pure: the gate
+resolved the paths, asked git and looked through the folders first."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import readonly, shellline
+from .bashrules import broad, part_hits, suggest
+from .calls import Call
+from .commands import is_device
+from .gitsafe import config_problem
+from .judged import ALLOW, Decision, Resolved, Verdict, path_rule_hits
+from .opts_git import CONTENT
+from .pathrules import Places
+from .reading import deny_below, read_place, read_rule
+from .rules import PermissionRules, name_hits, parse_rule
+from .writing import critical, write_where
+
+__all__ = ["decide_shell", "line_of", "wanted_repos", "wanted_trees"]
+
+
+def line_of(call: Call, places: Places | None = None) -> shellline.Line | None:
+    """The call's line as read (None: it cannot be analysed). With `places`, globs are taken as
+    the gate expanded them; without, as written (to collect what the gate must resolve)."""
+    analysis = shellline.analysed(call.command or "")
+    if analysis.error is not None:
+        return None
+    return shellline.read_line(analysis, call.resolved if places else None, places.cwd if places else "")
+
+
+def wanted_repos(call: Call) -> tuple[str, ...]:
+    """Folders (as written, relative to the cwd) whose git repository a git call of the line
+    reads: the gate asks git about each (`Call.git`)."""
+    line = line_of(call) if call.command is not None else None
+    return tuple(dict.fromkeys(t.path for t in line.touches if t.kind == "repo" and t.path)) if line else ()
+
+
+def wanted_trees(call: Call, places: Places) -> tuple[str, ...]:
+    """Folders the line reads with everything below them (after the gate resolved the rest and
+    asked git): the gate looks through those a Read rule may reach (`Call.holds`)."""
+    line = line_of(call, places) if call.command is not None else None
+    if line is None:
+        return ()
+    out = [t.path for t in line.touches if t.kind == "read" and t.tree and t.path]
+    out += [top for t in line.touches if t.kind == "repo" and (top := _content_top(t, call))]
+    return tuple(dict.fromkeys(out))
+
+
+def _content_top(t: shellline.Touch, call: Call) -> str | None:
+    """The worktree a git call prints file contents from (diff, show, log, blame), if known."""
+    if not t.path or readonly.judge(t.part).git not in CONTENT:
+        return None
+    facts = call.git.get(t.path)
+    return facts.top if facts is not None else None
+
+
+def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    tool = call.tool
+    deny = [(r, s) for r in rules.deny for n, s in [parse_rule(r)] if name_hits(n, tool)]
+    ask = [(r, s) for r in rules.ask for n, s in [parse_rule(r)] if name_hits(n, tool)]
+    specific = any(not broad(s) for _, s in deny + ask)
+    line = line_of(call, places)
+    if line is None:
+        if any(broad(s) for _, s in deny):
+            return Verdict("deny", f"the deny rule {deny[0][0]} matches")
+        if mode == "bypassPermissions" and not specific:
+            return ALLOW
+        why = f"the command could not be analysed ({shellline.analysed(call.command or '').error})"
+        return Verdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
+    verdict = _shell_rules(line, call, deny, ask, rules, places, specific)
+    if verdict is not None:
+        return verdict
+    if mode == "bypassPermissions":
+        return ALLOW
+    return _shell_mode(line, call, rules, places, mode)
+
+
+def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
+                 ask: list[tuple[str, str | None]], rules: PermissionRules, places: Places,
+                 specific: bool) -> Verdict | None:
+    """Deny rules, then ask rules (Bash rules on each part, Edit rules on what it writes, Read
+    rules on what it reads), then what no mode may skip."""
+    checks: tuple[tuple[list[tuple[str, str | None]], Decision], ...] = ((deny, "deny"), (ask, "ask"))
+    for listed, decision in checks:
+        for rule, spec in listed:
+            for part in line.parts:
+                if part_hits(spec, part, anywhere=True):
+                    return Verdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
+                                   hard=decision == "ask")
+    edit_rules: list[tuple[str, str, Decision]] = [
+        (r, spec, decision) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask")) for r in listed
+        for name, spec in [parse_rule(r)] if name in ("Edit", "Write") and spec is not None and not broad(spec)]
+    for t in line.touches:
+        locs = call.resolved.get(t.path) if t.path is not None else None
+        if t.kind == "write":
+            for rule, spec, decision in edit_rules:
+                if locs is not None and path_rule_hits(spec, locs, places, deny=True):
+                    return Verdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
+                                   hard=decision == "ask")
+        elif (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
+            return Verdict("ask", f"`{t.part.text}` may read what the {ruled[0]} rule {ruled[1]} keeps private",
+                           hard=True)
+        if t.removes and t.part.name in ("rm", "rmdir") and locs and any(critical(x.real, places) for x in locs):
+            return Verdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
+    if specific:
+        for part in line.parts:
+            if part.hidden:
+                return Verdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
+                               f"deny and ask rules ({part.opaque})", hard=True)
+    return None
+
+
+def _read_ruled(t: shellline.Touch, locs: tuple[Resolved, ...] | None, call: Call, rules: PermissionRules,
+                places: Places) -> tuple[Decision, str] | None:
+    """The Read deny or ask rule a read may meet, as the tools judge it (`reading.read_rule`: a
+    file it covers, a path known only at run time); or, for a folder read whole (or a repository
+    whose contents git prints), a rule that reaches below it (`reading.deny_below`) where the
+    gate found a covered file there or could not look through it all."""
+    if t.kind == "repo":
+        if readonly.judge(t.part).git not in CONTENT:
+            return None  # status, branch …: names only
+        facts = call.git.get(t.path) if t.path else None
+        if facts is None or facts.error is not None:
+            return read_rule(None, rules, places)  # where it reads is unknown: every Read rule may meet it
+        if not facts.top:
+            return None
+        tree, locs = facts.top, _worktree(facts.top)
+    else:
+        named = read_rule(locs, rules, places)
+        if named is not None or not t.tree or locs is None or t.path is None:
+            return named
+        tree = t.path
+    rule = deny_below(locs, rules, places)
+    if rule is None or call.holds.get(tree) == ():
+        return None
+    return ("deny" if rule in rules.deny else "ask"), rule
+
+
+def _worktree(top: str) -> tuple[Resolved, ...]:
+    return (Resolved(top, top, "dir"),)  # git names it as it found it: real
+
+
+def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    tool = call.tool
+    allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool)]
+    anything = any(broad(s) for s in allows)
+    ruled = {id(p) for p in line.parts if anything or any(part_hits(s, p, anywhere=False) for s in allows)}
+    if mode == "plan":
+        for part, reading in zip(line.parts, line.readings):
+            if not (reading.ok and readonly.is_read_only(part)):
+                why = f" ({reading.why})" if reading.why else ""
+                return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one{why}")
+    for t in line.touches:  # where the line writes and reads, first: those asks are hard, whatever else is asked
+        problem = _touch_problem(t, call, rules, places, anything, ruled=id(t.part) in ruled, plan=mode == "plan")
+        if problem is not None:
+            return replace(problem, reason=f"`{t.part.text}`: {problem.reason}")
+    for part, reading in zip(line.parts, line.readings):
+        edits = mode == "acceptEdits" and (readonly.is_safe_edit(part) or reading.ok)
+        if not ((reading.ok and readonly.is_read_only(part)) or id(part) in ruled or edits):
+            why = f"`{part.text}` is not allowed by a rule" + (f" ({reading.why})" if reading.why else "")
+            return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+    return ALLOW
+
+
+def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, places: Places, anything: bool,
+                   ruled: bool, plan: bool) -> Verdict | None:
+    """`anything`: `Bash` is allowed outright, so paths known only at run time are accepted (the
+    sandbox bounds them); `ruled`: an allow rule names this part (it may run what its
+    repository configures)."""
+    if t.path is None:
+        if anything:
+            return None
+        if t.kind == "write":
+            return write_where(None, rules, places)
+        return Verdict("ask", "it reads a path known only when it runs", hard=True, hint="allow it explicitly")
+    locs = call.resolved.get(t.path)
+    if t.kind == "write":
+        return write_where(locs, rules, places, shell=True, removes=t.removes)
+    if t.kind == "repo":
+        facts = call.git.get(t.path)
+        if facts is None:
+            return None if anything else Verdict("ask", "its repository could not be checked", hard=True)
+        if not ruled and (why := config_problem(facts)) is not None:  # plan mode runs none of it
+            return Verdict("deny" if plan else "ask", f"it would run a program the repository configures: {why}",
+                           hard=True, hint=f'--allowedTools "Bash({suggest(t.part)})" if you trust it')
+        return _read_where(_worktree(facts.top) if facts.top else (), rules, places, tree=True)
+    if locs is None:
+        return None if anything else Verdict("ask", f"{t.path} could not be resolved", hard=True)
+    return _read_where(locs, rules, places, tree=t.tree)
+
+
+def _read_where(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *, tree: bool) -> Verdict | None:
+    """A read goes where the tools may read (`reading.read_place`: the readable places, never
+    loopwright's own home unless a rule names it), devices aside (`cat /dev/urandom`). Hard, as
+    for writes: a hook's allow does not answer it, only a person."""
+    verdict = read_place(tuple(loc for loc in locs if not is_device(loc.real)), rules, places, tree=tree)
+    return None if verdict.decision == "allow" else replace(verdict, hard=True)
