@@ -1,6 +1,11 @@
 import os
 
 import pytest
+from hypothesis import settings
+
+# The loop fuzz (test_loop_fuzz.py) at length: `pytest tests/test_loop_fuzz.py --hypothesis-profile
+# loop-long`. A new seed each run; CI runs the same test with a fixed seed and a few examples.
+settings.register_profile("loop-long", max_examples=3000, deadline=None)
 
 
 @pytest.fixture

@@ -28,6 +28,11 @@ def call(name="Bash", complete=True, id="t1"):
                         raw_input=None if complete else '{"comm')
 
 
+def bad(name="Bash", id="b1", raw="[1, 2]"):
+    """A finished call whose input is not a JSON object."""
+    return ToolUseBlock(id, name, {}, complete=False, raw_input=raw, problem="the input is a JSON array, not an object")
+
+
 def err(kind, **kw):
     return ModelError(kind, "boom", **kw)
 
@@ -135,7 +140,97 @@ def test_context_window_exceeded_compacts_once_per_turn():
     assert isinstance(nxt, Finish) and nxt.terminal_reason == "prompt_too_long"
 
 
+def test_malformed_calls_never_run_and_are_answered_with_what_arrived():
+    nxt, s = decide(resp(TextBlock("trying"), bad()), START, LIM, CAPS)
+    assert isinstance(nxt, RunTools) and nxt.calls == () and s.turns == 1 and s.malformed_streak == 1
+    [answer] = nxt.answered
+    assert answer.tool_use_id == "b1" and answer.is_error
+    assert "Bash" in answer.text and "JSON array" in answer.text and "[1, 2]" in answer.text
+    assert nxt.assistant.tool_uses == (bad(),)  # kept, answered: the history sends `{}` for it
+
+
+def test_three_responses_of_only_malformed_calls_end_the_run_with_the_last_raw_input():
+    s = START
+    for i in range(2):
+        nxt, s = decide(resp(bad(raw=f"raw{i}")), s, LIM, CAPS)
+        assert isinstance(nxt, RunTools)
+    nxt, s = decide(resp(bad(raw="raw2"), bad(id="b2", raw="the last")), s, LIM, CAPS)
+    assert isinstance(nxt, Finish) and nxt.terminal_reason == "malformed_tool_input" and nxt.is_error
+    assert nxt.subtype == "error_during_execution" and "the last" in nxt.errors[0]
+    assert nxt.append is not None and [r.tool_use_id for r in nxt.answer.content] == ["b1", "b2"]
+
+
+def test_a_valid_call_beside_a_malformed_one_runs_and_resets_the_count():
+    s = START
+    nxt, s = decide(resp(bad()), s, LIM, CAPS)
+    nxt, s = decide(resp(bad()), s, LIM, CAPS)
+    nxt, s = decide(resp(call(id="ok"), bad()), s, LIM, CAPS)
+    assert [c.id for c in nxt.calls] == ["ok"] and [r.tool_use_id for r in nxt.answered] == ["b1"]
+    assert s.malformed_streak == 0
+    assert [r.tool_use_id for r in nxt.in_order([])] == ["b1"]
+
+
+def test_a_malformed_call_before_a_cut_is_answered_and_the_cut_one_becomes_a_note():
+    cut = resp(bad(id="m"), call("Read", id="r"), call("Write", complete=False, id="w"), stop="max_tokens")
+    nxt, _ = decide(cut, LoopState(max_tokens=128000), LIM, CAPS)
+    assert isinstance(nxt, RunTools) and [c.id for c in nxt.calls] == ["r"]
+    assert [r.tool_use_id for r in nxt.answered] == ["m"] and [b.id for b in nxt.assistant.tool_uses] == ["m", "r"]
+    assert "Write" in nxt.assistant.text and nxt.note and "Split" in nxt.note
+
+
+def test_calls_of_a_response_that_filled_the_window_become_notes():
+    nxt, _ = decide(resp(TextBlock("t"), call(), bad(), stop="model_context_window_exceeded"), START, LIM, CAPS)
+    assert isinstance(nxt, Compact) and not nxt.partial.tool_uses and "did not run" in nxt.partial.text
+
+
+def test_unknown_blocks_alone_are_an_empty_response_and_an_empty_pause_adds_nothing():
+    from loopwright.core.types import OpaqueBlock
+
+    nxt, _ = decide(resp(OpaqueBlock({"type": "mystery"})), START, LIM, CAPS)
+    assert isinstance(nxt, Resend)
+    nxt, _ = decide(resp(stop="pause_turn"), START, LIM, CAPS)
+    assert nxt == Continue((), "pause_turn")
+
+
+def test_a_pause_with_a_client_tool_call_runs_it():
+    nxt, _ = decide(resp(call(), stop="pause_turn"), START, LIM, CAPS)
+    assert isinstance(nxt, RunTools)
+
+
+def test_an_unknown_stop_reason_is_named_the_first_time_only():
+    from loopwright.policy.stop import stop_reason_warning
+
+    odd = Response(Message("assistant", (TextBlock("x"),)), None, "m", raw_stop_reason="brand_new")
+    assert "brand_new" in stop_reason_warning(odd, 1) and stop_reason_warning(odd, 2) is None
+    assert stop_reason_warning(resp(TextBlock("x")), 1) is None
+    nxt, _ = decide(odd, START, LIM, CAPS)
+    assert isinstance(nxt, CandidateStop)  # by content
+
+
 # ------------------------------------------------------------ errors
+
+
+def test_an_api_that_never_answered_gets_two_quick_retries_then_api_unreachable():
+    s = START
+    delays = []
+    for _ in range(2):
+        nxt, s = decide(err("unreachable"), s, LIM, CAPS, jitter=0.9)
+        assert isinstance(nxt, Retry) and nxt.limit == 2 and nxt.category == "network"
+        delays.append(nxt.delay)
+    assert delays == sorted(delays) and max(delays) < 1
+    nxt, s = decide(err("unreachable"), s, LIM, CAPS)
+    assert isinstance(nxt, Finish) and nxt.terminal_reason == "api_unreachable" and nxt.is_error
+    assert nxt.errors == ("After 3 attempts: boom",) and nxt.api_error_status is None
+
+
+@pytest.mark.parametrize("kind,status", [("invalid_request", 400), ("authentication", 401), ("rate_limit", 429)])
+def test_a_final_api_error_carries_its_status(kind, status):
+    s = START
+    for _ in range(11):
+        nxt, s = decide(err(kind, status=status), s, LIM, CAPS)
+    assert isinstance(nxt, Finish) and nxt.api_error_status == status
+    nxt, _ = decide(err("prompt_too_long", status=400), START, LIM, CAPS)
+    assert isinstance(nxt, Compact) and nxt.status == 400
 
 
 @pytest.mark.parametrize("kind,category", [("rate_limit", "rate_limit"), ("server", "server"),
@@ -228,9 +323,11 @@ OUTCOMES = st.one_of(
         resp(TextBlock("p"), stop="pause_turn"), resp(stop="end_turn"),
         resp(TextBlock("f"), stop="model_context_window_exceeded"),
         resp(call(), call("Read", complete=False, id="t2"), stop="max_tokens"),
+        resp(bad()), resp(call(), bad(id="t3")), resp(TextBlock("t"), bad(), stop="refusal"),
+        resp(bad(), stop="max_tokens"), resp(call(), stop="pause_turn"), resp(bad(), stop="tool_use"),
     ]),
     st.sampled_from(["rate_limit", "overloaded", "server", "network", "prompt_too_long", "invalid_request",
-                     "stream_incomplete", "authentication"]).map(err),
+                     "stream_incomplete", "authentication", "unreachable"]).map(err),
 )
 
 
@@ -250,7 +347,8 @@ def test_any_sequence_ends_within_bounds_and_never_runs_cut_or_refused_calls(out
         if isinstance(nxt, RunTools):
             assert all(c.complete for c in nxt.calls)
             assert not (isinstance(outcome, Response) and outcome.stop_reason == "refusal")
-            assert all(b.complete for b in nxt.assistant.tool_uses)
+            unusable = {b.id for b in nxt.assistant.tool_uses if not b.complete}
+            assert unusable == {r.tool_use_id for r in nxt.answered}  # answered, never run
             s = after_tools(s, caps)
         if isinstance(nxt, Continue):
             assert all(b.complete for m in nxt.append for b in m.tool_uses)
@@ -261,7 +359,7 @@ def test_any_sequence_ends_within_bounds_and_never_runs_cut_or_refused_calls(out
             break
     assert s.turns <= lim.max_turns
     # a run can only go on without counting a turn for a bounded number of calls (retries etc.)
-    assert finished or s.turns > 0 or calls_made <= 10 + 3 + 2 + 2 + 1
+    assert finished or s.turns > 0 or calls_made <= 10 + 3 + 2 + 2 + 1 + 2
     if not finished:
         assert calls_made == len(outcomes)
 
@@ -278,3 +376,11 @@ def test_stop_failure_names():
     assert stop_failure("api_error", err("overloaded")) == "overloaded"
     assert stop_failure("api_error", err("not_found")) == "model_not_found"
     assert stop_failure("authentication_failed", err("permission")) == "authentication_failed"
+
+
+def test_the_malformed_input_in_errors_is_escaped_for_terminals():
+    s = START
+    for _ in range(3):
+        nxt, s = decide(resp(bad(raw="\x1b[2J\u202e{oops\n")), s, LIM, CAPS)
+    [line] = nxt.errors
+    assert "\x1b" not in line and "\u202e" not in line and "\n" not in line and "\\u001b[2J" in line

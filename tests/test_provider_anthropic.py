@@ -25,6 +25,7 @@ import anyio
 import pytest
 
 from loopwright.core.errors import ModelError, UsageError
+from loopwright.testing import Simulator
 from loopwright.providers.anthropic import (
     ERROR_CODE_KIND,
     STATUS_KIND,
@@ -704,7 +705,7 @@ async def test_malformed_event_data() -> None:
 
 
 @pytest.mark.anyio
-async def test_connection_refused_is_network() -> None:
+async def test_connection_refused_is_unreachable_until_the_url_answered_then_network() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -712,8 +713,15 @@ async def test_connection_refused_is_network() -> None:
     model = AnthropicModel(api_key="k", base_url=f"http://127.0.0.1:{port}")
     with pytest.raises(ModelError) as info:
         await collect(model)
-    assert info.value.kind == "network" and info.value.status is None
+    assert info.value.kind == "unreachable" and info.value.status is None
+    assert f"127.0.0.1:{port}" in info.value.message and "refused" in info.value.message
     assert isinstance(info.value.__cause__, Exception)
+    with Simulator([{"text": "hi"}], port=port) as sim:  # the same URL answers once ...
+        await collect(model)
+    assert sim.message_requests
+    with pytest.raises(ModelError) as info:  # ... so a refusal now is an outage
+        await collect(model)
+    assert info.value.kind == "network" and info.value.status is None
 
 
 @pytest.mark.anyio

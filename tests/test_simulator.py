@@ -237,3 +237,34 @@ def test_chunked_request_bodies_are_read() -> None:
         (rec,) = sim.requests
     assert rec.headers["transfer-encoding"] == "chunked" and rec.body == ASK
     assert response.json()["content"] == [{"type": "text", "text": "chunked ok"}]
+
+
+def test_broken_tool_input_streams_exactly_and_closes_its_block() -> None:
+    # a gateway's broken input: the block is finished as usual, the stop reason is tool_use
+    spec = {"content": [{"type": "tool_use", "name": "Bash", "partial_json": '{"command": "ls",}'}]}
+    with Simulator([spec]) as sim:
+        events = raw_events(sim)
+    pieces = [d["delta"]["partial_json"] for n, d in events if n == "content_block_delta"]
+    assert "".join(pieces) == '{"command": "ls",}'
+    assert [n for n, _ in events].count("content_block_stop") == 1
+    assert [d for n, d in events if n == "message_delta"][0]["delta"]["stop_reason"] == "tool_use"
+
+
+@pytest.mark.parametrize("value", [[1, 2], "ls", None, 0, False, {}])
+def test_a_tool_input_of_any_json_type_is_sent_as_given(value: object) -> None:
+    spec = {"content": [{"type": "tool_use", "name": "Bash", "input": value}]}
+    with Simulator([spec, spec]) as sim:
+        events = raw_events(sim)
+        sent = HTTP.post(f"{sim.base_url}/v1/messages", json=ASK, headers={"x-api-key": "k"}).json()
+    streamed = "".join(d["delta"]["partial_json"] for n, d in events if n == "content_block_delta")
+    assert json.loads(streamed) == value and sent["content"][0]["input"] == value
+
+
+def test_a_history_whose_tool_input_is_not_an_object_is_refused_as_the_api_does() -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": "ls"}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
+    body = ASK | {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": [use]},
+                               {"role": "user", "content": [result]}]}
+    with Simulator([{"text": "ok"}]) as sim:
+        response = HTTP.post(f"{sim.base_url}/v1/messages", json=body, headers={"x-api-key": "k"})
+    assert response.status_code == 400 and "tool_use.input" in response.json()["error"]["message"]

@@ -371,3 +371,17 @@ def test_a_reset_is_a_connection_error() -> None:
             create(sim)
         (rec,) = sim.chat_requests
     assert rec.response_status is None
+
+
+@pytest.mark.parametrize("raw", ['{"command": "ec', "ls -la", '"ls"', "[1, 2]"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "json"])
+def test_broken_arguments_are_sent_exactly(raw: str, stream: bool) -> None:
+    spec = {"content": [{"type": "tool_use", "name": "Bash", "partial_json": raw}]}
+    with Simulator([spec]) as sim:
+        if stream:
+            got = chunks(sim, tools=TOOLS)
+            arguments, finish = calls_of(got)[0]["arguments"], got[-1].choices[0].finish_reason
+        else:
+            choice = create(sim, tools=TOOLS).choices[0]
+            arguments, finish = choice.message.tool_calls[0].function.arguments, choice.finish_reason
+    assert arguments == raw and finish == "tool_calls"

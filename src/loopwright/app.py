@@ -72,6 +72,7 @@ class Agent:
     # what processes started for tools, hooks and goal checks get; None: core.environ.child_env(),
     # this process's environment without the credentials loopwright itself uses
     child_env: Mapping[str, str] | None = None
+    env_origins: Mapping[str, str] = field(default_factory=dict)  # variable -> the settings file that set it
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -91,7 +92,7 @@ class Agent:
         if self.model_client is None:
             from .providers.routing import ModelRouter
 
-            router = ModelRouter(os.environ)
+            router = ModelRouter(os.environ, self.env_origins)
             router.client_for(self.model)  # a missing key is said now, before the run starts
             self.model_client = router
         return self.model_client

@@ -90,7 +90,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
     from ..policy.rules import parse_tool_list
-    from ..settings import default_limits, permission_rules
+    from ..settings import PROJECT, default_limits, permission_rules
     from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
 
     if settings is None:
@@ -147,6 +147,8 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
+        env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
+                     for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
 
 

@@ -12,6 +12,7 @@ failures to it through tables, and `policy.retry` decides on it:
 
     rate_limit  spend_limit  overloaded  server  network  stream_incomplete
     prompt_too_long  invalid_request  not_found  authentication  permission  billing
+    unreachable  (refused or no such host, and this base URL never answered in this process)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ErrorKind = Literal[
     "authentication",
     "permission",
     "billing",
+    "unreachable",
 ]
 ERROR_KINDS: tuple[str, ...] = get_args(ErrorKind)
 

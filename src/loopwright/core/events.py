@@ -32,6 +32,7 @@ TerminalReason = Literal[
     "prompt_too_long",
     "compaction_thrashing",
     "api_error",
+    "api_unreachable",
     "authentication_failed",
     "aborted",
     "hook_stopped",
@@ -43,6 +44,7 @@ TerminalReason = Literal[
     "goal_max_duration",
     "goal_max_budget",
     "structured_output_retry_exhausted",
+    "malformed_tool_input",
 ]
 
 
@@ -102,6 +104,7 @@ class RunResult:
     goal: dict[str, Any] | None = None
     loop: dict[str, Any] | None = None  # a time-based loop's summary, on its last iteration's result
     structured_output: Any = None  # with an output schema: the validated answer
+    api_error_status: int | None = None  # the HTTP status of the API error the run ended on
 
     @property
     def exit_code(self) -> int:
@@ -125,6 +128,7 @@ class RunResult:
             "stop_reason": self.stop_reason,
             "stop_details": self.stop_details,
             "terminal_reason": self.terminal_reason,
+            "api_error_status": self.api_error_status,
             "errors": list(self.errors),
             "permission_denials": [d.to_json() for d in self.permission_denials],
             "stop_reason_counts": dict(self.stop_reason_counts),
@@ -219,6 +223,7 @@ class Notice:
     level: Literal["info", "warning"]
     text: str
     subtype: str = "informational"  # the transcript's and stream-json's `system` subtype
+    data: dict[str, Any] = field(default_factory=dict)  # the subtype's own fields, kept in the transcript
     type: Literal["notice"] = "notice"
 
 

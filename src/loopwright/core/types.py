@@ -46,14 +46,17 @@ class ThinkingBlock:
 
 @dataclass(frozen=True, slots=True)
 class ToolUseBlock:
-    """A client tool call. `complete` is False when the input JSON was cut off (max_tokens);
-    such a block is never executed, and `raw_input` keeps what arrived."""
+    """A client tool call. `complete` is False when its input is not a usable JSON object: cut
+    off (max_tokens), never closed by the stream, invalid JSON, or JSON that is not an object.
+    Such a block is never executed; `raw_input` keeps what arrived and `problem` says what is
+    wrong with it. Its `input` is then `{}`, so the block can still be sent back in a history."""
 
     id: str
     name: str
     input: dict[str, Any]
     complete: bool = True
     raw_input: str | None = None
+    problem: str | None = None
     type: Literal["tool_use"] = "tool_use"
 
     def to_api(self) -> dict[str, Any]:

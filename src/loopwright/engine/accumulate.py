@@ -1,5 +1,6 @@
 """The fold every provider shares: stream events in, one `Response` out. A tool_use whose input
-JSON never completed (cut by max_tokens) comes out with `complete=False` and is never run."""
+is not a whole JSON object (cut by max_tokens, never closed, invalid JSON, another JSON type)
+comes out with `complete=False` and the reason in `problem`, and is never run."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from dataclasses import field
 from typing import Any
 
+from ..core.events import Notice
 from ..core.fastclass import dataclass
 from ..core.types import (
     STOP_REASONS,
@@ -66,7 +68,8 @@ class Accumulator:
                 self.id, self.model, self.request_id = mid, model, rid
                 self.usage = usage.to_api()
             case StreamDelta(stop_reason=sr, usage=usage, stop_sequence=seq, stop_details=details):
-                self.stop_reason = sr
+                # a value of another JSON type is kept as its text: an unknown reason, not a crash
+                self.stop_reason = sr if sr is None or isinstance(sr, str) else json.dumps(sr)
                 self.stop_sequence = seq
                 self.stop_details = details
                 # message_delta usage counts are cumulative totals: they overwrite.
@@ -128,11 +131,47 @@ def _tool_use(start: dict[str, Any], raw: str, stopped: bool) -> ToolUseBlock:
     tid, name = str(start.get("id", "")), str(start.get("name", ""))
     if not raw.strip():
         given = start.get("input")
-        return ToolUseBlock(tid, name, dict(given) if isinstance(given, dict) else {}, complete=stopped, raw_input=raw)
+        if given is None or isinstance(given, dict):  # no deltas: the input came whole, or is empty
+            raw, parsed, problem = "", dict(given or {}), None
+        else:  # a gateway that put a non-object straight into the block
+            raw = json.dumps(given, ensure_ascii=False)
+            parsed, problem = None, f"the input is {_json_kind(given)}, not an object"
+    else:
+        parsed, problem = decode_tool_input(raw)
+    if parsed is not None and not stopped:
+        problem = "the stream never closed this tool_use block, so its input may be incomplete"
+    if problem is not None:
+        return ToolUseBlock(tid, name, {}, complete=False, raw_input=raw, problem=problem)
+    assert parsed is not None
+    return ToolUseBlock(tid, name, parsed, complete=True)
+
+
+def decode_tool_input(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The one place a tool call's input text is decoded: (the object, None), or (None, what is
+    wrong with it: where JSON parsing stopped and what it expected there, or which JSON type
+    came instead of an object)."""
     try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return ToolUseBlock(tid, name, {}, complete=False, raw_input=raw)
-    if not isinstance(parsed, dict):
-        return ToolUseBlock(tid, name, {}, complete=False, raw_input=raw)
-    return ToolUseBlock(tid, name, parsed, complete=stopped, raw_input=None if stopped else raw)
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON at line {exc.lineno}, column {exc.colno} (character {exc.pos}): {exc.msg}"
+    except ValueError as exc:  # e.g. a number too long to convert
+        return None, f"invalid JSON: {exc}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply to read"
+    if not isinstance(value, dict):
+        return None, f"the input is {_json_kind(value)}, not an object"
+    return value, None
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean", int: "a JSON number",
+             float: "a JSON number", type(None): "JSON null"}
+    return kinds.get(type(value), "not a JSON object")
+
+
+def unreadable_calls(message: Message) -> list[Notice]:
+    """A notice per tool call of `message` whose input could not be used, holding what really
+    arrived (the conversation carries `{}` in its place), for the transcript."""
+    return [Notice("warning", f"the model's call to {b.name} ({b.id}) was not run: {b.problem}", "malformed_tool_input",
+                   {"toolUseId": b.id, "toolName": b.name, "problem": b.problem, "rawInput": b.raw_input})
+            for b in message.tool_uses if not b.complete]

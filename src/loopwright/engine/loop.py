@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
 import anyio
 
-from .accumulate import Accumulator
+from .accumulate import Accumulator, unreadable_calls
 from ..core.clock import Clock, SystemClock
 from ..core.errors import ModelError
 from ..core.events import (
@@ -34,9 +34,9 @@ from ..policy.retry import stop_failure
 from ..policy.models import resolve_model
 from ..policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
-    Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
+    Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
-from .dispatch import ToolDispatcher
+from .dispatch import Batch, ToolDispatcher
 from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
 from .hookcalls import LoopHooks, StopHook
@@ -168,18 +168,19 @@ class AgentLoop:
         match nxt:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
-                self._tools_since_stop = True
-                batch = await self.dispatch.run(calls)
-                after = NO_HOOK_RESULT if batch.stop else await self.calls.batch(calls, batch.results)
+                self._tools_since_stop = self._tools_since_stop or bool(calls)
+                batch = await self.dispatch.run(calls) if calls else Batch([])
+                after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
                 extra = [*after.additional_context, *([note] if note else [])]
-                self._append_user(Message("user", (*batch.results, *(TextBlock(t) for t in extra))))
+                results = nxt.in_order(batch.results)
+                self._append_user(Message("user", (*results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
                 if stop is not None:
                     return self._hook_stopped(stop, state), state
-                return None, after_tools(state, caps_for(self.model))
-            case Retry(delay=delay, category=category, error=error):
+                return None, after_tools(state, caps_for(self.model)) if calls else state
+            case Retry(delay=delay, category=category, error=error, limit=limit):
                 self.tally.retries[category] += 1
-                self.emit(ApiRetry(state.attempt, self.cfg.limits.max_retries, delay, error.kind, error.status, error.message))
+                self.emit(ApiRetry(state.attempt, limit, delay, error.kind, error.status, error.message))
                 await self.clock.sleep(delay)
             case Escalate(max_tokens=max_tokens):
                 self.emit(Notice("info", f"output hit max_tokens; re-issuing with max_tokens={max_tokens}"))
@@ -193,11 +194,11 @@ class AgentLoop:
                     self.emit(Notice("info", f"continuing after {reason}"))
             case Resend():
                 self._resend()
-            case Compact(reason=reason, partial=partial):
+            case Compact(reason=reason, partial=partial, status=status):
                 if not await self.compact("reactive"):
                     return self._finish(Finish("error_during_execution", "prompt_too_long", True, (
-                        f"The conversation does not fit the context window ({reason}) and could not be compacted",)),
-                        state), state
+                        f"The conversation does not fit the context window ({reason}) and could not be compacted",),
+                        api_error_status=status), state), state
                 if partial is not None:
                     self._append_assistant(partial, state)
                     self._append_user(Message.user(CONTINUE_AFTER_CUT))
@@ -226,8 +227,10 @@ class AgentLoop:
         outcome = await self._stream(self._request(state), "main", partial=self.cfg.include_partial)
         if isinstance(outcome, ModelError):
             self._last_error = outcome
-        else:
-            self.compactor.observe(outcome, self.messages, self.model)
+            return outcome
+        self.compactor.observe(outcome, self.messages, self.model)
+        if warning := stop_reason_warning(outcome, self.tally.stop_counts[outcome.raw_stop_reason or "none"]):
+            self._warn(warning, "unknown_stop_reason")
         return outcome
 
     def _request(self, state: LoopState, messages: Sequence[Message] | None = None,
@@ -327,6 +330,8 @@ class AgentLoop:
         r = self.tally.last_response
         self.emit(AssistantMessage(message, self.model, r.raw_stop_reason if r else None,
                                    r.usage if r else ModelUsage().usage, r.id if r else "", state.turns))
+        for notice in unreadable_calls(message):  # the history sends `{}`; what arrived is kept here
+            self.emit(notice)
 
     def _append_user(self, message: Message) -> None:
         self.messages.append(message)
@@ -364,14 +369,20 @@ class AgentLoop:
                 return message.text
         return ""
 
+    def _warn(self, text: str, subtype: str = "informational") -> None:
+        self.tally.warnings.append(text)
+        self.emit(Notice("warning", text, subtype))
+
     def _finish(self, fin: Finish, state: LoopState) -> RunResult:
         if fin.append is not None:
             self._append_assistant(fin.append, state)
+        if fin.answer is not None:
+            self._append_user(fin.answer)
         if fin.warning:
-            self.tally.warnings.append(fin.warning)
-            self.emit(Notice("warning", fin.warning))
+            self._warn(fin.warning)
         text = fin.result if fin.result else self._last_text()
-        return self._result(fin.subtype, fin.terminal_reason, fin.is_error, text, fin.errors, state.turns)
+        result = self._result(fin.subtype, fin.terminal_reason, fin.is_error, text, fin.errors, state.turns)
+        return replace(result, api_error_status=fin.api_error_status) if fin.api_error_status else result
 
     def _aborted(self) -> RunResult:
         last = self.messages[-1] if self.messages else None

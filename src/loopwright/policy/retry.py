@@ -30,6 +30,16 @@ def backoff_delay(attempt: int, jitter: float, retry_after: float | None = None)
     return delay
 
 
+QUICK_DELAY_S = 0.25
+
+
+def quick_delay(attempt: int) -> float:
+    """Seconds before retry number `attempt` of an API that never answered (refused, no such
+    host): short, since a wrong URL is far likelier than an outage; enough for a server that is
+    still starting."""
+    return QUICK_DELAY_S * (attempt + 1)
+
+
 def retry_category(error: ModelError) -> str | None:
     """The retry counter this error belongs to, or None when it must not be retried.
     `x-should-retry: false` vetoes a retry; `true` cannot make a final error (LOOP.md) retryable."""
@@ -39,12 +49,13 @@ def retry_category(error: ModelError) -> str | None:
 
 
 # Runs that end on these terminal reasons fire StopFailure hooks, with Claude Code's error names.
-STOP_FAILURES = frozenset({"api_error", "authentication_failed", "max_output_tokens", "prompt_too_long"})
+STOP_FAILURES = frozenset({"api_error", "api_unreachable", "authentication_failed", "max_output_tokens",
+                           "prompt_too_long"})
 FAILURE_NAMES: dict[str, str] = {
     "rate_limit": "rate_limit", "overloaded": "overloaded", "server": "server_error", "network": "server_error",
     "stream_incomplete": "server_error", "invalid_request": "invalid_request", "not_found": "model_not_found",
     "billing": "billing_error", "spend_limit": "billing_error", "authentication": "authentication_failed",
-    "permission": "authentication_failed",
+    "permission": "authentication_failed", "unreachable": "server_error",
 }
 
 

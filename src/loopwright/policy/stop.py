@@ -4,13 +4,14 @@ names the row it implements. `loop.py` carries out the returned `Next`."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Union
+from typing import Sequence, Union
 
 from ..core.errors import ModelError
 from ..core.fastclass import dataclass
-from ..core.types import Message, Response, TextBlock, ToolUseBlock
-from .retry import backoff_delay, retry_category
+from ..core.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock
+from .retry import backoff_delay, quick_delay, retry_category
 
 CONTINUE_AFTER_CUT = (
     "Your last response was cut off by the output token limit. Pick up exactly where the text "
@@ -23,6 +24,19 @@ TOOL_CALL_CUT = (
     "file in several parts, or edit it piece by piece) and call the tool again."
 )
 CUT_TOOL_NOTE = "[a call to the `{name}` tool was cut off by the output token limit here; it did not run]"
+UNRUN_TOOL_NOTE = ("[a call to the `{name}` tool was here; it did not run, because the context window was full; "
+                   "call it again if it is still needed]")
+MALFORMED_NOTE = "[a call to the `{name}` tool whose input was not a JSON object was here; it did not run]"
+MALFORMED_ANSWER = (
+    "This call to the `{name}` tool did not run, because its input is not a usable JSON object: {problem}. "
+    "A tool's input must be one JSON object, such as {{\"name\": \"value\"}}.\n\n"
+    "What arrived ({size}):\n{excerpt}\n\n"
+    "Usual causes: a backslash or a control character (a newline, a tab) inside a string that is not "
+    "escaped (write \\\\ and \\n), an unescaped quote, a trailing comma, an answer cut off before its JSON "
+    "was complete, or the arguments sent as a string or a list instead of an object. Call `{name}` again "
+    "with its input as one valid JSON object; if the input is very large, split the work into smaller calls."
+)
+EXCERPT = 200  # characters of a malformed input the model is shown
 EMPTY_NUDGE = "Please continue with the task."
 
 
@@ -37,6 +51,8 @@ class Limits:
     stop_block_cap: int = 8
     compactions_per_turn: int = 1
     fallback_models: tuple[str, ...] = ()
+    max_malformed_responses: int = 3  # in a row, every call of each one malformed
+    max_unreachable_retries: int = 2  # refused / no such host before the API ever answered
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +77,7 @@ class LoopState:
     model_index: int = 0
     refusal_fallback_used: bool = False
     compactions_this_turn: int = 0
+    malformed_streak: int = 0
 
 
 # ---------------------------------------------------------------- the Next union
@@ -69,11 +86,18 @@ class LoopState:
 @dataclass(frozen=True, slots=True)
 class RunTools:
     """Append `assistant`, run `calls` (all complete), append their results; `note` is text
-    added after the results in the same user message."""
+    added after the results in the same user message. `answered` holds the results of calls
+    that must not run (malformed input); all results go in tool_use order."""
 
     assistant: Message
     calls: tuple[ToolUseBlock, ...]
     note: str | None = None
+    answered: tuple[ToolResultBlock, ...] = ()
+
+    def in_order(self, ran: Sequence[ToolResultBlock]) -> list[ToolResultBlock]:
+        """The results of the calls that ran and of those answered without running, in tool_use order."""
+        by_id = {r.tool_use_id: r for r in (*self.answered, *ran)}
+        return [by_id[b.id] for b in self.assistant.tool_uses if b.id in by_id]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +107,7 @@ class Retry:
     delay: float
     category: str
     error: ModelError
+    limit: int = 10  # how many retries this kind of error gets
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +139,7 @@ class Compact:
 
     reason: str
     partial: Message | None = None
+    status: int | None = None  # the HTTP status of the error that asked for it (prompt too long)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +166,8 @@ class Finish:
     result: str | None = None  # None: the last assistant text
     warning: str | None = None
     append: Message | None = None  # the final assistant message, if it joins the conversation
+    answer: Message | None = None  # the user message answering `append`'s tool calls
+    api_error_status: int | None = None  # the HTTP status of the API error that ended the run
 
 
 Next = Union[RunTools, Retry, Escalate, Continue, Resend, Compact, SwitchModel, CandidateStop, Finish]
@@ -165,10 +193,18 @@ def decide(
 def _on_error(error: ModelError, state: LoopState, limits: Limits, jitter: float) -> tuple[Next, LoopState]:
     if error.kind == "prompt_too_long":
         if state.compactions_this_turn < limits.compactions_per_turn:
-            return Compact("prompt_too_long"), replace(state, compactions_this_turn=state.compactions_this_turn + 1)
+            return Compact("prompt_too_long", status=error.status), replace(
+                state, compactions_this_turn=state.compactions_this_turn + 1)
         return _fail("prompt_too_long", error), state
     if error.kind in ("authentication", "permission"):
         return _fail("authentication_failed", error), state
+    if error.kind == "unreachable":  # row: refused / no such host before the URL ever answered
+        if state.attempt >= limits.max_unreachable_retries:
+            tries = state.attempt + 1
+            return Finish("error_during_execution", "api_unreachable", True,
+                          (f"After {tries} attempt{'s' if tries > 1 else ''}: {error.message}",)), state
+        return (Retry(quick_delay(state.attempt), "network", error, limits.max_unreachable_retries),
+                replace(state, attempt=state.attempt + 1))
     category = retry_category(error)
     if category is None:
         return _fail("api_error", error), state
@@ -182,33 +218,81 @@ def _on_error(error: ModelError, state: LoopState, limits: Limits, jitter: float
     if state.attempt >= limits.max_retries:
         return _fail("api_error", error, retries=state.attempt), state
     delay = backoff_delay(state.attempt, jitter, error.retry_after)
-    return Retry(delay, category, error), replace(state, attempt=state.attempt + 1)
+    return Retry(delay, category, error, limits.max_retries), replace(state, attempt=state.attempt + 1)
 
 
 def _fail(reason: str, error: ModelError, retries: int = 0) -> Finish:
     suffix = f" (after {retries} retries)" if retries else ""
-    return Finish("error_during_execution", reason, True, (error.describe() + suffix,))
+    return Finish("error_during_execution", reason, True, (error.describe() + suffix,), api_error_status=error.status)
 
 
 def _on_response(r: Response, state: LoopState, limits: Limits, caps: Caps) -> tuple[Next, LoopState]:
     message = r.message
+    if not message.tool_uses or any(b.complete for b in message.tool_uses):
+        state = replace(state, malformed_streak=0)  # the streak counts responses of malformed calls only
     if r.stop_reason == "refusal":  # row: refusal — its tool calls never run
         return _on_refusal(state, limits)
     if r.stop_reason in ("max_tokens", "model_context_window_exceeded"):
         return _on_cut(r, state, limits, caps)
-    if r.stop_reason == "pause_turn":  # row: pause_turn — resend as it is
+    if r.stop_reason == "pause_turn" and not message.tool_uses:  # row: pause_turn — resend as it is
         if state.pause_turns >= limits.max_pause_turns:
             return Finish("error_during_execution", "pause_turn_limit", True,
                           (f"The model paused its turn {state.pause_turns} times in a row",),
                           append=message), _counted(state)
-        return Continue((message,), "pause_turn"), _counted(replace(state, pause_turns=state.pause_turns + 1))
+        # an empty pause has nothing to send back: the same request goes again
+        resend = (message,) if message.content else ()
+        return Continue(resend, "pause_turn"), _counted(replace(state, pause_turns=state.pause_turns + 1))
     state = replace(state, pause_turns=0)
     calls = tuple(b for b in message.tool_uses if b.complete)
+    malformed = tuple(b for b in message.tool_uses if not b.complete)
+    if malformed:  # row: input that is not a JSON object
+        return _on_malformed(message, calls, malformed, state, limits)
     if calls:  # dispatch by content: complete tool_use blocks run, whatever the label says
-        return RunTools(sanitize(message), calls), _counted(state)
+        return RunTools(message, calls), _counted(state)
     if _is_empty(message):  # row: empty end_turn
         return _on_empty(state, limits)
     return CandidateStop(message), _counted(replace(state, empty_retries=0))
+
+
+def _on_malformed(message: Message, calls: tuple[ToolUseBlock, ...], malformed: tuple[ToolUseBlock, ...],
+                  state: LoopState, limits: Limits) -> tuple[Next, LoopState]:
+    """Never run a call whose input is not a JSON object, never end on one: answer it with an
+    error the model can act on. Only a run of responses with nothing else in them ends the run."""
+    answers = tuple(ToolResultBlock(b.id, malformed_answer(b), True) for b in malformed)
+    if calls:
+        return RunTools(message, calls, answered=answers), _counted(state)
+    streak = state.malformed_streak + 1
+    if streak >= limits.max_malformed_responses:
+        last = malformed[-1]
+        # escaped as JSON: this line reaches terminals, and the model chose every character of it
+        error = (f"The model sent only tool calls whose input is not a JSON object, {streak} responses in a row; "
+                 f"the last, to {json.dumps(last.name)}: {last.problem}; it sent: "
+                 f"{json.dumps(_excerpt(last.raw_input or '', 500))}")
+        return Finish("error_during_execution", "malformed_tool_input", True, (error,), append=message,
+                      answer=Message("user", answers)), _counted(state)
+    return RunTools(message, (), answered=answers), _counted(replace(state, malformed_streak=streak))
+
+
+def malformed_answer(block: ToolUseBlock) -> str:
+    """The error result for a call whose input could not be used."""
+    raw = block.raw_input or ""
+    size = f"{len(raw)} characters" + (f", the first {EXCERPT} shown" if len(raw) > EXCERPT else "")
+    return MALFORMED_ANSWER.format(name=block.name, problem=block.problem or "it did not arrive whole",
+                                   size=size, excerpt=raw[:EXCERPT] if raw else "(nothing)")
+
+
+def _excerpt(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def stop_reason_warning(r: Response, times_seen: int) -> str | None:
+    """The warning for a stop (or finish) reason loopwright does not know, the first time a run
+    sees it (`times_seen` counts this response); the response is dispatched by its content."""
+    raw = r.raw_stop_reason
+    if r.stop_reason is not None or raw is None or times_seen != 1:
+        return None
+    return (f"the model API ended a response with stop reason {str(raw)[:100]!r}, which loopwright does not "
+            "know; it went on by the response's content (tool calls run, text is a candidate stop)")
 
 
 def _counted(state: LoopState) -> LoopState:
@@ -226,15 +310,19 @@ def _on_cut(r: Response, state: LoopState, limits: Limits, caps: Caps) -> tuple[
     message = r.message
     last = message.content[-1] if message.content else None
     truncated = isinstance(last, ToolUseBlock) and not last.complete
+    if truncated:  # the cut call becomes a note at once; other unusable calls are malformed
+        assert isinstance(last, ToolUseBlock)
+        message = Message(message.role, (*message.content[:-1], TextBlock(CUT_TOOL_NOTE.format(name=last.name))))
     complete_calls = tuple(b for b in message.tool_uses if b.complete)
+    answers = tuple(ToolResultBlock(b.id, malformed_answer(b), True) for b in message.tool_uses if not b.complete)
     if r.stop_reason == "model_context_window_exceeded":  # row: context window full
         if state.compactions_this_turn < limits.compactions_per_turn:
-            partial = sanitize(message) if message.content else None
+            partial = _calls_as_notes(message) if message.content else None
             return Compact("context_window", partial), replace(state, compactions_this_turn=state.compactions_this_turn + 1)
         return Finish("error_during_execution", "prompt_too_long", True,
                       ("The context window is full and compaction did not free enough room",)), _counted(state)
     if complete_calls and not truncated:  # row: complete tool calls before the cut run
-        return RunTools(sanitize(message), complete_calls, note=None), _counted(state)
+        return RunTools(message, complete_calls, answered=answers), _counted(state)
     if state.max_tokens < caps.max_output:  # escalation, once per turn, nothing appended
         return Escalate(caps.max_output), replace(state, max_tokens=caps.max_output)
     if state.continuations >= limits.max_continuations:
@@ -246,11 +334,11 @@ def _on_cut(r: Response, state: LoopState, limits: Limits, caps: Caps) -> tuple[
         assert isinstance(last, ToolUseBlock)
         nudge = Message.user(TOOL_CALL_CUT.format(name=last.name))
         if complete_calls:
-            return RunTools(sanitize(message), complete_calls, note=nudge.text), _counted(
+            return RunTools(message, complete_calls, note=nudge.text, answered=answers), _counted(
                 replace(state, continuations=state.continuations + 1))
         appended: tuple[Message, ...] = (sanitize(message), nudge)
     else:
-        appended = (message, Message.user(CONTINUE_AFTER_CUT)) if message.content else (Message.user(CONTINUE_AFTER_CUT),)
+        appended = (sanitize(message), Message.user(CONTINUE_AFTER_CUT)) if message.content else (Message.user(CONTINUE_AFTER_CUT),)
     state = replace(state, continuations=state.continuations + 1, partial_text=state.partial_text + message.text)
     return Continue(appended, "max_tokens"), _counted(state)
 
@@ -266,19 +354,30 @@ def _on_empty(state: LoopState, limits: Limits) -> tuple[Next, LoopState]:
 
 
 def _is_empty(message: Message) -> bool:
-    return all(isinstance(b, TextBlock) and not b.text.strip() or b.type == "thinking" for b in message.content)
+    """Nothing a person can read and no call to run: no text but whitespace (thinking, or only
+    blocks of types loopwright does not know). A success on it would be a silent stop."""
+    return not message.text.strip() and not message.tool_uses
 
 
 def sanitize(message: Message) -> Message:
-    """The message as it may enter the conversation: a cut-off tool call becomes a note, since
-    a tool_use must be answered and this one must never run."""
+    """The message as it may enter the conversation with no tool results after it: a call that
+    must never run (cut off, or malformed input) becomes a note, since a tool_use must be answered."""
     if all(not isinstance(b, ToolUseBlock) or b.complete for b in message.content):
         return message
     blocks = tuple(
-        TextBlock(CUT_TOOL_NOTE.format(name=b.name)) if isinstance(b, ToolUseBlock) and not b.complete else b
+        TextBlock((CUT_TOOL_NOTE if b.problem is None else MALFORMED_NOTE).format(name=b.name))
+        if isinstance(b, ToolUseBlock) and not b.complete else b
         for b in message.content
     )
     return Message(message.role, blocks)
+
+
+def _calls_as_notes(message: Message) -> Message:
+    """A response cut by a full context window, as it is continued after compaction: none of its
+    calls ran, so each becomes a note (a tool_use would need a result)."""
+    message = sanitize(message)
+    return Message(message.role, tuple(TextBlock(UNRUN_TOOL_NOTE.format(name=b.name)) if isinstance(b, ToolUseBlock)
+                                       else b for b in message.content))
 
 
 def after_tools(state: LoopState, caps: Caps) -> LoopState:

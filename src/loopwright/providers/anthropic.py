@@ -22,7 +22,7 @@ from ..core.types import (
 
 # The error tables are re-exported: they are part of this adapter's public face.
 from .anthropic_errors import ERROR_CODE_KIND, STATUS_KIND, map_errors, map_status_error, parse_retry_after
-from .http import LoopBoundClient, close_response, encode_json
+from .http import Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -107,8 +107,11 @@ class AnthropicModel:
         timeout: float = 600.0,
         connect_timeout: float = 10.0,
         default_headers: Mapping[str, str] | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        # where the URL came from, named when nothing answers there
+        self._endpoint = endpoint or endpoint_for(self.base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, {}, {})
         self._messages_url = f"{self.base_url}/v1/messages"
         self._count_url = f"{self.base_url}/v1/messages/count_tokens"
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
@@ -129,7 +132,9 @@ class AnthropicModel:
         self._pool = LoopBoundClient(self.base_url, self._timeout)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ, **kwargs: Any) -> "AnthropicModel":
+    def from_env(cls, env: Mapping[str, str] = os.environ, origins: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> "AnthropicModel":
+        """Configured from `env`; `origins` names the settings file that set a variable, if one did."""
         api_key = env.get("ANTHROPIC_API_KEY") or None
         auth_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
         if not api_key and not auth_token:
@@ -137,12 +142,9 @@ class AnthropicModel:
                 "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "
                 "or ANTHROPIC_AUTH_TOKEN; `loopwright demo` runs offline without a key."
             )
-        return cls(
-            api_key=api_key,
-            auth_token=auth_token,
-            base_url=env.get("ANTHROPIC_BASE_URL") or None,
-            **kwargs,
-        )
+        base_url = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        endpoint = endpoint_for(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, env, origins or {})
+        return cls(api_key=api_key, auth_token=auth_token, base_url=base_url, endpoint=endpoint, **kwargs)
 
     def __repr__(self) -> str:  # never show credentials
         return f"AnthropicModel(base_url={self.base_url!r})"
@@ -158,9 +160,10 @@ class AnthropicModel:
         closes the response however the iteration ends (finished, abandoned, cancelled)."""
         body = encode_json(request.to_api(stream=True))
         client = self._http()
-        with map_errors():
+        with map_errors(self._endpoint):
             http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
             response = await client.send(http_request, stream=True)
+        self._endpoint.answered()
         try:
             if not response.is_success:  # 4xx/5xx, and a redirect we do not follow
                 with map_errors():
@@ -192,8 +195,9 @@ class AnthropicModel:
         body = {k: v for k, v in request.to_api(stream=False).items() if k not in _NOT_COUNTED}
         content = encode_json(body)
         client = self._http()
-        with map_errors():
+        with map_errors(self._endpoint):
             response = await client.post(self._count_url, content=content, headers=self._json_headers)
+        self._endpoint.answered()
         if not response.is_success:
             raise map_status_error(response.status_code, response.headers, response.content)
         try:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from ..core.errors import ErrorKind, ModelError, UsageError
+from .http import Endpoint
 
 # ---------------------------------------------------------------- error tables
 
@@ -177,14 +178,18 @@ TRANSPORT_ERRORS: tuple[tuple[type[httpx.HTTPError], ErrorKind, str], ...] = (
 
 
 @contextlib.contextmanager
-def map_errors() -> Iterator[None]:
+def map_errors(endpoint: Endpoint | None = None) -> Iterator[None]:
     """Translate httpx exceptions into `ModelError`/`UsageError`, in this one place.
-    Only `httpx.HTTPError` is caught: cancellation and every other exception pass through."""
+    Only `httpx.HTTPError` is caught: cancellation and every other exception pass through.
+    With the `endpoint` being connected to, a URL that never answered is `unreachable`."""
     try:
         yield
     except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
         raise UsageError(f"bad model API base URL (ANTHROPIC_BASE_URL, OPENAI_BASE_URL or the model name?): {exc}") from exc
     except httpx.HTTPError as exc:
+        line = endpoint.unreachable(exc) if endpoint is not None and isinstance(exc, httpx.ConnectError) else None
+        if line is not None:
+            raise ModelError("unreachable", line) from exc
         for cls, kind, text in TRANSPORT_ERRORS:
             if isinstance(exc, cls):
                 detail = str(exc) or type(exc).__name__

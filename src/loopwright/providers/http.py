@@ -1,6 +1,7 @@
 """What every model adapter's HTTP needs, in one place: a keep-alive httpx client bound to the
-event loop that uses it, socket options, compact JSON bodies, and closing a streamed response
-even while being cancelled."""
+event loop that uses it, socket options, compact JSON bodies, closing a streamed response even
+while being cancelled, and telling an API URL that never answered (a misconfiguration) from an
+outage of one that did."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from typing import Any
 
 import httpx
+
+from ..core.fastclass import dataclass
 
 _PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 
@@ -83,3 +86,66 @@ class LoopBoundClient:
         client, self._client = self._client, None
         if client is not None and self._loop is running_loop():  # else its loop is gone (see get)
             await client.aclose()
+
+
+# Base URLs that gave an HTTP response (any status) in this process. Until one has, a refused
+# connection or a failed name lookup is far likelier a wrong URL than an outage.
+_ANSWERED: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An API base URL and where it came from, for the one line that says it cannot be reached.
+    `origin` completes "the URL comes from …"; `fix` says what to change."""
+
+    base_url: str
+    origin: str
+    fix: str
+
+    def answered(self) -> None:
+        _ANSWERED.add(self.base_url)
+
+    def unreachable(self, exc: BaseException) -> str | None:
+        """The one-line explanation when `exc` is a refused connection or a failed name lookup and
+        this URL never answered in this process; None when it is something else (or an outage)."""
+        if self.base_url in _ANSWERED:
+            return None
+        cause = _connect_failure(exc)
+        if cause is None:
+            return None
+        proxies = sorted(k for k in os.environ if k.lower() in _PROXY_VARS)
+        if proxies:  # the refusal may be the proxy's
+            cause += f", through the proxy set in {proxies[0]}"
+        return f"cannot reach the model API at {self.base_url} ({cause}); the URL comes from {self.origin}: {self.fix}"
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:  # httpx wraps httpcore wraps the OSError
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return "connection refused: nothing listens there"
+        if isinstance(current, socket.gaierror):
+            return "the host name could not be resolved"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def endpoint_for(base_url: str, variable: str, default: str, env: Any, origins: Any) -> Endpoint:
+    """Where `base_url` came from: `variable` (set in the environment, or by a settings file
+    named in `origins`), or else the built-in `default`."""
+    if env.get(variable):
+        where = origins.get(variable)
+        if where:
+            return Endpoint(base_url, f"{variable} in the `env` of {where}",
+                            f"check that the server is running and the address is right, or remove {variable} "
+                            f"there to use {default}")
+        return Endpoint(base_url, f"the environment variable {variable}",
+                        f"check that the server is running and the address is right, or unset {variable} "
+                        f"to use {default}")
+    if base_url.rstrip("/") == default.rstrip("/"):
+        return Endpoint(base_url, "the default",
+                        "check the network connection, DNS and any proxy (HTTPS_PROXY), or set "
+                        f"{variable} to the API you mean")
+    return Endpoint(base_url, "the base URL given to the client", "check that the server is running and the address is right")

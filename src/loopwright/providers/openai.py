@@ -22,7 +22,7 @@ from ..core.types import (
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
 )
 from .anthropic_errors import fallback_message, json_object, map_errors, parse_retry_after, status_kind
-from .http import LoopBoundClient, close_response, encode_json
+from .http import Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for
 from .sse import SSEDecoder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -57,8 +57,9 @@ class OpenAIChatModel:
     name (`openai:gpt-…`, `openai-compatible:…#name`) or by the server's own id."""
 
     def __init__(self, *, base_url: str, api_key: str | None = None, timeout: float = 600.0,
-                 connect_timeout: float = 10.0, official: bool = False) -> None:
+                 connect_timeout: float = 10.0, official: bool = False, endpoint: Endpoint | None = None) -> None:
         self.base_url = base_url.rstrip("/")
+        self._endpoint = endpoint or endpoint_for(self.base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL, {}, {})
         self._url = f"{self.base_url}/chat/completions"
         self._official = official  # api.openai.com wants max_completion_tokens; others know max_tokens
         self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
@@ -69,12 +70,20 @@ class OpenAIChatModel:
         self._pool = LoopBoundClient(self.base_url, self._timeout)
 
     @classmethod
-    def for_name(cls, name: str, env: Mapping[str, str] = os.environ) -> "OpenAIChatModel":
+    def for_name(cls, name: str, env: Mapping[str, str] = os.environ,
+                 origins: Mapping[str, str] | None = None) -> "OpenAIChatModel":
         found = split_model(name, env)
         if found is None:
             raise UsageError(f"--model {name!r}: not an openai: or openai-compatible: model name")
         base, _, key = found
-        return cls(base_url=base, api_key=key, official=name.startswith("openai:"))
+        official = name.startswith("openai:")
+        if official:
+            endpoint = endpoint_for(base.rstrip("/"), "OPENAI_BASE_URL", DEFAULT_BASE_URL, env, origins or {})
+        else:
+            endpoint = Endpoint(base.rstrip("/"), f"the model name {name}",
+                                "check that the server is running (e.g. `ollama serve`, `llama-server`, vLLM) "
+                                "and that the URL in the model name is right")
+        return cls(base_url=base, api_key=key, official=official, endpoint=endpoint)
 
     def __repr__(self) -> str:  # never show credentials
         return f"OpenAIChatModel(base_url={self.base_url!r})"
@@ -85,9 +94,10 @@ class OpenAIChatModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         body = encode_json(chat_body(request, model_id(request.model), official=self._official))
         client = self._pool.get()
-        with map_errors():
+        with map_errors(self._endpoint):
             response = await client.send(client.build_request("POST", self._url, content=body,
                                                               headers=self._headers), stream=True)
+        self._endpoint.answered()
         try:
             if not response.is_success:
                 with map_errors():
@@ -222,7 +232,7 @@ class ChunkFold:
             function = call.get("function") or {}
             held["id"] = call.get("id") or held["id"]
             held["name"] = function.get("name") or held["name"]
-            held["args"] += function.get("arguments") or ""
+            held["args"] += _arguments(function.get("arguments"))
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
         return events
@@ -245,6 +255,14 @@ class ChunkFold:
         details = {"type": "refusal", "category": None, "explanation": self.refusal or None} if stop == "refusal" else None
         events += [StreamDelta(stop, _usage(self.usage), None, details), StreamStop()]
         return events
+
+
+def _arguments(value: Any) -> str:
+    """A tool call's arguments as text. The API sends a string; some servers send the object
+    itself, which is written back as JSON (any other type too, so the loop can say what it was)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _usage(usage: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,8 +22,9 @@ def served_by_openai(name: str) -> bool:
 
 
 class ModelRouter:
-    def __init__(self, env: Mapping[str, str] = os.environ) -> None:
+    def __init__(self, env: Mapping[str, str] = os.environ, origins: Mapping[str, str] | None = None) -> None:
         self.env = env
+        self.origins = dict(origins or {})  # variable -> the settings file that set it, if one did
         self.clients: dict[str, Any] = {}
 
     def client_for(self, model: str) -> Any:
@@ -38,11 +39,11 @@ class ModelRouter:
             if found is None:
                 from .anthropic import AnthropicModel
 
-                self.clients[key] = AnthropicModel.from_env(self.env)
+                self.clients[key] = AnthropicModel.from_env(self.env, self.origins)
             else:
                 from .openai import OpenAIChatModel
 
-                self.clients[key] = OpenAIChatModel.for_name(model, self.env)
+                self.clients[key] = OpenAIChatModel.for_name(model, self.env, self.origins)
         return self.clients[key]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:

@@ -65,8 +65,8 @@ class Recorder:
             case CompactBoundary():
                 self.append(CompactEntry(event.trigger, event.pre_tokens, event.post_tokens, event.summary,
                                          event.messages), sync=True)
-            case Notice(level=level, text=text, subtype=subtype):
-                self.append(SystemEntry(subtype, text, level))
+            case Notice(level=level, text=text, subtype=subtype, data=data):
+                self.append(SystemEntry(subtype, text, level, data))
             case ApiRetry():
                 self.append(SystemEntry("api_retry", event.message, "warning", {
                     "attempt": event.attempt, "maxRetries": event.max_retries, "errorKind": event.error_kind,

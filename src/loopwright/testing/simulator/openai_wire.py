@@ -283,10 +283,11 @@ def _usage(usage: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments_text(block: dict[str, Any]) -> str:
-    """A tool call's arguments: a truncated input (`partial_json`) stays truncated."""
+    """A tool call's arguments: `partial_json` is sent exactly (cut off, invalid or a JSON string
+    stay so), any other input as its JSON, whatever its type."""
     if "partial_json" in block:
         return str(block["partial_json"])
-    return json.dumps(block.get("input") or {}, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(block.get("input", {}), separators=(",", ":"), ensure_ascii=False)
 
 
 def _tool_call(index: int, block: dict[str, Any]) -> dict[str, Any]:

@@ -24,8 +24,11 @@ Response spec keys:
     text         str -> one text block
     tool_use     {"name", "input", "id"?} or a list of them -> tool_use blocks after the text
     content      list of content blocks (instead of text/tool_use): text, tool_use (may carry
-                 `partial_json` for a truncated input), thinking (`thinking`, `signature`),
-                 server_tool_use, redacted_thinking, or any other block sent as given
+                 `partial_json`: the exact input text streamed, then the block is closed as
+                 usual, so it can be cut off, invalid JSON or any JSON; a tool_use `input` may
+                 be any JSON value, as a broken gateway may send a list or a string), thinking
+                 (`thinking`, `signature`), server_tool_use, redacted_thinking, or any other
+                 block sent as given
     stop_reason  default: "tool_use" when a tool_use block is present, else "end_turn";
                  any string is sent as given (so unknown future values can be simulated)
     stop_sequence, stop_details   sent as given (refusal defaults stop_details to nulls)
@@ -306,9 +309,9 @@ def _check_block(block: Any, where: str) -> None:
     for key in required.get(block["type"], ()):
         if key not in block:
             raise ScriptError(f"{where}: a {block['type']} block needs {key!r}")
+    if block["type"] == "server_tool_use" and "input" in block and not isinstance(block["input"], dict):
+        raise ScriptError(f"{where}.input: expected an object")
     if block["type"] in ("tool_use", "server_tool_use"):
-        if "input" in block and not isinstance(block["input"], dict):
-            raise ScriptError(f"{where}.input: expected an object")
         if "partial_json" in block and not isinstance(block["partial_json"], str):
             raise ScriptError(f"{where}.partial_json: expected a string")
 

@@ -93,6 +93,8 @@ def _check_content(n: int, content: Any, *, final: bool, role: str) -> str | Non
             return f"messages.{n}.content.{m}.type: Field required"
         if block["type"] == "tool_use" and not isinstance(block.get("id"), str):
             return f"messages.{n}.content.{m}.tool_use.id: Field required"
+        if block["type"] == "tool_use" and not isinstance(block.get("input"), dict):
+            return f"messages.{n}.content.{m}.tool_use.input: Input should be a valid dictionary"
         if block["type"] == "tool_result" and not isinstance(block.get("tool_use_id"), str):
             return f"messages.{n}.content.{m}.tool_result.tool_use_id: Field required"
     return None

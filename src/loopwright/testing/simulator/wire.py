@@ -85,7 +85,7 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
 def _tool_json(block: dict[str, Any]) -> str:
     if "partial_json" in block:
         return str(block["partial_json"])
-    return _dumps(block.get("input") or {})
+    return _dumps(block.get("input", {}))
 
 
 def _generated_text(block: dict[str, Any]) -> str:
