@@ -3,10 +3,10 @@ JSON never completed (cut by max_tokens) comes out with `complete=False` and is 
 
 from __future__ import annotations
 
-import json
 from dataclasses import field
 from typing import Any
 
+from ..core import jsonsafe
 from ..core.fastclass import dataclass
 from ..core.types import (
     STOP_REASONS,
@@ -130,7 +130,7 @@ def _tool_use(start: dict[str, Any], raw: str, stopped: bool) -> ToolUseBlock:
         given = start.get("input")
         return ToolUseBlock(tid, name, dict(given) if isinstance(given, dict) else {}, complete=stopped, raw_input=raw)
     try:
-        parsed = json.loads(raw)
+        parsed = jsonsafe.loads(raw)  # bounded depth: a 100,000-deep input is bad JSON, not a crash
     except ValueError:
         return ToolUseBlock(tid, name, {}, complete=False, raw_input=raw)
     if not isinstance(parsed, dict):

@@ -7,6 +7,8 @@ import json
 import os
 import re
 from pathlib import Path
+
+from ..core import jsonsafe
 from typing import Any, Mapping
 
 from ..core.home import DEFAULT_HOME, home, make_private_dirs, open_private, tighten_home
@@ -37,7 +39,10 @@ def project_name(cwd: str | Path) -> str:
 
 def encode(record: Mapping[str, Any]) -> bytes:
     # Compact separators: hook scripts find records with `grep '"role":"assistant"'`.
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    # A lone surrogate (a model's `\ud800`, an undecodable file name) becomes its JSON escape: the
+    # line stays valid UTF-8 and reads back as the same text.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 class JsonlStore:
@@ -119,7 +124,7 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
+        value = jsonsafe.loads(line)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
