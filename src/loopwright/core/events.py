@@ -43,6 +43,7 @@ TerminalReason = Literal[
     "goal_max_duration",
     "goal_max_budget",
     "structured_output_retry_exhausted",
+    "internal_error",
 ]
 
 
