@@ -193,8 +193,9 @@ class GrepTool(BaseTool):
     description = (
         "Search file contents with a regular expression. output_mode: files_with_matches "
         "(default; paths, newest first), content (matching lines as path:line:text, with -A/-B/-C "
-        "context), count (path:N). Filter files with glob or type. Skips binary files and "
-        "version-control directories. Prefer this over running grep or rg in Bash."
+        "context), count (path:N). Filter files with glob or type. Skips binary files, files over "
+        "64 MiB, version-control directories and anything but regular files. Prefer this over running grep "
+        "or rg in Bash."
     )
 
     async def run(self, args: GrepInput, ctx: ToolContext) -> ToolOutput:
