@@ -22,6 +22,36 @@ _KEYWORDS = {
 }
 
 
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number_value(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+# What each keyword's value must be, so a malformed schema is refused at start, not met by a
+# TypeError while an answer is checked.
+_VALUES = {
+    "properties": (lambda v: isinstance(v, dict), "an object"),
+    "$defs": (lambda v: isinstance(v, dict), "an object"),
+    "definitions": (lambda v: isinstance(v, dict), "an object"),
+    "required": (lambda v: isinstance(v, list) and all(isinstance(k, str) for k in v), "an array of strings"),
+    "enum": (lambda v: isinstance(v, list), "an array"),
+    "anyOf": (lambda v: isinstance(v, list) and bool(v), "a non-empty array"),
+    "allOf": (lambda v: isinstance(v, list) and bool(v), "a non-empty array"),
+    "oneOf": (lambda v: isinstance(v, list) and bool(v), "a non-empty array"),
+    "items": (lambda v: isinstance(v, (dict, bool)), "a schema"),
+    "additionalProperties": (lambda v: isinstance(v, (dict, bool)), "a schema"),
+    "minLength": (_count, "a whole number >= 0"), "maxLength": (_count, "a whole number >= 0"),
+    "minItems": (_count, "a whole number >= 0"), "maxItems": (_count, "a whole number >= 0"),
+    "uniqueItems": (lambda v: isinstance(v, bool), "true or false"),
+    "minimum": (_number_value, "a number"), "maximum": (_number_value, "a number"),
+    "exclusiveMinimum": (_number_value, "a number"), "exclusiveMaximum": (_number_value, "a number"),
+    "type": (lambda v: isinstance(v, (str, list)), "a type name or an array of them"),
+}
+
+
 def schema_problems(schema: Any, path: str = "#") -> list[str]:
     """What is wrong with a schema, or [] when it can be enforced as written."""
     problems = _node_problems(schema, path, 0)
@@ -34,6 +64,8 @@ def _node_problems(schema: Any, path: str, level: int) -> list[str]:
     if not isinstance(schema, dict):
         return [] if isinstance(schema, bool) else [f"{path}: a schema must be an object or a boolean"]
     problems = [f"{path}: unsupported keyword {k!r}" for k in schema if k not in _KEYWORDS]
+    problems += [f"{path}/{k}: expected {what}, got {_name(schema[k])}" for k, (ok, what) in _VALUES.items()
+                 if k in schema and not ok(schema[k])]
     kinds = schema.get("type")
     for kind in kinds if isinstance(kinds, list) else [kinds] if kinds is not None else []:
         if kind not in _TYPES:
