@@ -122,6 +122,8 @@ class ToolDispatcher:
             args = tool.validate(tool_input)
         except ToolInputError as exc:
             return _error(call, str(exc))
+        except Exception as exc:  # a tool's bug in checking its input: the model is told, as for run()
+            return _error(call, f"The {call.name} tool failed to check its input with {type(exc).__name__}: {exc}")
         started = self.clock.monotonic()
         try:
             ctx = self.ctx if decision.guard is None else replace(self.ctx, guard=decision.guard)
