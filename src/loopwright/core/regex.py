@@ -6,6 +6,7 @@ look-around, atomic groups, possessive quantifiers) is named in plain words. No 
 from __future__ import annotations
 
 import re
+import warnings
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,8 @@ def compile_re2(pattern: str, *, ignore_case: bool = False, multiline: bool = Fa
     prefix = "(?m)" if multiline else ""
     try:
         return re2.compile(prefix + pattern, options)
+    except UnicodeEncodeError:
+        raise PatternError("not a regular expression (it holds a lone surrogate, which no text can match)") from None
     except re2.error as exc:
         raise _explain(pattern, _text(exc).replace(prefix + pattern, pattern)) from None
 
@@ -74,7 +77,9 @@ def _explain(pattern: str, engine_says: str) -> PatternError:
     """Why RE2 refused the pattern, in words: unsupported syntax of a pattern Python's `re`
     would take, or plainly not a valid pattern."""
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():  # e.g. "possible nested set": noise for a pattern we only classify
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
     except (re.error, OverflowError, RecursionError):
         return PatternError(f"not a regular expression ({engine_says})")
     except Exception as exc:  # e.g. a pattern too large for the re module to compile  # noqa: BLE001
