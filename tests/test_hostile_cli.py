@@ -263,22 +263,30 @@ def grep_workers(parent: int | None = None) -> list[int]:
     return found
 
 
-def test_sigterm_during_a_hung_match_ends_the_run(place):
+@pytest.mark.parametrize("pattern", [r"^(a+)+(?<!x)$", r"^(a|a)+(?=$)"])
+def test_sigterm_during_a_hung_match_ends_the_run(place, pattern):
     work, home, sid = place
     (work / "a.txt").write_text(REDOS_TEXT + "\n")
-    with Simulator([{"tool_use": tool_use("Grep", pattern=r"^(a+)+(?<!x)$")}, {"text": "never"}]) as sim:
+    with Simulator([{"tool_use": tool_use("Grep", pattern=pattern)}, {"text": "never"}]) as sim:
         proc = subprocess.Popen(CLI + ["-p", "go", "--session-id", sid, "--output-format", "stream-json", "--verbose"],
                                 cwd=work, env=env_for(sim, home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        deadline = time.monotonic() + 30
-        while not grep_workers(proc.pid):
-            assert time.monotonic() < deadline and proc.poll() is None, "the Grep worker never started"
+        seen = []
+        while not any('"tool_use"' in line for line in seen):  # the model asked for the search
+            line = proc.stdout.readline()
+            assert line, proc.stderr.read()
+            seen.append(line)
+        deadline = time.monotonic() + 2  # the match is under way: on a worker, or (once) on the event loop
+        while not grep_workers(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        worker = grep_workers(proc.pid)[0]
+        workers = grep_workers(proc.pid)
         proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=30)
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
     assert proc.returncode == 130, stderr
     last = json.loads(stdout.splitlines()[-1])
     assert last["type"] == "result" and last["terminal_reason"] == "aborted"
-    assert gone(worker) and "Traceback" not in stderr
+    assert workers and all(gone(w) for w in workers) and "Traceback" not in stderr
     resumable(records(home, work, sid))
