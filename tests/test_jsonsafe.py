@@ -12,7 +12,7 @@ from loopwright.engine.accumulate import Accumulator
 from loopwright.hooks.output import from_text
 from loopwright.providers.anthropic import _build, SSE_EVENTS
 from loopwright.session.recorder import Recorder
-from loopwright.settings import parse
+from loopwright.settings.schema import parse
 from loopwright.stores.jsonl import JsonlLog, encode, read_records
 
 
@@ -103,3 +103,13 @@ def test_records_with_lone_surrogates_are_valid_utf8_lines_that_read_back_the_sa
     records, warnings = read_records(tmp_path / "s.jsonl")
     assert records[0]["message"]["content"][0]["text"] == text and not warnings
     (tmp_path / "s.jsonl").read_bytes().decode("utf-8")
+
+
+def test_a_record_holding_input_at_the_bound_reads_back(tmp_path):
+    deepest = jsonsafe.loads(nested(511, "{}"))  # a tool input may nest this deep
+    log = JsonlLog(tmp_path / "s.jsonl")
+    from loopwright.session.records import ToolStartedEntry
+
+    Recorder(log, "sid", str(tmp_path)).append(ToolStartedEntry("t1", "Bash", {"x": deepest}))
+    log.close()
+    assert read_records(tmp_path / "s.jsonl")[0][0]["input"]["x"] == deepest

@@ -21,6 +21,9 @@ except ImportError:  # not POSIX: no advisory lock, the rest works
 __all__ = ["DEFAULT_HOME", "JsonlLog", "JsonlStore", "home", "project_name", "read_records"]
 
 MAX_PROJECT_NAME = 200
+# A record wraps what it holds in a few levels of its own (record, message, content, block), so
+# a tool input at the decoding bound still reads back; a line far deeper is damage, not a crash.
+RECORD_DEPTH = jsonsafe.MAX_DEPTH + 16
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -124,7 +127,7 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        value = jsonsafe.loads(line)
+        value = jsonsafe.loads(line, RECORD_DEPTH)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
