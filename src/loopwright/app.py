@@ -10,10 +10,12 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
+from .core.errors import LoopwrightError
 from .core.events import Event, ResultEvent, RunResult, UserMessage
 from .core.fastclass import dataclass
 from .core.ids import uuid4
 from .engine.loop import AgentLoop, LoopConfig, StopHook
+from .engine.sizes import bounded_context
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
 from .policy.rules import PermissionRules
@@ -73,6 +75,7 @@ class Agent:
     # this process's environment without the credentials loopwright itself uses
     child_env: Mapping[str, str] | None = None
     env_origins: Mapping[str, str] = field(default_factory=dict)  # variable -> the settings file that set it
+    crash_log: Callable[[BaseException], str | None] | None = None  # default: a file in loopwright's home
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -241,6 +244,7 @@ class Agent:
             hooks=hooks, approver=approver, transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
+            crash_log=self.crash_log or _crash_log,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 
@@ -249,10 +253,17 @@ class Agent:
         loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
-            opening = await self._start_session(loop.hooks)
-            for message in opening:  # recorded, so a resume keeps what SessionStart added
-                loop.emit(UserMessage(message, synthetic=False))
-            result = await loop.run([*self.history, *opening, Message.user(prompt)])
+            try:
+                opening = await self._start_session(loop.hooks)
+                for message in opening:  # recorded, so a resume keeps what SessionStart added
+                    loop.emit(UserMessage(message, synthetic=False))
+            except Exception as exc:  # the loop's last resort, for what comes before the loop
+                if isinstance(exc, LoopwrightError):
+                    raise
+                result = loop.crashed(exc)
+                loop.emit(ResultEvent(result))
+            else:
+                result = await loop.run([*self.history, *opening, Message.user(prompt)])
         finally:
             self._loop = None
         self.history = list(result.messages)
@@ -283,7 +294,7 @@ class Agent:
             "source": self.session_source, "model": self.model}, match=self.session_source)
         if not started.additional_context:
             return []
-        return [Message("user", tuple(TextBlock(text) for text in started.additional_context))]
+        return [Message("user", tuple(TextBlock(text) for text in bounded_context(started.additional_context)))]
 
     async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
         """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if
@@ -333,6 +344,12 @@ class Agent:
             await work.stop_all()
         if self.model_client is not None:
             await self.model_client.aclose()
+
+
+def _crash_log(exc: BaseException) -> str | None:
+    from .stores.crashlog import write_crash_log
+
+    return write_crash_log(exc)
 
 
 async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:

@@ -174,12 +174,12 @@ def output_schema(value: str | None) -> Any:
     """`--json-schema`: the schema as JSON text, or the path of a file holding it."""
     if value is None:
         return None
-    import json
+    from ..core import jsonsafe
 
     text = value if value.lstrip()[:1] in ("{", "[") or value.strip() in ("true", "false") \
         else read_text_file(value, "--json-schema")
     try:
-        schema = json.loads(text)
+        schema = jsonsafe.loads(text)
     except ValueError as exc:
         raise UsageError(f"--json-schema: not JSON ({exc}); give a JSON Schema or the path of a file with one") from None
     from ..engine.structured import StructuredAnswer

@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from ..core.errors import LoopwrightError
 
+    _escape_undecodable()
+    opts = None
     try:
         if args and args[0] in SUBCOMMANDS:
             from . import subcommands
@@ -41,6 +43,19 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # the last resort: one line and a result, the traceback in a log file
+        from .crash import report_crash
+
+        return report_crash(exc, opts)
+
+
+def _escape_undecodable() -> None:
+    """Bytes on stdin that are not UTF-8 arrive escaped, and text that UTF-8 cannot hold (a lone
+    surrogate) is printed escaped: neither is a traceback."""
+    for stream, errors in ((sys.stdin, "surrogateescape"), (sys.stdout, "backslashreplace")):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors=errors)
 
 
 def _dispatch(opts: Options) -> int:

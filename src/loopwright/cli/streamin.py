@@ -5,10 +5,10 @@ turn. `"shouldQuery": false` adds a message without running a turn: it goes with
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..core import jsonsafe
 from ..core.errors import UsageError
 from ..core.events import Event, RunResult
 
@@ -16,13 +16,16 @@ if TYPE_CHECKING:
     from .options import Options
 
 EXAMPLE = '{"type":"user","message":{"role":"user","content":"…"}}'
+MAX_LINE_CHARS = 10 * 1024 * 1024  # one message; the same cap as a prompt piped to -p
 
 
 def parse_line(line: str, number: int) -> tuple[str, bool]:
     """A stdin line's text and whether it asks for a turn."""
     where = f"stdin line {number}"
     try:
-        data = json.loads(line)
+        data = jsonsafe.loads(line)
+    except jsonsafe.JSONDepthError as exc:
+        raise UsageError(f"{where}: {exc.msg} (the cap); expected a user message such as {EXAMPLE}") from None
     except ValueError as exc:
         raise UsageError(f"{where}: not JSON ({exc.msg}); expected a user message such as {EXAMPLE}") from None
     message = data.get("message") if isinstance(data, dict) else None
@@ -51,6 +54,9 @@ async def serve(agent: Any, emit: Callable[[Event], None], read_line: Callable[[
         if not line:
             break
         number += 1
+        if len(line.rstrip("\n")) > MAX_LINE_CHARS:
+            raise UsageError(f"stdin line {number} is longer than {MAX_LINE_CHARS:,} characters, the cap for one "
+                             "message; send a shorter message, or put the long text in a file and name it")
         if not line.strip():
             continue
         text, query = parse_line(line, number)
@@ -66,6 +72,11 @@ async def serve(agent: Any, emit: Callable[[Event], None], read_line: Callable[[
     return result
 
 
+def _read_line() -> str:
+    """One line of stdin, cut one character past the cap: a longer line is refused, never held."""
+    return sys.stdin.readline(MAX_LINE_CHARS + 1)
+
+
 def run_stream_input(opts: Options) -> int:
     from .core import build_agent, foreground, init_fields, load_cli_settings, make_emitter, open_cli_session
 
@@ -78,7 +89,7 @@ def run_stream_input(opts: Options) -> int:
     session = open_cli_session(opts, agent)
     emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
     try:
-        result = asyncio.run(foreground(agent, lambda: serve(agent, emit, sys.stdin.readline), emit, agent.interrupt))
+        result = asyncio.run(foreground(agent, lambda: serve(agent, emit, _read_line), emit, agent.interrupt))
     finally:
         session.close()
     return 0 if result is None else result.exit_code

@@ -45,6 +45,7 @@ TerminalReason = Literal[
     "goal_max_budget",
     "structured_output_retry_exhausted",
     "malformed_tool_input",
+    "internal_error",
 ]
 
 

@@ -8,6 +8,7 @@ import json
 from dataclasses import field
 from typing import Any
 
+from ..core import jsonsafe
 from ..core.events import Notice
 from ..core.fastclass import dataclass
 from ..core.types import (
@@ -151,7 +152,7 @@ def decode_tool_input(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     wrong with it: where JSON parsing stopped and what it expected there, or which JSON type
     came instead of an object)."""
     try:
-        value = json.loads(raw)
+        value = jsonsafe.loads(raw)  # bounded depth: a 100,000-deep input is bad JSON, not a crash
     except json.JSONDecodeError as exc:
         return None, f"invalid JSON at line {exc.lineno}, column {exc.colno} (character {exc.pos}): {exc.msg}"
     except ValueError as exc:  # e.g. a number too long to convert

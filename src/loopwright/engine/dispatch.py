@@ -1,7 +1,8 @@
 """Carrying out one response's tool calls for the loop: PreToolUse hooks, the permission gate,
 input validation, scheduling (consecutive read-only calls in parallel, others in order),
 PostToolUse hooks. Results always come back in tool_use order; no failure escapes as an
-exception, every one becomes an `is_error` result the model can read."""
+exception, every one becomes an `is_error` result the model can read. Results and hook context
+enter the conversation bounded in size (`sizes`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..core.events import Event, PermissionDenial, ToolFinished, ToolStarted
 from ..core.fastclass import dataclass
 from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
 from ..core.types import ToolResultBlock, ToolUseBlock
+from .sizes import bounded_context, bounded_result
 
 if TYPE_CHECKING:
     from .gate import ToolGate
@@ -45,6 +47,7 @@ class ToolDispatcher:
         self.clock = clock or SystemClock()
         self.denials: list[PermissionDenial] = []
         self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
+        self.started: set[str] = set()  # calls of that batch announced as started (tool_started recorded)
 
     @property
     def gate(self) -> ToolGate:
@@ -59,9 +62,10 @@ class ToolDispatcher:
     async def run(self, calls: Sequence[ToolUseBlock]) -> Batch:
         batch = Batch([])
         results: dict[str, ToolResultBlock] = {}
-        self.inflight = results
+        self.inflight, self.started = results, set()
         for group in self._groups(calls):
             for call in group:
+                self.started.add(call.id)
                 self.emit(ToolStarted(call.id, call.name, call.input))
             limiter = anyio.CapacityLimiter(self.parallel)
 
@@ -108,7 +112,7 @@ class ToolDispatcher:
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
             self.denials.append(PermissionDenial(call.name, call.id, call.input))
-            context = "".join(f"\n\n{c}" for c in pre.additional_context)
+            context = "".join(f"\n\n{c}" for c in bounded_context(pre.additional_context))
             return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}{context}")
         decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
@@ -119,6 +123,8 @@ class ToolDispatcher:
             args = tool.validate(tool_input)
         except ToolInputError as exc:
             return _error(call, str(exc))
+        except Exception as exc:  # a tool's bug in checking its input: the model is told, as for run()
+            return _error(call, f"The {call.name} tool failed to check its input with {type(exc).__name__}: {exc}")
         started = self.clock.monotonic()
         # the gate may add environment for this call alone (git's neutralising overrides), and
         # hands the tool where it judged the call's paths
@@ -129,7 +135,7 @@ class ToolDispatcher:
             output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
-        result = ToolResultBlock(call.id, output.content, output.is_error)
+        result = bounded_result(ToolResultBlock(call.id, output.content, output.is_error))
         ms = int((self.clock.monotonic() - started) * 1000)
         return await self._after(call, tool_input, result, batch, list(pre.additional_context), ms)
 
@@ -148,7 +154,8 @@ class ToolDispatcher:
             extra.append(post.reason)
         if not extra or not isinstance(result.content, str):
             return result
-        return ToolResultBlock(result.tool_use_id, result.content + "\n\n" + "\n".join(extra), result.is_error)
+        return ToolResultBlock(result.tool_use_id, result.content + "\n\n" + "\n".join(bounded_context(extra)),
+                               result.is_error)
 
     def _note(self, hook: HookResult, batch: Batch) -> None:
         if hook is NO_HOOK_RESULT:

@@ -13,7 +13,7 @@ import anyio
 
 from .accumulate import Accumulator, unreadable_calls
 from ..core.clock import Clock, SystemClock
-from ..core.errors import ModelError
+from ..core.errors import LoopwrightError, ModelError
 from ..core.events import (
     ApiRetry,
     AssistantMessage,
@@ -29,7 +29,7 @@ from ..core.events import (
 )
 from ..core.fastclass import dataclass
 from ..policy.rules import PermissionRules
-from ..policy.budget import Budget, Spent, check_limits
+from ..policy.budget import Budget, Spent, check_limits, duration_limit, spend_limit, time_left
 from ..policy.retry import stop_failure
 from ..policy.models import resolve_model
 from ..policy.stop import (
@@ -40,14 +40,15 @@ from .dispatch import Batch, ToolDispatcher
 from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
 from .hookcalls import LoopHooks, StopHook
+from . import lastresort as cut
+from .sizes import bounded_context
 from .tally import Tally
-from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate
     from .goal import GoalJudge
 
-INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
 
@@ -77,6 +78,7 @@ class LoopConfig:
     transcript_path: str = ""
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
+    crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
 
 
 def caps_for(model: str) -> Caps:
@@ -133,7 +135,12 @@ class AgentLoop:
         result: RunResult | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
-            result = await self._prompt_hook(state) or await self._loop(state)
+            try:
+                result = await self._prompt_hook(state) or await self._loop(state)
+            except LoopwrightError:
+                raise  # deliberate errors (an unwritable transcript, bad settings) keep their own message
+            except Exception as exc:  # the last resort: a bug ends the run with a result, never a traceback
+                result = self.crashed(exc)
         if result is None:  # interrupted
             result = self._aborted()
         elif (kind := stop_failure(result.terminal_reason, self._last_error)) is not None:
@@ -152,15 +159,20 @@ class AgentLoop:
                 bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
-            if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
-                if self.compactor.thrashing:
-                    return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
-                        "The context filled the window again right after compacting, "
-                        f"{self.compactor.refills} times in a row",)), state)
-                await self.compact("auto")
-            outcome = await self._call(state)
-            nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
-            done, state = await self._apply(nxt, state)
+            # The time left bounds everything the turn waits for: the model, its tools, the hooks.
+            with anyio.move_on_after(time_left(self._spent(state), self.cfg.budget)) as deadline:
+                if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
+                    if self.compactor.thrashing:
+                        return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
+                            "The context filled the window again right after compacting, "
+                            f"{self.compactor.refills} times in a row",)), state)
+                    await self.compact("auto")
+                outcome = await self._call(state)
+                nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
+                done, state = await self._apply(nxt, state)
+            if deadline.cancelled_caught:
+                self._answer_unfinished(cut.DEADLINE_RUNNING, cut.DEADLINE_WAITING)
+                return self._finish(duration_limit(self.cfg.budget), state)
             if done is not None:
                 return done
 
@@ -168,10 +180,13 @@ class AgentLoop:
         match nxt:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
+                if (spent := spend_limit(self._spent(state), self.cfg.budget)) is not None:  # nothing more starts
+                    self._answer_unfinished("", cut.SPENT_WAITING.format(what=spent.errors[0]))
+                    return self._finish(spent, state), state
                 self._tools_since_stop = self._tools_since_stop or bool(calls)
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
-                extra = [*after.additional_context, *([note] if note else [])]
+                extra = [*bounded_context(after.additional_context), *([note] if note else [])]
                 results = nxt.in_order(batch.results)
                 self._append_user(Message("user", (*results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
@@ -311,7 +326,8 @@ class AgentLoop:
         if hook.decision == "block" or hook.stop:
             return self._hook_stopped(hook, state)
         if hook.additional_context:
-            self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in hook.additional_context))
+            context = bounded_context(hook.additional_context)
+            self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in context))
         self.emit(UserMessage(self.messages[-1], synthetic=False))
         return None
 
@@ -385,14 +401,26 @@ class AgentLoop:
         return replace(result, api_error_status=fin.api_error_status) if fin.api_error_status else result
 
     def _aborted(self) -> RunResult:
-        last = self.messages[-1] if self.messages else None
-        if last is not None and last.role == "assistant" and last.tool_uses:
-            done = self.dispatch.inflight
-            self._append_user(Message("user", tuple(
-                done.get(c.id) or ToolResultBlock(c.id, INTERRUPTED, True) for c in last.tool_uses)))
+        self._answer_unfinished(cut.INTERRUPTED, cut.INTERRUPTED)
         turns = sum(1 for m in self.messages if m.role == "assistant")
         return self._result("error_during_execution", "aborted", True, self._last_text(),
                             ("Interrupted by the user",), turns)
+
+    def crashed(self, exc: Exception) -> RunResult:
+        """The result of a run an unexpected exception ended (its traceback to the crash log); from
+        here on a failure to record or show an event does not hide the result."""
+        self.emit = cut.guarded(self.emit)
+        self._answer_unfinished(cut.CRASH_RUNNING, cut.CRASH_WAITING)
+        turns = sum(1 for m in self.messages if m.role == "assistant")
+        return self._result("error_during_execution", "internal_error", True, self._last_text(),
+                            (cut.crash_report(exc, self.cfg.crash_log),), turns)
+
+    def _answer_unfinished(self, running: str, waiting: str) -> None:
+        """Results for the calls of the last assistant message a cut left without any."""
+        last = self.messages[-1] if self.messages else None
+        answer = last and cut.answer_unfinished(last, self.dispatch.inflight, self.dispatch.started, running, waiting)
+        if answer:
+            self._append_user(answer)
 
     def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
         goal = self.cfg.goal.summary() if self.cfg.goal is not None else None

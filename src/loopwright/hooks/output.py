@@ -8,6 +8,7 @@ import tempfile
 from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
+from ..core import jsonsafe
 from ..core.fastclass import dataclass
 from ..core.ports import NO_HOOK_RESULT, HookResult
 
@@ -57,7 +58,7 @@ def from_text(event: str, text: str) -> Answer:
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            data = json.loads(stripped)
+            data = jsonsafe.loads(stripped)
         except (ValueError, RecursionError) as exc:
             return no_answer(f"invalid JSON output ({exc}): {_first_line(stripped)}")
         return from_json(event, data)

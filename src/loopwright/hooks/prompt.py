@@ -3,11 +3,11 @@ JSON) and answers `{"ok": bool, "reason": str, "impossible"?: bool}`; ok:false b
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable
 
 from ..engine.accumulate import Accumulator
+from ..core import jsonsafe
 from ..core.errors import ModelError
 from ..policy.models import resolve_model
 from ..core.ports import Model
@@ -71,7 +71,7 @@ def _parse(text: str) -> dict[str, Any] | None:
     if found is None:
         return None
     try:
-        data = json.loads(found.group(0))
+        data = jsonsafe.loads(found.group(0))
     except ValueError:
         return None
     return data if isinstance(data, dict) else None

@@ -189,7 +189,7 @@ class HookRunner:
                 case HttpSpec():
                     if self.post_json is None:
                         return _Ran(no_answer("no HTTP client to call http hooks"))
-                    answer, text = await http.post(self.post_json, handler, event, body.encode(), self._env(), timeout)
+                    answer, text = await http.post(self.post_json, handler, event, _utf8(body), self._env(), timeout)
                     return _Ran(answer, text)
                 case PythonSpec():
                     answer, returned = await python.call(handler.fn, event, json.loads(body))
@@ -205,7 +205,7 @@ class HookRunner:
         project = self.project_dir or cwd
         env = self._env() | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
                              "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
-        out = await command.run_process(command.argv(spec), body.encode(), cwd=cwd, env=env, timeout=timeout,
+        out = await command.run_process(command.argv(spec), _utf8(body), cwd=cwd, env=env, timeout=timeout,
                                         mark=hook_id)
         if out.overflow is not None:
             why = (f"its {out.overflow} went past {command.MAX_OUTPUT_BYTES} bytes, so it was stopped and its "
@@ -270,3 +270,9 @@ def _show(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False, default=str)
     return repr(value)
+
+
+def _utf8(body: str) -> bytes:
+    """A payload for a hook process or endpoint. A lone surrogate in it (a model's `\\ud800`, an
+    undecodable file name) becomes its JSON escape, so the payload is valid UTF-8 and says the same."""
+    return body.encode("utf-8", "backslashreplace")

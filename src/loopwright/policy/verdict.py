@@ -3,10 +3,10 @@ model produced, and the hard bounds a goal condition states in words. Pure."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
+from ..core import jsonsafe
 from ..core.fastclass import dataclass
 
 Status = Literal["met", "not_met", "impossible"]
@@ -76,7 +76,7 @@ def parse_verdict(text: str) -> Verdict | None:
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + _objects(text)
     for raw in reversed(candidates):
         try:
-            data = json.loads(raw.strip())
+            data = jsonsafe.loads(raw.strip())
         except ValueError:
             continue
         if isinstance(data, dict) and (verdict := _from_dict(data)) is not None:

@@ -7,7 +7,6 @@ Retries are not done here (the transport has `retries=0`): `policy.retry` decide
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import httpx
 
 from .. import __version__
+from ..core import jsonsafe
 from ..core.errors import ModelError, UsageError
 from ..core.types import (
     BlockDelta, BlockStart, BlockStop, ModelRequest, StreamDelta, StreamEvent, StreamStart, StreamStop, Usage,
@@ -213,6 +213,6 @@ def _build(
     build: Callable[[dict[str, Any], str | None], StreamEvent], name: str, data: str, request_id: str | None
 ) -> StreamEvent:
     try:
-        return build(json.loads(data), request_id)
+        return build(jsonsafe.loads(data), request_id)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError("server", f"malformed {name} event: {data[:200]!r}", request_id=request_id) from exc

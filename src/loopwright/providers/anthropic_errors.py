@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -12,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from ..core import jsonsafe
 from ..core.errors import ErrorKind, ModelError, UsageError
 from .http import Endpoint
 
@@ -108,7 +108,7 @@ def json_object(body: bytes | str | Mapping[str, Any] | None) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        parsed = json.loads(body)
+        parsed = jsonsafe.loads(body)
     except ValueError:
         return {}
     return parsed if isinstance(parsed, dict) else {}

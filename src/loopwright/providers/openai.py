@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from .. import __version__
+from ..core import jsonsafe
 from ..core.errors import ModelError, UsageError
 from ..core.types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, OpaqueBlock, StreamDelta, StreamEvent, StreamStart,
@@ -202,7 +203,7 @@ class ChunkFold:
             self.done = True
             return []
         try:
-            chunk = json.loads(data)
+            chunk = jsonsafe.loads(data)
         except ValueError:
             raise ModelError("server", f"malformed chat chunk: {data[:200]!r}", request_id=self.request_id) from None
         if isinstance(chunk, dict) and "error" in chunk:

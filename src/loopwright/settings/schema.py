@@ -8,6 +8,7 @@ import functools
 import json
 from typing import Any, Mapping
 
+from ..core import jsonsafe
 from ..core.errors import UsageError
 
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")
@@ -18,7 +19,7 @@ def parse(text: str, source: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = jsonsafe.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     if not isinstance(data, dict):

@@ -7,6 +7,8 @@ import json
 import os
 import re
 from pathlib import Path
+
+from ..core import jsonsafe
 from typing import Any, Mapping
 
 from ..core.home import DEFAULT_HOME, home, make_private_dirs, open_private, tighten_home
@@ -19,6 +21,9 @@ except ImportError:  # not POSIX: no advisory lock, the rest works
 __all__ = ["DEFAULT_HOME", "JsonlLog", "JsonlStore", "home", "project_name", "read_records"]
 
 MAX_PROJECT_NAME = 200
+# A record wraps what it holds in a few levels of its own (record, message, content, block), so
+# a tool input at the decoding bound still reads back; a line far deeper is damage, not a crash.
+RECORD_DEPTH = jsonsafe.MAX_DEPTH + 16
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -37,7 +42,10 @@ def project_name(cwd: str | Path) -> str:
 
 def encode(record: Mapping[str, Any]) -> bytes:
     # Compact separators: hook scripts find records with `grep '"role":"assistant"'`.
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    # A lone surrogate (a model's `\ud800`, an undecodable file name) becomes its JSON escape: the
+    # line stays valid UTF-8 and reads back as the same text.
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 class JsonlStore:
@@ -119,7 +127,7 @@ def read_records(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
+        value = jsonsafe.loads(line, RECORD_DEPTH)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

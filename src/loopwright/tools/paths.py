@@ -4,12 +4,14 @@ working directory, glob patterns (with `**` and `{a,b}`), walking a tree, spotti
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+from ..core.jsonsafe import valid_text
 from ..core.ports import ToolContext
+from ..core.regex import PatternError, compile_re2
 
 # Version-control metadata is never what the model is looking for and can be huge.
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs"})
@@ -51,11 +53,28 @@ def has_magic(segment: str) -> bool:
     return any(c in _MAGIC for c in segment)
 
 
+class Glob:
+    """A compiled glob; `match(path)` says whether the whole path fits. It runs on RE2, in linear
+    time: a model's `*a*a*a*a*a*a*a*b` would take Python's `re` hours on one long file name. A
+    name that is not UTF-8 is matched as shown to the model (its bytes as `\\xNN`)."""
+
+    __slots__ = ("regex",)
+
+    def __init__(self, regex: Any) -> None:
+        self.regex = regex
+
+    def match(self, path: str) -> bool:
+        return self.regex.match(valid_text(path)) is not None
+
+
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> Glob:
     """Compile a glob over '/'-separated relative paths: `*` and `?` stay within one segment,
     `**` spans directories, `[...]` is a class, `{a,b}` an alternation."""
-    return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
+    try:
+        return Glob(compile_re2(_translate(pattern) + r"\z", dot_all=True))
+    except PatternError:  # e.g. a glob too large to compile: it matches nothing, as no file fits it
+        return Glob(compile_re2(r"\b\B"))
 
 
 def _translate(pat: str) -> str:
@@ -77,10 +96,7 @@ def _translate(pat: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[" and (end := _class_end(pat, i)) > 0:
-            body = pat[i + 1 : end]
-            if body[:1] in ("!", "^"):
-                body = "^" + body[1:]
-            out.append("(?!/)[" + body.replace("\\", "\\\\") + "]")
+            out.append(_glob_class(pat[i + 1 : end]))
             i = end
         elif c == "{" and (alts := _brace_alternatives(pat, i)) is not None:
             options, end = alts
@@ -88,11 +104,31 @@ def _translate(pat: str) -> str:
             i = end
         elif c == "\\" and i + 1 < n:
             i += 1
-            out.append(re.escape(pat[i]))
+            out.append(_literal(pat[i]))
         else:
-            out.append(re.escape(c))
+            out.append(_literal(c))
         i += 1
     return "".join(out)
+
+
+def _literal(c: str) -> str:
+    return c if c.isalnum() or c == "_" else f"\\x{{{ord(c):x}}}"
+
+
+def _glob_class(body: str) -> str:
+    """`[...]` for RE2, never matching `/` (a class stays within one path segment)."""
+    if body[:1] in ("!", "^"):
+        return "[^/" + "".join(_literal(c) for c in body[1:]) + "]"
+    members, j = [], 0
+    while j < len(body):
+        low, high = body[j], body[j]
+        if j + 2 < len(body) and body[j + 1] == "-":
+            high, j = body[j + 2], j + 2
+        j += 1
+        for a, b in ((low, min(high, ".")), (max(low, "0"), high)) if low <= "/" <= high else ((low, high),):
+            if a <= b:
+                members.append(_literal(a) if a == b else f"{_literal(a)}-{_literal(b)}")
+    return "[" + "".join(members) + "]" if members else r"\b\B"  # nothing but `/`: matches nothing
 
 
 def _class_end(pat: str, start: int) -> int:

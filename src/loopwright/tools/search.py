@@ -1,23 +1,24 @@
 """The search tools, with Claude Code's names and fields: Glob (files by pattern, newest first)
-and Grep (a pure-Python, ripgrep-shaped regex search over files). Both leave out the files the
-permission gate says the call may not show (Read deny rules, links that lead outside what the
-call may read), and say how many."""
+and Grep (a ripgrep-shaped regex search over files; how it matches is `grepengine`). Both leave
+out the files the permission gate says the call may not show (Read deny rules, links that lead
+outside what the call may read), and say how many."""
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
+import anyio
 from pydantic import Field
 
 from ..core.ports import ToolContext, ToolOutput
+from ..core.regex import PatternError
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
-from .paths import glob_regex, is_binary, newest_first, resolve_path, split_glob, walk_files
+from .grepengine import SEARCH_TIMEOUT_S, Engine, Stopped, compile_pattern
+from .paths import glob_regex, newest_first, resolve_path, split_glob, walk_files
 
 GLOB_MAX_RESULTS = 100
 GREP_DEFAULT_HEAD_LIMIT = 250
@@ -139,7 +140,8 @@ OutputMode = Literal["content", "files_with_matches", "count"]
 
 
 class GrepInput(ToolInput):
-    pattern: str = Field(description="Regular expression to search for (Python `re` syntax).")
+    pattern: str = Field(description="Regular expression to search for (RE2 syntax, as ripgrep's; look-around and "
+                         "backreferences run on a slower backtracking engine with a time limit).")
     path: str | None = Field(
         default=None, description="File or directory to search (default: the working directory)."
     )
@@ -187,23 +189,22 @@ class GrepTool(BaseTool):
     access = staticmethod(ACCESS["Grep"])  # what a call touches, for the permission gate
     read_only = True
     Input = GrepInput
+    timeout_s = SEARCH_TIMEOUT_S  # one call's deadline; then it is the call's error
     description = (
         "Search file contents with a regular expression. output_mode: files_with_matches "
         "(default; paths, newest first), content (matching lines as path:line:text, with -A/-B/-C "
-        "context), count (path:N). Filter files with glob or type. Skips binary files and "
-        "version-control directories. Prefer this over running grep or rg in Bash."
+        "context), count (path:N). Filter files with glob or type. Skips binary files, files over "
+        "64 MiB, version-control directories and anything but regular files. Prefer this over running grep "
+        "or rg in Bash."
     )
 
     async def run(self, args: GrepInput, ctx: ToolContext) -> ToolOutput:
-        flags = (re.IGNORECASE if args.ignore_case else 0) | (
-            re.MULTILINE | re.DOTALL if args.multiline else 0
-        )
         try:
-            regex = re.compile(args.pattern, flags)
-        except re.error as exc:
+            engine = compile_pattern(args.pattern, ignore_case=bool(args.ignore_case), multiline=bool(args.multiline))
+        except PatternError as exc:
             return ToolOutput(
-                f"Invalid regular expression {args.pattern!r}: {exc}. Fix the pattern (Python `re` "
-                "syntax; escape literal characters such as ( [ . * + ? with a backslash).",
+                f"Invalid regular expression {args.pattern!r}: {exc}. Fix the pattern (escape literal "
+                "characters such as ( [ . * + ? with a backslash).",
                 is_error=True,
             )
         if args.type is not None and args.type not in FILE_TYPES:
@@ -215,14 +216,23 @@ class GrepTool(BaseTool):
         if problem:
             return problem
         shown = _Shown(ctx)
-        lines = await in_thread(_grep, root, regex, args, shown)
-        return ToolOutput(_page(lines, args) + shown.note())
+        try:
+            with anyio.fail_after(self.timeout_s):
+                lines = await in_thread(_grep, root, engine, args, shown)
+        except TimeoutError:
+            return ToolOutput(engine.timed_out(self.timeout_s), is_error=True)
+        except Stopped:
+            return ToolOutput("The backtracking regex engine stopped before the search finished; simplify the "
+                              "pattern (RE2 syntax runs in linear time).", is_error=True)
+        finally:
+            engine.close()  # an abandoned search thread sees this and ends; a worker process is killed
+        return ToolOutput(_page(lines, args) + engine.note() + shown.note())
 
 
-def _grep(root: Path, regex: re.Pattern[str], args: GrepInput, keep: Callable[[Path], bool] = bool) -> list[str]:
+def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bool] = bool) -> list[str]:
     hits: list[tuple[Path, list[str], list[int]]] = []
     for path in _candidate_files(root, args, keep):
-        found = _search_file(path, regex, bool(args.multiline))
+        found = engine.search(path)
         if found is not None and found[1]:
             hits.append((path, *found))
     if not hits:
@@ -253,31 +263,6 @@ def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool]) 
             continue
         if path.is_file() and keep(path):
             yield path
-
-
-def _search_file(path: Path, regex: re.Pattern[str], multiline: bool) -> tuple[list[str], list[int]] | None:
-    """The file's lines and the 0-based indexes of matching lines; None for unreadable or
-    binary files (skipped silently, as ripgrep does)."""
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return None
-    if is_binary(raw):
-        return None
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the final newline ends the last line; it does not start a new one
-    lines = [line.rstrip("\r") for line in lines]
-    if not multiline:
-        return lines, [i for i, line in enumerate(lines) if regex.search(line)]
-    starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    matched: set[int] = set()
-    for m in regex.finditer(text):
-        first = bisect.bisect_right(starts, m.start()) - 1
-        last = bisect.bisect_right(starts, max(m.end() - 1, m.start())) - 1
-        matched.update(range(first, min(last, len(lines) - 1) + 1))
-    return lines, sorted(matched)
 
 
 def _content_lines(path: str, lines: list[str], matched: list[int], args: GrepInput) -> list[str]:
