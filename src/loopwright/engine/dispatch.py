@@ -59,6 +59,11 @@ class ToolDispatcher:
     def names(self) -> list[str]:
         return list(self.tools)
 
+    def offer(self, tools: Sequence[Tool]) -> None:
+        """The tools of the next request (a server's tool list may change during a run)."""
+        if len(tools) != len(self.tools) or any(self.tools.get(t.name) is not t for t in tools):
+            self.tools = {t.name: t for t in tools}
+
     async def run(self, calls: Sequence[ToolUseBlock]) -> Batch:
         batch = Batch([])
         results: dict[str, ToolResultBlock] = {}

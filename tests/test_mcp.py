@@ -1,0 +1,266 @@
+"""MCP servers as tools, end to end: real servers written with the official `mcp` SDK's server
+side (tests/mcpservers/toolbox.py, stdio and streamable HTTP on 127.0.0.1), the real `loopwright`
+command, and the loopback simulator as the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loopwright.testing import Simulator
+
+pytest.importorskip("mcp")
+
+CLI = [sys.executable, "-m", "loopwright"]
+TOOLBOX = Path(__file__).parent / "mcpservers" / "toolbox.py"
+
+
+def toolbox(name="tb", **extra):
+    return {"mcpServers": {name: {"command": sys.executable, "args": [str(TOOLBOX)], **extra}}}
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    return home, project
+
+
+def cli(args, cwd, home, sim_url, env=None, timeout=90):
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "CLAUDE_", "MCP_", "MAX_MCP"))}
+    e.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".loopwright"), ANTHROPIC_BASE_URL=sim_url,
+             ANTHROPIC_API_KEY="sk-test", **(env or {}))
+    return subprocess.run(CLI + args, capture_output=True, text=True, env=e, cwd=cwd, timeout=timeout)
+
+
+def lines(out):
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def tool_results(request):
+    last = request.body["messages"][-1]
+    return [b for b in last["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def text_of(block):
+    c = block["content"]
+    return c if isinstance(c, str) else "".join(x.get("text", "") for x in c)
+
+
+def call(name, **inp):
+    return {"tool_use": {"name": name, "input": inp}}
+
+
+def test_a_stdio_tool_is_offered_called_and_its_result_returned(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__add", a=2, b=3), {"text": "five"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "add", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    init = lines(out)[0]
+    assert init["subtype"] == "init" and {"name": "tb", "status": "connected"} in init["mcp_servers"]
+    assert "mcp__tb__add" in init["tools"]
+    offered = {t["name"]: t for t in reqs[0].body["tools"]}
+    assert offered["mcp__tb__add"]["input_schema"]["properties"]["a"]["type"] == "integer"
+    assert offered["mcp__tb__add"]["description"] == "Add two integers."
+    [result] = tool_results(reqs[1])
+    assert not result.get("is_error") and "5" in text_of(result)
+    assert lines(out)[-1]["result"] == "five"
+
+
+def test_without_a_rule_the_call_is_denied_and_never_reaches_the_server(dirs, tmp_path):
+    home, project = dirs
+    log = tmp_path / "calls.log"
+    script = [call("mcp__tb__record", note="one"), {"text": "done"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--mcp-config", json.dumps(toolbox())],
+                  project, home, sim.base_url, env={"TOOLBOX_LOG": str(log)})
+        reqs = sim.message_requests
+    result = json.loads(out.stdout)
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["mcp__tb__record"]
+    assert tool_results(reqs[1])[0]["is_error"] is True
+    assert not log.exists()
+
+
+@pytest.mark.parametrize("rule", ["mcp__tb", "mcp__tb__*", "mcp__tb__record"])
+def test_allow_rules_name_a_server_its_tools_or_one_tool(dirs, tmp_path, rule):
+    home, project = dirs
+    log = tmp_path / "calls.log"
+    script = [call("mcp__tb__record", note="one"), {"text": "done"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", rule,
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url,
+                  env={"TOOLBOX_LOG": str(log)})
+    assert json.loads(out.stdout)["permission_denials"] == []
+    assert log.read_text() == "one\n"
+
+
+def test_a_bare_deny_of_the_server_removes_its_tools(dirs):
+    home, project = dirs
+    with Simulator([{"text": "no tools"}]) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--disallowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        names = [t["name"] for t in sim.message_requests[0].body.get("tools", [])]
+    assert out.returncode == 0, out.stderr
+    assert names and not [n for n in names if n.startswith("mcp__")]
+
+
+def test_a_server_that_cannot_start_is_reported_and_the_run_goes_on(dirs):
+    home, project = dirs
+    config = {"mcpServers": {"gone": {"command": "/nonexistent/server"}, **toolbox()["mcpServers"]}}
+    with Simulator([{"text": "still here"}]) as sim:
+        out = cli(["-p", "go", "--output-format", "stream-json", "--verbose", "--mcp-config", json.dumps(config)],
+                  project, home, sim.base_url)
+        text = cli(["-p", "go", "--mcp-config", json.dumps(config)], project, home, sim.base_url) \
+            if sim.reset([{"text": "still here"}]) is None else None
+    assert out.returncode == 0, out.stderr
+    init = lines(out)[0]
+    failed = [s for s in init["mcp_servers"] if s["name"] == "gone"]
+    assert failed and failed[0]["status"] == "failed" and "/nonexistent/server" in failed[0]["error"]
+    assert "mcp__tb__add" in init["tools"]
+    assert lines(out)[-1]["result"] == "still here"
+    assert text.returncode == 0 and "gone" in text.stderr and "failed" in text.stderr
+    assert text.stdout.strip() == "still here"
+
+
+def test_a_server_that_dies_mid_call_is_answered_for_and_started_again_once(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__crash"), call("mcp__tb__add", a=1, b=1), {"text": "recovered"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    [dead] = tool_results(reqs[1])
+    assert dead["is_error"] is True and "'tb'" in text_of(dead) and "crashing on purpose" in text_of(dead)
+    [again] = tool_results(reqs[2])
+    assert not again.get("is_error") and "2" in text_of(again)
+    assert json.loads(out.stdout)["result"] == "recovered"
+
+
+def test_a_hanging_call_times_out_as_an_error(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__sleepy", seconds=60), {"text": "moved on"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox(timeout=1500))], project, home, sim.base_url)
+        reqs = sim.message_requests
+    [late] = tool_results(reqs[1])
+    assert late["is_error"] is True and "timed out after 1.5 s" in text_of(late)
+    assert json.loads(out.stdout)["result"] == "moved on"
+
+
+def test_a_huge_output_is_cut_with_a_note(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__huge", chars=50_000), {"text": "ok"}]
+    with Simulator(script) as sim:
+        cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__tb",
+             "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url,
+            env={"MAX_MCP_OUTPUT_TOKENS": "1000"})
+        [big] = tool_results(sim.message_requests[1])
+    body = text_of(big)
+    assert len(body) < 5_000 and "output truncated" in body and "50,0" in body
+
+
+def test_a_tool_list_change_shows_in_the_next_request_of_the_same_run(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__grow"), call("mcp__tb__extra"), {"text": "used the new tool"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    assert "mcp__tb__extra" not in [t["name"] for t in reqs[0].body["tools"]]
+    assert "mcp__tb__extra" in [t["name"] for t in reqs[1].body["tools"]]
+    [ran] = tool_results(reqs[2])
+    assert not ran.get("is_error") and "extra ran" in text_of(ran)
+
+
+def test_hooks_see_mcp_calls_by_their_full_name(dirs, tmp_path):
+    home, project = dirs
+    seen = tmp_path / "seen.jsonl"
+    hook = {"hooks": [{"type": "command", "command": f"(cat; echo) >> {seen}"}]}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "mcp__tb__.*", **hook}],
+                          "PostToolUse": [{"matcher": "mcp__tb__add", **hook}]}}
+    script = [call("mcp__tb__add", a=20, b=22), {"text": "ok"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--allowedTools", "mcp__tb", "--settings", json.dumps(settings),
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+    assert out.returncode == 0, out.stderr
+    pre, post = [json.loads(x) for x in seen.read_text().splitlines()]
+    assert pre["hook_event_name"] == "PreToolUse" and pre["tool_name"] == "mcp__tb__add"
+    assert pre["tool_input"] == {"a": 20, "b": 22}
+    assert post["hook_event_name"] == "PostToolUse" and "42" in json.dumps(post["tool_response"])
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_toolbox():
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+
+
+def test_a_streamable_http_server_with_headers_from_the_environment(dirs, http_toolbox):
+    home, project = dirs
+    config = {"mcpServers": {"web": {"type": "http", "url": "${TOOLBOX_URL}",
+                                     "headers": {"X-Trace": "${TRACE:-none}"}}}}
+    script = [call("mcp__web__add", a=40, b=2), {"text": "ok"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__web",
+                   "--mcp-config", json.dumps(config)], project, home, sim.base_url,
+                  env={"TOOLBOX_URL": http_toolbox})
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    [result] = tool_results(reqs[1])
+    assert not result.get("is_error") and "42" in text_of(result)
+
+
+def test_project_mcp_json_is_read_and_strict_mode_ignores_it(dirs):
+    home, project = dirs
+    (project / ".mcp.json").write_text(json.dumps(toolbox("proj")))
+    with Simulator([{"text": "a"}]) as sim:
+        out = cli(["-p", "go", "--output-format", "stream-json", "--verbose"], project, home, sim.base_url)
+        sim.reset([{"text": "b"}])
+        strict = cli(["-p", "go", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"],
+                     project, home, sim.base_url)
+    assert [s["name"] for s in lines(out)[0]["mcp_servers"]] == ["proj"]
+    assert lines(strict)[0]["mcp_servers"] == []
+
+
+def test_a_bad_entry_is_one_line_naming_the_file_and_the_key(dirs):
+    home, project = dirs
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "a", "args": "not a list"}}}))
+    out = cli(["-p", "go"], project, home, "http://127.0.0.1:9")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert ".mcp.json" in out.stderr and "mcpServers.x.args" in out.stderr and "list of strings" in out.stderr
