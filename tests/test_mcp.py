@@ -264,3 +264,58 @@ def test_a_bad_entry_is_one_line_naming_the_file_and_the_key(dirs):
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0
     assert ".mcp.json" in out.stderr and "mcpServers.x.args" in out.stderr and "list of strings" in out.stderr
+
+
+def _wait_for(condition, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def _popen(args, cwd, home, sim_url, env):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "CLAUDE_", "MCP_"))}
+    e.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".loopwright"), ANTHROPIC_BASE_URL=sim_url,
+             ANTHROPIC_API_KEY="sk-test", **env)
+    return subprocess.Popen(CLI + args, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def test_kill_9_during_an_mcp_call_then_resume_never_calls_it_again(dirs, tmp_path):
+    from loopwright.session import UNKNOWN_OUTCOME
+
+    home, project = dirs
+    log, sid = tmp_path / "calls.log", "4b0c2a3e-2f7e-4a4e-9a53-6a4d7f0e9c11"
+    config = ["--mcp-config", json.dumps(toolbox()), "--allowedTools", "mcp__tb"]
+    first = [{"tool_use": {"name": "mcp__tb__record", "input": {"note": "once", "then_sleep": 60}, "id": "toolu_m"}}]
+    with Simulator(first) as sim:
+        proc = _popen(["-p", "go", "--session-id", sid, *config], project, home, sim.base_url,
+                      {"TOOLBOX_LOG": str(log)})
+        _wait_for(lambda: log.exists() and log.read_text())
+        os.killpg(proc.pid, signal.SIGKILL)  # loopwright and the server it started
+        proc.communicate(timeout=10)
+    with Simulator([{"text": "the note may or may not be there"}]) as sim:
+        out = cli(["-p", "-r", sid, "carry on", "--output-format", "json", *config], project, home, sim.base_url,
+                  env={"TOOLBOX_LOG": str(log)})
+        [req] = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    assert log.read_text() == "once\n"  # the call was not made again
+    answers = [b for m in req.body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert answers == [{"type": "tool_result", "tool_use_id": "toolu_m", "is_error": True,
+                        "content": UNKNOWN_OUTCOME.format(name="mcp__tb__record")}]
+
+
+def test_an_interrupt_cancels_a_running_mcp_call(dirs, tmp_path):
+    home, project = dirs
+    log = tmp_path / "calls.log"
+    script = [call("mcp__tb__record", note="slow", then_sleep=60)]
+    with Simulator(script) as sim:
+        proc = _popen(["-p", "go", "--output-format", "json", "--mcp-config", json.dumps(toolbox()),
+                       "--allowedTools", "mcp__tb"], project, home, sim.base_url, {"TOOLBOX_LOG": str(log)})
+        _wait_for(lambda: log.exists() and log.read_text())
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)  # it does not wait for the 60 s call
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result["terminal_reason"] == "aborted"

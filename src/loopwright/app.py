@@ -357,7 +357,7 @@ class Agent:
         """Connect the configured MCP servers, once (each bounded by MCP_TIMEOUT, 30 s)."""
         if not self.mcp_servers or self._mcp is not None:
             return
-        from .mcp.servers import McpServers
+        from .mcp.toolset import McpServers
 
         self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
         await self._mcp.start()

@@ -70,10 +70,11 @@ async def grow(ctx: Context) -> str:
 
 
 @app.tool()
-def record(note: str) -> str:
-    """Append the note to $TOOLBOX_LOG (each call's effect is visible on disk)."""
+def record(note: str, then_sleep: float = 0) -> str:
+    """Append the note to $TOOLBOX_LOG (each call's effect is visible on disk), then sleep."""
     with open(os.environ["TOOLBOX_LOG"], "a", encoding="utf-8") as f:
         f.write(note + "\n")
+    time.sleep(then_sleep)
     return f"recorded {note}"
 
 

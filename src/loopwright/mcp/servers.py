@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from .config import ServerSpec
 
-__all__ = ["McpServers", "Connection", "ServerGone"]
+__all__ = ["Connection", "ServerGone", "connect_timeout", "tool_timeout"]
 
 CONNECT_TIMEOUT_S = 30.0  # MCP_TIMEOUT (ms) overrides
 MAX_RESTARTS = 1
@@ -179,7 +179,7 @@ class Connection:
             return
         self.restarts += 1
         await self.close()
-        await self.start(_connect_timeout())
+        await self.start(connect_timeout())
 
     def _stderr_tail(self) -> str:
         log = self._errlog
@@ -214,54 +214,7 @@ class _StdioWithLog:
         return await self._cm.__aexit__(*exc)
 
 
-class McpServers:
-    """Every configured server of a session: started together, each bounded by the connect
-    timeout; `tools()` is what they offer now (it follows `tools/list_changed`)."""
-
-    def __init__(self, specs: Sequence[ServerSpec], cwd: str, env: Mapping[str, str]) -> None:
-        self.connections = [Connection(s, cwd, env, self._changed) for s in specs]
-        self.version = 0
-        self._started = False
-        self._tools: list[Any] | None = None
-
-    def _changed(self) -> None:
-        self.version += 1
-        self._tools = None
-
-    async def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        timeout = _connect_timeout()
-        await asyncio.gather(*(c.start(timeout) for c in self.connections))
-        self._tools = None
-
-    def tools(self) -> list[Any]:
-        """loopwright tools (`mcp__server__tool`) of the connected servers."""
-        if self._tools is None:
-            from .tools import McpTool
-
-            self._tools = [McpTool(c, t) for c in self.connections if c.status == "connected" for t in c.tools]
-        return self._tools
-
-    def statuses(self) -> list[dict[str, str]]:
-        out = []
-        for c in self.connections:
-            entry = {"name": c.spec.name, "status": c.status if c.status != "closed" else "connected"}
-            if c.error:
-                entry["error"] = c.error
-            out.append(entry)
-        return out
-
-    def failures(self) -> list[str]:
-        return [f"MCP server {c.spec.name!r} ({c.spec.source}) failed: {c.error}"
-                for c in self.connections if c.status == "failed"]
-
-    async def aclose(self) -> None:
-        await asyncio.gather(*(c.shutdown() for c in self.connections), return_exceptions=True)
-
-
-def _connect_timeout() -> float:
+def connect_timeout() -> float:
     raw = os.environ.get("MCP_TIMEOUT", "")
     return int(raw) / 1000 if raw.isdigit() and int(raw) > 0 else CONNECT_TIMEOUT_S
 
@@ -280,7 +233,9 @@ def _describe(exc: BaseException, stderr: str) -> str:
     if isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if isinstance(exc, FileNotFoundError):
+    if isinstance(exc, ModuleNotFoundError) and exc.name in ("mcp", "httpx2"):
+        text = "the official MCP SDK is not installed here (pip install 'mcp>=2.3')"
+    elif isinstance(exc, FileNotFoundError):
         text = f"cannot start the command ({exc.strerror}: {exc.filename})"
     return f"{text}; its stderr: {stderr}" if stderr else text
 
