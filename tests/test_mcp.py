@@ -319,3 +319,33 @@ def test_an_interrupt_cancels_a_running_mcp_call(dirs, tmp_path):
     assert proc.returncode == 130, err
     result = json.loads(out)
     assert result["terminal_reason"] == "aborted"
+
+
+def test_resources_are_listed_and_read_through_two_tools(dirs):
+    home, project = dirs
+    script = [call("ListMcpResourcesTool"), call("ReadMcpResourceTool", server="tb", uri="notes://today"),
+              call("ReadMcpResourceTool", server="nope", uri="x://y"), {"text": "ok"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--mcp-config", json.dumps(toolbox())],
+                  project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    [listed] = tool_results(reqs[1])
+    assert json.loads(text_of(listed)) == [{"name": "today", "uri": "notes://today", "description": "Today's note.",
+                                            "mimeType": "text/plain", "server": "tb"}]
+    [read] = tool_results(reqs[2])
+    assert json.loads(text_of(read))["contents"][0]["text"] == "buy milk"
+    [wrong] = tool_results(reqs[3])
+    assert wrong["is_error"] and "no MCP server named 'nope'" in text_of(wrong)
+
+
+def test_a_server_prompt_is_a_slash_command(dirs):
+    home, project = dirs
+    with Simulator([{"text": "reviewed"}]) as sim:
+        out = cli(["-p", "/mcp__tb__review app.py focus=style", "--mcp-config", json.dumps(toolbox())],
+                  project, home, sim.base_url)
+        [req] = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    first = req.body["messages"][-1]["content"]
+    text = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+    assert "Review app.py and look for style." in text

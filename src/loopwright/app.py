@@ -256,6 +256,8 @@ class Agent:
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
         await self._start_mcp()
+        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
+            prompt = await self._mcp_prompt(prompt)
         loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
@@ -361,6 +363,16 @@ class Agent:
 
         self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
         await self._mcp.start()
+
+    async def _mcp_prompt(self, text: str) -> str:
+        """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
+        from .core.errors import UsageError
+
+        try:
+            expanded = await self._mcp.expand_prompt(text)
+        except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
+            raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
+        return text if expanded is None else expanded
 
     def _mcp_status(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
         """system/init carries each server's status; a server that failed is also said as a warning."""

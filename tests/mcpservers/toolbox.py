@@ -78,6 +78,16 @@ def record(note: str, then_sleep: float = 0) -> str:
     return f"recorded {note}"
 
 
+@app.resource("notes://today", name="today", description="Today's note.", mime_type="text/plain")
+def today() -> str:
+    return "buy milk"
+
+
+@app.prompt(description="Ask for a review of one file.")
+def review(path: str, focus: str = "bugs") -> str:
+    return f"Review {path} and look for {focus}."
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

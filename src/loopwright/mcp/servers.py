@@ -174,6 +174,19 @@ class Connection:
                                         if self.restarts < MAX_RESTARTS else "")) from None
             raise
 
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Another request of the connected client (`list_resources`, `read_resource`,
+        `list_prompts`, `get_prompt`), bounded like a tool call."""
+        if self._client is None or self._task is None or self._task.done():
+            await self._restart()
+        if self._client is None:
+            raise ServerGone(self.error or "not connected")
+        return await asyncio.wait_for(getattr(self._client, method)(*args, **kwargs), tool_timeout(self.spec) or 60.0)
+
+    def offers(self, capability: str) -> bool:
+        caps = self._client.server_capabilities if self._client is not None else None
+        return getattr(caps, capability, None) is not None
+
     async def _restart(self) -> None:
         if self.restarts >= MAX_RESTARTS or self._shut:
             return

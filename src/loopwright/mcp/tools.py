@@ -14,7 +14,7 @@ from ..core.ports import Access, ToolContext, ToolOutput
 from .config import tool_name
 from .servers import Connection, ServerGone, tool_timeout
 
-__all__ = ["McpTool", "result_output"]
+__all__ = ["McpTool", "cap_text", "result_output"]
 
 MAX_OUTPUT_CHARS = 100_000  # about 25,000 tokens, Claude Code's default; MAX_MCP_OUTPUT_TOKENS overrides
 
@@ -64,9 +64,9 @@ def result_output(result: Any) -> ToolOutput:
     """A `CallToolResult` as a tool result."""
     structured = getattr(result, "structured_content", None)
     if result.is_error:
-        return ToolOutput(_cap(_joined_text(result.content)) or "the tool reported an error", is_error=True)
+        return ToolOutput(cap_text(_joined_text(result.content)) or "the tool reported an error", is_error=True)
     if structured is not None:
-        return ToolOutput(_cap(json.dumps(structured, ensure_ascii=False)))
+        return ToolOutput(cap_text(json.dumps(structured, ensure_ascii=False)))
     blocks: list[dict[str, Any]] = []
     for item in result.content or ():
         kind = getattr(item, "type", "")
@@ -82,7 +82,7 @@ def result_output(result: Any) -> ToolOutput:
         else:
             blocks.append({"type": "text", "text": f"[{kind or 'unknown'} content]"})
     if all(b["type"] == "text" for b in blocks):
-        return ToolOutput(_cap("\n".join(b["text"] for b in blocks)))
+        return ToolOutput(cap_text("\n".join(b["text"] for b in blocks)))
     return ToolOutput(tuple(blocks))
 
 
@@ -90,7 +90,7 @@ def _joined_text(content: Any) -> str:
     return "\n".join(getattr(c, "text", "") for c in content or () if getattr(c, "type", "") == "text")
 
 
-def _cap(text: str) -> str:
+def cap_text(text: str) -> str:
     import os
 
     raw = os.environ.get("MAX_MCP_OUTPUT_TOKENS", "")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Mapping, Sequence
 
-from .config import ServerSpec
+from .config import ServerSpec, server_prefix
+from .resources import ListResources, ReadResource
 from .servers import Connection, connect_timeout
 from .tools import McpTool
 
@@ -37,8 +38,30 @@ class McpServers:
     def tools(self) -> list[Any]:
         """loopwright tools (`mcp__server__tool`) of the connected servers."""
         if self._tools is None:
-            self._tools = [McpTool(c, t) for c in self.connections if c.status == "connected" for t in c.tools]
+            live = [c for c in self.connections if c.status == "connected"]
+            self._tools = [McpTool(c, t) for c in live for t in c.tools]
+            if any(c.offers("resources") for c in live):
+                self._tools += [ListResources(self.connections), ReadResource(self.connections)]
         return self._tools
+
+    async def expand_prompt(self, text: str) -> str | None:
+        """`/mcp__server__prompt args`: the server's prompt, its messages' text joined; None when
+        the text names no prompt of a connected server. Arguments: `key=value` words, or the
+        words in the order the prompt declares its arguments."""
+        head, _, rest = text.strip().partition(" ")
+        if not head.startswith("/mcp__"):
+            return None
+        for c in self.connections:
+            prefix = "/" + server_prefix(c.spec.name)
+            if c.status != "connected" or not head.startswith(prefix) or not c.offers("prompts"):
+                continue
+            listed = await c.request("list_prompts")
+            prompt = next((p for p in listed.prompts if p.name == head[len(prefix):]), None)
+            if prompt is None:
+                continue
+            got = await c.request("get_prompt", prompt.name, _prompt_args(prompt, rest))
+            return "\n\n".join(getattr(m.content, "text", "") for m in got.messages).strip()
+        return None
 
     def statuses(self) -> list[dict[str, str]]:
         out = []
@@ -55,3 +78,18 @@ class McpServers:
 
     async def aclose(self) -> None:
         await asyncio.gather(*(c.shutdown() for c in self.connections), return_exceptions=True)
+
+
+def _prompt_args(prompt: Any, rest: str) -> dict[str, str]:
+    import shlex
+
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    named = dict(w.split("=", 1) for w in words if "=" in w)
+    plain = [w for w in words if "=" not in w]
+    declared = [a.name for a in prompt.arguments or ()]
+    for name, value in zip([n for n in declared if n not in named], plain):
+        named[name] = value
+    return named
