@@ -349,3 +349,22 @@ def test_a_server_prompt_is_a_slash_command(dirs):
     first = req.body["messages"][-1]["content"]
     text = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
     assert "Review app.py and look for style." in text
+
+
+def test_a_post_tool_use_hook_may_replace_an_mcp_tools_output(dirs, tmp_path):
+    home, project = dirs
+    answer = tmp_path / "answer.json"
+    answer.write_text(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse",
+                                                         "updatedMCPToolOutput": "[redacted by policy]"}}))
+    settings = {"hooks": {"PostToolUse": [{"matcher": "mcp__tb__echo|Bash",
+                                           "hooks": [{"type": "command", "command": f"cat {answer}"}]}]}}
+    script = [call("mcp__tb__echo", text="secret"), call("Bash", command="echo plain"), {"text": "ok"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--allowedTools", "mcp__tb", "Bash(echo *)", "--settings", json.dumps(settings),
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    [replaced] = tool_results(reqs[1])
+    assert text_of(replaced) == "[redacted by policy]"
+    [kept] = tool_results(reqs[2])
+    assert "plain" in text_of(kept)  # only an MCP tool's output can be replaced

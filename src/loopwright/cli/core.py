@@ -5,6 +5,7 @@ foreground runner. Commands import this module, never each other; it imports no 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -61,8 +62,24 @@ def printable(text: str) -> str:
 
 
 def widened(settings: Any) -> str:
-    """What the project's files widen, file by file, in one line ("" when nothing)."""
-    return " | ".join(f"{_shown(source)}: {'; '.join(parts)}" for source, parts in settings.widened())
+    """What the project's files widen, file by file, in one line ("" when nothing): settings, and
+    the MCP servers of `.mcp.json` (each one a program that will run)."""
+    parts = [f"{_shown(source)}: {'; '.join(found)}" for source, found in settings.widened()]
+    return " | ".join(parts + project_mcp_servers())
+
+
+def project_mcp_servers() -> list[str]:
+    from ..settings.mcpfiles import project_mcp_files
+
+    out = []
+    for path in project_mcp_files(Path.cwd()):
+        try:
+            servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers") or {}
+        except (OSError, ValueError, AttributeError):
+            servers = {}
+        if isinstance(servers, dict) and servers:
+            out.append(f"{_shown(str(path))}: MCP servers {', '.join(servers)}")
+    return out
 
 
 def widened_line(settings: Any) -> str:

@@ -6,6 +6,8 @@ enter the conversation bounded in size (`sizes`)."""
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -154,6 +156,10 @@ class ToolDispatcher:
                    else {"tool_response": result.to_api()["content"]})
         post = await self.hooks.run(event, self.payload(event) | fields, match=call.name)
         self._note(post, batch)
+        if post.updated_output is not None and call.name.startswith("mcp__"):  # as Claude Code: MCP tools only
+            shown = post.updated_output
+            result = bounded_result(ToolResultBlock(result.tool_use_id, shown if isinstance(shown, str)
+                                                    else json.dumps(shown, ensure_ascii=False), result.is_error))
         extra += post.additional_context
         if post.decision == "block" and post.reason:
             extra.append(post.reason)
