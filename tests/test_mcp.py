@@ -211,10 +211,9 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def http_toolbox():
+def _serve(kind):
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, str(TOOLBOX), "--http", str(port)],
+    proc = subprocess.Popen([sys.executable, str(TOOLBOX), f"--{kind}", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -224,10 +223,32 @@ def http_toolbox():
         except OSError:
             time.sleep(0.1)
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'mcp' if kind == 'http' else 'sse'}"
     finally:
         os.kill(proc.pid, signal.SIGTERM)
         proc.wait(timeout=10)
+
+
+@pytest.fixture
+def http_toolbox():
+    yield from _serve("http")
+
+
+@pytest.fixture
+def sse_toolbox():
+    yield from _serve("sse")
+
+
+def test_an_old_sse_server(dirs, sse_toolbox):
+    home, project = dirs
+    config = {"mcpServers": {"old": {"type": "sse", "url": sse_toolbox}}}
+    with Simulator([call("mcp__old__echo", text="via sse"), {"text": "ok"}]) as sim:
+        out = cli(["-p", "go", "--allowedTools", "mcp__old", "--mcp-config", json.dumps(config)],
+                  project, home, sim.base_url)
+        reqs = sim.message_requests
+    assert out.returncode == 0, out.stderr
+    [result] = tool_results(reqs[1])
+    assert not result.get("is_error") and "via sse" in text_of(result)
 
 
 def test_a_streamable_http_server_with_headers_from_the_environment(dirs, http_toolbox):

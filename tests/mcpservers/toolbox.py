@@ -1,6 +1,6 @@
 """A small MCP server of our own for the tests, on the official SDK's server side:
 `python toolbox.py` speaks stdio; `python toolbox.py --http PORT` serves streamable HTTP on
-127.0.0.1. Tools: add, echo, shout (structured), fail, huge, sleepy, crash, grow (adds a tool
+127.0.0.1 (`--sse PORT`: the old SSE transport). Tools: add, echo, shout (structured), fail, huge, sleepy, crash, grow (adds a tool
 and says tools/list_changed), record (appends to $TOOLBOX_LOG: a call's side effect)."""
 
 from __future__ import annotations
@@ -91,5 +91,7 @@ def review(path: str, focus: str = "bugs") -> str:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--sse":
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         app.run()
