@@ -283,8 +283,8 @@ def test_a_bad_entry_is_one_line_naming_the_file_and_the_key(dirs):
     (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"x": {"command": "a", "args": "not a list"}}}))
     out = cli(["-p", "go"], project, home, "http://127.0.0.1:9")
     assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0
-    assert ".mcp.json" in out.stderr and "mcpServers.x.args" in out.stderr and "list of strings" in out.stderr
+    [error] = [line for line in out.stderr.splitlines() if line.startswith("loopwright: error:")]
+    assert ".mcp.json" in error and "mcpServers.x.args" in error and "list of strings" in error
 
 
 def _wait_for(condition, timeout=60.0):
