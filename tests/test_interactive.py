@@ -190,3 +190,20 @@ def test_a_folder_with_nothing_to_trust_is_not_asked_about(terminal, tmp_path):
     t, _ = terminal([{"text": "ok"}])
     t.expect("› ").send("hi").expect("ok").expect("› ").send("/exit")
     assert t.close() == 0 and "[y]es / [n]o" not in t.seen
+
+
+def test_a_projects_mcp_servers_wait_for_trust(terminal, tmp_path):
+    """A cloned repository's `.mcp.json` starts programs: declined, none of them runs."""
+    toolbox = Path(__file__).parent / "mcpservers" / "toolbox.py"
+    start = f"touch mcp-ran; exec {sys.executable} {toolbox}"
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"tb": {"command": "sh", "args": ["-c", start]}}}))
+    t, sim = terminal([{"text": "no servers"}])
+    t.expect(".mcp.json: MCP servers tb").expect("[y]es / [n]o").send("n").expect("not trusted")
+    t.expect("› ").send("go").expect("no servers").expect("› ").send("/exit")
+    assert t.close() == 0 and not (tmp_path / "mcp-ran").exists()
+    assert not [x for x in sim.message_requests[0].body["tools"] if x["name"].startswith("mcp__")]
+    assert loopwright(tmp_path, "trust", str(tmp_path)).returncode == 0
+    t, sim = terminal([{"text": "with servers"}])
+    t.expect("› ").send("go").expect("with servers").expect("› ").send("/exit")
+    assert t.close() == 0 and (tmp_path / "mcp-ran").exists()
+    assert "mcp__tb__add" in [x["name"] for x in sim.message_requests[0].body["tools"]]

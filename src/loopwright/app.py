@@ -76,6 +76,7 @@ class Agent:
     child_env: Mapping[str, str] | None = None
     env_origins: Mapping[str, str] = field(default_factory=dict)  # variable -> the settings file that set it
     crash_log: Callable[[BaseException], str | None] | None = None  # default: a file in loopwright's home
+    mcp_servers: Sequence[Any] = ()  # loopwright.mcp.config.ServerSpec: started on the first run
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -85,6 +86,7 @@ class Agent:
         self._goal_armed = False
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
+        self._mcp: Any = None  # loopwright.mcp.servers.McpServers, once started
         if self.output_schema is not None:
             from .engine.structured import StructuredAnswer
 
@@ -229,12 +231,15 @@ class Agent:
 
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
+        if self._mcp is not None:
+            tools = _WithMcp(tools, self._mcp)
+            emit = self._mcp_status(emit)
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool
 
             answer = StructuredAnswer(self.output_schema)
-            tools.append(StructuredOutputTool(answer))
+            tools.append(StructuredOutputTool(answer))  # type: ignore[union-attr]
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
         config = LoopConfig(
@@ -250,6 +255,9 @@ class Agent:
 
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
+        await self._start_mcp()
+        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
+            prompt = await self._mcp_prompt(prompt)
         loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
@@ -342,8 +350,45 @@ class Agent:
         work = self._background() if self.tools is not None else None
         if work is not None:
             await work.stop_all()
+        if self._mcp is not None:
+            await self._mcp.aclose()
         if self.model_client is not None:
             await self.model_client.aclose()
+
+    async def _start_mcp(self) -> None:
+        """Connect the configured MCP servers, once (each bounded by MCP_TIMEOUT, 30 s)."""
+        if not self.mcp_servers or self._mcp is not None:
+            return
+        from .mcp.toolset import McpServers
+
+        self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
+        await self._mcp.start()
+
+    async def _mcp_prompt(self, text: str) -> str:
+        """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
+        from .core.errors import UsageError
+
+        try:
+            expanded = await self._mcp.expand_prompt(text)
+        except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
+            raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
+        return text if expanded is None else expanded
+
+    def _mcp_status(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+        """system/init carries each server's status; a server that failed is also said as a warning."""
+        from .core.events import Notice, SystemInit
+
+        servers = self._mcp
+
+        def with_status(event: Event) -> None:
+            if isinstance(event, SystemInit):
+                emit(replace(event, mcp_servers=tuple(servers.statuses())))
+                for line in servers.failures():
+                    emit(Notice("warning", f"{line}; the run goes on without its tools"))
+                return
+            emit(event)
+
+        return with_status
 
 
 def _crash_log(exc: BaseException) -> str | None:
@@ -367,3 +412,19 @@ async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, time
                 if len(content) > MAX_OUTPUT_BYTES:
                     raise ValueError(f"the response body went past {MAX_OUTPUT_BYTES} bytes")
             return response.status_code, bytes(content)
+
+
+class _WithMcp(list):  # type: ignore[type-arg]
+    """The run's tools: the fixed ones, then what the MCP servers offer at this moment (a server's
+    `tools/list_changed` shows in the next request)."""
+
+    def __init__(self, fixed: list[Tool], servers: Any) -> None:
+        super().__init__(fixed)
+        self.servers = servers
+
+    def __iter__(self) -> Any:
+        yield from list.__iter__(self)
+        yield from self.servers.tools()
+
+    def __len__(self) -> int:
+        return list.__len__(self) + len(self.servers.tools())

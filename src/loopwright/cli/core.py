@@ -5,6 +5,7 @@ foreground runner. Commands import this module, never each other; it imports no 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -61,8 +62,24 @@ def printable(text: str) -> str:
 
 
 def widened(settings: Any) -> str:
-    """What the project's files widen, file by file, in one line ("" when nothing)."""
-    return " | ".join(f"{_shown(source)}: {'; '.join(parts)}" for source, parts in settings.widened())
+    """What the project's files widen, file by file, in one line ("" when nothing): settings, and
+    the MCP servers of `.mcp.json` (each one a program that will run)."""
+    parts = [f"{_shown(source)}: {'; '.join(found)}" for source, found in settings.widened()]
+    return " | ".join(parts + project_mcp_servers())
+
+
+def project_mcp_servers() -> list[str]:
+    from ..settings.mcpfiles import project_mcp_files
+
+    out = []
+    for path in project_mcp_files(Path.cwd()):
+        try:
+            servers = json.loads(path.read_text(encoding="utf-8")).get("mcpServers") or {}
+        except (OSError, ValueError, AttributeError):
+            servers = {}
+        if isinstance(servers, dict) and servers:
+            out.append(f"{_shown(str(path))}: MCP servers {', '.join(servers)}")
+    return out
 
 
 def widened_line(settings: Any) -> str:
@@ -147,9 +164,25 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
+        mcp_servers=mcp_servers(opts, settings),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
+
+
+def mcp_servers(opts: Options, settings: Any) -> list[Any]:
+    """The MCP servers of this session (docs/mcp.md); each unset `${VAR}` said once on stderr."""
+    if not (opts.mcp_config or opts.strict_mcp_config) and opts.bare:
+        return []
+    from ..settings.mcpfiles import load_mcp_servers
+
+    specs = load_mcp_servers(Path.cwd(), flags=opts.mcp_config, strict=opts.strict_mcp_config or bool(opts.bare),
+                             project=not settings.declined,
+                             disabled=tuple(settings.data.get("disabledMcpjsonServers") or ()))
+    for spec in specs:
+        for warning in spec.warnings:
+            print(f"loopwright: warning: {printable(warning)}", file=sys.stderr, flush=True)
+    return specs
 
 
 def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -243,6 +276,12 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
     def emit(event: Event) -> None:
         if progress is not None:
             progress(event)
+        elif isinstance(event, SystemInit):  # a server that failed is said even without --verbose
+            for server in event.mcp_servers:
+                if server.get("status") == "failed":
+                    print(f"loopwright: warning: MCP server {server['name']!r} failed: "
+                          f"{visible(server.get('error', ''))}; the run goes on without its tools",
+                          file=sys.stderr, flush=True)
         if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
             return
         if fmt == "stream-json":

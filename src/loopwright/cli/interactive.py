@@ -70,7 +70,7 @@ def trusted(settings: Any, ask: Any = input) -> Any:
     from ..stores.trust import TrustStore
     from .core import printable, widened
 
-    if not settings.widened():
+    if not widened(settings):
         return settings
     store, folder = TrustStore.default(), os.getcwd()
     answer = store.answer(folder)
@@ -88,7 +88,7 @@ def trusted(settings: Any, ask: Any = input) -> Any:
             store.remember(folder, answer)
     if answer:
         return settings
-    print("Project hooks, allow rules and env are off in this folder (not trusted); `loopwright trust .` "
+    print("Project hooks, allow rules, env and MCP servers are off in this folder (not trusted); `loopwright trust .` "
           "trusts it.", flush=True)
     return settings.untrusted()
 

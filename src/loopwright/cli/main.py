@@ -12,7 +12,7 @@ from .. import __version__
 if TYPE_CHECKING:
     from .options import Options
 
-SUBCOMMANDS = ("demo", "goal", "schedule", "scheduler", "settings", "trust")
+SUBCOMMANDS = ("demo", "goal", "mcp", "schedule", "scheduler", "settings", "trust")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,8 @@ class Options:
     add_dir: tuple[str, ...] = ()
     sandbox: bool | None = None  # --sandbox / --no-sandbox; None: as the settings say
     pass_env: tuple[str, ...] = ()
+    mcp_config: tuple[str, ...] = ()
+    strict_mcp_config: bool = False
     system_prompt: str | None = None
     system_prompt_file: str | None = None
     append_system_prompt: str | None = None
@@ -115,6 +117,10 @@ def parser() -> Any:
     add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
         help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
         "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); repeatable.")
+    add("--mcp-config", dest="mcp_config", nargs="+", action="extend", default=[], metavar="FILE_OR_JSON",
+        help='MCP servers from these files or inline JSON ({"mcpServers": {...}}), beside .mcp.json and '
+        "your own; repeatable.")
+    add("--strict-mcp-config", action="store_true", help="Use only the servers of --mcp-config.")
     add("--system-prompt", help="Replace the default system prompt.")
     add("--system-prompt-file")
     add("--append-system-prompt", help="Add to the system prompt.")

@@ -49,7 +49,7 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
         case SystemInit():
             return {"type": "system", "subtype": "init", "session_id": event.session_id, "cwd": event.cwd,
                     "tools": list(event.tools), "model": event.model, "permissionMode": event.permission_mode,
-                    "loopwright_version": version}
+                    "mcp_servers": list(event.mcp_servers), "loopwright_version": version}
         case AssistantMessage():
             message = {"id": event.id, "type": "message", "role": "assistant", "model": event.model,
                        "content": event.message.to_api()["content"], "stop_reason": event.stop_reason,

@@ -1,6 +1,6 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key),
-`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`
-and `loopwright settings check`."""
+`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`,
+`loopwright mcp …` and `loopwright settings check`."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def run(name: str, args: list[str]) -> int:
         from .schedulecmd import run_scheduler
 
         return run_scheduler(args)
+    if name == "mcp":
+        from .mcpcmd import run_mcp
+
+        return run_mcp(args)
     if name == "trust":
         from .trustcmd import run_trust
 

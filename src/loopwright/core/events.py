@@ -152,6 +152,7 @@ class SystemInit:
     model: str
     tools: tuple[str, ...]
     permission_mode: str
+    mcp_servers: tuple[dict[str, str], ...] = ()  # each MCP server's name and status
     type: Literal["system_init"] = "system_init"
 
 

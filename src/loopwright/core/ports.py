@@ -123,6 +123,7 @@ class HookResult:
     stop: bool = False
     stop_reason: str | None = None
     system_messages: tuple[str, ...] = ()
+    updated_output: Any = None  # PostToolUse `updatedMCPToolOutput`, for an MCP tool's call
 
 
 NO_HOOK_RESULT = HookResult()

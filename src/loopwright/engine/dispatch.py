@@ -6,6 +6,8 @@ enter the conversation bounded in size (`sizes`)."""
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -58,6 +60,11 @@ class ToolDispatcher:
 
     def names(self) -> list[str]:
         return list(self.tools)
+
+    def offer(self, tools: Sequence[Tool]) -> None:
+        """The tools of the next request (a server's tool list may change during a run)."""
+        if len(tools) != len(self.tools) or any(self.tools.get(t.name) is not t for t in tools):
+            self.tools = {t.name: t for t in tools}
 
     async def run(self, calls: Sequence[ToolUseBlock]) -> Batch:
         batch = Batch([])
@@ -149,6 +156,10 @@ class ToolDispatcher:
                    else {"tool_response": result.to_api()["content"]})
         post = await self.hooks.run(event, self.payload(event) | fields, match=call.name)
         self._note(post, batch)
+        if post.updated_output is not None and call.name.startswith("mcp__"):  # as Claude Code: MCP tools only
+            shown = post.updated_output
+            result = bounded_result(ToolResultBlock(result.tool_use_id, shown if isinstance(shown, str)
+                                                    else json.dumps(shown, ensure_ascii=False), result.is_error))
         extra += post.additional_context
         if post.decision == "block" and post.reason:
             extra.append(post.reason)

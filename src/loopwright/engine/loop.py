@@ -28,7 +28,7 @@ from ..core.events import (
     UserMessage,
 )
 from ..core.fastclass import dataclass
-from ..policy.rules import PermissionRules
+from ..policy.rules import PermissionRules, name_hits
 from ..policy.budget import Budget, Spent, check_limits, duration_limit, spend_limit, time_left
 from ..policy.retry import stop_failure
 from ..policy.models import resolve_model
@@ -250,9 +250,11 @@ class AgentLoop:
 
     def _request(self, state: LoopState, messages: Sequence[Message] | None = None,
                  extra: dict[str, Any] | None = None) -> ModelRequest:
+        visible = self._visible_tools()
+        self.dispatch.offer(visible)  # what the model may call is what this request shows it
         return ModelRequest(model=self.model, messages=tuple(self.messages if messages is None else messages),
                             max_tokens=state.max_tokens, system=self.cfg.system,
-                            tools=tuple(tool_spec(t) for t in self._visible_tools()), extra=extra or {})
+                            tools=tuple(tool_spec(t) for t in visible), extra=extra or {})
 
     async def _final_turn(self, state: LoopState) -> str | None:
         """One wrap-up call with tools disabled, after the turn limit: its text is the result."""
@@ -299,7 +301,9 @@ class AgentLoop:
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
-        return [t for t in self.cfg.tools if t.name not in removed and "*" not in removed]
+        if "*" in removed:
+            return []
+        return [t for t in self.cfg.tools if not any(name_hits(r, t.name) for r in removed)]
 
     # ------------------------------------------------------------ stops and hooks
 

@@ -45,6 +45,7 @@ class Answer:
     stop_reason: str | None = None
     system_message: str | None = None
     error: str | None = None
+    updated_output: Any = None  # PostToolUse `updatedMCPToolOutput`: replaces an MCP tool's output
     notice: str | None = None
     unanswered: bool = False
 
@@ -114,7 +115,8 @@ def from_json(event: str, data: Any) -> Answer:
     stop = data.get("continue") is False and event not in NO_CONTINUE
     message, stop_reason = data.get("systemMessage"), data.get("stopReason") if stop else None
     return Answer(decision, cap(reason) if reason else None, updated, (cap(context),) if context else (), stop,
-                  cap(stop_reason) if stop_reason else None, cap(message) if message else None)
+                  cap(stop_reason) if stop_reason else None, cap(message) if message else None,
+                  updated_output=specific.get("updatedMCPToolOutput") if event == "PostToolUse" else None)
 
 
 _TYPES: dict[str, tuple[type, str]] = {
@@ -155,10 +157,12 @@ def merge(answers: Sequence[Answer], finished: Sequence[int] = (), event: str = 
     decided = [a for a in answers if a.decision in RANK]
     decision = max(decided, key=lambda a: RANK[a.decision or ""]).decision if decided else None
     reasons = _unique(a.reason for a in decided if a.decision == decision and a.reason)
-    updated = None
+    updated = output = None
     for index in finished or range(len(answers)):
         if answers[index].updated_input is not None:
             updated = answers[index].updated_input
+        if answers[index].updated_output is not None:
+            output = answers[index].updated_output
     stops = [a for a in answers if a.stop]
     stop_reason = next((a.stop_reason for a in stops if a.stop_reason), None)
     if stops and event == "PreToolUse":
@@ -167,7 +171,7 @@ def merge(answers: Sequence[Answer], finished: Sequence[int] = (), event: str = 
         decision=decision, reason="\n".join(reasons) or None, updated_input=updated,
         additional_context=tuple(c for a in answers for c in a.context),
         stop=bool(stops), stop_reason=stop_reason,
-        system_messages=tuple(a.system_message for a in answers if a.system_message),
+        system_messages=tuple(a.system_message for a in answers if a.system_message), updated_output=output,
     )
 
 

@@ -85,8 +85,12 @@ def parse_rule(rule: str) -> tuple[str, str | None]:
 
 
 def name_hits(rule_name: str, tool: str) -> bool:
-    """Whether a rule's tool name (`Bash`, `mcp__srv__*`) names this tool."""
-    return rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name))
+    """Whether a rule's tool name (`Bash`, `mcp__srv__*`) names this tool; `mcp__srv` names
+    every tool of that MCP server."""
+    if rule_name == tool or ("*" in rule_name and fnmatch.fnmatchcase(tool, rule_name)):
+        return True
+    return (rule_name.startswith("mcp__") and "__" not in rule_name[5:] and len(rule_name) > 5
+            and tool.startswith(rule_name + "__"))
 
 
 def rule_error(rule: str) -> str | None:

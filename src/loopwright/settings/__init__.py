@@ -34,6 +34,7 @@ class Settings:
     layers: tuple[tuple[str, dict[str, Any]], ...] = ()
     scopes: tuple[str, ...] = ()  # each layer's: user, project or flag (absent: user)
     findings: tuple[Finding, ...] = ()  # what was refused, ignored or wrong, file by file
+    declined: bool = False  # the folder is not trusted: what its project files widen is off
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -67,7 +68,7 @@ class Settings:
 
         layers = tuple((source, untrusted(data) if self.scope(i) == PROJECT else data)
                        for i, (source, data) in enumerate(self.layers))
-        return Settings(_merged(layers), layers, self.scopes, self.findings)
+        return Settings(_merged(layers), layers, self.scopes, self.findings, declined=True)
 
     @property
     def hooks(self) -> dict[str, list[dict[str, Any]]]:

@@ -1,0 +1,262 @@
+"""Connections to MCP servers through the official `mcp` SDK's client (imported only here, and
+only when a server is configured). Each server lives in a task of its own that holds the SDK's
+context open; calls come from the loop's tool tasks. A server that fails to start is reported
+and left out; one that dies is answered for (its pending calls end as errors) and started again
+once, on the next call."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from typing import Any, Callable, Mapping
+
+from .config import ServerSpec
+
+__all__ = ["Connection", "ServerGone", "connect_timeout", "tool_timeout"]
+
+CONNECT_TIMEOUT_S = 30.0  # MCP_TIMEOUT (ms) overrides
+MAX_RESTARTS = 1
+MAX_PAGES = 100
+CONNECTION_CLOSED = -32000  # the JSON-RPC error the SDK raises when the server's end closed
+
+
+class ServerGone(Exception):
+    """The server is not connected (it failed to start, died, or was closed)."""
+
+
+class Connection:
+    """One server. `status`: pending, connected, failed, closed."""
+
+    def __init__(self, spec: ServerSpec, cwd: str, env: Mapping[str, str], on_change: Callable[[], None]) -> None:
+        self.spec, self.cwd, self.env, self.on_change = spec, cwd, dict(env), on_change
+        self.status, self.error, self.instructions = "pending", "", ""
+        self.tools: list[Any] = []  # mcp Tool objects
+        self.restarts = 0
+        self._client: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._errlog: Any = None
+        self._shut = False  # closed for good (the session ended)
+        self._stale = False  # the server said its tools changed; not listed again yet
+        self._listing = asyncio.Lock()
+
+    # ------------------------------------------------------------ lifetime
+
+    async def start(self, timeout: float) -> None:
+        self._ready, self._closing = asyncio.Event(), asyncio.Event()
+        self.status, self.error = "pending", ""
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"mcp:{self.spec.name}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except asyncio.TimeoutError:
+            self.error = f"did not answer within {timeout:g} s"
+            await self.close()
+            self.status = "failed"
+
+    async def _serve(self) -> None:
+        from mcp import Client
+        from mcp.types import Implementation
+
+        try:
+            target = self._target()
+            async with Client(target, mode="legacy", message_handler=self._on_message,
+                              client_info=Implementation(name="loopwright", version=_version())) as client:
+                self.instructions = (client.instructions or "")[:2048]
+                self._client = client
+                await self._list_tools()
+                self.status = "connected"
+                self.on_change()
+                self._ready.set()
+                await self._closing.wait()
+        except BaseException as exc:  # noqa: BLE001 - a server's failure is reported, never raised
+            if self.status != "closed":
+                self.status = "failed"
+                self.error = self.error or _describe(exc, self._stderr_tail())
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+        finally:
+            self._client = None
+            self._ready.set()
+
+    def _target(self) -> Any:
+        spec = self.spec
+        if spec.transport == "stdio":
+            from mcp import StdioServerParameters
+
+            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+            env = self.env | dict(spec.env)
+            return _StdioWithLog(StdioServerParameters(command=spec.command, args=list(spec.args), env=env,
+                                                       cwd=spec.cwd or self.cwd), self._errlog)
+        headers = dict(spec.headers)
+        if spec.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(spec.url, headers=headers)
+        import httpx2  # the mcp SDK's own HTTP client
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0, read=300.0))
+        return streamable_http_client(spec.url, http_client=client)
+
+    async def shutdown(self) -> None:
+        self._shut = True
+        await self.close()
+
+    async def close(self) -> None:
+        if self.status != "failed":
+            self.status = "closed"
+        self._closing.set()
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 5.0)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                task.cancel()
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    # ------------------------------------------------------------ protocol
+
+    async def _list_tools(self) -> None:
+        tools, cursor = [], None
+        for _ in range(MAX_PAGES):
+            page = await self._client.list_tools(cursor=cursor, cache_mode="refresh")
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.tools = tools
+
+    async def _on_message(self, message: Any) -> None:
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed" and self._client is not None:
+            self._stale = True  # a call that is answering now waits for the new list (`call`)
+            asyncio.get_running_loop().create_task(self._refresh())
+
+    async def _refresh(self) -> None:
+        async with self._listing:
+            if not self._stale or self._client is None:
+                return
+            self._stale = False
+            try:
+                await self._list_tools()
+            except Exception as exc:  # noqa: BLE001 - keep the old list, say why
+                self.error = f"refreshing its tools failed: {_describe(exc, '')}"
+            self.on_change()
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+        if self._client is None or self._task is None or self._task.done():
+            await self._restart()
+        client = self._client
+        if client is None:
+            raise ServerGone(self.error or "not connected")
+        try:
+            if timeout is None:
+                result = await client.call_tool(tool, arguments)
+            else:
+                result = await asyncio.wait_for(client.call_tool(tool, arguments), timeout)
+            if self._stale or self._listing.locked():  # the call changed the server's tools:
+                await asyncio.wait_for(self._refresh(), 10.0)  # the next request shows them
+            return result
+        except asyncio.TimeoutError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            closed = getattr(exc, "code", None) == CONNECTION_CLOSED
+            if closed or self._task is None or self._task.done() or self._client is None:
+                why = _describe(exc, self._stderr_tail()) or "the connection closed"
+                self.error = f"the connection closed ({why})"
+                await self.close()
+                self.status = "failed"
+                raise ServerGone(why + ("; it will be started again on the next call"
+                                        if self.restarts < MAX_RESTARTS else "")) from None
+            raise
+
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Another request of the connected client (`list_resources`, `read_resource`,
+        `list_prompts`, `get_prompt`), bounded like a tool call."""
+        if self._client is None or self._task is None or self._task.done():
+            await self._restart()
+        if self._client is None:
+            raise ServerGone(self.error or "not connected")
+        return await asyncio.wait_for(getattr(self._client, method)(*args, **kwargs), tool_timeout(self.spec) or 60.0)
+
+    def offers(self, capability: str) -> bool:
+        caps = self._client.server_capabilities if self._client is not None else None
+        return getattr(caps, capability, None) is not None
+
+    async def _restart(self) -> None:
+        if self.restarts >= MAX_RESTARTS or self._shut:
+            return
+        self.restarts += 1
+        await self.close()
+        await self.start(connect_timeout())
+
+    def _stderr_tail(self) -> str:
+        log = self._errlog
+        if log is None:
+            return ""
+        try:
+            log.flush()
+            log.seek(0, os.SEEK_END)
+            size = log.tell()
+            log.seek(max(0, size - 2000))
+            lines = [line.strip() for line in log.read().splitlines() if line.strip()]
+            return " | ".join(lines[-2:])[-300:]
+        except (OSError, ValueError):
+            return ""
+
+
+class _StdioWithLog:
+    """`stdio_client` with the server's stderr kept in a file (for the failure message) instead of
+    mixed into loopwright's own."""
+
+    def __init__(self, params: Any, errlog: Any) -> None:
+        self.params, self.errlog, self._cm = params, errlog, None
+
+    async def __aenter__(self) -> Any:
+        from mcp import stdio_client
+
+        self._cm = stdio_client(self.params, errlog=self.errlog)
+        return await self._cm.__aenter__()
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        assert self._cm is not None
+        return await self._cm.__aexit__(*exc)
+
+
+def connect_timeout() -> float:
+    raw = os.environ.get("MCP_TIMEOUT", "")
+    return int(raw) / 1000 if raw.isdigit() and int(raw) > 0 else CONNECT_TIMEOUT_S
+
+
+def tool_timeout(spec: ServerSpec) -> float | None:
+    """The per-call timeout: the entry's `timeout`, else MCP_TOOL_TIMEOUT (ms), else none."""
+    if spec.timeout_s is not None:
+        return spec.timeout_s
+    raw = os.environ.get("MCP_TOOL_TIMEOUT", "")
+    return int(raw) / 1000 if raw.isdigit() and int(raw) > 0 else None
+
+
+def _describe(exc: BaseException, stderr: str) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(exc, ModuleNotFoundError) and exc.name in ("mcp", "httpx2"):
+        text = "the official MCP SDK is not installed here (pip install 'mcp>=2.3')"
+    elif isinstance(exc, FileNotFoundError):
+        text = f"cannot start the command ({exc.strerror}: {exc.filename})"
+    return f"{text}; its stderr: {stderr}" if stderr else text
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("loopwright")
+    except PackageNotFoundError:
+        return "0"
