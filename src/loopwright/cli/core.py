@@ -172,9 +172,10 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
 
 def mcp_servers(opts: Options, settings: Any) -> list[Any]:
     """The MCP servers of this session (docs/mcp.md); each unset `${VAR}` said once on stderr."""
-    if not (opts.mcp_config or opts.strict_mcp_config) and opts.bare:
+    from ..settings.mcpfiles import any_config, load_mcp_servers
+
+    if not opts.mcp_config and (opts.bare or opts.strict_mcp_config or not any_config(Path.cwd(), os.environ)):
         return []
-    from ..settings.mcpfiles import load_mcp_servers
 
     specs = load_mcp_servers(Path.cwd(), flags=opts.mcp_config, strict=opts.strict_mcp_config or bool(opts.bare),
                              project=not settings.declined,

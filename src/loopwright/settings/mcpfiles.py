@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.errors import UsageError
 from ..core.home import home as loopwright_home
-from ..mcp.config import ServerSpec, parse_document, parse_servers
 
-__all__ = ["load_mcp_servers", "project_mcp_files", "user_config_path", "scoped_sources"]
+if TYPE_CHECKING:
+    from ..mcp.config import ServerSpec
+
+__all__ = ["any_config", "load_mcp_servers", "project_mcp_files", "user_config_path", "scoped_sources"]
 
 
 def user_config_path(env: Mapping[str, str]) -> Path:
@@ -26,8 +28,16 @@ def project_mcp_files(cwd: Path) -> list[Path]:
     return [p for p in (cwd / ".mcp.json", cwd / ".loopwright" / "mcp.json") if p.is_file()]
 
 
+def any_config(cwd: Path, env: Mapping[str, str]) -> bool:
+    """Whether any file that may configure servers exists (a stat each; nothing imported or read)."""
+    return any(p.is_file() for p in (user_config_path(env), loopwright_home(env) / "mcp.json",
+                                      cwd / ".mcp.json", cwd / ".loopwright" / "mcp.json"))
+
+
 def scoped_sources(cwd: Path, env: Mapping[str, str], project: bool = True) -> list[tuple[str, str, dict[str, Any]]]:
     """(source, scope, mcpServers object) for every file that has servers, lowest first."""
+    from ..mcp.config import parse_document
+
     out: list[tuple[str, str, dict[str, Any]]] = []
     user_file = user_config_path(env)
     user_doc = _read_json(user_file)
@@ -49,6 +59,8 @@ def scoped_sources(cwd: Path, env: Mapping[str, str], project: bool = True) -> l
 def load_mcp_servers(cwd: Path, *, flags: Sequence[str] = (), strict: bool = False, project: bool = True,
                      disabled: Sequence[str] = (), env: Mapping[str, str] | None = None) -> list[ServerSpec]:
     """Every server to start for this session, checked (a bad entry raises `UsageError`)."""
+    from ..mcp.config import parse_document, parse_servers
+
     env = os.environ if env is None else env
     found = [] if strict else scoped_sources(cwd, env, project)
     for value in flags:
