@@ -13,7 +13,7 @@ regression test in test_gate_holes.py); they run first, every time."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, example, given, seed, settings
+from hypothesis import HealthCheck, example, given, settings
 
 import gatefuzz
 import gategrammar
@@ -21,8 +21,15 @@ import gategrammar
 pytestmark = pytest.mark.skipif(not gatefuzz.bwrap_works(),
                                 reason="bubblewrap cannot create namespaces here (the fuzz needs it as its oracle)")
 
-settings.register_profile("gate-long", max_examples=20_000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+LONG_PROFILE, CI_EXAMPLES = "gate-long", 300
+_QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+
+
+def fuzz_settings() -> settings:
+    if settings.default is settings.get_profile(LONG_PROFILE):  # many lines, a new seed each run
+        return settings(settings.default)
+    return settings(max_examples=CI_EXAMPLES, derandomize=True, database=None, deadline=None,
+                    suppress_health_check=_QUIET)
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +37,7 @@ def template(tmp_path_factory):
     return gatefuzz.build_template(tmp_path_factory.mktemp("gate-world"))
 
 
-@seed(21)
-@settings(max_examples=300, deadline=None, derandomize=False,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@fuzz_settings()
 @given(line=gategrammar.lines, mode=gategrammar.modes)
 @example(line="echo $( stat -c%s a.txt 1> - 2>/dev/null )", mode="default")  # `> -` is a file named "-"
 @example(line="git diff", mode="default")  # refreshes the index's file times only
