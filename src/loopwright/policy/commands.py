@@ -237,8 +237,9 @@ def redirect_targets(part: Part) -> list[Target]:
     out = []
     for r in part.redirects:
         if r.op in _WRITE_OPS and r.target is not None:
-            if r.op == ">&" and (r.target.value or "").rstrip("-").isdigit() or r.target.value == "-":
-                continue
+            value = r.target.value or ""
+            if r.op == ">&" and (value.rstrip("-").isdigit() or value == "-"):
+                continue  # a descriptor copied or closed; `> -` is a file named "-"
             out.append(Target(r.target.value, r.target.glob))
     return out
 

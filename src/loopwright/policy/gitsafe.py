@@ -25,6 +25,7 @@ OVERRIDES: tuple[tuple[str, str], ...] = (
     ("diff.ignoreSubmodules", "all"),  # a submodule has a configuration of its own
     ("status.submoduleSummary", "false"), ("submodule.recurse", "false"),
     ("blame.ignoreRevsFile", ""),
+    ("gc.auto", "0"), ("maintenance.auto", "false"),  # no repacking or maintenance behind a read
     *((f"pager.{sub}", "false") for sub in sorted(SUBCOMMANDS)),
 )
 
@@ -78,4 +79,5 @@ def shell_env(command: str, environ: Mapping[str, str]) -> dict[str, str]:
         for k, (key, value) in enumerate(OVERRIDES, start):
             out[f"GIT_CONFIG_KEY_{k}"], out[f"GIT_CONFIG_VALUE_{k}"] = key, value
         out["GIT_CONFIG_COUNT"] = str(start + len(OVERRIDES))
+        out["GIT_OPTIONAL_LOCKS"] = "0"  # status and diff then leave the index as it is
     return out

@@ -102,7 +102,7 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
                 if locs is not None and path_rule_hits(spec, locs, places, deny=True):
                     return Verdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
                                    hard=decision == "ask")
-        elif (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
+        elif t.kind != "device" and (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
             return Verdict("ask", f"`{t.part.text}` may read what the {ruled[0]} rule {ruled[1]} keeps private",
                            hard=True)
         if t.removes and t.part.name in ("rm", "rmdir") and locs and any(critical(x.real, places) for x in locs):
@@ -178,6 +178,9 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
         if t.kind == "write":
             return write_where(None, rules, places)
         return Verdict("ask", "it reads a path known only when it runs", hard=True, hint="allow it explicitly")
+    if t.kind == "device":
+        return Verdict("ask", f"it would change or replace the device {t.path} (only a redirection may write to "
+                       "a device)", hard=True, hint="approve it yourself")
     locs = call.resolved.get(t.path)
     if t.kind == "write":
         return write_where(locs, rules, places, shell=True, removes=t.removes)

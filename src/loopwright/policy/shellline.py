@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
-from .commands import Analysis, Part, Target, analyse, input_targets, is_device
+from .commands import Analysis, Part, Target, analyse, input_targets, is_device, redirect_targets
 from .getopt import Spec, parse
 from .readonly import Reading, judge
 from .shellwords import Word
@@ -77,8 +77,20 @@ def read_line(analysis: Analysis, resolved: Mapping[str, Any] | None = None, cwd
     return Line(parts, tuple(readings), tuple(touches), git_ok)
 
 
+# Programs that write into a device named as their output (open it and write), never replace it.
+_WRITE_INTO = frozenset({"tee", "dd"})
+
+
 def _raw_touches(part: Part, reading: Reading) -> list[tuple[Target, str]]:
-    out = [(t, "write") for t in write_targets(part) if t.path is None or not is_device(t.path)]
+    redirected = [t.path for t in redirect_targets(part)]
+    out: list[tuple[Target, str]] = []
+    for t in write_targets(part):
+        if t.path is None or not is_device(t.path):
+            out.append((t, "write"))
+        elif t.path in redirected:
+            redirected.remove(t.path)  # `> /dev/null`: the shell opens the device and writes into it
+        elif part.name not in _WRITE_INTO:
+            out.append((t, "device"))  # mv, cp, ln, touch, chmod, rm … on a device node
     reads = reading.reads if reading.ok else (*input_targets(part), *copy_reads(part))
     out += [(t, "read") for t in reads if t.path is None or not is_device(t.path)]
     if reading.ok and reading.git:
