@@ -29,6 +29,7 @@ from loopwright.mcp.config import parse_servers
 from loopwright.policy.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
+from turn_overhead import assistant_blocks  # the same SSE reading as the other bare loops
 
 TOOLBOX = Path(__file__).resolve().parents[1] / "tests" / "mcpservers" / "toolbox.py"
 CONFIG = {"tb": {"command": sys.executable, "args": [str(TOOLBOX)]}}
@@ -76,16 +77,7 @@ def run_bare(turns: int) -> list[float]:
                             "tools": tools}
                     async with http.stream("POST", "/v1/messages", json=body, headers={"x-api-key": "sk-bench"}) as r:
                         events = [json.loads(line[6:]) async for line in r.aiter_lines() if line.startswith("data: ")]
-                    blocks, parts = [], {}
-                    for e in events:
-                        if e["type"] == "content_block_start":
-                            blocks.append(dict(e["content_block"]))
-                            parts[e["index"]] = []
-                        elif e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta":
-                            parts[e["index"]].append(e["delta"]["partial_json"])
-                    for i, b in enumerate(blocks):
-                        if b["type"] == "tool_use":
-                            b["input"] = json.loads("".join(parts[i]) or "{}")
+                    blocks = assistant_blocks(events)
                     call = next(b for b in blocks if b["type"] == "tool_use")
                     out = await mcp.call_tool(call["name"].removeprefix("mcp__tb__"), call["input"])
                     text = "".join(getattr(c, "text", "") for c in out.content)

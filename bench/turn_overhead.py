@@ -62,8 +62,8 @@ def run_loopwright_chat(turns: int, path: str, cwd: Path) -> list[float]:
         return gaps_ms(sim, chat=True)
 
 
-def _tool_result_turn(events: list[dict]) -> tuple[dict, dict]:
-    """From raw SSE event dicts: the assistant message and the matching tool_result message."""
+def assistant_blocks(events: list[dict]) -> list[dict]:
+    """From raw SSE event dicts: the assistant's content blocks, tool inputs parsed."""
     blocks, parts = [], {}
     for e in events:
         if e["type"] == "content_block_start":
@@ -74,6 +74,12 @@ def _tool_result_turn(events: list[dict]) -> tuple[dict, dict]:
     for i, b in enumerate(blocks):
         if b["type"] == "tool_use":
             b["input"] = json.loads("".join(parts[i]) or "{}")
+    return blocks
+
+
+def _tool_result_turn(events: list[dict]) -> tuple[dict, dict]:
+    """From raw SSE event dicts: the assistant message and the matching tool_result message."""
+    blocks = assistant_blocks(events)
     call = next(b for b in blocks if b["type"] == "tool_use")
     content = Path(call["input"]["file_path"]).read_text()
     return ({"role": "assistant", "content": blocks},

@@ -232,14 +232,13 @@ class Agent:
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
         if self._mcp is not None:
-            tools = _WithMcp(tools, self._mcp)
-            emit = self._mcp_status(emit)
+            tools, emit = self._mcp.with_tools(tools), self._mcp.reporting(emit)
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool
 
             answer = StructuredAnswer(self.output_schema)
-            tools.append(StructuredOutputTool(answer))  # type: ignore[union-attr]
+            tools.append(StructuredOutputTool(answer))
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
         config = LoopConfig(
@@ -374,22 +373,6 @@ class Agent:
             raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
         return text if expanded is None else expanded
 
-    def _mcp_status(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-        """system/init carries each server's status; a server that failed is also said as a warning."""
-        from .core.events import Notice, SystemInit
-
-        servers = self._mcp
-
-        def with_status(event: Event) -> None:
-            if isinstance(event, SystemInit):
-                emit(replace(event, mcp_servers=tuple(servers.statuses())))
-                for line in servers.failures():
-                    emit(Notice("warning", f"{line}; the run goes on without its tools"))
-                return
-            emit(event)
-
-        return with_status
-
 
 def _crash_log(exc: BaseException) -> str | None:
     from .stores.crashlog import write_crash_log
@@ -412,19 +395,3 @@ async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, time
                 if len(content) > MAX_OUTPUT_BYTES:
                     raise ValueError(f"the response body went past {MAX_OUTPUT_BYTES} bytes")
             return response.status_code, bytes(content)
-
-
-class _WithMcp(list):  # type: ignore[type-arg]
-    """The run's tools: the fixed ones, then what the MCP servers offer at this moment (a server's
-    `tools/list_changed` shows in the next request)."""
-
-    def __init__(self, fixed: list[Tool], servers: Any) -> None:
-        super().__init__(fixed)
-        self.servers = servers
-
-    def __iter__(self) -> Any:
-        yield from list.__iter__(self)
-        yield from self.servers.tools()
-
-    def __len__(self) -> int:
-        return list.__len__(self) + len(self.servers.tools())

@@ -83,12 +83,13 @@ class Connection:
     def _target(self) -> Any:
         spec = self.spec
         if spec.transport == "stdio":
-            from mcp import StdioServerParameters
+            from mcp import StdioServerParameters, stdio_client
 
+            # the server's stderr is kept aside (quoted when it fails), not mixed into loopwright's own
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            env = self.env | dict(spec.env)
-            return _StdioWithLog(StdioServerParameters(command=spec.command, args=list(spec.args), env=env,
-                                                       cwd=spec.cwd or self.cwd), self._errlog)
+            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=self.env | dict(spec.env),
+                                           cwd=spec.cwd or self.cwd)
+            return stdio_client(params, errlog=self._errlog)
         headers = dict(spec.headers)
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
@@ -147,12 +148,16 @@ class Connection:
                 self.error = f"refreshing its tools failed: {_describe(exc, '')}"
             self.on_change()
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+    async def _connected(self) -> Any:
+        """The live client, started again (once) when the server died; else `ServerGone`."""
         if self._client is None or self._task is None or self._task.done():
             await self._restart()
-        client = self._client
-        if client is None:
+        if self._client is None:
             raise ServerGone(self.error or "not connected")
+        return self._client
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+        client = await self._connected()
         try:
             if timeout is None:
                 result = await client.call_tool(tool, arguments)
@@ -177,11 +182,8 @@ class Connection:
     async def request(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """Another request of the connected client (`list_resources`, `read_resource`,
         `list_prompts`, `get_prompt`), bounded like a tool call."""
-        if self._client is None or self._task is None or self._task.done():
-            await self._restart()
-        if self._client is None:
-            raise ServerGone(self.error or "not connected")
-        return await asyncio.wait_for(getattr(self._client, method)(*args, **kwargs), tool_timeout(self.spec) or 60.0)
+        client = await self._connected()
+        return await asyncio.wait_for(getattr(client, method)(*args, **kwargs), tool_timeout(self.spec) or 60.0)
 
     def offers(self, capability: str) -> bool:
         caps = self._client.server_capabilities if self._client is not None else None
@@ -207,24 +209,6 @@ class Connection:
             return " | ".join(lines[-2:])[-300:]
         except (OSError, ValueError):
             return ""
-
-
-class _StdioWithLog:
-    """`stdio_client` with the server's stderr kept in a file (for the failure message) instead of
-    mixed into loopwright's own."""
-
-    def __init__(self, params: Any, errlog: Any) -> None:
-        self.params, self.errlog, self._cm = params, errlog, None
-
-    async def __aenter__(self) -> Any:
-        from mcp import stdio_client
-
-        self._cm = stdio_client(self.params, errlog=self.errlog)
-        return await self._cm.__aenter__()
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        assert self._cm is not None
-        return await self._cm.__aexit__(*exc)
 
 
 def connect_timeout() -> float:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from ..core.events import Event, Notice, SystemInit
+from ..core.ports import Tool
 from .config import ServerSpec, server_prefix
 from .resources import ListResources, ReadResource
 from .servers import Connection, connect_timeout
@@ -19,12 +21,10 @@ class McpServers:
 
     def __init__(self, specs: Sequence[ServerSpec], cwd: str, env: Mapping[str, str]) -> None:
         self.connections = [Connection(s, cwd, env, self._changed) for s in specs]
-        self.version = 0
         self._started = False
         self._tools: list[Any] | None = None
 
     def _changed(self) -> None:
-        self.version += 1
         self._tools = None
 
     async def start(self) -> None:
@@ -76,6 +76,24 @@ class McpServers:
         return [f"MCP server {c.spec.name!r} ({c.spec.source}) failed: {c.error}"
                 for c in self.connections if c.status == "failed"]
 
+    def with_tools(self, fixed: list[Tool]) -> list[Tool]:
+        """A run's tools: the fixed ones, then what the servers offer at each moment."""
+        return _WithServers(fixed, self)
+
+    def reporting(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+        """`system/init` carries each server's status; a server that failed is also a warning."""
+        def with_status(event: Event) -> None:
+            if not isinstance(event, SystemInit):
+                emit(event)
+                return
+            from dataclasses import replace
+
+            emit(replace(event, mcp_servers=tuple(self.statuses())))
+            for line in self.failures():
+                emit(Notice("warning", f"{line}; the run goes on without its tools"))
+
+        return with_status
+
     async def aclose(self) -> None:
         await asyncio.gather(*(c.shutdown() for c in self.connections), return_exceptions=True)
 
@@ -93,3 +111,19 @@ def _prompt_args(prompt: Any, rest: str) -> dict[str, str]:
     for name, value in zip([n for n in declared if n not in named], plain):
         named[name] = value
     return named
+
+
+class _WithServers(list):  # type: ignore[type-arg]
+    """The fixed tools, then the servers' current ones (a `tools/list_changed` shows in the next
+    request: the loop reads its tools again for each one)."""
+
+    def __init__(self, fixed: list[Tool], servers: McpServers) -> None:
+        super().__init__(fixed)
+        self.servers = servers
+
+    def __iter__(self) -> Any:
+        yield from list.__iter__(self)
+        yield from self.servers.tools()
+
+    def __len__(self) -> int:
+        return list.__len__(self) + len(self.servers.tools())
