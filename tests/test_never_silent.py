@@ -13,6 +13,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.events import ApiRetry, Notice
 from loopwright.policy.permissions import PermissionRules
+from loopwright.providers import http as http_module
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
@@ -247,11 +248,15 @@ async def test_known_stop_reasons_raise_no_warning(monkeypatch, tmp_path):
 
 
 def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()  # nothing listens there now: a connection is refused
-    return port
+    """A port nothing listens on, whose URL has not answered earlier in this process: the OS hands
+    out ports again, and a URL an earlier test's simulator answered on counts as an outage."""
+    while True:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()  # nothing listens there now: a connection is refused
+        if f"http://127.0.0.1:{port}" not in http_module._ANSWERED:
+            return port
 
 
 async def run_against(model_client, tmp_path, prompt="hi"):
