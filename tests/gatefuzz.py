@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,8 +163,29 @@ def run_in_sandbox(line: str, world: Path, env: dict[str, str]) -> str:
             "--bind", str(world), str(world), "--unshare-net", "--unshare-pid", "--die-with-parent",
             "--chdir", str(world / "proj"), "--", "/bin/bash", "-c", line]
     full_env = {**_base_env(world), **env}
+    proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        done = subprocess.run(argv, env=full_env, capture_output=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        return (done.stdout + done.stderr).decode(errors="replace")[-500:]
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT_S)
+        return out.decode(errors="replace")[-500:]
     except subprocess.TimeoutExpired:
         return "(timed out)"
+    finally:
+        _end_group(proc)
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """Kill every process the line started (they share bwrap's process group) and wait until the
+    last is gone, so nothing the line left running changes the world after it is snapshotted."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()  # reaps bwrap and drains the pipe, which closes when the last holder dies
+    for _ in range(500):
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"processes of a fuzz line outlived SIGKILL (process group {proc.pid})")
