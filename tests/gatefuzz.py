@@ -183,9 +183,20 @@ def _end_group(proc: subprocess.Popen) -> None:
         pass
     proc.communicate()  # reaps bwrap and drains the pipe, which closes when the last holder dies
     for _ in range(500):
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
+        if not _running_in_group(proc.pid):
             return
         time.sleep(0.01)
     raise AssertionError(f"processes of a fuzz line outlived SIGKILL (process group {proc.pid})")
+
+
+def _running_in_group(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs. Zombies do not count: orphans wait for the
+    machine's init to reap them, which here may take its time, and a zombie changes nothing."""
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # gone while we looked
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False

@@ -25,8 +25,12 @@ LONG_PROFILE, CI_EXAMPLES = "gate-long", 300
 _QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 
 
+def long_profile() -> bool:
+    return settings.default is settings.get_profile(LONG_PROFILE)
+
+
 def fuzz_settings() -> settings:
-    if settings.default is settings.get_profile(LONG_PROFILE):  # many lines, a new seed each run
+    if long_profile():  # many lines, a new seed each run
         return settings(settings.default)
     return settings(max_examples=CI_EXAMPLES, derandomize=True, database=None, deadline=None,
                     suppress_health_check=_QUIET)
@@ -37,6 +41,7 @@ def template(tmp_path_factory):
     return gatefuzz.build_template(tmp_path_factory.mktemp("gate-world"))
 
 
+@pytest.mark.timeout(0 if long_profile() else 300)  # the long profile runs for as long as it takes
 @fuzz_settings()
 @given(line=gategrammar.lines, mode=gategrammar.modes)
 @example(line="echo $( stat -c%s a.txt 1> - 2>/dev/null )", mode="default")  # `> -` is a file named "-"
