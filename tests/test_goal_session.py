@@ -23,10 +23,10 @@ def env(tmp_path):
     return e
 
 
-def cli(args, env, cwd, sim=None):
+def cli(args, env, cwd, sim=None, timeout=60):
     e = dict(env, **({"ANTHROPIC_BASE_URL": sim.base_url} if sim else {}))
     return subprocess.run([sys.executable, "-m", "loopwright", *args], env=e, cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+                          text=True, timeout=timeout)
 
 
 def transcript(env, session_id):

@@ -85,10 +85,12 @@ async def test_fixed_loop_runs_on_the_cron_step_in_one_conversation(looped):
     assert "every 5 minutes" in system_text(r.requests[0])
     assert [(s.reason, s.ended) for s in r.statuses] == [("schedule", False), ("schedule", False),
                                                          ("max_iterations", True)]
+    last = r.result.loop.pop("last")
     assert r.result.loop == {"mode": "fixed", "iterations": 3, "terminal_reason": "max_iterations",
                              "cron": "*/5 * * * *", "every_seconds": 300,
                              "total_cost_usd": pytest.approx(sum(
                                  e.result.total_cost_usd for e in r.events if isinstance(e, ResultEvent)))}
+    assert last["subtype"] == "success" and last["num_turns"] == 1
     assert r.result.to_json()["loop"]["iterations"] == 3 and r.result.exit_code == 0
 
 
@@ -137,6 +139,24 @@ async def test_three_failed_iterations_end_the_loop_as_an_error(looped):
     r = await looped([{"fault": {"status": 400, "message": "bad request"}, "repeat": 3}], 300)
     assert len(r.requests) == 3 and r.statuses[-1].reason == "failing"
     assert r.result.is_error and r.result.exit_code == 1 and r.result.loop["terminal_reason"] == "failing"
+
+
+async def test_top_level_totals_cover_the_whole_loop_and_the_last_iteration_has_its_own(looped):
+    call = {"tool_use": {"name": "CronList", "input": {}}}
+    script = [{"text": "first", "usage": {"input_tokens": 100, "output_tokens": 10}},
+              {**call, "usage": {"input_tokens": 200, "output_tokens": 20}},
+              {"text": "second", "usage": {"input_tokens": 300, "output_tokens": 30}}]
+    r = await looped(script, 300, max_iterations=2)
+    results = [e.result for e in r.events if isinstance(e, ResultEvent)]
+    assert [x.num_turns for x in results] == [1, 2]
+    out = r.result.to_json()
+    assert out["num_turns"] == 3 and out["loop"]["last"]["num_turns"] == 2 and out["result"] == "second"
+    assert out["usage"]["input_tokens"] == 600 and out["usage"]["output_tokens"] == 60
+    assert out["total_cost_usd"] == out["loop"]["total_cost_usd"] == pytest.approx(sum(x.total_cost_usd for x in results))
+    assert out["loop"]["last"]["total_cost_usd"] == pytest.approx(results[-1].total_cost_usd)
+    assert out["duration_ms"] == 300_000 + results[-1].duration_ms  # the wait between iterations counts
+    [(model, usage)] = out["modelUsage"].items()
+    assert usage["inputTokens"] == 600
 
 
 async def test_the_budget_bounds_the_whole_loop_not_each_iteration(looped):
@@ -240,6 +260,7 @@ def test_cli_fixed_loop_json_has_the_loop_summary(tmp_path):
     out = cli(["/loop 7m say hi", "--max-iterations", "1", "--output-format", "json"], tmp_path, [{"text": "hi"}])
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
+    assert result["loop"].pop("last")["subtype"] == "success"
     assert result["loop"] == {"mode": "fixed", "iterations": 1, "terminal_reason": "max_iterations",
                               "cron": "*/6 * * * *", "every_seconds": 360,
                               "total_cost_usd": result["total_cost_usd"]}
@@ -289,3 +310,6 @@ def test_cli_ctrl_c_while_waiting_ends_the_loop_with_130(tmp_path):
     assert proc.returncode == 130, err
     last = json.loads(rest.splitlines()[-1])
     assert last["loop"]["terminal_reason"] == "interrupted" and len(sim.message_requests) == 1
+    # the loop did not succeed: it was cut short while it waited (issue 23 item 6)
+    assert (last["subtype"], last["terminal_reason"], last["is_error"]) == ("error_during_execution", "aborted", True)
+    assert "while the loop waited" in last["errors"][-1] and last["loop"]["last"]["subtype"] == "success"

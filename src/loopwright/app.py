@@ -166,7 +166,7 @@ class Agent:
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
                                     self.workspace or LocalWorkspace(self.cwd, self._check_wrapper(),
                                                                      self._child_environment()),
-                                    self.clock or SystemClock())
+                                    self.clock or SystemClock(), priced=resolve_model(self.model).price is not None)
         self._judge.emit = emit
         if not self._goal_armed:
             self._judge.start(self._goal_baseline)

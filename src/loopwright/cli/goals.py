@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..config import GOAL_CLEAR_WORDS, parse_duration, positive, read_text_file
+from ..config import GOAL_CLEAR_WORDS, parse_duration, read_text_file
 from ..core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,17 +39,61 @@ GOAL_FLAGS_NEED_A_GOAL = "--check, --protect and --goal-max-* need a goal (--goa
 
 
 def goal_flags_given(opts: Options) -> bool:
-    return bool(opts.check or opts.protect or opts.goal_max_turns or opts.goal_max_duration)
+    return bool(opts.check or opts.protect or opts.goal_max_turns or opts.goal_max_duration
+                or opts.goal_max_budget_usd)
+
+
+def bound_flags(opts: Options) -> dict[str, Any]:
+    """`--goal-max-turns`, `--goal-max-duration`, `--goal-max-budget-usd`: each a value, or
+    `none` to lift that default bound (policy.bounds); as keywords of `GoalSpec`."""
+    out: dict[str, Any] = {"max_turns": None, "max_duration_s": None, "max_budget_usd": None}
+    removed = []
+    for key, flag, value, parse in (
+            ("turns", "--goal-max-turns", opts.goal_max_turns, _whole),
+            ("duration", "--goal-max-duration", opts.goal_max_duration, parse_duration),
+            ("budget", "--goal-max-budget-usd", opts.goal_max_budget_usd, _amount)):
+        if value is None:
+            continue
+        if value.strip().lower() == "none":
+            removed.append(key)
+            continue
+        field = {"turns": "max_turns", "duration": "max_duration_s", "budget": "max_budget_usd"}[key]
+        out[field] = parse(value.strip(), flag)
+    return {**out, "unbounded": tuple(removed)}
+
+
+def _whole(value: str, flag: str) -> int:
+    if not value.isdigit() or int(value) <= 0:
+        raise UsageError(f"{flag}: expected a whole number above 0, or none to remove the default bound, got {value!r}")
+    return int(value)
+
+
+def _amount(value: str, flag: str) -> float:
+    try:
+        amount = float(value)
+    except ValueError:
+        amount = -1.0
+    if not amount > 0 or amount == float("inf"):
+        raise UsageError(f"{flag}: expected an amount above 0 such as 2.50, or none to remove the default bound, "
+                         f"got {value!r}")
+    return amount
 
 
 def resume_goal_flags(opts: Options) -> dict[str, Any]:
     """The goal flags of this command line, for a resumed session's goal (`engine.goal.resumed_goal`)."""
-    positive(opts.goal_max_turns, "--goal-max-turns")
-    positive(opts.goal_max_budget_usd, "--goal-max-budget-usd")
-    duration = opts.goal_max_duration
-    return {"model": opts.goal_model, "max_turns": opts.goal_max_turns,
-            "max_duration_s": parse_duration(duration, "--goal-max-duration") if duration else None,
-            "max_budget_usd": opts.goal_max_budget_usd}
+    return {"model": opts.goal_model, **bound_flags(opts)}
+
+
+def bounds_line(spec: "GoalSpec", model: str) -> str:
+    """The one stderr line that says which bounds this goal runs under."""
+    from ..policy.models import resolve_model
+
+    bounds = spec.bounds(resolve_model(model).price is not None)
+    if bounds.unbounded:
+        return ("loopwright: warning: this goal has no bounds (all removed with none): it runs until it is met, "
+                "found impossible or interrupted")
+    return (f"loopwright: goal bounds: {bounds.describe()}; change with --goal-max-turns, --goal-max-duration, "
+            "--goal-max-budget-usd (a value, or none)")
 
 
 def goal_from_options(opts: Options, prompt: str | None, *,
@@ -83,13 +127,7 @@ def goal_from_options(opts: Options, prompt: str | None, *,
         validate_condition,
     )
 
-    positive(opts.goal_max_turns, "--goal-max-turns")
-    positive(opts.goal_max_budget_usd, "--goal-max-budget-usd")
-    duration = opts.goal_max_duration
     spec = GoalSpec(validate_condition(condition), tuple(checks), tuple(protect),
-                    model=opts.goal_model or _default_evaluator(opts.model),
-                    max_turns=opts.goal_max_turns,
-                    max_duration_s=parse_duration(duration, "--goal-max-duration") if duration else None,
-                    max_budget_usd=opts.goal_max_budget_usd)
+                    model=opts.goal_model or _default_evaluator(opts.model), **bound_flags(opts))
     start = spec.directive() + (f"\n\n{prompt}" if prompt else "")
     return spec, start

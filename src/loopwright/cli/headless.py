@@ -62,12 +62,14 @@ def run_headless(opts: Options, prompt: str) -> int:
 def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
     """A new goal, or a resumed session's: its checks and protected paths only from this
     command line (engine.goal.resumed_goal says why and warns about the rest)."""
-    from .goals import GOAL_FLAGS_NEED_A_GOAL, goal_flags_given, resume_goal_flags
+    from .goals import GOAL_FLAGS_NEED_A_GOAL, bounds_line, goal_flags_given, resume_goal_flags
 
     if spec is not None or saved is None or not saved.active:
         if spec is None and goal_flags_given(opts):
             raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
         agent.set_goal(spec)
+        if spec is not None:
+            print(bounds_line(spec, agent.model), file=sys.stderr, flush=True)
         return
     from ..engine.goal import resumed_goal
 
@@ -75,6 +77,7 @@ def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
     for warning in warnings:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.set_goal(resumed, baseline)
+    print(bounds_line(resumed, agent.model), file=sys.stderr, flush=True)
 
 
 def _goal_command(saved: Any, session: Any, *, clear: bool) -> int:

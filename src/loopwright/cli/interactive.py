@@ -164,6 +164,9 @@ def _goal(agent: Any, line: str) -> bool:
     except UsageError as exc:
         print(f"error: {exc}", flush=True)
         return False
+    from .goals import bounds_line
+
+    print(bounds_line(agent.goal, agent.model).removeprefix("loopwright: "), flush=True)
     return True
 
 

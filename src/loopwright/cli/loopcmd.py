@@ -7,11 +7,13 @@ import asyncio
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..config import parse_duration, positive
 from ..core.errors import UsageError
 from ..core.events import Event, ResultEvent
+from .options import limit
 from .render import dumps
 
 if TYPE_CHECKING:
@@ -44,6 +46,33 @@ def parse_until(value: str | None, now: float) -> float | None:
                          f"2026-12-24T09:00, got {value!r}") from None
 
 
+def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) -> float | None:
+    """The loop's default bounds where the flags give none (each iteration 100 turns; the whole
+    loop $10 where the model's price is known; a week at most), set on `agent` and said in one
+    stderr line. Returns the whole loop's money bound."""
+    from ..policy.bounds import DEFAULT_BUDGET_USD, DEFAULT_TURNS
+    from ..policy.cadence import EXPIRY_S
+    from ..policy.models import resolve_model
+
+    priced = resolve_model(agent.model).price is not None
+    turns, origin_t = (limit(opts.max_turns), "flag") if opts.max_turns is not None else (DEFAULT_TURNS, "default")
+    budget, origin_b = ((limit(opts.max_budget_usd), "flag") if opts.max_budget_usd is not None
+                        else (DEFAULT_BUDGET_USD, "default") if priced else (None, "unpriced"))
+    agent.limits = replace(agent.limits, max_turns=turns)
+    agent.budget = replace(agent.budget, max_budget_usd=budget)
+    parts = [f"{turns} turns an iteration ({origin_t})" if turns else "no turn bound an iteration (removed)",
+             f"${budget:g} in all ({origin_b})" if budget else
+             "no money bound (no price is known for the model)" if origin_b == "unpriced" else "no money bound (removed)"]
+    if opts.max_iterations:
+        parts.append(f"{opts.max_iterations} iterations (flag)")
+    end = min(x for x in (until, now + EXPIRY_S) if x is not None)
+    parts.append(f"ends by {time.strftime('%Y-%m-%d %H:%M', time.localtime(end))} "
+                 f"({'--until' if until is not None and until <= now + EXPIRY_S else 'a week at most'})")
+    print(f"loopwright: loop bounds: {', '.join(parts)}; change with --max-turns, --max-budget-usd (a value, or "
+          "none), --max-iterations, --until", file=sys.stderr, flush=True)
+    return budget
+
+
 def run_loop(opts: Options, prompt: str) -> int:
     from ..core.clock import SystemClock
     from ..policy.cadence import parse_loop
@@ -62,6 +91,7 @@ def run_loop(opts: Options, prompt: str) -> int:
     agent = build_agent(opts, settings)
     clock = agent.clock or SystemClock()
     until = parse_until(opts.until, clock.now())
+    budget = _bound_the_loop(agent, opts, clock.now(), until)
     session = open_cli_session(opts, agent)
     fmt = opts.output_format
     emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
@@ -74,7 +104,7 @@ def run_loop(opts: Options, prompt: str) -> int:
     loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
                     loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
                     on_event, until=until, max_iterations=opts.max_iterations,
-                    max_budget_usd=opts.max_budget_usd, crons=SessionCrons(clock))
+                    max_budget_usd=budget, crons=SessionCrons(clock))
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
     if loop.pacer is not None:
@@ -87,11 +117,22 @@ def run_loop(opts: Options, prompt: str) -> int:
         result = asyncio.run(foreground(agent, loop.run, on_event, lambda: (loop.interrupt(), agent.interrupt())))
     finally:
         session.close()
+    if fmt == "text" and result.loop:
+        print(f"loopwright: {loop_ended(result)}", file=sys.stderr, flush=True)
     if fmt == "json":
         print_result(result, "json")
     elif fmt == "stream-json":
         sys.stdout.write(dumps(result.to_json()) + "\n")  # the last line: the loop's summary
         sys.stdout.flush()
-    if result.loop and result.loop["terminal_reason"] == "interrupted":
-        return 130
     return result.exit_code
+
+
+def loop_ended(result: Any) -> str:
+    """The closing line of a loop in text mode: why it ended, after how much."""
+    loop = result.loop
+    why = {"interrupted": "interrupted by the user", "max_iterations": "--max-iterations reached",
+           "until": "--until reached", "expired": "a week is up", "stopped": "the model ended it",
+           "no_reschedule": "the model scheduled no next run", "failing": "iterations kept failing",
+           "budget_exhausted": "its money bound was spent"}.get(loop["terminal_reason"], loop["terminal_reason"])
+    return (f"loop ended: {why}, after {loop['iterations']} iteration(s), {result.num_turns} turns, "
+            f"${result.total_cost_usd:.4f}")

@@ -20,7 +20,7 @@ class Options:
     verbose: bool = False
     model: str | None = None
     fallback_model: str | None = None
-    max_turns: int | None = None
+    max_turns: int | None = None  # these two may be NO_LIMIT (`none`)
     final_turn: bool = False
     max_budget_usd: float | None = None
     max_tokens_total: int | None = None
@@ -53,9 +53,9 @@ class Options:
     check: tuple[str, ...] = ()
     protect: tuple[str, ...] = ()
     goal_model: str | None = None
-    goal_max_turns: int | None = None
+    goal_max_turns: str | None = None  # a value, or "none" (cli.goals.bound_flags)
     goal_max_duration: str | None = None
-    goal_max_budget_usd: float | None = None
+    goal_max_budget_usd: str | None = None
     max_iterations: int | None = None
     until: str | None = None
     version: bool = False
@@ -63,6 +63,23 @@ class Options:
     @property
     def resuming(self) -> bool:
         return self.resume is not None or self.continue_session
+
+
+NO_LIMIT = float("inf")  # `--max-turns none`, `--max-budget-usd none`: a default bound lifted on purpose
+
+
+def or_none(kind: type) -> Any:
+    """An argparse type: a `kind` value, or `none` (NO_LIMIT)."""
+    def parse(text: str) -> Any:
+        return NO_LIMIT if text.strip().lower() == "none" else kind(text)
+
+    parse.__name__ = kind.__name__  # argparse names it in "invalid int value"
+    return parse
+
+
+def limit(value: Any) -> Any:
+    """A limit flag's value as the engine takes it: None for none at all."""
+    return None if value == NO_LIMIT else value
 
 
 def parse_options(argv: list[str]) -> Options:
@@ -96,9 +113,12 @@ def parser() -> Any:
     add("--verbose", action="store_true", help="Show turns and tool calls on stderr as they happen.")
     add("--model", help="Model id or alias (opus, sonnet, haiku).")
     add("--fallback-model", help="Comma-separated fallback models, at most 3 (used on overload and refusal).")
-    add("--max-turns", type=int, help="Stop after this many model calls (error_max_turns).")
+    add("--max-turns", type=or_none(int), metavar="N|none",
+        help="Stop after this many model calls (error_max_turns). /loop: each iteration, default 100.")
     add("--final-turn", action="store_true", help="After --max-turns, one wrap-up call without tools.")
-    add("--max-budget-usd", type=float, help="Start no model call once this much was spent.")
+    add("--max-budget-usd", type=or_none(float), metavar="USD|none",
+        help="Start no model call once this much was spent. /loop: the whole loop, default 10 where the model's "
+        "price is known.")
     add("--max-tokens-total", type=int, help="Start no model call once this many tokens were used.")
     add("--max-duration", help="Wall-time limit such as 90s, 30m or 2h.")
     add("--allowedTools", "--allowed-tools", dest="allowed", nargs="+", action="extend", default=[],
@@ -145,9 +165,11 @@ def parser() -> Any:
     goal.add_argument("--protect", action="append", default=[], help="Files (glob) the agent must not change "
                       "while pursuing the goal (repeatable).")
     goal.add_argument("--goal-model", help="The evaluator model (default: haiku).")
-    goal.add_argument("--goal-max-turns", type=int)
-    goal.add_argument("--goal-max-duration", help="Such as 30m or 2h.")
-    goal.add_argument("--goal-max-budget-usd", type=float)
+    goal.add_argument("--goal-max-turns", metavar="N|none", help="Turns the goal may take (default 100; none: no limit).")
+    goal.add_argument("--goal-max-duration", metavar="D|none", help="Such as 30m or 2h (default 2h; none: no limit).")
+    goal.add_argument("--goal-max-budget-usd", metavar="USD|none",
+                      help="Spend the goal may reach, evaluator included (default 10 where the model's price is known; "
+                      "none: no limit).")
     loop = p.add_argument_group("time-based loops (-p \"/loop 5m PROMPT\", or \"/loop PROMPT\" self-paced)")
     loop.add_argument("--max-iterations", type=int, help="End the loop after this many iterations.")
     loop.add_argument("--until", help="End the loop at this time: a duration (90m, 2h) or a local time "

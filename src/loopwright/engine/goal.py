@@ -14,7 +14,8 @@ from ..core.events import Event, GoalStatus, ModelUsage
 from ..core.fastclass import dataclass
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
-from ..policy.verdict import VERDICT_SCHEMA, Bounds, Verdict, parse_bounds, parse_verdict
+from ..policy.bounds import BOUND_KEYS, Bounds, GoalBounds, goal_bounds
+from ..policy.verdict import VERDICT_SCHEMA, Verdict, parse_verdict
 from ..core.ports import CheckResult, Model, Workspace
 from ..core.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -66,25 +67,27 @@ class GoalSpec:
     max_budget_usd: float | None = None
     check_timeout_s: float = 300.0
     max_idle_stops: int = 4
+    unbounded: tuple[str, ...] = ()  # bounds removed on purpose ("turns", "duration", "budget")
 
-    def bounds(self) -> Bounds:
-        """Flags and the clauses of the condition together; the tightest wins."""
-        said = parse_bounds(self.condition)
-        pick = lambda a, b: min(x for x in (a, b) if x is not None) if (a or b) else None  # noqa: E731
-        return Bounds(pick(self.max_turns, said.max_turns), pick(self.max_duration_s, said.max_duration_s))
+    def bounds(self, priced: bool = True) -> GoalBounds:
+        """Flags and the clauses of the condition together (the tightest wins), else the defaults
+        of `policy.bounds` unless removed; money only where `priced`."""
+        return goal_bounds(Bounds(self.max_turns, self.max_duration_s, self.max_budget_usd), self.condition,
+                           self.unbounded, priced=priced)
 
     def to_json(self) -> dict[str, Any]:
         return {"condition": self.condition, "checks": list(self.checks), "protect": list(self.protect),
                 "model": self.model, "max_turns": self.max_turns, "max_duration_s": self.max_duration_s,
                 "max_budget_usd": self.max_budget_usd, "check_timeout_s": self.check_timeout_s,
-                "max_idle_stops": self.max_idle_stops}
+                "max_idle_stops": self.max_idle_stops, "unbounded": list(self.unbounded)}
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> "GoalSpec":
         return GoalSpec(str(data["condition"]), tuple(data.get("checks") or ()), tuple(data.get("protect") or ()),
                         str(data.get("model") or "haiku"), data.get("max_turns"), data.get("max_duration_s"),
                         data.get("max_budget_usd"), float(data.get("check_timeout_s") or 300.0),
-                        int(data.get("max_idle_stops") or 4))
+                        int(data.get("max_idle_stops") or 4),
+                        tuple(k for k in data.get("unbounded") or () if k in BOUND_KEYS))
 
     def directive(self) -> str:
         proof = "its checks run (" + "; ".join(self.checks) + ") and an evaluator reviews the evidence" \
@@ -130,11 +133,12 @@ class GoalJudge:
     `judge()` runs at every candidate stop and says whether the run continues."""
 
     def __init__(self, spec: GoalSpec, evaluator: Model, workspace: Workspace, clock: Clock,
-                 emit: Callable[[Event], None] = lambda e: None) -> None:
+                 emit: Callable[[Event], None] = lambda e: None, *, priced: bool = True) -> None:
+        """`priced`: whether the worker model's price is known (else money cannot bound it)."""
         self.spec, self.evaluator, self.workspace, self.clock, self.emit = spec, evaluator, workspace, clock, emit
         self.state = GoalState()
         self.model = resolve_model(spec.model).id
-        self.bounds = spec.bounds()  # read once: bound_hit runs before every model call
+        self.limits = spec.bounds(priced)  # read once: bound_hit runs before every model call
 
     @property
     def active(self) -> bool:
@@ -156,7 +160,7 @@ class GoalJudge:
         s.started, s.turns_at_start, s.cost_at_start, s.idle_stops = self.clock.monotonic(), 0, 0.0, 0
 
     def bound_hit(self, turns: int, cost: float) -> GoalFinish | None:
-        bounds, s = self.bounds, self.state
+        bounds, s = self.limits.bounds, self.state
         if bounds.max_turns is not None and turns - s.turns_at_start >= bounds.max_turns:
             return GoalFinish("error_max_turns", "goal_max_turns", True,
                               f"The goal's turn limit ({bounds.max_turns}) was reached before it was met")
@@ -165,9 +169,9 @@ class GoalJudge:
             return GoalFinish("error_max_duration", "goal_max_duration", True,
                               f"The goal's time limit ({bounds.max_duration_s:g} s) ran out before it was met")
         spent = cost - s.cost_at_start + s.evaluator.cost_usd
-        if self.spec.max_budget_usd is not None and spent >= self.spec.max_budget_usd:
+        if bounds.max_budget_usd is not None and spent >= bounds.max_budget_usd:
             return GoalFinish("error_max_budget_usd", "goal_max_budget", True,
-                              f"The goal's budget (${self.spec.max_budget_usd:g}) was spent before it was met")
+                              f"The goal's budget (${bounds.max_budget_usd:g}) was spent before it was met")
         return None
 
     async def judge(self, messages: Sequence[Message], background: Sequence[dict[str, Any]],
@@ -278,7 +282,8 @@ class GoalJudge:
                 "duration_ms": int((self.clock.monotonic() - s.started) * 1000), "last_reason": s.last_reason,
                 "checks": [{"command": c.command, "exit_code": c.exit_code, "passed": c.passed, "timed_out": c.timed_out}
                            for c in s.checks],
-                "evaluator": {"model": self.model, **s.evaluator.to_json(), "calls": s.evaluator.calls}}
+                "evaluator": {"model": self.model, **s.evaluator.to_json(), "calls": s.evaluator.calls},
+                "bounds": self.limits.to_json()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,19 +311,25 @@ def saved_goal(attachments: Sequence[dict[str, Any]]) -> SavedGoal | None:
 
 def resumed_goal(saved: SavedGoal, checks: Sequence[str], protect: Sequence[str], *, model: str | None = None,
                  max_turns: int | None = None, max_duration_s: float | None = None,
-                 max_budget_usd: float | None = None) -> tuple[GoalSpec, dict[str, str] | None, list[str]]:
+                 max_budget_usd: float | None = None,
+                 unbounded: tuple[str, ...] = ()) -> tuple[GoalSpec, dict[str, str] | None, list[str]]:
     """The goal a resumed session goes on with: (spec, fingerprints to keep or None, warnings).
     Its condition comes from the transcript (text for the evaluator, as the conversation is);
     its checks and protected paths only from this command line, because a transcript is data
     the model may have written, never a source of commands. What the transcript records and
     the user did not give again is named in a warning and not armed. The goal flags given now
-    beat the recorded ones; the recorded fingerprints are kept only for the very globs given."""
+    beat the recorded ones; a bound the transcript records as removed is in force again unless
+    removed again now; the recorded fingerprints are kept only for the very globs given."""
     old = saved.spec
     spec = GoalSpec(old.condition, tuple(checks), tuple(protect), model=model or old.model,
                     max_turns=max_turns if max_turns is not None else old.max_turns,
                     max_duration_s=max_duration_s if max_duration_s is not None else old.max_duration_s,
-                    max_budget_usd=max_budget_usd if max_budget_usd is not None else old.max_budget_usd)
+                    max_budget_usd=max_budget_usd if max_budget_usd is not None else old.max_budget_usd,
+                    unbounded=tuple(unbounded))
     warnings = []
+    if dropped := [k for k in old.unbounded if k not in unbounded]:
+        warnings.append(f"the resumed goal's transcript records bounds removed ({', '.join(dropped)}); they are in "
+                        "force again (a transcript cannot lift a bound): give --goal-max-* none again to remove them")
     for kind, flag, recorded, given in (("checks", "--check", old.checks, checks),
                                         ("protected paths", "--protect", old.protect, protect)):
         missing = [item for item in recorded if item not in given]

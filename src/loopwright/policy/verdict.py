@@ -1,5 +1,5 @@
 """Reading a goal evaluator's answer (met / not yet met / impossible) out of whatever text the
-model produced, and the hard bounds a goal condition states in words. Pure."""
+model produced. Pure."""
 
 from __future__ import annotations
 
@@ -82,35 +82,3 @@ def parse_verdict(text: str) -> Verdict | None:
         if isinstance(data, dict) and (verdict := _from_dict(data)) is not None:
             return verdict
     return None
-
-
-# ---------------------------------------------------------------- bounds stated in words
-
-
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    max_turns: int | None = None
-    max_duration_s: float | None = None
-
-
-_UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600,
-          "d": 86400, "day": 86400}
-_TURNS = re.compile(
-    r"\b(?:stop|give up|quit|end)\s+after\s+(\d+)\s+(?:turns?|tries|try|attempts?|iterations?|rounds?)\b"
-    r"|\b(?:at most|no more than|within|up to|max(?:imum)?(?: of)?)\s+(\d+)\s+(?:turns?|tries|attempts?|iterations?|rounds?)\b",
-    re.I)
-_TIME = re.compile(
-    r"\b(?:within|in under|in less than|at most|no more than|(?:stop|give up|quit) after)\s+(\d+(?:\.\d+)?)\s*"
-    r"(seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d)\b", re.I)
-
-
-def parse_bounds(condition: str) -> Bounds:
-    """Turn and time limits written into a goal condition ("or stop after 20 turns", "stop
-    after 5 tries", "within 30 minutes"): the harness enforces them, not only the evaluator.
-    When several are stated, the tightest wins."""
-    turns = [int(a or b) for a, b in _TURNS.findall(condition)]
-    seconds = []
-    for amount, unit in _TIME.findall(condition):
-        key = unit.lower().rstrip("s") or "s"
-        seconds.append(float(amount) * _UNITS.get(key, _UNITS.get(key[:1], 1)))
-    return Bounds(min(turns) if turns else None, min(seconds) if seconds else None)

@@ -11,9 +11,10 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from ..core.clock import Clock
-from ..core.events import Event, LoopStatus, Notice, RunResult
+from ..core.events import Event, LoopStatus, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
+from ..core.types import Usage
 from ..policy.cadence import (
     EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup, cron_error,
     cron_next,
@@ -157,6 +158,7 @@ class TimeLoop:
         self.pacer = pacer if pacer is not None else (Pacer(clock) if every_s is None else None)
         self.crons = crons
         self._cron_spent = 0.0  # what scheduled prompts cost, counted with the next iteration
+        self.totals = LoopTotals()
         self._interrupted = False
         self._waiting: anyio.CancelScope | None = None
 
@@ -176,9 +178,11 @@ class TimeLoop:
 
     async def run(self) -> RunResult:
         state, note = LoopState(), self.cadence.note if self.cadence else None
+        self.totals.started = self.clock.now()
         while True:
             started = self.clock.now()
             result = await self.run_once(self.prompt())
+            self.totals.add(result)
             wakeup, stop = self.pacer.take() if self.pacer is not None else (None, False)
             interrupted = self._interrupted or result.terminal_reason == "aborted"
             spent, self._cron_spent = result.total_cost_usd + self._cron_spent, 0.0
@@ -194,7 +198,7 @@ class TimeLoop:
             assert isinstance(nxt, End)
             status = LoopStatus(state.iterations, nxt.reason, None, note)
             self.emit(status)
-            return _with_summary(result, status, self, state.spent_usd)
+            return _with_summary(result, status, self, state.spent_usd, self.clock.now())
 
     async def _wait_and_fire_crons(self, at: float) -> bool:
         """Wait until `at`, running the scheduled prompts that come due first; False when
@@ -207,6 +211,7 @@ class TimeLoop:
                 continue
             self.emit(Notice("info", f"scheduled prompt {task.id} ({task.cron}) fires", subtype="cron_fire"))
             result = await self.run_once(task.prompt)
+            self.totals.add(result)
             self._cron_spent += result.total_cost_usd
             if self._interrupted or result.terminal_reason == "aborted":
                 return False
@@ -231,10 +236,39 @@ def _every(seconds: int) -> str:
     return f"{seconds} seconds"
 
 
-def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop, spent: float) -> RunResult:
+class LoopTotals:
+    """What every run of a loop (iterations and scheduled prompts) added up to."""
+
+    def __init__(self) -> None:
+        self.started, self.turns, self.api_ms, self.usage = 0.0, 0, 0, Usage()
+        self.models: dict[str, ModelUsage] = {}
+
+    def add(self, result: RunResult) -> None:
+        self.turns += result.num_turns
+        self.api_ms += result.duration_api_ms
+        self.usage = self.usage + result.usage
+        for model, mu in result.model_usage.items():
+            was = self.models.get(model, ModelUsage())
+            self.models[model] = ModelUsage(was.usage + mu.usage, was.cost_usd + mu.cost_usd, was.calls + mu.calls)
+
+
+def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop, spent: float, now: float) -> RunResult:
+    """The loop's result: the whole loop's totals at the top, the last iteration's own figures
+    under `loop.last`; an interrupt while the loop waited ends it as `aborted`."""
+    totals = loop.totals
+    last = {"subtype": result.subtype, "is_error": result.is_error, "terminal_reason": result.terminal_reason,
+            "num_turns": result.num_turns, "duration_ms": result.duration_ms,
+            "total_cost_usd": round(result.total_cost_usd, 8)}
     summary: dict[str, Any] = {"mode": "self-paced" if loop.cadence is None else "fixed",
                                "iterations": status.iterations, "terminal_reason": status.reason,
-                               "total_cost_usd": round(spent, 8)}
+                               "total_cost_usd": round(spent, 8), "last": last}
     if loop.cadence is not None:
         summary |= {"cron": loop.cadence.cron, "every_seconds": loop.cadence.every_s}
-    return replace(result, loop=summary)
+    out = replace(result, loop=summary, num_turns=totals.turns, duration_ms=int((now - totals.started) * 1000),
+                  duration_api_ms=totals.api_ms, total_cost_usd=spent, usage=totals.usage,
+                  model_usage=dict(totals.models))
+    if status.reason == "interrupted" and result.terminal_reason != "aborted":  # Ctrl-C between iterations
+        out = replace(out, subtype="error_during_execution", is_error=True, terminal_reason="aborted",
+                      errors=(*result.errors, f"Interrupted by the user while the loop waited, after "
+                                             f"{status.iterations} iteration(s)"))
+    return out
