@@ -75,6 +75,8 @@ class PermissionDenial:
     tool_name: str
     tool_use_id: str
     tool_input: dict[str, Any]
+    reason: str = ""  # for the person (not in the JSON, which keeps Claude Code's three keys)
+    hint: str = ""  # the flag or rule that would allow it
 
     def to_json(self) -> dict[str, Any]:
         return {"tool_name": self.tool_name, "tool_use_id": self.tool_use_id, "tool_input": self.tool_input}

@@ -118,13 +118,14 @@ class ToolDispatcher:
         self._note(pre, batch)
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
-            self.denials.append(PermissionDenial(call.name, call.id, call.input))
+            self.denials.append(PermissionDenial(call.name, call.id, call.input,
+                                                 f"a PreToolUse hook blocked it: {pre.reason or 'no reason given'}"))
             context = "".join(f"\n\n{c}" for c in bounded_context(pre.additional_context))
             return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}{context}")
         decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
         if not decision.allowed:
-            self.denials.append(PermissionDenial(call.name, call.id, tool_input))
+            self.denials.append(PermissionDenial(call.name, call.id, tool_input, decision.reason, decision.hint))
             return _error(call, decision.message)
         try:
             args = tool.validate(tool_input)

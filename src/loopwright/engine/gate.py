@@ -36,9 +36,11 @@ class GateDecision:
     session's (the overrides under which a read-only git call runs no repository program)."""
 
     allowed: bool
-    message: str = ""
+    message: str = ""  # a denial: what the model is told
     guard: PathGuard | None = None
     env: Mapping[str, str] = field(default_factory=dict)
+    reason: str = ""  # a denial: why, and what would allow it (for the person)
+    hint: str = ""
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -90,8 +92,9 @@ class ToolGate:
                 if await self.approver.approve(tool.name, tool_input, verdict.reason):
                     return self._allowed(call)
                 return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
-                                           "Do not retry it; ask the user how to proceed or choose another way.")
-        return GateDecision(False, self.explain(tool.name, verdict))
+                                           "Do not retry it; ask the user how to proceed or choose another way.",
+                                    reason=f"declined by the user: {verdict.reason}")
+        return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "")
 
     def _allowed(self, call: Call) -> GateDecision:
         guard = CallGuard(call, self) if call.kind in ("read", "write") else None

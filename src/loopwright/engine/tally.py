@@ -65,5 +65,14 @@ class Tally:
             stop_reason=r.raw_stop_reason if r else None, terminal_reason=reason,  # type: ignore[arg-type]
             stop_details=r.stop_details if r else None, errors=errors, permission_denials=tuple(denials),
             stop_reason_counts=dict(self.stop_counts), retries={k: self.retries.get(k, 0) for k in RETRY_KINDS},
-            messages=tuple(messages), warnings=tuple(self.warnings), role_usage=by_role, goal=goal,
+            messages=tuple(messages), warnings=(*self.warnings, *denied_warning(denials)), role_usage=by_role,
+            goal=goal,
         )
+
+
+def denied_warning(denials: Sequence[PermissionDenial]) -> tuple[str, ...]:
+    """One warning that counts the calls refused permission, so a denial is never silent."""
+    if not denials:
+        return ()
+    names = ", ".join(dict.fromkeys(d.tool_name for d in denials))
+    return (f"{len(denials)} tool call(s) were denied permission ({names}); see permission_denials",)
