@@ -194,8 +194,12 @@ def test_cron_expressions_in_local_time_with_five_fields_only():
     assert cron_error(weekdays_at_9) is None
     assert time.gmtime(cron_next(weekdays_at_9, T0))[:5] == (2027, 1, 15, 9, 0)  # Friday 08:00 -> 09:00
     assert time.gmtime(cron_next(weekdays_at_9, T0 + 3600))[:5] == (2027, 1, 18, 9, 0)  # then Monday
-    for bad in ("61 * * * *", "* * * *", "0 0 * * * *", "@daily", "every day"):
+    for bad in ("* * * *", "0 0 * * * *", "@daily", "every day"):
         assert "expected five cron fields" in cron_error(bad)
+    assert cron_error("61 * * * *") == ("the minute field '61' of '61 * * * *' is not valid: expected 0-59, `*`, "
+                                        "a list, range or step")
+    assert "the hour field '24'" in cron_error("0 24 * * *") and "the month field 'foo'" in cron_error("0 0 1 foo *")
+    assert "the day-of-week field '9'" in cron_error("0 0 * * 9")
 
 
 def test_missed_cron_fires_collapse_too():

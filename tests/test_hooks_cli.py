@@ -106,6 +106,16 @@ def test_block_cap_variable(dirs, tmp_path):
     assert out.returncode == 2 and "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP: expected a whole number" in out.stderr
 
 
+def test_a_stop_hook_block_shows_in_the_verbose_trace(dirs, tmp_path):
+    home, project = dirs
+    settings = {"hooks": {"Stop": [command(sh("stop_always.sh", tmp_path / "log"))]}}
+    with Simulator([{"text": "again", "repeat": -1}]) as sim:
+        out = cli(["-p", "go", "--verbose", "--settings", json.dumps(settings)], project, home, sim.base_url,
+                  env={"LOOPWRIGHT_STOP_HOOK_BLOCK_CAP": "1"})
+    blocked = [ln for ln in out.stderr.splitlines() if "a Stop hook kept the run going" in ln]
+    assert blocked == ["  ! a Stop hook kept the run going: Not finished: keep going."], out.stderr
+
+
 RALPH_STATE = """---
 active: true
 iteration: 1

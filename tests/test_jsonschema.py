@@ -50,6 +50,28 @@ def test_each_problem_is_named_by_its_path(value, problem):
     ({"properties": {"a": {"type": "string", "pattern": "("}}}, "#/properties/a/pattern: not a regular expression"),
     ({"$ref": "https://example.com/s.json"}, "#/$ref: only references inside the schema"),
     ([1], "#: a schema must be an object or a boolean"),
+    ({"type": "string", "format": "colour"}, "#/format: unsupported format 'colour'; expected one of date-time"),
+    ({"type": "string", "format": ["date"]}, "#/format: unsupported format ['date']"),
 ])
 def test_a_schema_that_cannot_be_enforced_is_refused(schema, problem):
     assert any(p.startswith(problem) for p in schema_problems(schema))
+
+
+@pytest.mark.parametrize(("fmt", "good", "bad"), [
+    ("date-time", ["2026-12-04T02:10:00Z", "2026-12-04t02:10:00.5+01:00"], ["2026-12-04 02:10", "2026-02-30T00:00:00Z"]),
+    ("date", ["2024-02-29"], ["2023-02-29", "04/12/2026", "2026-1-4"]),
+    ("time", ["23:59:60Z", "08:00:00+05:30"], ["8:00", "24:00:00Z"]),
+    ("email", ["a.b+c@example.org"], ["no-at.example.org", "a@-bad-.org", "a b@x.org"]),
+    ("uri", ["https://example.org/x?y=1", "urn:isbn:0451450523"], ["/relative/path", "has space:x y"]),
+    ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
+    ("ipv4", ["192.168.0.1"], ["256.1.1.1", "::1"]),
+    ("ipv6", ["::1", "fe80::1"], ["192.168.0.1", "fe80:::1"]),
+    ("hostname", ["example.org", "localhost"], ["-x.org", "a..b", "x" * 64]),
+])
+def test_a_format_is_enforced_not_only_accepted(fmt, good, bad):
+    schema = {"type": "string", "format": fmt}
+    assert schema_problems(schema) == []
+    assert [validate(v, schema) for v in good] == [[] for _ in good]
+    for value in bad:
+        assert validate(value, schema) == [f"$: expected a {fmt} string, got {value!r}"], value
+    assert validate(7, {"format": fmt}) == []  # a format speaks of strings only

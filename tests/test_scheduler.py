@@ -219,6 +219,11 @@ def test_add_then_serve_once_runs_the_fire_with_its_flags_in_its_folder(tmp_path
         requests = len(sim.message_requests)
     assert served.returncode == 0 and again.returncode == 0, served.stderr
     assert requests == 1 and f"▶ {sid}" in served.stdout and f"■ {sid} · run 1 error" in served.stdout
+    # what the person is told: when it runs, that a scheduler must serve it, and what a scheduler serves
+    assert f"loopwright: schedule {sid} (0 * * * *) runs next at " in added.stderr
+    assert "fire only while `loopwright scheduler` runs" in added.stderr
+    assert f"loopwright: scheduler running what is due: 1 active schedule(s) in {tmp_path / 'home'}" in served.stderr
+    assert f"; next: {sid} at " in served.stderr
     (run,) = json.loads(cli(["schedule", "runs", "--json"], tmp_path).stdout)
     assert run["status"] == "error" and "Reached maximum number of turns (1)" in run["note"]
     listed = json.loads(cli(["schedule", "list", "--json"], tmp_path).stdout)
@@ -312,7 +317,7 @@ def _child_of(pid):
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["schedule", "add", "x", "--cron", "61 * * * *"], "--cron: expected five cron fields"),
+    (["schedule", "add", "x", "--cron", "61 * * * *"], "--cron: the minute field '61'"),
     (["schedule", "add", "x", "--cron", "0 9 * * *", "--every", "1h"], "not allowed with"),
     (["schedule", "add", "x", "--every", "0m"], "loop interval '0m'"),
     (["schedule", "add", "x", "--every", "5"], "--every: expected an interval"),
@@ -325,3 +330,8 @@ def _child_of(pid):
 def test_bad_schedule_input_is_one_clear_line(tmp_path, args, needle):
     out = cli(args, tmp_path)
     assert out.returncode == 2 and needle in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_a_scheduler_with_nothing_to_serve_says_so(tmp_path):
+    out = cli(["scheduler", "--once"], tmp_path)
+    assert out.returncode == 0 and "no active schedules in" in out.stderr and "loopwright schedule add" in out.stderr

@@ -110,6 +110,9 @@ def goal_from_options(opts: Options, prompt: str | None, *,
         if arg.lower() in GOAL_CLEAR_WORDS:
             return None, None
         condition, prompt = arg, None
+    if opts.goal is not None and not opts.goal.strip():
+        raise UsageError("--goal: the condition is empty; say what must hold when the work is done, "
+                         "such as --goal \"all tests in tests/ pass\"")
     sources = [c for c in (condition, opts.goal) if c] + (["file"] if opts.goal_file else [])
     if len(sources) > 1:
         raise UsageError("goal: give the condition once (-p \"/goal …\", --goal or --goal-file)")

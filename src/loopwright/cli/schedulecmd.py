@@ -118,7 +118,9 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
         store.add(schedule)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return schedule.id
+    print(visible(f"loopwright: schedule {schedule.id} ({_cron_of(schedule)}) runs next at {_when(schedule.next_at)}; "
+                  "schedules fire only while `loopwright scheduler` runs"), file=sys.stderr, flush=True)
+    return schedule.id  # alone on stdout, for scripts
 
 
 def _prompt_of(opts: Any) -> str:
@@ -215,6 +217,8 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
         print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
     scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
                           alive=_alive, notify=_report, max_concurrent=max_concurrent)
+    print(visible(f"loopwright: scheduler {'running what is due' if once else 'started'}: {_overview(store)}"
+                  f"{'' if once else '; Ctrl-C stops it'}"), file=sys.stderr, flush=True)
     stopped = False
 
     def on_signal() -> None:
@@ -233,6 +237,15 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return 130 if stopped else 0
+
+
+def _overview(store: Any) -> str:
+    """How many schedules the store holds and which fires next."""
+    active = [s for s in store.schedules() if not s.paused and s.next_at is not None]
+    if not active:
+        return f"no active schedules in {store.path} (add one with `loopwright schedule add`)"
+    first = min(active, key=lambda s: s.next_at)
+    return (f"{len(active)} active schedule(s) in {store.path}; next: {first.id} at {_when(first.next_at)}")
 
 
 def _report(kind: str, run: Any) -> None:

@@ -205,7 +205,10 @@ class AgentLoop:
                         self._append_assistant(message, state)
                     else:
                         self._append_user(message)
-                if reason not in ("stop_hook", "goal"):  # those speak through their own events
+                if reason == "stop_hook":  # the person sees why the run did not end (--verbose)
+                    self.emit(Notice("info", f"a Stop hook kept the run going: {_one_line(append[-1].text)}",
+                                     "stop_hook_block"))
+                elif reason != "goal":  # a goal speaks through its own status events
                     self.emit(Notice("info", f"continuing after {reason}"))
             case Resend():
                 self._resend()
@@ -433,3 +436,8 @@ class AgentLoop:
             session_id=self.cfg.session_id, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
             messages=self.messages, denials=self.dispatch.denials, extra=self._elsewhere(), goal=goal)
         return self.cfg.shape_result(result) if self.cfg.shape_result is not None else result
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"

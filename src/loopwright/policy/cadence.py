@@ -248,9 +248,21 @@ def cron_error(expr: str) -> str | None:
     day-of-month month day-of-week), as cron reads them."""
     from croniter import croniter
 
-    if len(expr.split()) != 5 or not croniter.is_valid(expr):
-        return f"expected five cron fields (minute hour day-of-month month day-of-week), got {expr!r}"
+    fields = expr.split()
+    if len(fields) != 5:
+        return (f"expected five cron fields (minute hour day-of-month month day-of-week), got {len(fields)} "
+                f"in {expr!r}")
+    for i, (value, (name, allowed)) in enumerate(zip(fields, _CRON_FIELDS)):
+        alone = " ".join(value if j == i else "*" for j in range(5))
+        if not croniter.is_valid(alone):
+            return f"the {name} field {value!r} of {expr!r} is not valid: expected {allowed}, `*`, a list, range or step"
+    if not croniter.is_valid(expr):
+        return f"{expr!r} is not a cron expression this scheduler can run"
     return None
+
+
+_CRON_FIELDS = (("minute", "0-59"), ("hour", "0-23"), ("day-of-month", "1-31"), ("month", "1-12 or jan-dec"),
+                ("day-of-week", "0-7 or sun-sat"))
 
 
 def cron_next(expr: str, after: float) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Generator
 
 from ..core.regex import PatternError, compile_re2, search
+from .jsonformats import FORMATS
 
 # Schema checks for one value: bounds schemas whose anyOf/oneOf choices re-walk the same subtree.
 MAX_VALIDATION_STEPS = 200_000
@@ -76,6 +77,9 @@ def _node_problems(schema: Any, path: str, level: int) -> list[str]:
         problems.append(f"{path}/$ref: only references inside the schema (#/...) are supported")
     if "pattern" in schema:
         problems += _pattern_problems(schema["pattern"], f"{path}/pattern")
+    if "format" in schema and not (isinstance(schema["format"], str) and schema["format"] in FORMATS):
+        problems.append(f"{path}/format: unsupported format {_brief(schema['format'])}; expected one of "
+                        f"{', '.join(FORMATS)}")
     return problems
 
 
@@ -334,6 +338,9 @@ def _string(value: str, schema: dict[str, Any], path: str) -> list[str]:
             raise _Abandon(f"the schema's pattern {schema['pattern']!r} cannot be checked: {exc}") from None
         if not matched:
             problems.append(f"{path}: does not match the pattern {_brief(schema['pattern'])}")
+    check = FORMATS.get(schema["format"]) if isinstance(schema.get("format"), str) else None
+    if check is not None and not check(value):
+        problems.append(f"{path}: expected a {schema['format']} string, got {_brief(value)}")
     return problems
 
 
