@@ -1,6 +1,7 @@
 """Per-turn client overhead of loopwright against bare clients, on the same loopback simulator.
 
-A 50-turn tool loop (each turn: one Read of a small file). The per-turn overhead is the gap
+A 50-turn tool loop (each turn: one Read of a small file), and a 50-turn Bash loop (each turn:
+`true`) beside its floor, a bare httpx loop that runs the command with `subprocess.run`. The per-turn overhead is the gap
 between the end of one response (the simulator's last byte out) and the arrival of the next
 request: everything the client does in between (parse, fold, decide, run the tool, build and
 send the next request). Printed beside the same gap for a bare httpx loop and, if installed, the
@@ -36,6 +37,13 @@ def script(turns: int, path: str) -> list[dict]:
     return [{"tool_use": {"name": "Read", "input": {"file_path": path}}, "repeat": turns}, {"text": "done"}]
 
 
+BASH_COMMAND = "true"
+
+
+def bash_script(turns: int) -> list[dict]:
+    return [{"tool_use": {"name": "Bash", "input": {"command": BASH_COMMAND}}, "repeat": turns}, {"text": "done"}]
+
+
 def gaps_ms(sim: Simulator, chat: bool = False) -> list[float]:
     reqs = sim.chat_requests if chat else sim.message_requests
     return [(b.time - a.finished) * 1000 for a, b in zip(reqs, reqs[1:])]
@@ -48,6 +56,40 @@ def run_loopwright(turns: int, path: str, cwd: Path) -> list[float]:
         result = anyio.run(agent.run, "read the file over and over")
         anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
+        return gaps_ms(sim)
+
+
+def run_loopwright_bash(turns: int, cwd: Path) -> list[float]:
+    """The loop with a Bash call a turn (the shell tool's whole path: gate, process group, output
+    cap, transcript-safe result)."""
+    with Simulator(bash_script(turns)) as sim:
+        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
+                      permissions=PermissionRules(allow=("Bash",)))
+        result = anyio.run(agent.run, "run it over and over")
+        anyio.run(agent.aclose)
+        assert result.num_turns == turns + 1, result.to_json()
+        return gaps_ms(sim)
+
+
+def run_bare_bash(turns: int, cwd: Path) -> list[float]:
+    """The floor for a shell turn: a bare httpx loop that runs the same command with
+    `subprocess.run(["bash", "-c", …])` and sends its output back."""
+    with Simulator(bash_script(turns)) as sim, httpx.Client(base_url=sim.base_url) as client:
+        messages = [{"role": "user", "content": "run it over and over"}]
+        tools = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+        for _ in range(turns):
+            body = {"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages, "stream": True,
+                    "tools": tools}
+            with client.stream("POST", "/v1/messages", json=body, headers={"x-api-key": "sk-bench"}) as r:
+                events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+            blocks = assistant_blocks(events)
+            call = next(b for b in blocks if b["type"] == "tool_use")
+            done = subprocess.run(["bash", "-c", call["input"]["command"]], cwd=cwd, capture_output=True, text=True)
+            messages = messages + [{"role": "assistant", "content": blocks},
+                                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
+                                                                 "content": done.stdout + done.stderr}]}]
+        client.post("/v1/messages", json={"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages},
+                    headers={"x-api-key": "sk-bench"})
         return gaps_ms(sim)
 
 
@@ -182,6 +224,11 @@ def main() -> None:
         chat = run_loopwright_chat(opts.turns, str(target), cwd)
         bare = run_bare_httpx(opts.turns, str(target))
         sdk = run_sdk(opts.turns, str(target))
+        run_loopwright_bash(5, cwd)  # warm-up
+        lw_bash, bare_bash = [], []
+        for _ in range(opts.runs):  # interleaved, so both meet the same load on a shared machine
+            lw_bash += run_loopwright_bash(opts.turns, cwd)
+            bare_bash += run_bare_bash(opts.turns, cwd)
         start, floor = start_to_first_request(opts.runs, cwd)
         version = version_wall(opts.runs)
     med = statistics.median
@@ -191,6 +238,11 @@ def main() -> None:
     print(f"  bare httpx loop         {med(bare):7.2f} ms   ratio loopwright/bare = {med(lw) / med(bare):.2f}")
     if sdk:
         print(f"  anthropic SDK loop      {med(sdk):7.2f} ms   ratio loopwright/SDK  = {med(lw) / med(sdk):.2f}")
+    print(f"per-turn client overhead, {opts.turns}-turn Bash loop (`{BASH_COMMAND}` a turn; median ms of "
+          f"{opts.runs} interleaved runs)")
+    print(f"  loopwright              {med(lw_bash):7.2f} ms   (p90 {sorted(lw_bash)[int(len(lw_bash) * 0.9)]:.2f})")
+    print(f"  bare httpx + subprocess {med(bare_bash):7.2f} ms   ratio loopwright/floor = "
+          f"{med(lw_bash) / med(bare_bash):.2f}   (target <= 1.5)")
     print(f"start of `loopwright -p` to first request: median {med(start):.0f} ms over {opts.runs} runs")
     print(f"  bare asyncio+httpx script, same measure:  median {med(floor):.0f} ms   "
           f"ratio loopwright/bare = {med(start) / med(floor):.2f}")

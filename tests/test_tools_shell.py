@@ -80,6 +80,23 @@ async def test_timeout_kills_the_process_group(tmp_path):
     assert gone(int(pidfile.read_text()))
 
 
+async def test_a_writer_that_never_stops_still_times_out_with_capped_output(tmp_path):
+    ticks = []
+
+    async def ticker():  # the event loop keeps running other work while the output pours in
+        while True:
+            ticks.append(1)
+            await anyio.sleep(0.05)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        out = await bash({"command": "yes loopwright", "timeout": 1000}, tmp_path)
+        tg.cancel_scope.cancel()
+    assert out.is_error and out.content.startswith("Command timed out after 1000 ms")
+    assert "characters omitted" in out.content and out.content.count("loopwright") < 5000
+    assert len(ticks) >= 5
+
+
 async def test_cancellation_kills_the_group_and_propagates(tmp_path):
     pidfile = tmp_path / "child.pid"
     seen: list[BaseException] = []

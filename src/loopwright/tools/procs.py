@@ -70,25 +70,23 @@ async def run_command(
     read_fd, write_fd = os.pipe()
     try:
         # One pipe for both streams keeps stdout and stderr interleaved in the order written.
-        proc = await asyncio.create_subprocess_exec(
-            *(argv or [shell_path(), "-c", command]),
+        proc = Child(subprocess.Popen(
+            argv or [shell_path(), "-c", command],
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
             cwd=ctx.cwd,
             env=ctx.env or child_env(),  # the harness's credentials stay with the harness
             start_new_session=True,  # its own process group: one signal reaches every child
-        )
+        ))
     except BaseException:
         os.close(read_fd)
         raise
     finally:
         os.close(write_fd)
-    transport: asyncio.ReadTransport | None = None
     try:
-        transport, reader = await _open_reader(read_fd)
         with anyio.move_on_after(timeout_s) as deadline:
-            await _collect(proc, reader, out)
+            await _collect(proc, read_fd, out)
         if deadline.cancelled_caught:
             with anyio.CancelScope(shield=True):
                 await kill_group(proc)
@@ -97,46 +95,98 @@ async def run_command(
             await kill_group(proc)
         raise
     finally:
-        if transport is not None:
-            # Closing our end means a leftover background job gets EPIPE instead of blocking.
-            transport.close()
+        # Closing our end means a leftover background job gets EPIPE instead of blocking.
+        os.close(read_fd)
     code = proc.returncode
     return deadline.cancelled_caught, code if code is not None else -1
 
 
-async def _open_reader(fd: int) -> tuple[asyncio.ReadTransport, asyncio.StreamReader]:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-    pipe = os.fdopen(fd, "rb", buffering=0)
+class Child:
+    """A started process whose exit is awaited without a watcher thread: through a pidfd where
+    the kernel has them (Linux 5.3+), else in a worker thread."""
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self.popen, self.pid = popen, popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def exit_fd(self) -> int | None:
+        """A pidfd that becomes readable when the process exits; None where there are none."""
+        try:
+            return os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            return None
+
+    async def wait(self) -> int:
+        if self.popen.poll() is not None:
+            return self.popen.returncode
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # no pidfds here
+            return await anyio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True)
+        try:
+            loop, exited = asyncio.get_running_loop(), asyncio.Event()
+            loop.add_reader(pidfd, exited.set)
+            try:
+                await exited.wait()
+            finally:
+                loop.remove_reader(pidfd)
+        finally:
+            os.close(pidfd)
+        return self.popen.wait()  # it has exited: this only reaps it
+
+
+async def _collect(proc: Child, fd: int, out: CappedText) -> None:
+    """Read the merged output as it comes until the process has exited and the pipe is at its
+    end — or, when a background job still holds the pipe, DRAIN_AFTER_EXIT_S after the exit.
+    One coroutine woken by the pipe and the process's pidfd: no reader task, no watcher thread."""
+    loop, wake = asyncio.get_running_loop(), asyncio.Event()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    os.set_blocking(fd, False)
+    exit_fd = proc.exit_fd()
+    loop.add_reader(fd, wake.set)
+    if exit_fd is not None:
+        loop.add_reader(exit_fd, wake.set)
     try:
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-        )
-    except BaseException:
-        pipe.close()
-        raise
-    return transport, reader
-
-
-async def _collect(proc: asyncio.subprocess.Process, reader: asyncio.StreamReader, out: CappedText) -> None:
-    drained = anyio.Event()
-
-    async def pump() -> None:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        while chunk := await reader.read(_CHUNK):
-            out.add(decoder.decode(chunk))
+        at_end, exited_at = False, None
+        while not at_end:
+            at_end = _read_available(fd, decoder, out)
+            if at_end:
+                break
+            if exited_at is None and proc.popen.poll() is not None:
+                exited_at = loop.time()
+            if exited_at is not None and loop.time() - exited_at >= DRAIN_AFTER_EXIT_S:
+                break
+            wake.clear()
+            wait = DRAIN_AFTER_EXIT_S if exited_at is not None else None if exit_fd is not None else 0.05
+            with anyio.move_on_after(wait if wait is not None else float("inf")):
+                await wake.wait()
+    finally:
+        loop.remove_reader(fd)
+        if exit_fd is not None:
+            loop.remove_reader(exit_fd)
+            os.close(exit_fd)
         out.add(decoder.decode(b"", final=True))
-        drained.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(pump)
-        await proc.wait()
-        with anyio.move_on_after(DRAIN_AFTER_EXIT_S):
-            await drained.wait()
-        tg.cancel_scope.cancel()
+    await proc.wait()
 
 
-async def kill_group(proc: asyncio.subprocess.Process) -> None:
+def _read_available(fd: int, decoder: codecs.IncrementalDecoder, out: CappedText) -> bool:
+    """Take what the pipe holds now, at most 16 chunks (a fast writer must not keep the event
+    loop from its other work); True at its end (every writer has closed it)."""
+    for _ in range(16):
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            return True
+        out.add(decoder.decode(chunk))
+    return False
+
+
+async def kill_group(proc: Child) -> None:
     """TERM the process group, give it a grace period to exit, then KILL what is left.
     Call inside a shielded scope: it must finish even while the caller is being cancelled."""
     pgid = proc.pid
