@@ -706,10 +706,9 @@ async def test_malformed_event_data() -> None:
 
 @pytest.mark.anyio
 async def test_connection_refused_is_unreachable_until_the_url_answered_then_network() -> None:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
+    from test_never_silent import closed_port  # a port no earlier test's simulator answered on
+
+    port = closed_port()
     model = AnthropicModel(api_key="k", base_url=f"http://127.0.0.1:{port}")
     with pytest.raises(ModelError) as info:
         await collect(model)

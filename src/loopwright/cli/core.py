@@ -17,6 +17,7 @@ from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, RunResult, SystemInit
 from ..core.ids import uuid4
+from .modelcheck import check_models
 from .options import limit
 from .render import Progress, dumps, stream_json, visible
 
@@ -154,14 +155,14 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
 
         hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
     model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
-    _warn_if_unpriced(model)
-    _budget_needs_a_price(opts, model)
+    fallbacks = parse_fallbacks(opts.fallback_model or settings.fallback_model)
+    check_models(opts, settings, model, fallbacks)
     return Agent(
         output_schema=output_schema(opts.json_schema),
         model=model,
         tools=tools, system_prompt=system, append_system_prompt=append, hooks=hooks,
         limits=default_limits(max_turns=limit(opts.max_turns),
-                              fallback_models=parse_fallbacks(opts.fallback_model or settings.fallback_model)),
+                              fallback_models=fallbacks),
         budget=Budget(limit(opts.max_budget_usd), opts.max_tokens_total, duration),
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
@@ -197,31 +198,6 @@ def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
-def _warn_if_unpriced(model: str) -> None:
-    from ..policy.models import resolve_model
-
-    if resolve_model(model).price is None:
-        print(f"loopwright: warning: no price is known for model {model}: its calls count as $0 in "
-              "total_cost_usd and --max-budget-usd cannot bound them; --max-tokens-total can",
-              file=sys.stderr, flush=True)
-
-
-def _budget_needs_a_price(opts: Options, model: str) -> None:
-    """A money bound on a model without a price would never fire: refused, unless a token bound
-    (`--max-tokens-total`) stands beside it."""
-    from ..policy.models import resolve_model
-
-    if opts.max_tokens_total or resolve_model(model).price is not None:
-        return
-    goal_budget = (opts.goal_max_budget_usd or "none").strip().lower() != "none"
-    for flag, given in (("--max-budget-usd", limit(opts.max_budget_usd) is not None),
-                        ("--goal-max-budget-usd", goal_budget)):
-        if given:
-            raise UsageError(f"{flag}: no price is known for model {model}, so its spend cannot be counted and this "
-                             "bound would never fire; add --max-tokens-total N to bound it by tokens, or use a "
-                             "model with a known price")
-
-
 def output_schema(value: str | None) -> Any:
     """`--json-schema`: the schema as JSON text, or the path of a file holding it."""
     if value is None:
@@ -249,8 +225,8 @@ def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple
     Warns when it cannot run (a project file that tried to open it was named with the settings)."""
     import dataclasses
 
-    from ..settings import sandbox_config
     from ..sandbox import unavailable_warning
+    from ..settings import sandbox_config
 
     added = tuple(opts.add_dir or ())
     dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
@@ -277,7 +253,9 @@ def home_warning(roots: tuple[str, ...]) -> str | None:
         real = os.path.realpath(root).rstrip("/")
         if place != real and not place.startswith(real + "/"):
             continue
-        from ..policy.pathrules import protected  # only then: not on every run's start-up path
+        from ..policy.pathrules import (
+            protected,  # only then: not on every run's start-up path
+        )
 
         if not protected(place):
             return (f"loopwright's home {home()} is inside a writable root ({root}): the agent may rewrite "

@@ -19,8 +19,8 @@ from .core import (
     open_cli_session,
     print_result,
 )
-from .render import visible
 from .goals import goal_from_options
+from .render import visible
 
 if TYPE_CHECKING:
     from .options import Options
@@ -62,7 +62,12 @@ def run_headless(opts: Options, prompt: str) -> int:
 def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
     """A new goal, or a resumed session's: its checks and protected paths only from this
     command line (engine.goal.resumed_goal says why and warns about the rest)."""
-    from .goals import GOAL_FLAGS_NEED_A_GOAL, bounds_line, goal_flags_given, resume_goal_flags
+    from .goals import (
+        GOAL_FLAGS_NEED_A_GOAL,
+        bounds_line,
+        goal_flags_given,
+        resume_goal_flags,
+    )
 
     if spec is not None or saved is None or not saved.active:
         if spec is None and goal_flags_given(opts):

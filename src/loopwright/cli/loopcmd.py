@@ -78,7 +78,15 @@ def run_loop(opts: Options, prompt: str) -> int:
     from ..policy.cadence import parse_loop
     from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
     from ..tools.crons import cron_tools
-    from .core import build_agent, foreground, init_fields, load_cli_settings, make_emitter, open_cli_session, print_result
+    from .core import (
+        build_agent,
+        foreground,
+        init_fields,
+        load_cli_settings,
+        make_emitter,
+        open_cli_session,
+        print_result,
+    )
 
     if opts.goal or opts.goal_file:
         raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.version:
             print(f"{__version__} (loopwright)")
             return 0
+        _not_a_subcommand(opts.prompt)
         return _dispatch(opts)
     except LoopwrightError as exc:
         from .render import visible
@@ -47,6 +48,21 @@ def main(argv: list[str] | None = None) -> int:
         from .crash import report_crash
 
         return report_crash(exc, opts)
+
+
+def _not_a_subcommand(prompt: str | None) -> None:
+    """A one-word prompt a letter or two from a subcommand (`loopwright sheduler`) is a typo far
+    more often than a prompt: refused with the command that was meant."""
+    word = (prompt or "").strip()
+    if len(word.split()) != 1 or len(word) < 3 or word.startswith("/"):  # /goal, /loop: commands
+        return
+    from ..core.errors import UsageError
+    from ..policy.names import nearest
+
+    meant = nearest(word, SUBCOMMANDS, 1 if len(word) <= 5 else 2)  # a short word: one slip, not two
+    if meant is not None:
+        raise UsageError(f"{word!r} looks like a subcommand: did you mean `loopwright {meant}`? To send it "
+                         "to the model as a prompt, say it in more than one word")
 
 
 def _escape_undecodable() -> None:

@@ -7,23 +7,20 @@ import argparse
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from ..core.errors import UsageError
+from .parsing import Parser
 
 SCOPES = ("local", "project", "user")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def run_mcp(args: list[str]) -> int:
-    p = _Parser(prog="loopwright mcp", allow_abbrev=False, description="Configure and check MCP servers.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = Parser(prog="loopwright mcp", allow_abbrev=False, description="Configure and check MCP servers.")
+    sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", allow_abbrev=False, help="Every server of this folder, connected to check it.")
     ls.add_argument("--json", action="store_true")
     get = sub.add_parser("get", allow_abbrev=False, help="One server: where it is defined, its status, its tools.")
@@ -101,7 +98,7 @@ def _add(opts: argparse.Namespace) -> int:
         if opts.env:
             entry["env"] = dict(_pair(e, "=", "--env", "KEY=VALUE") for e in opts.env)
     else:
-        late = _Parser(prog="loopwright mcp add", allow_abbrev=False, add_help=False)
+        late = Parser(prog="loopwright mcp add", allow_abbrev=False, add_help=False)
         late.add_argument("-H", "--header", action="append", default=[])
         extra, rest = late.parse_known_args(opts.args)
         if rest:

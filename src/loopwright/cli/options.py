@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, NoReturn
+from typing import Any
 
 from ..core.fastclass import dataclass
 
@@ -20,6 +20,7 @@ class Options:
     verbose: bool = False
     model: str | None = None
     fallback_model: str | None = None
+    allow_unknown_model: bool = False
     max_turns: int | None = None  # these two may be NO_LIMIT (`none`)
     final_turn: bool = False
     max_budget_usd: float | None = None
@@ -92,14 +93,9 @@ def parse_options(argv: list[str]) -> Options:
 def parser() -> Any:
     import argparse
 
-    from ..core.errors import UsageError
+    from .parsing import Parser
 
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> NoReturn:
-            raise UsageError(message)
-
-    # allow_abbrev=False: every flag spelled in full, as in Claude Code (a typo is an error, not a guess)
-    p = Parser(prog="loopwright", allow_abbrev=False, description="Loop engineering for AI agents: an agent loop that never "
+    p = Parser(prog="loopwright", description="Loop engineering for AI agents: an agent loop that never "
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
@@ -113,6 +109,8 @@ def parser() -> Any:
     add("--verbose", action="store_true", help="Show turns and tool calls on stderr as they happen.")
     add("--model", help="Model id or alias (opus, sonnet, haiku).")
     add("--fallback-model", help="Comma-separated fallback models, at most 3 (used on overload and refusal).")
+    add("--allow-unknown-model", action="store_true",
+        help="Send a model name that looks like a typo or another provider's model as given.")
     add("--max-turns", type=or_none(int), metavar="N|none",
         help="Stop after this many model calls (error_max_turns). /loop: each iteration, default 100.")
     add("--final-turn", action="store_true", help="After --max-turns, one wrap-up call without tools.")

@@ -9,11 +9,31 @@ import sys
 from typing import Any, TextIO, assert_never
 
 from ..core.events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
-    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
+    ApiRetry,
+    AssistantMessage,
+    CompactBoundary,
+    Event,
+    GoalStatus,
+    HookResponse,
+    HookStarted,
+    LoopStatus,
+    Notice,
+    PartialEvent,
+    ResultEvent,
+    SystemInit,
+    ToolFinished,
+    ToolStarted,
+    UserMessage,
 )
-from ..core.types import BlockDelta, BlockStart, BlockStop, StreamDelta, StreamEvent, StreamStart, StreamStop
-
+from ..core.types import (
+    BlockDelta,
+    BlockStart,
+    BlockStop,
+    StreamDelta,
+    StreamEvent,
+    StreamStart,
+    StreamStop,
+)
 
 # Control characters a terminal would act on instead of showing: C0 but tab and newline (a lone
 # carriage return too: it lets text overwrite what was printed), DEL, C1, and the bidirectional

@@ -5,7 +5,6 @@ kept in `<LOOPWRIGHT_HOME>/schedules.db` that survive restarts. Each fire runs
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -18,6 +17,7 @@ import time
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
+from .parsing import Parser
 from .render import visible
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -26,10 +26,14 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DASH_HINT = "a prompt that starts with '-' goes as --prompt=TEXT"
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(Parser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, hint=DASH_HINT, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        hint = f" ({DASH_HINT})" if "unrecognized arguments" in message or "--prompt" in message else ""
-        raise UsageError(f"{self.prog}: {message}{hint}")
+        if "--prompt" in message and "unrecognized arguments" not in message:
+            message += f" ({DASH_HINT})"
+        super().error(message)
 
 
 def _store() -> Any:
@@ -91,8 +95,8 @@ def run_schedule(args: list[str]) -> int:
 def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ..config import parse_duration, positive
     from ..core.ids import uuid4
-    from ..policy.cadence import cron_error, cron_next, next_fire
     from ..core.ports import Schedule
+    from ..policy.cadence import cron_error, cron_next, next_fire
     from .core import is_loop
     from .options import parser
 
@@ -210,7 +214,6 @@ def run_scheduler(args: list[str]) -> int:
 async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
     from ..core.clock import SystemClock
     from ..proactive.scheduler import Scheduler
-
     from ..sandbox.unattended import unattended_note
 
     if (note := unattended_note()) is not None:

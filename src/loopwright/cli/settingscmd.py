@@ -4,24 +4,18 @@ unknown or cannot work (warnings, errors), and whether this folder is trusted. E
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, NoReturn
+from typing import Any, Iterator
 
-from ..core.errors import UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+from .parsing import Parser
 
 
 def run_settings(args: list[str]) -> int:
     from ..settings import load_settings, settings_layers
 
-    p = _Parser(prog="loopwright settings", allow_abbrev=False,
+    p = Parser(prog="loopwright settings", allow_abbrev=False,
                 description="`loopwright settings check`: the settings files of this folder, checked.")
     p.add_argument("action", choices=["check"])
     p.add_argument("--settings", metavar="FILE_OR_JSON", help="Check this too, read last (as for a run).")

@@ -78,7 +78,14 @@ def _read_line() -> str:
 
 
 def run_stream_input(opts: Options) -> int:
-    from .core import build_agent, foreground, init_fields, load_cli_settings, make_emitter, open_cli_session
+    from .core import (
+        build_agent,
+        foreground,
+        init_fields,
+        load_cli_settings,
+        make_emitter,
+        open_cli_session,
+    )
 
     if opts.output_format != "stream-json":
         raise UsageError("--input-format stream-json needs --output-format stream-json")

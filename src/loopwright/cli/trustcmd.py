@@ -4,24 +4,18 @@ the interactive session asks once per folder; `-p` never asks, as in Claude Code
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-from typing import NoReturn
 
 from ..core.errors import UsageError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+from .parsing import Parser
 
 
 def run_trust(args: list[str]) -> int:
     from ..stores.trust import TrustStore, folder_key
     from .core import printable
 
-    p = _Parser(prog="loopwright trust", allow_abbrev=False,
+    p = Parser(prog="loopwright trust", allow_abbrev=False,
                 description="Trust a folder: its project settings (hooks, allow rules, env) apply in interactive "
                 "sessions without the question. Without PATH: this folder.")
     p.add_argument("path", nargs="?", help="The folder to trust (default: the current one).")

@@ -121,3 +121,9 @@ def known_models() -> tuple[ModelInfo, ...]:
 def model_table_date() -> str:
     """The date the model table's facts were checked (ISO 8601)."""
     return _table().date
+
+
+def model_names() -> tuple[str, ...]:
+    """Every alias and id the table knows, for checking a name a person typed."""
+    table = _table()
+    return tuple(dict.fromkeys([*table.aliases, *(m.id for m in table.models), *table.rows]))
