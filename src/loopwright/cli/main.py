@@ -12,7 +12,7 @@ from .. import __version__
 if TYPE_CHECKING:
     from .options import Options
 
-SUBCOMMANDS = ("demo", "goal", "mcp", "schedule", "scheduler", "settings", "trust")
+SUBCOMMANDS = ("demo", "goal", "mcp", "schedule", "scheduler", "sessions", "settings", "trust")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,9 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         _not_a_subcommand(opts.prompt)
         return _dispatch(opts)
     except LoopwrightError as exc:
+        from .crash import early_result
         from .render import visible
 
-        print(f"loopwright: error: {visible(str(exc))}", file=sys.stderr)
+        print(f"loopwright: error: {visible(str(exc))}", file=sys.stderr, flush=True)
+        if not (args and args[0] in SUBCOMMANDS):
+            early_result(opts, args, str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

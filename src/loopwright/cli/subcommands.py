@@ -17,6 +17,10 @@ def run(name: str, args: list[str]) -> int:
         from .demo import run as run_demo
 
         return run_demo(keep=opts.dir)
+    if name == "sessions":
+        from .sessionscmd import run_sessions
+
+        return run_sessions(args)
     if name == "goal":
         from .goalcmd import run as run_goal
 

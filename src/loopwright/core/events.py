@@ -46,6 +46,7 @@ TerminalReason = Literal[
     "structured_output_retry_exhausted",
     "malformed_tool_input",
     "internal_error",
+    "startup_error",  # the command ended before its run began (CLI: a usage or session error)
 ]
 
 
