@@ -47,7 +47,8 @@ def test_model_names(monkeypatch):
     assert split_model("openai:gpt-5", env) == ("https://api.openai.com/v1", "gpt-5", "sk-o")
     assert split_model("openai:gpt-5", env | {"OPENAI_BASE_URL": "http://gw/v1"})[0] == "http://gw/v1"
     assert split_model("openai-compatible:http://127.0.0.1:8080/v1#llama3", {}) == (
-        "http://127.0.0.1:8080/v1", "llama3", None)
+        "http://127.0.0.1:8080/v1", "llama3", "loopback-no-key")  # a server on this machine: no secret needed
+    assert split_model("openai-compatible:http://gw.example/v1#llama3", {})[2] is None
     assert split_model("sonnet", env) is None
     assert model_id("openai-compatible:http://h/v1#m") == "m" and model_id("openai:gpt-5") == "gpt-5"
     with pytest.raises(UsageError, match="OPENAI_API_KEY"):

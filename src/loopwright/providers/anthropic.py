@@ -22,7 +22,7 @@ from ..core.types import (
 
 # The error tables are re-exported: they are part of this adapter's public face.
 from .anthropic_errors import ERROR_CODE_KIND, STATUS_KIND, map_errors, map_status_error, parse_retry_after
-from .http import Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for
+from .http import LOOPBACK_KEY, Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for, is_loopback
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -137,12 +137,14 @@ class AnthropicModel:
         """Configured from `env`; `origins` names the settings file that set a variable, if one did."""
         api_key = env.get("ANTHROPIC_API_KEY") or None
         auth_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
-        if not api_key and not auth_token:
-            raise UsageError(
-                "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "
-                "or ANTHROPIC_AUTH_TOKEN; `loopwright demo` runs offline without a key."
-            )
         base_url = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        if not api_key and not auth_token:
+            if not is_loopback(base_url):
+                raise UsageError(
+                    "No Anthropic API key: set ANTHROPIC_API_KEY (export ANTHROPIC_API_KEY=sk-ant-...) "
+                    "or ANTHROPIC_AUTH_TOKEN; `loopwright demo` runs offline without a key."
+                )
+            api_key = LOOPBACK_KEY  # an API on this machine (the simulator): no secret to send
         endpoint = endpoint_for(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, env, origins or {})
         return cls(api_key=api_key, auth_token=auth_token, base_url=base_url, endpoint=endpoint, **kwargs)
 

@@ -35,6 +35,19 @@ def encode_json(body: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
+# Sent as the key to an API on this machine when none is set: a loopback server (the simulator, a
+# local model) wants the header, never a real secret. A remote URL still needs a real key.
+LOOPBACK_KEY = "loopback-no-key"
+
+
+def is_loopback(url: str) -> bool:
+    """Whether `url` points at this machine (127.0.0.0/8, ::1, localhost)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
 def running_loop() -> object | None:
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:

@@ -23,7 +23,7 @@ from ..core.types import (
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
 )
 from .anthropic_errors import fallback_message, json_object, map_errors, parse_retry_after, status_kind
-from .http import Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for
+from .http import LOOPBACK_KEY, Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for, is_loopback
 from .sse import SSEDecoder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -49,7 +49,7 @@ def split_model(name: str, env: Mapping[str, str] = os.environ) -> tuple[str, st
         if not base.startswith(("http://", "https://")) or not model:
             raise UsageError(f"--model {name!r}: expected openai-compatible:BASE_URL#MODEL, such as "
                              "openai-compatible:http://127.0.0.1:8080/v1#llama3")
-        return base, model, env.get("OPENAI_API_KEY") or None
+        return base, model, env.get("OPENAI_API_KEY") or (LOOPBACK_KEY if is_loopback(base) else None)
     return None
 
 

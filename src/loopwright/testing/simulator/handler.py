@@ -18,7 +18,15 @@ from .openai_wire import (
 from .record import RecordedRequest, Served
 from .script import STATUS_OF_TYPE, Fault, Reply, last_user_text
 from .validate import check_request
-from .wire import build_message, error_body, error_type_for, estimate_input_tokens, frame, stream_events
+from .wire import (
+    build_message,
+    error_body,
+    error_type_for,
+    estimate_input_tokens,
+    frame,
+    honour_tool_choice,
+    stream_events,
+)
 
 __all__ = ["Handler"]
 
@@ -101,6 +109,9 @@ class Handler(BaseHTTPRequestHandler):
         reply = self.sim._take(body, rec)
         if reply is None:
             return self._error(rec, 400, "invalid_request_error", _unmatched_message(body))
+        reply = honour_tool_choice(reply, body)
+        if isinstance(reply, str):
+            return self._error(rec, 400, "invalid_request_error", reply)
         if reply.delay and self.sim._sleep(reply.delay):
             self.close_connection = True  # the simulator is stopping; answer nothing
             return None
@@ -163,6 +174,9 @@ class Handler(BaseHTTPRequestHandler):
         reply = self.sim._take(view, rec)
         if reply is None:
             return self._chat_error(rec, 400, chat_error(400, _unmatched_message(view)))
+        reply = honour_tool_choice(reply, view)
+        if isinstance(reply, str):
+            return self._chat_error(rec, 400, chat_error(400, reply))
         if reply.delay and self.sim._sleep(reply.delay):
             self.close_connection = True  # the simulator is stopping; answer nothing
             return None

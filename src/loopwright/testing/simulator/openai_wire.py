@@ -151,7 +151,21 @@ def anthropic_view(body: dict[str, Any]) -> dict[str, Any]:
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
     if max_tokens is not None:
         view["max_tokens"] = max_tokens
+    choice = _tool_choice(body.get("tool_choice"))
+    if choice is not None:
+        view["tool_choice"] = choice
     return view
+
+
+def _tool_choice(choice: Any) -> dict[str, Any] | None:
+    """A chat `tool_choice` in the Messages API's terms: none, auto, any (required), tool."""
+    if choice in ("none", "auto"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        return {"type": "tool", "name": choice["function"].get("name")}
+    return None
 
 
 # --- request validation -----------------------------------------------------------------------

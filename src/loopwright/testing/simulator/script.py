@@ -48,6 +48,11 @@ Response spec keys:
         blocks. On a non-streaming request, sse_error answers with its type's HTTP status and
         cut sends half of the JSON body, then closes the connection.
 
+The request's `tool_choice` is kept as the API keeps it: with `none` the scripted tool_use blocks
+are left out (a short text stands in when nothing else is left, and the stop reason is then
+end_turn); with `any` or `tool` a scripted response that does not make such a call is answered
+with HTTP 400, since the real API could not have sent it.
+
 Rules are tried in order: the first rule whose match fits and which still has unconsumed
 responses serves its next response; when none does, the simulator answers HTTP 400
 invalid_request_error "simulator: no rule matched ..." and records the request as unmatched.

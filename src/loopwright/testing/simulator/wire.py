@@ -4,6 +4,7 @@ Pure functions of a parsed Reply and the request body; no sockets here.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -145,6 +146,32 @@ def _stop_fields(reply: Reply, body: dict[str, Any], blocks: list[dict[str, Any]
     if stop_reason == "refusal" and stop_details is None:
         stop_details = {"type": "refusal", "category": None, "explanation": None}
     return {"stop_reason": stop_reason, "stop_sequence": stop_sequence, "stop_details": stop_details}
+
+
+NO_TOOL_TEXT = "(tool_choice was none: the scripted tool call was left out)"
+
+
+def honour_tool_choice(reply: Reply, body: dict[str, Any]) -> Reply | str:
+    """The request's `tool_choice` kept as the API keeps it. `none`: the scripted tool calls are
+    left out (a short text stands in when nothing else is left). `any` / `tool`: a scripted reply
+    without such a call is a script that cannot happen, so the reason comes back (a 400)."""
+    choice = body.get("tool_choice")
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if reply.fault is not None or kind not in ("none", "any", "tool"):
+        return reply
+    calls = [b for b in reply.content if b.get("type") == "tool_use"]
+    if kind == "none":
+        if not calls:
+            return reply
+        kept = [b for b in reply.content if b.get("type") != "tool_use"] or [{"type": "text", "text": NO_TOOL_TEXT}]
+        stop = None if reply.stop_reason == "tool_use" else reply.stop_reason
+        return dataclasses.replace(reply, content=kept, stop_reason=stop)
+    if kind == "any" and not calls:
+        return "simulator: the request's tool_choice is any, but the scripted response calls no tool"
+    if kind == "tool" and not any(b.get("name") == choice.get("name") for b in calls):
+        return (f"simulator: the request's tool_choice names the tool {choice.get('name')!r}, but the scripted "
+                "response does not call it")
+    return reply
 
 
 def build_message(
