@@ -268,3 +268,32 @@ def test_a_history_whose_tool_input_is_not_an_object_is_refused_as_the_api_does(
     with Simulator([{"text": "ok"}]) as sim:
         response = HTTP.post(f"{sim.base_url}/v1/messages", json=body, headers={"x-api-key": "k"})
     assert response.status_code == 400 and "tool_use.input" in response.json()["error"]["message"]
+
+
+TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+CALL = {"text": "let me look", "tool_use": {"name": "Bash", "input": {"command": "ls"}}}
+
+
+def test_tool_choice_none_leaves_the_scripted_calls_out() -> None:
+    with Simulator([CALL, {"tool_use": {"name": "Bash", "input": {}}}]) as sim:
+        client = sdk(sim)
+        ask = {"model": "claude-sonnet-5", "max_tokens": 100, "tools": TOOLS, "tool_choice": {"type": "none"},
+               "messages": [{"role": "user", "content": "hi"}]}
+        with client.messages.stream(**ask) as stream:
+            kept = stream.get_final_message()
+        alone = client.messages.create(**ask)
+    assert [b.type for b in kept.content] == ["text"] and kept.stop_reason == "end_turn"
+    assert [b.text for b in alone.content] == ["(tool_choice was none: the scripted tool call was left out)"]
+
+
+@pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "Read"}])
+def test_a_forced_tool_the_script_does_not_call_is_a_400(choice) -> None:
+    with Simulator([{"text": "no tools here"}, CALL]) as sim:
+        client = sdk(sim)
+        with pytest.raises(anthropic.BadRequestError) as info:
+            client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=TOOLS, tool_choice=choice,
+                                   messages=[{"role": "user", "content": "hi"}])
+        assert "tool_choice" in str(info.value)
+        ok = client.messages.create(model="claude-sonnet-5", max_tokens=100, tools=TOOLS, tool_choice={"type": "any"},
+                                    messages=[{"role": "user", "content": "hi"}])
+    assert [b.type for b in ok.content] == ["text", "tool_use"]

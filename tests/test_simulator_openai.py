@@ -385,3 +385,11 @@ def test_broken_arguments_are_sent_exactly(raw: str, stream: bool) -> None:
             choice = create(sim, tools=TOOLS).choices[0]
             arguments, finish = choice.message.tool_calls[0].function.arguments, choice.finish_reason
     assert arguments == raw and finish == "tool_calls"
+
+
+def test_tool_choice_none_on_the_chat_wire_leaves_the_calls_out() -> None:
+    tools = [{"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}]
+    with Simulator([{"text": "looking", "tool_use": {"name": "Bash", "input": {}}}]) as sim:
+        done = create(sim, tools=tools, tool_choice="none")
+    assert done.choices[0].message.tool_calls is None and done.choices[0].message.content == "looking"
+    assert done.choices[0].finish_reason == "stop"
