@@ -77,6 +77,7 @@ class Agent:
     env_origins: Mapping[str, str] = field(default_factory=dict)  # variable -> the settings file that set it
     crash_log: Callable[[BaseException], str | None] | None = None  # default: a file in loopwright's home
     mcp_servers: Sequence[Any] = ()  # loopwright.mcp.config.ServerSpec: started on the first run
+    memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -248,7 +249,7 @@ class Agent:
             hooks=hooks, approver=approver, transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
-            crash_log=self.crash_log or _crash_log,
+            crash_log=self.crash_log or _crash_log, after_reads=getattr(self.memory, "after_reads", None),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 
@@ -261,7 +262,7 @@ class Agent:
         self._loop = loop
         try:
             try:
-                opening = await self._start_session(loop.hooks)
+                opening = await self._start_session(loop.hooks, loop.emit)
                 for message in opening:  # recorded, so a resume keeps what SessionStart added
                     loop.emit(UserMessage(message, synthetic=False))
             except Exception as exc:  # the loop's last resort, for what comes before the loop
@@ -291,17 +292,20 @@ class Agent:
             if not task.done():
                 task.cancel()
 
-    async def _start_session(self, hooks: HookRunner) -> list[Message]:
-        """SessionStart, once per session before its first prompt: what the hooks add (their
-        additionalContext or plain stdout) opens the conversation, ahead of the prompt."""
+    async def _start_session(self, hooks: HookRunner, emit: Callable[[Event], None]) -> list[Message]:
+        """Once per session before its first prompt: the memory files, then what SessionStart
+        hooks add (their additionalContext or plain stdout), open the conversation."""
         if self._session != "new":
             return []
         self._session = "started"
+        # A resumed conversation already holds the memory it was given: it is not read again.
+        fresh = self.memory is not None and not self.history
+        opening = [memory] if fresh and (memory := self.memory.opening(emit)) else []
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
             "source": self.session_source, "model": self.model}, match=self.session_source)
-        if not started.additional_context:
-            return []
-        return [Message("user", tuple(TextBlock(text) for text in bounded_context(started.additional_context)))]
+        if started.additional_context:
+            opening.append(Message("user", tuple(TextBlock(t) for t in bounded_context(started.additional_context))))
+        return opening
 
     async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
         """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 from .. import __version__
 from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
-from ..core.events import Event, HookResponse, HookStarted, RunResult, SystemInit
+from ..core.events import Event, HookResponse, HookStarted, Notice, RunResult, SystemInit
 from ..core.ids import uuid4
 from .modelcheck import check_models
 from .options import limit
@@ -167,10 +167,22 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         permissions=rules, sandbox=sandbox,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
-        mcp_servers=mcp_servers(opts, settings),
+        mcp_servers=mcp_servers(opts, settings), memory=project_memory(opts, settings),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
+
+
+def project_memory(opts: Options, settings: Any) -> Any:
+    """The memory files of this session (off with `--bare` or settings `"memoryFiles": false`)."""
+    if opts.bare or settings.data.get("memoryFiles") is False:
+        return None
+    from ..context.memory import Memory
+    from ..stores.jsonl import home
+
+    excludes = settings.data.get("claudeMdExcludes")
+    return Memory(Path.cwd(), Path.home(), home(),
+                  excludes=[g for g in excludes if isinstance(g, str)] if isinstance(excludes, list) else ())
 
 
 def mcp_servers(opts: Options, settings: Any) -> list[Any]:
@@ -279,6 +291,8 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
                     print(f"loopwright: warning: MCP server {server['name']!r} failed: "
                           f"{visible(server.get('error', ''))}; the run goes on without its tools",
                           file=sys.stderr, flush=True)
+        elif isinstance(event, Notice) and event.subtype == "memory_warning":  # said without --verbose too
+            print(f"loopwright: warning: {visible(event.text)}", file=sys.stderr, flush=True)
         if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
             return
         if fmt == "stream-json":

@@ -43,7 +43,7 @@ from .hookcalls import LoopHooks, StopHook
 from . import lastresort as cut
 from .sizes import bounded_context
 from .tally import Tally
-from ..core.types import Message, ModelRequest, Response, TextBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate
@@ -78,6 +78,7 @@ class LoopConfig:
     transcript_path: str = ""
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
+    after_reads: Callable[[Sequence[ToolUseBlock]], list[str]] | None = None  # context a tool batch adds
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
 
 
@@ -186,7 +187,8 @@ class AgentLoop:
                 self._tools_since_stop = self._tools_since_stop or bool(calls)
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
-                extra = [*bounded_context(after.additional_context), *([note] if note else [])]
+                extra = [*bounded_context(after.additional_context), *([note] if note else []),
+                         *(self.cfg.after_reads(calls) if self.cfg.after_reads and calls else [])]
                 results = nxt.in_order(batch.results)
                 self._append_user(Message("user", (*results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)

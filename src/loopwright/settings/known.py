@@ -9,7 +9,7 @@ from __future__ import annotations
 
 # Top-level keys loopwright reads (settings/__init__.py, `Settings`).
 LOOPWRIGHT_KEYS = frozenset({"hooks", "permissions", "model", "fallbackModel", "env", "disableAllHooks", "sandbox",
-                             "hookFailurePolicy"})
+                             "hookFailurePolicy", "memoryFiles", "claudeMdExcludes"})
 
 CLAUDE_CODE_KEYS = frozenset("""
 $schema advisorModel agent agentPushNotifEnabled allowAllClaudeAiMcps allowManagedHooksOnly

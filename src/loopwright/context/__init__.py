@@ -1,0 +1,1 @@
+"""What the project tells the agent: memory files (and, later, skills and commands)."""

@@ -1,0 +1,126 @@
+"""The project's instructions reach the agent as in Claude Code (issue 10 item 1): memory files
+from the user's home, the folders above the project and the project itself, with their `@`
+imports, open the first request, each labelled with its path; a subfolder's file arrives after
+the first Read there; a project file cannot import a file from outside the project; `--bare`
+sends none; a resumed session keeps what it was given. Real files, the real CLI, the simulator."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from loopwright.context.memory import imports
+from loopwright.testing import Simulator
+
+
+@pytest.fixture
+def world(tmp_path):
+    home, parent = tmp_path / "home", tmp_path / "work"
+    project = parent / "proj"
+    for folder in (home / ".claude", home / "notes", home / ".ssh", project / "docs", project / "sub" / "deep"):
+        folder.mkdir(parents=True)
+    (home / ".claude" / "CLAUDE.md").write_text("USER-RULE always answer briefly\n@~/notes/u.md\n")
+    (home / "notes" / "u.md").write_text("USER-IMPORT from notes\n")
+    (home / ".ssh" / "id").write_text("SSH-SECRET\n")
+    (parent / "CLAUDE.md").write_text("PARENT-RULE shared by every project here\n")
+    (project / "CLAUDE.md").write_text("PROJECT-RULE run the tests\nSee @docs/style.md, not `@docs/ignored.md`.\n"
+                                       "@missing.md\n@~/.ssh/id\n@CLAUDE.md\n<!-- HIDDEN-COMMENT -->\n")
+    (project / "docs" / "style.md").write_text("STYLE-IMPORT four spaces\n")
+    (project / "docs" / "ignored.md").write_text("IGNORED-IMPORT\n")
+    (project / "CLAUDE.local.md").write_text("LOCAL-RULE my own\n")
+    (project / "sub" / "CLAUDE.md").write_text("SUB-RULE only here\n")
+    (project / "sub" / "deep" / "x.txt").write_text("data\n")
+    return home, project
+
+
+def loopwright(args, home, project, sim):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
+               ANTHROPIC_BASE_URL=sim.base_url)
+    return subprocess.run([sys.executable, "-m", "loopwright", *args], env=env, cwd=project, capture_output=True,
+                          text=True, timeout=60)
+
+
+def texts(message):
+    return [b.get("text", "") for b in message["content"] if b["type"] == "text"]
+
+
+def test_memory_from_three_levels_and_imports_opens_the_first_request(world):
+    home, project = world
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go now"], home, project, sim)
+        first = sim.message_requests[0].body
+    assert out.returncode == 0, out.stderr
+    [memory] = texts(first["messages"][0])
+    assert first["messages"][-1]["content"][-1]["text"] == "go now" and "go now" not in memory
+    assert memory.startswith("<system-reminder>") and memory.endswith("</system-reminder>")
+    order = ["USER-RULE", "USER-IMPORT", "PARENT-RULE", "PROJECT-RULE", "STYLE-IMPORT", "LOCAL-RULE"]
+    assert [memory.index(m) for m in order] == sorted(memory.index(m) for m in order)
+    assert f"Contents of {project / 'CLAUDE.md'} (project instructions" in memory
+    assert f"Contents of {project / 'CLAUDE.local.md'} (the user's private instructions" in memory
+    assert f"Contents of {home / '.claude' / 'CLAUDE.md'} (the user's own instructions" in memory
+    for absent in ("SSH-SECRET", "IGNORED-IMPORT", "SUB-RULE", "HIDDEN-COMMENT"):
+        assert absent not in memory
+    assert memory.count("PROJECT-RULE") == 1  # a file imported again (itself) is given once
+    warnings = [ln for ln in out.stderr.splitlines() if "memory:" in ln]
+    assert len(warnings) == 3 and "@missing.md names no file" in warnings[0] and "outside the project" in warnings[1]
+    assert "@CLAUDE.md was given already (an import cycle" in warnings[2]
+
+
+def test_a_subfolders_file_arrives_after_the_first_read_there(world):
+    home, project = world
+    script = [{"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}},
+              {"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "read it"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    assert "SUB-RULE" not in json.dumps(bodies[0])
+    after_read = bodies[1]["messages"][-1]
+    assert after_read["content"][0]["type"] == "tool_result"
+    [reminder] = texts(after_read)
+    assert f"Contents of {project / 'sub' / 'CLAUDE.md'}" in reminder and "SUB-RULE" in reminder
+    assert texts(bodies[2]["messages"][-1]) == []  # each file once
+
+
+def test_bare_sends_no_memory_and_a_setting_turns_it_off(world):
+    home, project = world
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        loopwright(["-p", "go", "--bare"], home, project, sim)
+        (project / ".loopwright").mkdir()
+        (project / ".loopwright" / "settings.json").write_text(json.dumps({"memoryFiles": False}))
+        loopwright(["-p", "go"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert all("PROJECT-RULE" not in json.dumps(b) for b in bodies)
+
+
+def test_a_resumed_session_keeps_the_memory_it_was_given(world):
+    home, project = world
+    with Simulator([{"text": "one"}, {"text": "two"}]) as sim:
+        first = json.loads(loopwright(["-p", "go", "--output-format", "json"], home, project, sim).stdout)
+        (project / "CLAUDE.md").write_text("PROJECT-RULE-CHANGED\n")
+        loopwright(["-p", "-r", first["session_id"], "again"], home, project, sim)
+        second = sim.message_requests[1].body
+    sent = json.dumps(second)
+    assert "PROJECT-RULE run the tests" in sent and "PROJECT-RULE-CHANGED" not in sent
+    assert sent.count("<system-reminder>") == 1
+
+
+def test_agents_md_stands_in_only_without_a_claude_md(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "p"
+    home.mkdir()
+    project.mkdir()
+    (project / "AGENTS.md").write_text("AGENTS-RULE\n")
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        loopwright(["-p", "go"], home, project, sim)
+        (project / "CLAUDE.md").write_text("CLAUDE-RULE\n")
+        loopwright(["-p", "go"], home, project, sim)
+        first, second = (json.dumps(r.body) for r in sim.message_requests)
+    assert "AGENTS-RULE" in first and "AGENTS-RULE" not in second and "CLAUDE-RULE" in second
+
+
+def test_imports_ignore_code_and_addresses():
+    text = "See @a.md and @./b/c.md, mail x@example.com, `@code.md`\n```\n@fenced.md\n```\n@~/u.md @/abs/d.md"
+    assert imports(text) == ["a.md", "./b/c.md", "~/u.md", "/abs/d.md"]
