@@ -78,6 +78,7 @@ class Agent:
     crash_log: Callable[[BaseException], str | None] | None = None  # default: a file in loopwright's home
     mcp_servers: Sequence[Any] = ()  # loopwright.mcp.config.ServerSpec: started on the first run
     memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
+    skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -234,6 +235,10 @@ class Agent:
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
         if self._mcp is not None:
             tools, emit = self._mcp.with_tools(tools), self._mcp.reporting(emit)
+        if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
+            from .tools.skill import SkillTool
+
+            tools.append(SkillTool(self.skills.use))
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool
@@ -258,6 +263,8 @@ class Agent:
         await self._start_mcp()
         if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
             prompt = await self._mcp_prompt(prompt)
+        elif self.skills is not None and prompt.lstrip().startswith("/"):
+            prompt = self.skills.expand(prompt) or prompt  # `/skill-name args` typed by the person
         loop = self._build(self._emitter(on_event))
         self._loop = loop
         try:
@@ -299,8 +306,12 @@ class Agent:
             return []
         self._session = "started"
         # A resumed conversation already holds the memory it was given: it is not read again.
-        fresh = self.memory is not None and not self.history
-        opening = [memory] if fresh and (memory := self.memory.opening(emit)) else []
+        if self.history or (self.memory is None and self.skills is None):
+            opening = []
+        else:
+            from .context import opening_messages
+
+            opening = opening_messages(self.memory, self.skills, emit)
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
             "source": self.session_source, "model": self.model}, match=self.session_source)
         if started.additional_context:

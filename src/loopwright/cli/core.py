@@ -168,6 +168,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
         mcp_servers=mcp_servers(opts, settings), memory=project_memory(opts, settings),
+        skills=project_skills(opts, session_id),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
@@ -183,6 +184,16 @@ def project_memory(opts: Options, settings: Any) -> Any:
     excludes = settings.data.get("claudeMdExcludes")
     return Memory(Path.cwd(), Path.home(), home(),
                   excludes=[g for g in excludes if isinstance(g, str)] if isinstance(excludes, list) else ())
+
+
+def project_skills(opts: Options, session_id: str) -> Any:
+    """The skills of this session (none with `--bare`)."""
+    if opts.bare:
+        return None
+    from ..context.skills import Skills
+    from ..stores.jsonl import home
+
+    return Skills(Path.cwd(), Path.home(), home(), session_id)
 
 
 def mcp_servers(opts: Options, settings: Any) -> list[Any]:
@@ -291,7 +302,7 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
                     print(f"loopwright: warning: MCP server {server['name']!r} failed: "
                           f"{visible(server.get('error', ''))}; the run goes on without its tools",
                           file=sys.stderr, flush=True)
-        elif isinstance(event, Notice) and event.subtype == "memory_warning":  # said without --verbose too
+        elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning"):  # always said
             print(f"loopwright: warning: {visible(event.text)}", file=sys.stderr, flush=True)
         if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
             return

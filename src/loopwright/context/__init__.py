@@ -1,1 +1,24 @@
-"""What the project tells the agent: memory files (and, later, skills and commands)."""
+"""What the project tells the agent: memory files and skills (`memory`, `skills`), given as the
+conversation opens."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.events import Event
+from ..core.types import Message, TextBlock
+
+
+def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None]) -> list[Message]:
+    """What opens a new conversation before its first prompt: the memory files, then the list of
+    skills (names and descriptions only); each problem found on the way said as a notice."""
+    blocks = []
+    if memory is not None and (text := memory.opening(emit)):
+        blocks.append(text)
+    if skills is not None:
+        from .skills import listing
+
+        skills.say_problems(emit)
+        if text := listing(skills.found):
+            blocks.append(text)
+    return [Message("user", tuple(TextBlock(t) for t in blocks))] if blocks else []

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from ..core.events import Event, Notice
 from ..core.fastclass import dataclass
-from ..core.types import Message, ToolUseBlock
+from ..core.types import ToolUseBlock
 
 MAX_CHARS = 100_000  # one file; more is cut, with a warning
 MAX_HOPS = 4
@@ -72,12 +72,12 @@ class Memory:
             self._add_folder(files, folder)
         return files
 
-    def opening(self, emit: Callable[[Event], None]) -> Message | None:
-        """The message that opens a new session: every memory file found at its start (each
+    def opening(self, emit: Callable[[Event], None]) -> str | None:
+        """The reminder that opens a new session: every memory file found at its start (each
         warning said as a notice)."""
         files = self.at_start()
         self._say(emit)
-        return Message.user(render(files)) if files else None
+        return render(files) if files else None
 
     def after_reads(self, calls: Sequence[ToolUseBlock]) -> list[str]:
         """Reminders to add after a batch of tool calls: the memory files of the subfolders

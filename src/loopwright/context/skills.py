@@ -1,0 +1,179 @@
+"""Skills as Claude Code has them: `SKILL.md` folders under `~/.claude/skills`, `.claude/skills`
+and the `.loopwright/skills` twins (the user's win a name clash, as there). Only each skill's
+name and description reach the model until it is used — through the `Skill` tool, or by the
+person with `/name args` — and then its body, with the folder its supporting files are in.
+
+The frontmatter is read leniently, as Claude Code reads it (a bad value does not drop the skill),
+but every problem is said once, naming the file and the key."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.events import Event, Notice
+from ..core.fastclass import dataclass
+
+MAX_DESCRIPTION = 1536
+KNOWN_KEYS = frozenset("""name description when_to_use argument-hint arguments disable-model-invocation
+user-invocable allowed-tools disallowed-tools model effort context agent background hooks paths shell
+metadata license compatibility version""".split())
+_BOOLS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+_INDEXED = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    name: str
+    folder: str
+    description: str
+    body: str
+    model_invocable: bool = True
+    user_invocable: bool = True
+    fields: dict[str, Any] | None = None
+
+
+def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None) -> tuple[dict[str, Skill], list[str]]:
+    """Every skill found, by name (the user's first: they win a clash), and the problems seen."""
+    roots = [Path(home) / ".claude" / "skills", *([Path(own_home) / "skills"] if own_home else []),
+             Path(cwd) / ".claude" / "skills", Path(cwd) / ".loopwright" / "skills"]
+    skills: dict[str, Skill] = {}
+    problems: list[str] = []
+    for root in roots:
+        for path in sorted(root.glob("*/SKILL.md")):
+            skill = _read(path, problems)
+            if skill is not None and skill.name not in skills:
+                skills[skill.name] = skill
+    return skills, problems
+
+
+def _read(path: Path, problems: list[str]) -> Skill | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
+        return None
+    fields, body = frontmatter(text, str(path), problems)
+    description = str(fields.get("description") or next((ln for ln in body.splitlines() if ln.strip()), "")).strip()
+    if fields.get("when_to_use"):
+        description += f" - {fields['when_to_use']}"
+    if len(description) > MAX_DESCRIPTION:
+        description = description[:MAX_DESCRIPTION - 1] + "…"
+    flags = {key: _flag(fields, key, default, str(path), problems)
+             for key, default in (("disable-model-invocation", False), ("user-invocable", True))}
+    return Skill(path.parent.name, str(path.parent), description, body.strip(),
+                 not flags["disable-model-invocation"], flags["user-invocable"], fields)
+
+
+def frontmatter(text: str, where: str, problems: list[str]) -> tuple[dict[str, Any], str]:
+    """The `---` block's flat `key: value` lines (lists as `[a, b]` or `- item` lines) and the body."""
+    if not text.startswith("---"):
+        return {}, text
+    head, sep, body = text[3:].partition("\n---")
+    if not sep:
+        problems.append(f"{where}: the frontmatter opened with --- is never closed; read as body text")
+        return {}, text
+    fields: dict[str, Any] = {}
+    key = None
+    for number, line in enumerate(head.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line.lstrip().startswith("- ") and key is not None:
+            fields[key] = [*(fields[key] if isinstance(fields[key], list) else []), _scalar(line.lstrip()[2:])]
+            continue
+        name, colon, value = line.partition(":")
+        if not colon or line[:1].isspace():
+            continue  # nested YAML (hooks, metadata): kept out of the flat view
+        key = name.strip()
+        if key not in KNOWN_KEYS:
+            problems.append(f"{where}: unknown frontmatter key {key!r} (line {number}); ignored")
+        value = value.strip()
+        fields[key] = [_scalar(v) for v in value[1:-1].split(",") if v.strip()] if value.startswith("[") else _scalar(value)
+    return fields, body.partition("\n")[2]  # after the closing --- line
+
+
+def _scalar(value: str) -> str:
+    value = value.strip()
+    return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
+
+
+def _flag(fields: dict[str, Any], key: str, default: bool, where: str, problems: list[str]) -> bool:
+    value = fields.get(key)
+    if value is None or value == "":
+        return default
+    found = _BOOLS.get(str(value).lower())
+    if found is None:
+        problems.append(f"{where}: {key} must be true or false, got {value!r}; {str(default).lower()} used")
+        return default
+    return found
+
+
+def listing(skills: dict[str, Skill]) -> str | None:
+    """The reminder that tells the model which skills exist: names and descriptions only."""
+    shown = [s for s in skills.values() if s.model_invocable]
+    if not shown:
+        return None
+    lines = "\n".join(f"- {s.name}: {s.description}" for s in shown)
+    return ("<system-reminder>\nThese skills are available through the Skill tool; call it with a skill's name "
+            f"when the task matches its description, and follow what it loads:\n\n{lines}\n</system-reminder>")
+
+
+def render(skill: Skill, args: str, values: dict[str, str]) -> str:
+    """The body a use of `skill` gives, its placeholders filled: `$ARGUMENTS`, `$ARGUMENTS[N]` and
+    `$N` (the arguments split as a shell splits them, from 0), `${CLAUDE_SKILL_DIR}` and the
+    `values` given (`${CLAUDE_SESSION_ID}`, `${CLAUDE_PROJECT_DIR}`); arguments the body does
+    not place are added at its end."""
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        words = args.split()
+    body = skill.body
+    placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
+    body = _INDEXED.sub(lambda m: _word(words, m), body).replace("$ARGUMENTS", args)
+    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **values}.items():
+        body = body.replace("${" + name + "}", value)
+    if args and not placed:
+        body += f"\n\nARGUMENTS: {args}"
+    return f"Base directory for this skill: {skill.folder}\n\n{body}"
+
+
+def _word(words: list[str], match: re.Match[str]) -> str:
+    index = int(match.group(1) or match.group(2))
+    return words[index] if index < len(words) else match.group(0)
+
+
+class Skills:
+    """One session's skills: found once, listed once, loaded on use."""
+
+    def __init__(self, cwd: str | Path, home: str | Path, own_home: str | Path | None, session_id: str = "") -> None:
+        self.cwd = os.path.realpath(cwd)
+        self.found, self.problems = discover(self.cwd, home, own_home)
+        self.values = {"CLAUDE_SESSION_ID": session_id, "CLAUDE_PROJECT_DIR": self.cwd}
+
+    def say_problems(self, emit: Callable[[Event], None]) -> None:
+        for text in self.problems:
+            emit(Notice("warning", f"skills: {text}", "skill_warning"))
+        self.problems = []
+
+    def use(self, name: str, args: str = "") -> tuple[str, bool]:
+        """What the Skill tool returns for `name`: (text, is_error)."""
+        skill = self.found.get(name)
+        if skill is None:
+            known = ", ".join(s.name for s in self.found.values() if s.model_invocable) or "none"
+            return f"Unknown skill: {name}. Skills available: {known}", True
+        if not skill.model_invocable:
+            return (f"The skill {name} may only be started by the user (/{name}); ask them to run it instead of "
+                    "doing its steps yourself", True)
+        return f"Launching skill: {name}\n\n{render(skill, args, self.values)}", False
+
+    def expand(self, prompt: str) -> str | None:
+        """`/name args` typed by the person: the skill's body with the args, else None."""
+        head, _, args = prompt.strip().partition(" ")
+        skill = self.found.get(head[1:]) if head.startswith("/") else None
+        if skill is None or not skill.user_invocable:
+            return None
+        return f"<command-name>/{skill.name}</command-name>\n<command-args>{args.strip()}</command-args>\n\n" \
+               + render(skill, args.strip(), self.values)
