@@ -94,3 +94,22 @@ def test_no_skills_no_tool_and_bare_turns_them_off(tmp_path, world):
         bodies = [r.body for r in sim.message_requests]
     assert all("Skill" not in [t["name"] for t in b.get("tools", [])] for b in bodies)
     assert all("verify-fix" not in json.dumps(b) for b in bodies)
+
+
+def test_custom_commands_take_arguments_and_are_namespaced_by_folder(world):
+    home, project = world
+    commands = project / ".claude" / "commands"
+    (commands / "git").mkdir(parents=True)
+    (commands / "review.md").write_text("---\ndescription: Review a file\nargument-hint: FILE FOCUS\n---\n"
+                                        "REVIEW $0 focusing on $1, not $2 (all: $ARGUMENTS)\n")
+    (commands / "git" / "tidy.md").write_text("TIDY-BODY\n")
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        loopwright(["-p", "/review src/app.py 'error handling'"], home, project, sim)
+        loopwright(["-p", "/git:tidy"], home, project, sim)
+        first, second = (texts(r.body["messages"][-1])[-1] for r in sim.message_requests)
+        listing = json.dumps(sim.message_requests[0].body["messages"][0])
+    # indexes count from 0, as Claude Code's skills count them; one with no argument stays as written
+    assert "REVIEW src/app.py focusing on error handling, not $2" in first
+    assert "- review: Review a file" in listing and "- git:tidy: TIDY-BODY" in listing
+    assert "TIDY-BODY" in second and second.startswith("<command-name>/git:tidy</command-name>")
+    assert "(all: src/app.py 'error handling')" in first

@@ -1,5 +1,6 @@
 """Skills as Claude Code has them: `SKILL.md` folders under `~/.claude/skills`, `.claude/skills`
-and the `.loopwright/skills` twins (the user's win a name clash, as there). Only each skill's
+and the `.loopwright/skills` twins (the user's win a name clash, as there), and custom commands,
+`.claude/commands/*.md`, which Claude Code lists and starts the same way. Only each skill's
 name and description reach the model until it is used — through the `Skill` tool, or by the
 person with `/name args` — and then its body, with the folder its supporting files are in.
 
@@ -20,7 +21,7 @@ from ..core.fastclass import dataclass
 MAX_DESCRIPTION = 1536
 KNOWN_KEYS = frozenset("""name description when_to_use argument-hint arguments disable-model-invocation
 user-invocable allowed-tools disallowed-tools model effort context agent background hooks paths shell
-metadata license compatibility version""".split())
+metadata license compatibility version""".split())  # (commands use a subset)
 _BOOLS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 _INDEXED = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)")
 
@@ -47,10 +48,18 @@ def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None) -> 
             skill = _read(path, problems)
             if skill is not None and skill.name not in skills:
                 skills[skill.name] = skill
+    # Custom commands (`.claude/commands/NAME.md`, `sub/NAME.md` as `sub:NAME`) work as skills do;
+    # a skill wins a name clash.
+    for root in (Path(home) / ".claude" / "commands", Path(cwd) / ".claude" / "commands"):
+        for path in sorted(root.rglob("*.md")):
+            command = _read(path, problems, ":".join(path.relative_to(root).with_suffix("").parts))
+            if command is not None and command.name not in skills:
+                skills[command.name] = command
     return skills, problems
 
 
-def _read(path: Path, problems: list[str]) -> Skill | None:
+def _read(path: Path, problems: list[str], name: str = "") -> Skill | None:
+    """A SKILL.md (named by its folder) or a command file (`name` given)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -64,7 +73,7 @@ def _read(path: Path, problems: list[str]) -> Skill | None:
         description = description[:MAX_DESCRIPTION - 1] + "…"
     flags = {key: _flag(fields, key, default, str(path), problems)
              for key, default in (("disable-model-invocation", False), ("user-invocable", True))}
-    return Skill(path.parent.name, str(path.parent), description, body.strip(),
+    return Skill(name or path.parent.name, str(path.parent), description, body.strip(),
                  not flags["disable-model-invocation"], flags["user-invocable"], fields)
 
 
