@@ -113,3 +113,16 @@ def test_custom_commands_take_arguments_and_are_namespaced_by_folder(world):
     assert "- review: Review a file" in listing and "- git:tidy: TIDY-BODY" in listing
     assert "TIDY-BODY" in second and second.startswith("<command-name>/git:tidy</command-name>")
     assert "(all: src/app.py 'error handling')" in first
+
+
+def test_init_lists_what_the_person_may_start_and_text_mode_says_what_loaded(world):
+    home, project = world
+    (project / "CLAUDE.md").write_text("PROJECT-RULE\n")
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "hi", "--output-format", "stream-json", "--verbose"], home, project, sim)
+        init = json.loads(out.stdout.splitlines()[0])
+        text = loopwright(["-p", "hi"], home, project, sim)
+    assert init["subtype"] == "init" and sorted(init["skills"]) == ["manual-only", "notes", "verify-fix"]
+    assert init["slash_commands"] == init["skills"]
+    assert "loopwright: loaded 1 memory file(s) and 3 skill(s) and command(s)" in text.stderr.splitlines()
+    assert "loaded" not in "".join(ln for ln in out.stderr.splitlines() if ln.startswith("loopwright:"))

@@ -269,7 +269,8 @@ class Agent:
         self._loop = loop
         try:
             try:
-                opening = await self._start_session(loop.hooks, loop.emit)
+                notices: list[Event] = []  # what the opening found, said after system/init
+                opening = await self._start_session(loop.hooks, notices.append)
                 for message in opening:  # recorded, so a resume keeps what SessionStart added
                     loop.emit(UserMessage(message, synthetic=False))
             except Exception as exc:  # the loop's last resort, for what comes before the loop
@@ -278,7 +279,7 @@ class Agent:
                 result = loop.crashed(exc)
                 loop.emit(ResultEvent(result))
             else:
-                result = await loop.run([*self.history, *opening, Message.user(prompt)])
+                result = await loop.run([*self.history, *opening, Message.user(prompt)], notices)
         finally:
             self._loop = None
         self.history = list(result.messages)

@@ -90,11 +90,16 @@ def widened_line(settings: Any) -> str:
                       f"settings files): {found}")
 
 
-def init_fields(settings: Any) -> dict[str, Any]:
-    """What system/init says about the project's settings: what they widen and what was refused."""
+def init_fields(settings: Any, agent: Any = None) -> dict[str, Any]:
+    """What system/init says beyond the engine's fields: what the project's settings widen and
+    what was refused, and the skills and commands the person may start (as Claude Code lists them)."""
     widened = [{"file": _shown(source), "widens": parts} for source, parts in settings.widened()]
     refused = [_shown(str(f)) for f in settings.findings if f.level == "refused"]
-    return {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
+    out = {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
+    if agent is not None and getattr(agent, "skills", None) is not None and agent.skills.found:
+        names = [s.name for s in agent.skills.found.values() if s.user_invocable]
+        out |= {"skills": names, "slash_commands": names}
+    return out
 
 
 def _shown(source: str) -> str:
@@ -304,6 +309,8 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
                           file=sys.stderr, flush=True)
         elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning"):  # always said
             print(f"loopwright: warning: {visible(event.text)}", file=sys.stderr, flush=True)
+        elif isinstance(event, Notice) and event.subtype == "context_loaded" and fmt == "text":
+            print(f"loopwright: {event.text}", file=sys.stderr, flush=True)
         if isinstance(event, (HookStarted, HookResponse)) and not (hook_events or event.hook_event == "SessionStart"):
             return
         if fmt == "stream-json":

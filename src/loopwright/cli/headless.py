@@ -50,7 +50,7 @@ def run_headless(opts: Options, prompt: str) -> int:
         session.close()
         raise
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings))
+    emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings, agent))
     try:
         result = asyncio.run(foreground(agent, lambda: agent.run(prompt, on_event=emit), emit, agent.interrupt))
     finally:

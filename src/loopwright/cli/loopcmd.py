@@ -102,7 +102,7 @@ def run_loop(opts: Options, prompt: str) -> int:
     budget = _bound_the_loop(agent, opts, clock.now(), until)
     session = open_cli_session(opts, agent)
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
+    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings, agent))
 
     def on_event(event: Event) -> None:
         emit(event)

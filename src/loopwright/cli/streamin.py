@@ -94,7 +94,7 @@ def run_stream_input(opts: Options) -> int:
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
     session = open_cli_session(opts, agent)
-    emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings))
+    emit = make_emitter("stream-json", opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings, agent))
     try:
         result = asyncio.run(foreground(agent, lambda: serve(agent, emit, _read_line), emit, agent.interrupt))
     finally:

@@ -127,11 +127,15 @@ class AgentLoop:
 
     # ------------------------------------------------------------ the run
 
-    async def run(self, messages: Sequence[Message]) -> RunResult:
+    async def run(self, messages: Sequence[Message], after_init: Sequence[Event] = ()) -> RunResult:
+        """`after_init`: events of what came before the run (what the opening loaded), said right
+        after system/init, which is always the first line."""
         self.messages = list(messages)
         self._started = self.clock.monotonic()
         self.emit(SystemInit(self.cfg.session_id, str(self.cfg.cwd), self.model,
                              tuple(t.name for t in self._visible_tools()), self.cfg.permissions.mode))
+        for event in after_init:
+            self.emit(event)
         state = LoopState(max_tokens=caps_for(self.model).default_output)
         result: RunResult | None = None
         with anyio.CancelScope() as scope:
