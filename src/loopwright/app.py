@@ -79,6 +79,8 @@ class Agent:
     mcp_servers: Sequence[Any] = ()  # loopwright.mcp.config.ServerSpec: started on the first run
     memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
     skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
+    agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
+    depth: int = 0  # subagent level: 0 for the main agent
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -89,6 +91,7 @@ class Agent:
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
         self._mcp: Any = None  # loopwright.mcp.servers.McpServers, once started
+        self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
         if self.output_schema is not None:
             from .engine.structured import StructuredAnswer
 
@@ -103,6 +106,26 @@ class Agent:
             router.client_for(self.model)  # a missing key is said now, before the run starts
             self.model_client = router
         return self.model_client
+
+    def _subagents(self) -> Any:
+        if self._subs is None:
+            from .agents.runner import Subagents
+
+            self._subs = Subagents(self.agents, self._child, self.depth)
+        return self._subs
+
+    def _child(self, agent: Any, model: str | None, depth: int) -> "Agent":
+        """A subagent: a fresh context, the tools its definition names (of this agent's), the
+        same client, rules, sandbox and environment; its own model if it or the call names one."""
+        from .agents.definitions import APPENDIX
+
+        tools = [t for t in self._tools() if agent.tools is None or t.name in agent.tools]
+        return Agent(model=model or agent.model or self.model, model_client=self._client(), tools=tools,
+                     system_prompt=agent.prompt + APPENDIX, cwd=self.cwd, limits=self.limits,
+                     permissions=self.permissions, sandbox=self.sandbox, child_env=self.child_env,
+                     clock=self.clock, approver=self.approver, depth=depth,
+                     agents=self.agents if agent.tools is None or "Agent" in agent.tools else None,
+                     crash_log=self.crash_log)
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
@@ -239,6 +262,8 @@ class Agent:
             from .tools.skill import SkillTool
 
             tools.append(SkillTool(self.skills.use))
+        if self.agents and (agent_tool := self._subagents().tool()) is not None:
+            tools.append(agent_tool)
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool
@@ -255,6 +280,7 @@ class Agent:
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
             crash_log=self.crash_log or _crash_log, after_reads=getattr(self.memory, "after_reads", None),
+            elsewhere=self._subagents().elsewhere if self.agents else None,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 

@@ -173,7 +173,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
         mcp_servers=mcp_servers(opts, settings), memory=project_memory(opts, settings),
-        skills=project_skills(opts, session_id),
+        skills=project_skills(opts, session_id), agents=project_agents(opts),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
@@ -199,6 +199,20 @@ def project_skills(opts: Options, session_id: str) -> Any:
     from ..stores.jsonl import home
 
     return Skills(Path.cwd(), Path.home(), home(), session_id)
+
+
+def project_agents(opts: Options) -> Any:
+    """The subagent definitions of this session (the built-in one only with `--bare`); each
+    problem with a definition file said on stderr."""
+    from ..agents.definitions import GENERAL_PURPOSE, AgentDef, definitions
+
+    if opts.bare:
+        return {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task",
+                                            GENERAL_PURPOSE)}
+    found, problems = definitions(Path.cwd(), Path.home())
+    for problem in problems:
+        print(f"loopwright: warning: agents: {printable(problem)}", file=sys.stderr, flush=True)
+    return found
 
 
 def mcp_servers(opts: Options, settings: Any) -> list[Any]:

@@ -79,6 +79,7 @@ class LoopConfig:
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
     after_reads: Callable[[Sequence[ToolUseBlock]], list[str]] | None = None  # context a tool batch adds
+    elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
 
 
@@ -381,12 +382,12 @@ class AgentLoop:
     # ------------------------------------------------------------ results
 
     def _elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
-        """Model calls made outside this loop that the run pays for: the goal's evaluator and
-        prompt hooks."""
+        """Model calls made outside this loop that the run pays for: the goal's evaluator, prompt
+        hooks and subagents."""
         goal = self.cfg.goal
         extra = [("evaluator", goal.model, goal.state.evaluator)] if goal is not None else []
         extra += [("hooks", model, mu) for model, mu in getattr(self.hooks, "prompt_usage", {}).items()]
-        return extra
+        return extra + (self.cfg.elsewhere() if self.cfg.elsewhere is not None else [])
 
     def _spent(self, state: LoopState) -> Spent:
         cost, tokens = self.tally.spent(self._elsewhere())
