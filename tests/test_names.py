@@ -218,3 +218,14 @@ def test_the_slip_and_choice_checks_themselves():
     for prompt in ("test", "go", "/goal", "fix the tests", "", None, "refactor"):
         assert subcommand_slip(prompt, subs) is None, prompt
     assert choice_slip("lst", ["list", "get"]) == "list" and choice_slip("xyz", ["list", "get"]) is None
+
+
+def test_a_prompt_hooks_model_is_checked_too(tmp_path, env):
+    hook = {"type": "prompt", "prompt": "Is it done? $ARGUMENTS", "model": "hiaku"}
+    (tmp_path / ".loopwright").mkdir()
+    (tmp_path / ".loopwright" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [{"hooks": [hook]}]}}))
+    with Simulator([{"text": "never"}]) as sim:
+        out = cli(["-p", "hi"], env, tmp_path, sim)
+        assert sim.message_requests == []
+    assert out.returncode == 2 and "the settings' hooks.Stop[0].hooks[0].model: unknown model 'hiaku'; did you " \
+        "mean 'haiku'?" in out.stderr, out.stderr
