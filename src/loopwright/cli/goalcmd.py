@@ -3,18 +3,18 @@ as its transcript records it (the `goal_status` attachments)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from ..core.errors import SessionError, UsageError
 from ..engine.goal import cleared_status, saved_goal
 from .core import attachments, describe
+from .parsing import Parser
 from .render import visible
 
 
 def run(args: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="loopwright goal", description="Show or clear a session's goal.")
+    parser = Parser(prog="loopwright goal", description="Show or clear a session's goal.")
     parser.add_argument("action", choices=["status", "clear"])
     parser.add_argument("--session", help="Session id (default: the most recent session of this directory).")
     opts = parser.parse_args(args)

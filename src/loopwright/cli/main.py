@@ -12,8 +12,6 @@ from .. import __version__
 if TYPE_CHECKING:
     from .options import Options
 
-SUBCOMMANDS = ("demo", "goal", "mcp", "schedule", "scheduler", "sessions", "settings", "trust")
-
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
@@ -21,6 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{__version__} (loopwright)")
         return 0
     from ..core.errors import LoopwrightError
+    from .parsing import SUBCOMMANDS, refuse_subcommand_slip
 
     _escape_undecodable()
     opts = None
@@ -29,13 +28,11 @@ def main(argv: list[str] | None = None) -> int:
             from . import subcommands
 
             return subcommands.run(args[0], args[1:])
-        from .options import parse_options
-
-        opts = parse_options(args)
+        opts = _parse(args)
         if opts.version:
             print(f"{__version__} (loopwright)")
             return 0
-        _not_a_subcommand(opts.prompt)
+        refuse_subcommand_slip(opts.prompt)
         return _dispatch(opts)
     except LoopwrightError as exc:
         from .crash import early_result
@@ -53,19 +50,26 @@ def main(argv: list[str] | None = None) -> int:
         return report_crash(exc, opts)
 
 
-def _not_a_subcommand(prompt: str | None) -> None:
-    """A one-word prompt a letter or two from a subcommand (`loopwright sheduler`) is a typo far
-    more often than a prompt: refused with the command that was meant."""
-    word = (prompt or "").strip()
-    if len(word.split()) != 1 or len(word) < 3 or word.startswith("/"):  # /goal, /loop: commands
-        return
+def _parse(args: list[str]) -> Options:
+    """The flags; a parse that fails on a slip of a subcommand (`loopwright sheduler list`) names
+    the subcommand meant, not the words after it."""
     from ..core.errors import UsageError
-    from ..policy.names import nearest
+    from ..policy.names import subcommand_slip
+    from .options import parse_options, parser
+    from .parsing import SUBCOMMANDS, slip_error
 
-    meant = nearest(word, SUBCOMMANDS, 1 if len(word) <= 5 else 2)  # a short word: one slip, not two
-    if meant is not None:
-        raise UsageError(f"{word!r} looks like a subcommand: did you mean `loopwright {meant}`? To send it "
-                         "to the model as a prompt, say it in more than one word")
+    try:
+        return parse_options(args)
+    except UsageError as exc:
+        if "unrecognized arguments" not in str(exc):
+            raise
+        try:
+            prompt = parser().parse_known_args(args)[0].prompt
+        except UsageError:
+            raise exc from None
+        if (meant := subcommand_slip(prompt, SUBCOMMANDS)) is None:
+            raise
+        raise slip_error(prompt.strip(), meant) from None
 
 
 def _escape_undecodable() -> None:

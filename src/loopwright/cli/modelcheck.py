@@ -21,14 +21,43 @@ def check_models(opts: Options, settings: Any, model: str, fallbacks: tuple[str,
     """Every model the run may call, named by where it came from."""
     main_from = ("--model" if opts.model else "ANTHROPIC_MODEL" if os.environ.get("ANTHROPIC_MODEL")
                  else "the settings' model" if settings.model else "")
-    named = [(model, main_from), *((m, "--fallback-model") for m in fallbacks), (opts.goal_model, "--goal-model")]
-    warned = set()
-    for name, origin in named:
-        if name and origin and _check_one(name, origin, opts.allow_unknown_model):
-            warned.add(name)
+    fallback_from = "--fallback-model" if opts.fallback_model else "the settings' fallbackModel"
+    named = [(model, main_from), *((m, fallback_from) for m in fallbacks), (opts.goal_model, "--goal-model"),
+             *([] if settings.disable_all_hooks else _prompt_hook_models(settings.hooks))]
+    warned = _check_all(named, opts.allow_unknown_model)
     if model not in warned:
         _warn_if_unpriced(model)
     _budget_needs_a_price(opts, model)
+
+
+def check_flag_models(opts: Options) -> None:
+    """The model names on the flags alone: a schedule's are checked when it is added, not at
+    its first fire at 3 a.m. (the settings are read at each fire)."""
+    from ..config import parse_fallbacks
+
+    named = [(opts.model, "--model"), *((m, "--fallback-model") for m in parse_fallbacks(opts.fallback_model)),
+             (opts.goal_model, "--goal-model")]
+    _check_all(named, opts.allow_unknown_model)
+
+
+def _prompt_hook_models(hooks: Any) -> list[tuple[str | None, str]]:
+    """The `model` of each prompt hook, named by its key path."""
+    found: list[tuple[str | None, str]] = []
+    for event, groups in (hooks or {}).items():
+        for g, group in enumerate(groups if isinstance(groups, list) else ()):
+            for h, hook in enumerate((group.get("hooks") or ()) if isinstance(group, dict) else ()):
+                if isinstance(hook, dict) and hook.get("type") == "prompt" and isinstance(hook.get("model"), str):
+                    found.append((hook["model"], f"the settings' hooks.{event}[{g}].hooks[{h}].model"))
+    return found
+
+
+def _check_all(named: list[tuple[str | None, str]], allow: bool) -> set[str]:
+    """Refuse or warn about each name; the names warned about."""
+    warned = set()
+    for name, origin in named:
+        if name and origin and _check_one(name, origin, allow):
+            warned.add(name)
+    return warned
 
 
 def _check_one(name: str, origin: str, allow: bool) -> bool:

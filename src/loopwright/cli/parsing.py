@@ -5,9 +5,15 @@ that was probably meant."""
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
+
+SUBCOMMANDS = ("demo", "goal", "mcp", "schedule", "scheduler", "sessions", "settings", "trust")
+
+# argparse's own words (stable since 3.9): "invalid choice: 'lst' (choose from 'list', 'get')"
+_INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,6 +30,8 @@ class Parser(argparse.ArgumentParser):
             message += self._did_you_mean(message.split(":", 1)[1].split())
             if self.hint:
                 message += f" ({self.hint})"
+        elif (choice := _INVALID_CHOICE.search(message)) is not None:
+            message += _choice_meant(choice.group(1), choice.group(2))
         raise UsageError(prefix + message)
 
     def _did_you_mean(self, words: list[str]) -> str:
@@ -49,3 +57,25 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
             for sub in action.choices.values():
                 found += _flags(sub)
     return found
+
+
+def _choice_meant(given: str, choices: str) -> str:
+    from ..policy.names import choice_slip
+
+    names = [c.strip().strip("'") for c in choices.split(",")]
+    meant = choice_slip(given, names)
+    return f"; did you mean {meant!r}?" if meant is not None else ""
+
+
+def refuse_subcommand_slip(prompt: str | None) -> None:
+    """A one-word prompt a letter or two from a subcommand (`loopwright sheduler`) is a typo far
+    more often than a prompt: refused with the command that was meant."""
+    from ..policy.names import subcommand_slip
+
+    if (meant := subcommand_slip(prompt, SUBCOMMANDS)) is not None:
+        raise slip_error(str(prompt).strip(), meant)
+
+
+def slip_error(word: str, meant: str) -> UsageError:
+    return UsageError(f"{word!r} looks like a subcommand: did you mean `loopwright {meant}`? To send it to the "
+                      f"model as a prompt, say it in more than one word (-p '{word} please')")

@@ -17,7 +17,7 @@ import time
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
-from .parsing import Parser
+from .parsing import Parser, refuse_subcommand_slip
 from .render import visible
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -98,14 +98,16 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ..core.ports import Schedule
     from ..policy.cadence import cron_error, cron_next, next_fire
     from .core import is_loop
-    from .options import parser
+    from .modelcheck import check_flag_models
+    from .options import parse_options
 
     prompt = _prompt_of(opts)
     if is_loop(prompt):
         raise UsageError("a schedule runs a prompt or a /goal, not a /loop: the schedule is the loop")
     positive(opts.max_runs, "--max-runs")
     grace = parse_duration(opts.grace, "--grace")
-    parser().parse_args(fire_args(prompt, extra))  # every fire's flags, checked now, not at 3 a.m.
+    refuse_subcommand_slip(prompt)  # every fire's prompt and flags, checked now, not at 3 a.m.
+    check_flag_models(parse_options(fire_args(prompt, extra)))
     if opts.id is not None and not _ID.fullmatch(opts.id):
         raise UsageError(f"--id: expected letters, digits, '.', '_' or '-' (at most 64), got {opts.id!r}")
     now, every_s, cron = time.time(), 0, ""

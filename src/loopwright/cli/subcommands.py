@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 
 def run(name: str, args: list[str]) -> int:
     if name == "demo":
-        parser = argparse.ArgumentParser(prog="loopwright demo",
-                                         description="Run a scripted agent on a generated project, offline.")
+        from .parsing import Parser
+
+        parser = Parser(prog="loopwright demo", description="Run a scripted agent on a generated project, offline.")
         parser.add_argument("--dir", type=Path, default=None, help="Create the sample project here (kept).")
         opts = parser.parse_args(args)
         from .demo import run as run_demo

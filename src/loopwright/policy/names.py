@@ -55,3 +55,18 @@ def check_model_name(name: str, known: Iterable[str]) -> NameCheck | None:
     if _FOREIGN.match(lowered):
         return NameCheck("foreign")
     return NameCheck("unknown", nearest(lowered, names, 4))
+
+
+def subcommand_slip(prompt: str | None, subcommands: Iterable[str]) -> str | None:
+    """The subcommand a one-word prompt most likely meant (`sheduler`: `scheduler`), else None.
+    A short word gets one slip, not two (`test` is a prompt, not `trust`); `/goal` and `/loop`
+    are commands of their own; an exact subcommand name is a slip too (it was given after a flag)."""
+    word = (prompt or "").strip()
+    if len(word.split()) != 1 or len(word) < 3 or word.startswith("/"):
+        return None
+    return nearest(word, subcommands, 1 if len(word) <= 5 else 2)
+
+
+def choice_slip(given: str, choices: Iterable[str]) -> str | None:
+    """The choice a person probably meant by `given` (`lst`: `list`), within two edits, else None."""
+    return nearest(given, choices, 1 if len(given) <= 3 else 2)

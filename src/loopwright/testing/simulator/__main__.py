@@ -18,6 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m loopwright.testing.simulator",
         description="Serve a loopback Anthropic Messages API from a JSON script.",
+        allow_abbrev=False,  # flags in full, as every loopwright command
     )
     parser.add_argument(
         "--script", required=True, help="JSON script file (format: see loopwright.testing.simulator.script)"
