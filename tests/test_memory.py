@@ -69,20 +69,57 @@ def test_memory_from_three_levels_and_imports_opens_the_first_request(world):
     assert "@CLAUDE.md was given already (an import cycle" in warnings[2]
 
 
+def read(path):
+    return {"tool_use": {"name": "Read", "input": {"file_path": path}}}
+
+
 def test_a_subfolders_file_arrives_after_the_first_read_there(world):
     home, project = world
-    script = [{"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}},
-              {"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}}, {"text": "done"}]
-    with Simulator(script) as sim:
+    (project / "sub" / "deep" / "CLAUDE.md").write_text("DEEP-RULE deeper still\n")
+    with Simulator([read("sub/deep/x.txt"), read("sub/deep/x.txt"), {"text": "done"}]) as sim:
         out = loopwright(["-p", "read it"], home, project, sim)
         bodies = [r.body for r in sim.message_requests]
     assert out.returncode == 0, out.stderr
     assert "SUB-RULE" not in json.dumps(bodies[0])
     after_read = bodies[1]["messages"][-1]
     assert after_read["content"][0]["type"] == "tool_result"
-    [reminder] = texts(after_read)
-    assert f"Contents of {project / 'sub' / 'CLAUDE.md'}" in reminder and "SUB-RULE" in reminder
+    # As in Claude Code: one reminder a file, outer folder first, `Contents of PATH:` without a label.
+    assert texts(after_read) == [f"<system-reminder>\nContents of {project / 'sub' / 'CLAUDE.md'}:\n\nSUB-RULE only here"
+                                 "\n</system-reminder>",
+                                 f"<system-reminder>\nContents of {project / 'sub' / 'deep' / 'CLAUDE.md'}:\n\n"
+                                 "DEEP-RULE deeper still\n</system-reminder>"]
     assert texts(bodies[2]["messages"][-1]) == []  # each file once
+
+
+def test_a_failed_read_loads_nothing_and_a_subfolders_import_problem_is_said(world):
+    home, project = world
+    (project / "other").mkdir()
+    (project / "other" / "CLAUDE.md").write_text("OTHER-RULE\n@nope.md\n")
+    (project / "other" / "there.txt").write_text("here\n")
+    with Simulator([read("other/absent.txt"), read("other/there.txt"), {"text": "done"}]) as sim:
+        out = loopwright(["-p", "read it"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    assert bodies[1]["messages"][-1]["content"][0].get("is_error") and "OTHER-RULE" not in json.dumps(bodies[1])
+    assert "OTHER-RULE" in " ".join(texts(bodies[2]["messages"][-1]))
+    nested = [ln for ln in out.stderr.splitlines() if "@nope.md" in ln]
+    assert len(nested) == 1 and "names no file" in nested[0]
+
+
+def test_compaction_gives_the_memory_again_read_afresh(world):
+    home, project = world
+    rewrite = {"tool_use": {"name": "Bash", "input": {"command": "echo PROJECT-RULE-NEW > CLAUDE.md"}}}
+    script = [read("sub/deep/x.txt"), rewrite, read("docs/style.md"),
+              {"fault": {"status": 400, "message": "prompt is too long: 1012 tokens > 1000 maximum"}},
+              {"text": "<summary>SUMMARY read and rewrote</summary>"}, read("sub/deep/x.txt"), {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    memory, summary = texts(bodies[5]["messages"][0])[:2]
+    assert "PROJECT-RULE-NEW" in memory and "PROJECT-RULE run the tests" not in memory and "USER-RULE" in memory
+    assert "SUMMARY read and rewrote" in summary and "SUB-RULE" not in json.dumps(bodies[5])
+    assert "SUB-RULE" in " ".join(texts(bodies[6]["messages"][-1]))  # a subfolder's file comes back with a Read
 
 
 def test_bare_sends_no_memory_and_a_setting_turns_it_off(world):
@@ -97,15 +134,21 @@ def test_bare_sends_no_memory_and_a_setting_turns_it_off(world):
 
 
 def test_a_resumed_session_keeps_the_memory_it_was_given(world):
+    """The rule: memory is read once, when a session starts, and recorded in its transcript; a
+    resumed session (`-c`, `-r`) is sent what was recorded, not the files as they are now, and a
+    subfolder's file it was given already is not given again."""
     home, project = world
-    with Simulator([{"text": "one"}, {"text": "two"}]) as sim:
-        first = json.loads(loopwright(["-p", "go", "--output-format", "json"], home, project, sim).stdout)
+    with Simulator([read("sub/deep/x.txt"), {"text": "one"}, read("sub/deep/x.txt"), {"text": "two"}]) as sim:
+        first = loopwright(["-p", "go"], home, project, sim)
         (project / "CLAUDE.md").write_text("PROJECT-RULE-CHANGED\n")
-        loopwright(["-p", "-r", first["session_id"], "again"], home, project, sim)
-        second = sim.message_requests[1].body
-    sent = json.dumps(second)
-    assert "PROJECT-RULE run the tests" in sent and "PROJECT-RULE-CHANGED" not in sent
-    assert sent.count("<system-reminder>") == 1
+        second = loopwright(["-p", "-c", "again"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    resumed = json.dumps(bodies[2])
+    assert "PROJECT-RULE run the tests" in resumed and "PROJECT-RULE-CHANGED" not in resumed
+    assert resumed.count("Contents of " + str(project / "CLAUDE.md")) == 1
+    assert texts(bodies[3]["messages"][-1]) == []  # sub/CLAUDE.md was given in the first run already
+    assert json.dumps(bodies[3]).count("SUB-RULE") == 1
 
 
 def test_agents_md_stands_in_only_without_a_claude_md(tmp_path):
