@@ -167,3 +167,17 @@ def test_agents_md_stands_in_only_without_a_claude_md(tmp_path):
 def test_imports_ignore_code_and_addresses():
     text = "See @a.md and @./b/c.md, mail x@example.com, `@code.md`\n```\n@fenced.md\n```\n@~/u.md @/abs/d.md"
     assert imports(text) == ["a.md", "./b/c.md", "~/u.md", "/abs/d.md"]
+
+
+def test_a_subagent_gets_the_same_memory(world):
+    home, project = world
+    call = {"name": "Agent", "input": {"description": "look", "prompt": "CHILD-TASK look at it"}}
+    script = {"rules": [{"match": {"last_user_contains": "CHILD-TASK"}, "responses": [{"text": "CHILD-DONE"}]},
+                        {"match": {"last_user_contains": "CHILD-DONE"}, "responses": [{"text": "all done"}]},
+                        {"responses": [{"tool_use": call}]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "delegate"], home, project, sim)
+        [child] = [r.body for r in sim.message_requests if "CHILD-TASK" in json.dumps(r.body["messages"][-1])]
+    assert out.returncode == 0, out.stderr
+    memory = texts(child["messages"][0])[0]
+    assert "PROJECT-RULE" in memory and "USER-RULE" in memory and "delegate" not in json.dumps(child)

@@ -125,7 +125,7 @@ class Agent:
                      permissions=self.permissions, sandbox=self.sandbox, child_env=self.child_env,
                      clock=self.clock, approver=self.approver, depth=depth,
                      agents=self.agents if agent.tools is None or "Agent" in agent.tools else None,
-                     crash_log=self.crash_log)
+                     crash_log=self.crash_log, memory=self.memory.fork() if self.memory else None)
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
