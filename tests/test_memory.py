@@ -30,6 +30,11 @@ def world(tmp_path):
     (project / "docs" / "style.md").write_text("STYLE-IMPORT four spaces\n")
     (project / "docs" / "ignored.md").write_text("IGNORED-IMPORT\n")
     (project / "CLAUDE.local.md").write_text("LOCAL-RULE my own\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "CLAUDE.md").write_text("DOT-CLAUDE-RULE\n")
+    (project / "LOOPWRIGHT.md").write_text("PROJECT-LW-RULE\n")
+    (home / ".lw").mkdir()
+    (home / ".lw" / "LOOPWRIGHT.md").write_text("OWN-HOME-RULE\n")  # LOOPWRIGHT_HOME is home/.lw
     (project / "sub" / "CLAUDE.md").write_text("SUB-RULE only here\n")
     (project / "sub" / "deep" / "x.txt").write_text("data\n")
     return home, project
@@ -56,11 +61,15 @@ def test_memory_from_three_levels_and_imports_opens_the_first_request(world):
     [memory] = texts(first["messages"][0])
     assert first["messages"][-1]["content"][-1]["text"] == "go now" and "go now" not in memory
     assert memory.startswith("<system-reminder>") and memory.endswith("</system-reminder>")
-    order = ["USER-RULE", "USER-IMPORT", "PARENT-RULE", "PROJECT-RULE", "STYLE-IMPORT", "LOCAL-RULE"]
+    order = ["USER-RULE", "USER-IMPORT", "OWN-HOME-RULE", "PARENT-RULE", "PROJECT-RULE", "STYLE-IMPORT",
+             "DOT-CLAUDE-RULE", "PROJECT-LW-RULE", "LOCAL-RULE"]
     assert [memory.index(m) for m in order] == sorted(memory.index(m) for m in order)
     assert f"Contents of {project / 'CLAUDE.md'} (project instructions" in memory
     assert f"Contents of {project / 'CLAUDE.local.md'} (the user's private instructions" in memory
     assert f"Contents of {home / '.claude' / 'CLAUDE.md'} (the user's own instructions" in memory
+    assert f"Contents of {home / '.lw' / 'LOOPWRIGHT.md'} (the user's own instructions" in memory
+    assert f"Contents of {project.parent / 'CLAUDE.md'} (project instructions" in memory
+    assert f"Contents of {project / 'docs' / 'style.md'} (project instructions" in memory
     for absent in ("SSH-SECRET", "IGNORED-IMPORT", "SUB-RULE", "HIDDEN-COMMENT"):
         assert absent not in memory
     assert memory.count("PROJECT-RULE") == 1  # a file imported again (itself) is given once
@@ -181,3 +190,18 @@ def test_a_subagent_gets_the_same_memory(world):
     assert out.returncode == 0, out.stderr
     memory = texts(child["messages"][0])[0]
     assert "PROJECT-RULE" in memory and "USER-RULE" in memory and "delegate" not in json.dumps(child)
+
+
+def test_imports_go_four_hops_deep_and_a_deeper_one_is_one_warning(tmp_path):
+    from loopwright.context.memory import Memory
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("ROOT @c1.md\n")
+    for i in range(1, 7):
+        (project / f"c{i}.md").write_text(f"CHAIN-{i} @c{i + 1}.md\n")
+    notices = []
+    text = Memory(project, tmp_path / "nohome").opening(notices.append)
+    assert all(f"CHAIN-{i}" in text for i in range(1, 5)) and "CHAIN-5" not in text
+    assert [n.text for n in notices] == [f"memory: {project / 'c4.md'}: the import @c5.md is more than 4 imports deep; "
+                                         "skipped"]
