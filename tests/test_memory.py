@@ -30,6 +30,11 @@ def world(tmp_path):
     (project / "docs" / "style.md").write_text("STYLE-IMPORT four spaces\n")
     (project / "docs" / "ignored.md").write_text("IGNORED-IMPORT\n")
     (project / "CLAUDE.local.md").write_text("LOCAL-RULE my own\n")
+    (project / ".claude").mkdir()
+    (project / ".claude" / "CLAUDE.md").write_text("DOT-CLAUDE-RULE\n")
+    (project / "LOOPWRIGHT.md").write_text("PROJECT-LW-RULE\n")
+    (home / ".lw").mkdir()
+    (home / ".lw" / "LOOPWRIGHT.md").write_text("OWN-HOME-RULE\n")  # LOOPWRIGHT_HOME is home/.lw
     (project / "sub" / "CLAUDE.md").write_text("SUB-RULE only here\n")
     (project / "sub" / "deep" / "x.txt").write_text("data\n")
     return home, project
@@ -56,11 +61,15 @@ def test_memory_from_three_levels_and_imports_opens_the_first_request(world):
     [memory] = texts(first["messages"][0])
     assert first["messages"][-1]["content"][-1]["text"] == "go now" and "go now" not in memory
     assert memory.startswith("<system-reminder>") and memory.endswith("</system-reminder>")
-    order = ["USER-RULE", "USER-IMPORT", "PARENT-RULE", "PROJECT-RULE", "STYLE-IMPORT", "LOCAL-RULE"]
+    order = ["USER-RULE", "USER-IMPORT", "OWN-HOME-RULE", "PARENT-RULE", "PROJECT-RULE", "STYLE-IMPORT",
+             "DOT-CLAUDE-RULE", "PROJECT-LW-RULE", "LOCAL-RULE"]
     assert [memory.index(m) for m in order] == sorted(memory.index(m) for m in order)
     assert f"Contents of {project / 'CLAUDE.md'} (project instructions" in memory
     assert f"Contents of {project / 'CLAUDE.local.md'} (the user's private instructions" in memory
     assert f"Contents of {home / '.claude' / 'CLAUDE.md'} (the user's own instructions" in memory
+    assert f"Contents of {home / '.lw' / 'LOOPWRIGHT.md'} (the user's own instructions" in memory
+    assert f"Contents of {project.parent / 'CLAUDE.md'} (project instructions" in memory
+    assert f"Contents of {project / 'docs' / 'style.md'} (project instructions" in memory
     for absent in ("SSH-SECRET", "IGNORED-IMPORT", "SUB-RULE", "HIDDEN-COMMENT"):
         assert absent not in memory
     assert memory.count("PROJECT-RULE") == 1  # a file imported again (itself) is given once
@@ -69,20 +78,57 @@ def test_memory_from_three_levels_and_imports_opens_the_first_request(world):
     assert "@CLAUDE.md was given already (an import cycle" in warnings[2]
 
 
+def read(path):
+    return {"tool_use": {"name": "Read", "input": {"file_path": path}}}
+
+
 def test_a_subfolders_file_arrives_after_the_first_read_there(world):
     home, project = world
-    script = [{"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}},
-              {"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}}, {"text": "done"}]
-    with Simulator(script) as sim:
+    (project / "sub" / "deep" / "CLAUDE.md").write_text("DEEP-RULE deeper still\n")
+    with Simulator([read("sub/deep/x.txt"), read("sub/deep/x.txt"), {"text": "done"}]) as sim:
         out = loopwright(["-p", "read it"], home, project, sim)
         bodies = [r.body for r in sim.message_requests]
     assert out.returncode == 0, out.stderr
     assert "SUB-RULE" not in json.dumps(bodies[0])
     after_read = bodies[1]["messages"][-1]
     assert after_read["content"][0]["type"] == "tool_result"
-    [reminder] = texts(after_read)
-    assert f"Contents of {project / 'sub' / 'CLAUDE.md'}" in reminder and "SUB-RULE" in reminder
+    # As in Claude Code: one reminder a file, outer folder first, `Contents of PATH:` without a label.
+    assert texts(after_read) == [f"<system-reminder>\nContents of {project / 'sub' / 'CLAUDE.md'}:\n\nSUB-RULE only here"
+                                 "\n</system-reminder>",
+                                 f"<system-reminder>\nContents of {project / 'sub' / 'deep' / 'CLAUDE.md'}:\n\n"
+                                 "DEEP-RULE deeper still\n</system-reminder>"]
     assert texts(bodies[2]["messages"][-1]) == []  # each file once
+
+
+def test_a_failed_read_loads_nothing_and_a_subfolders_import_problem_is_said(world):
+    home, project = world
+    (project / "other").mkdir()
+    (project / "other" / "CLAUDE.md").write_text("OTHER-RULE\n@nope.md\n")
+    (project / "other" / "there.txt").write_text("here\n")
+    with Simulator([read("other/absent.txt"), read("other/there.txt"), {"text": "done"}]) as sim:
+        out = loopwright(["-p", "read it"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    assert bodies[1]["messages"][-1]["content"][0].get("is_error") and "OTHER-RULE" not in json.dumps(bodies[1])
+    assert "OTHER-RULE" in " ".join(texts(bodies[2]["messages"][-1]))
+    nested = [ln for ln in out.stderr.splitlines() if "@nope.md" in ln]
+    assert len(nested) == 1 and "names no file" in nested[0]
+
+
+def test_compaction_gives_the_memory_again_read_afresh(world):
+    home, project = world
+    rewrite = {"tool_use": {"name": "Bash", "input": {"command": "echo PROJECT-RULE-NEW > CLAUDE.md"}}}
+    script = [read("sub/deep/x.txt"), rewrite, read("docs/style.md"),
+              {"fault": {"status": 400, "message": "prompt is too long: 1012 tokens > 1000 maximum"}},
+              {"text": "<summary>SUMMARY read and rewrote</summary>"}, read("sub/deep/x.txt"), {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    memory, summary = texts(bodies[5]["messages"][0])[:2]
+    assert "PROJECT-RULE-NEW" in memory and "PROJECT-RULE run the tests" not in memory and "USER-RULE" in memory
+    assert "SUMMARY read and rewrote" in summary and "SUB-RULE" not in json.dumps(bodies[5])
+    assert "SUB-RULE" in " ".join(texts(bodies[6]["messages"][-1]))  # a subfolder's file comes back with a Read
 
 
 def test_bare_sends_no_memory_and_a_setting_turns_it_off(world):
@@ -97,15 +143,21 @@ def test_bare_sends_no_memory_and_a_setting_turns_it_off(world):
 
 
 def test_a_resumed_session_keeps_the_memory_it_was_given(world):
+    """The rule: memory is read once, when a session starts, and recorded in its transcript; a
+    resumed session (`-c`, `-r`) is sent what was recorded, not the files as they are now, and a
+    subfolder's file it was given already is not given again."""
     home, project = world
-    with Simulator([{"text": "one"}, {"text": "two"}]) as sim:
-        first = json.loads(loopwright(["-p", "go", "--output-format", "json"], home, project, sim).stdout)
+    with Simulator([read("sub/deep/x.txt"), {"text": "one"}, read("sub/deep/x.txt"), {"text": "two"}]) as sim:
+        first = loopwright(["-p", "go"], home, project, sim)
         (project / "CLAUDE.md").write_text("PROJECT-RULE-CHANGED\n")
-        loopwright(["-p", "-r", first["session_id"], "again"], home, project, sim)
-        second = sim.message_requests[1].body
-    sent = json.dumps(second)
-    assert "PROJECT-RULE run the tests" in sent and "PROJECT-RULE-CHANGED" not in sent
-    assert sent.count("<system-reminder>") == 1
+        second = loopwright(["-p", "-c", "again"], home, project, sim)
+        bodies = [r.body for r in sim.message_requests]
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    resumed = json.dumps(bodies[2])
+    assert "PROJECT-RULE run the tests" in resumed and "PROJECT-RULE-CHANGED" not in resumed
+    assert resumed.count("Contents of " + str(project / "CLAUDE.md")) == 1
+    assert texts(bodies[3]["messages"][-1]) == []  # sub/CLAUDE.md was given in the first run already
+    assert json.dumps(bodies[3]).count("SUB-RULE") == 1
 
 
 def test_agents_md_stands_in_only_without_a_claude_md(tmp_path):
@@ -124,3 +176,32 @@ def test_agents_md_stands_in_only_without_a_claude_md(tmp_path):
 def test_imports_ignore_code_and_addresses():
     text = "See @a.md and @./b/c.md, mail x@example.com, `@code.md`\n```\n@fenced.md\n```\n@~/u.md @/abs/d.md"
     assert imports(text) == ["a.md", "./b/c.md", "~/u.md", "/abs/d.md"]
+
+
+def test_a_subagent_gets_the_same_memory(world):
+    home, project = world
+    call = {"name": "Agent", "input": {"description": "look", "prompt": "CHILD-TASK look at it"}}
+    script = {"rules": [{"match": {"last_user_contains": "CHILD-TASK"}, "responses": [{"text": "CHILD-DONE"}]},
+                        {"match": {"last_user_contains": "CHILD-DONE"}, "responses": [{"text": "all done"}]},
+                        {"responses": [{"tool_use": call}]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "delegate"], home, project, sim)
+        [child] = [r.body for r in sim.message_requests if "CHILD-TASK" in json.dumps(r.body["messages"][-1])]
+    assert out.returncode == 0, out.stderr
+    memory = texts(child["messages"][0])[0]
+    assert "PROJECT-RULE" in memory and "USER-RULE" in memory and "delegate" not in json.dumps(child)
+
+
+def test_imports_go_four_hops_deep_and_a_deeper_one_is_one_warning(tmp_path):
+    from loopwright.context.memory import Memory
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("ROOT @c1.md\n")
+    for i in range(1, 7):
+        (project / f"c{i}.md").write_text(f"CHAIN-{i} @c{i + 1}.md\n")
+    notices = []
+    text = Memory(project, tmp_path / "nohome").opening(notices.append)
+    assert all(f"CHAIN-{i}" in text for i in range(1, 5)) and "CHAIN-5" not in text
+    assert [n.text for n in notices] == [f"memory: {project / 'c4.md'}: the import @c5.md is more than 4 imports deep; "
+                                         "skipped"]

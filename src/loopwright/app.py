@@ -125,7 +125,7 @@ class Agent:
                      permissions=self.permissions, sandbox=self.sandbox, child_env=self.child_env,
                      clock=self.clock, approver=self.approver, depth=depth,
                      agents=self.agents if agent.tools is None or "Agent" in agent.tools else None,
-                     crash_log=self.crash_log)
+                     crash_log=self.crash_log, memory=self.memory.fork() if self.memory else None)
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
@@ -279,7 +279,7 @@ class Agent:
             hooks=hooks, approver=approver, transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
-            crash_log=self.crash_log or _crash_log, after_reads=getattr(self.memory, "after_reads", None),
+            crash_log=self.crash_log or _crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
             elsewhere=self._subagents().elsewhere if self.agents else None,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
@@ -335,6 +335,8 @@ class Agent:
         # A resumed conversation already holds the memory it was given: it is not read again.
         if self.history or (self.memory is None and self.skills is None):
             opening = []
+            if self.memory is not None:
+                self.memory.remember(self.history)
         else:
             from .context import opening_messages
 

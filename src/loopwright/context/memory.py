@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 from ..core.events import Event, Notice
 from ..core.fastclass import dataclass
-from ..core.types import ToolUseBlock
+from ..core.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 MAX_CHARS = 100_000  # one file; more is cut, with a warning
 MAX_HOPS = 4
@@ -35,6 +35,8 @@ _IMPORT = re.compile(r"(?<![\w`])@((?:~|\.{1,2})?/?[\w./~-]*[\w~-])")
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 _SPAN = re.compile(r"`[^`\n]*`")
 _COMMENT = re.compile(r"^\s*<!--.*?-->\s*$", re.M | re.S)
+_GIVEN = re.compile(r"^Contents of (/.*?)(?: \((?:" + "|".join(re.escape(v) for v in LABELS.values()) + r")\))?:$",
+                    re.M)
 _PROJECT_NAMES = ("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
 
 
@@ -60,6 +62,11 @@ class Memory:
         self._said = 0
         self._agents_md = not any((d / n).is_file() for d in _walk(self.cwd) for n in _PROJECT_NAMES)
 
+    def fork(self) -> "Memory":
+        """The same memory for a subagent, which gets it as its own conversation opens (as
+        Claude Code's general-purpose and custom subagents do), each file again."""
+        return Memory(self.cwd, self.home, self.own_home, self.excludes)
+
     def at_start(self) -> list[MemoryFile]:
         files: list[MemoryFile] = []
         claude_home = self.home / ".claude"
@@ -79,12 +86,40 @@ class Memory:
         self._say(emit)
         return render(files) if files else None
 
-    def after_reads(self, calls: Sequence[ToolUseBlock]) -> list[str]:
-        """Reminders to add after a batch of tool calls: the memory files of the subfolders
-        the Read calls among them looked into."""
-        files = [f for c in calls if c.name == "Read" and isinstance(c.input, dict)
+    def loop_hooks(self, emit: Callable[[Event], None]) -> dict[str, Callable[..., list[str]]]:
+        """The loop's seams where memory comes in after the start (`LoopConfig.after_reads`,
+        `after_compact`): after a Read in a subfolder, and afresh once compaction summarised it."""
+        return {"after_reads": lambda calls, results: self.after_reads(calls, results, emit),
+                "after_compact": lambda: self.after_compact(emit)}
+
+    def after_reads(self, calls: Sequence[ToolUseBlock], results: Sequence[ToolResultBlock] = (),
+                    emit: Callable[[Event], None] | None = None) -> list[str]:
+        """Reminders to add after a batch of tool calls: the memory files of the subfolders the
+        successful Read calls among them looked into, one reminder each, as Claude Code gives
+        them (`Contents of PATH:`, no label)."""
+        failed = {r.tool_use_id for r in results if r.is_error}
+        files = [f for c in calls if c.name == "Read" and c.id not in failed and isinstance(c.input, dict)
                  and isinstance(c.input.get("file_path"), str) for f in self.after_read(c.input["file_path"])]
-        return [render(files, preamble=False)] if files else []
+        if emit is not None:
+            self._say(emit)
+        return [f"<system-reminder>\nContents of {f.path}:\n\n{f.text}\n</system-reminder>" for f in files]
+
+    def after_compact(self, emit: Callable[[Event], None] | None = None) -> list[str]:
+        """What opens the conversation again once compaction has summarised it away: the files of
+        the start, read afresh from disk. A subfolder's files come back with the next Read there."""
+        self.loaded.clear()
+        files = self.at_start()
+        if emit is not None:
+            self._say(emit)
+        return [render(files)] if files else []
+
+    def remember(self, messages: Sequence[Message]) -> None:
+        """Mark as given every memory file a recorded conversation (a resumed session) holds, so
+        a Read there does not give a subfolder's files twice."""
+        for message in messages:
+            for block in message.content if message.role == "user" else ():
+                if isinstance(block, TextBlock) and block.text.startswith("<system-reminder>"):
+                    self.loaded.update(os.path.realpath(p) for p in _GIVEN.findall(block.text))
 
     def _say(self, emit: Callable[[Event], None]) -> None:
         for text in self.warnings[self._said:]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Sequence
 
 from ..core.fastclass import dataclass
 from ..core.types import Message, ModelRequest, TextBlock, ToolResultBlock
@@ -75,10 +76,12 @@ def extract_summary(text: str) -> str:
     return (match.group(1) if match else text).strip()
 
 
-def rebuild(summary: str, cut: Cut) -> list[Message]:
-    """The conversation after compaction: one user message with the summary, then the kept tail
-    (which starts with an assistant message, so roles still alternate)."""
-    head = Message.user(RESUME_PREFIX + "<summary>\n" + summary + "\n</summary>")
+def rebuild(summary: str, cut: Cut, opening: Sequence[str] = ()) -> list[Message]:
+    """The conversation after compaction: one user message with what opens every conversation
+    (`opening`, e.g. the memory files) and the summary, then the kept tail (which starts with an
+    assistant message, so roles still alternate)."""
+    summary_text = RESUME_PREFIX + "<summary>\n" + summary + "\n</summary>"
+    head = Message("user", (*(TextBlock(t) for t in opening), TextBlock(summary_text)))
     return [head, *cut.kept]
 
 

@@ -27,9 +27,11 @@ class CompactionLimits:
 class Compactor:
     def __init__(self, limits: CompactionLimits, stream: Stream, hooks: HookRunner,
                  payload: Callable[[str], dict[str, Any]], emit: Callable[[Event], None],
-                 count_tokens: Callable[[ModelRequest], Awaitable[int]] | None = None) -> None:
+                 count_tokens: Callable[[ModelRequest], Awaitable[int]] | None = None,
+                 reopen: Callable[[], list[str]] | None = None) -> None:
+        """`reopen`: what the conversation opens with again after a summary (the memory files)."""
         self.limits, self.stream, self.hooks, self.payload, self.emit = limits, stream, hooks, payload, emit
-        self.count_tokens = count_tokens
+        self.count_tokens, self.reopen = count_tokens, reopen
         self.base = 0  # tokens the API counted for the conversation up to `counted_upto`
         self.counted_upto = 0
         self.failed = 0
@@ -88,7 +90,7 @@ class Compactor:
             why = outcome.describe() if isinstance(outcome, ModelError) else "the summary was empty"
             self.emit(Notice("warning", f"compaction failed: {why}"))
             return None
-        rebuilt = compaction.rebuild(summary, cut)
+        rebuilt = compaction.rebuild(summary, cut, self.reopen() if self.reopen else ())
         self.base, self.counted_upto, self._just_compacted = 0, 0, True
         self.emit(CompactBoundary(trigger, before, self.estimate(rebuilt), summary, tuple(rebuilt)))  # type: ignore[arg-type]
         await self.hooks.run("PostCompact", self.payload("PostCompact") | {

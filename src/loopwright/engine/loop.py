@@ -43,7 +43,7 @@ from .hookcalls import LoopHooks, StopHook
 from . import lastresort as cut
 from .sizes import bounded_context
 from .tally import Tally
-from ..core.types import Message, ModelRequest, Response, TextBlock, ToolUseBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate
@@ -78,7 +78,8 @@ class LoopConfig:
     transcript_path: str = ""
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
-    after_reads: Callable[[Sequence[ToolUseBlock]], list[str]] | None = None  # context a tool batch adds
+    after_reads: Callable[[Sequence[ToolUseBlock], Sequence[ToolResultBlock]], list[str]] | None = None  # a batch adds
+    after_compact: Callable[[], list[str]] | None = None  # what opens the conversation again after compaction
     elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
 
@@ -110,7 +111,8 @@ class AgentLoop:
         self._last_error: ModelError | None = None
         self.compactor = Compactor(
             CompactionLimits(config.compact_threshold, config.max_failed_compactions, config.max_compaction_refills),
-            self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None))
+            self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None),
+            config.after_compact)
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
@@ -193,7 +195,7 @@ class AgentLoop:
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
                 extra = [*bounded_context(after.additional_context), *([note] if note else []),
-                         *(self.cfg.after_reads(calls) if self.cfg.after_reads and calls else [])]
+                         *(self.cfg.after_reads(calls, batch.results) if self.cfg.after_reads and calls else [])]
                 results = nxt.in_order(batch.results)
                 self._append_user(Message("user", (*results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
