@@ -287,3 +287,26 @@ def test_a_flag_that_cannot_be_ignored_safely_is_refused(place, flag):
                           "stream-json"], input="", capture_output=True, text=True, cwd=work, timeout=60,
                          env={**os.environ, "HOME": str(home), "LOOPWRIGHT_HOME": str(home / ".lw")})
     assert out.returncode == 2 and "not supported by loopwright" in out.stderr
+
+
+def test_an_in_process_sdk_mcp_server_serves_its_tool(place):
+    from claude_agent_sdk import create_sdk_mcp_server, tool
+
+    added = []
+
+    @tool("add", "Add two numbers", {"a": float, "b": float})
+    async def add(args):
+        added.append((args["a"], args["b"]))
+        return {"content": [{"type": "text", "text": str(args["a"] + args["b"])}]}
+
+    calc = create_sdk_mcp_server(name="calc", version="1.0.0", tools=[add])
+    script = [{"tool_use": {"name": "mcp__calc__add", "input": {"a": 2, "b": 3}}}, {"text": "It is 5."}]
+    with Simulator(script) as sim:
+        messages = collect("Add 2 and 3", options(place, sim, mcp_servers={"calc": calc},
+                                                  allowed_tools=["mcp__calc__add"]))
+        requests = sim.message_requests
+    assert "mcp__calc__add" in {t["name"] for t in requests[0].body["tools"]}
+    assert added == [(2, 3)] and "5" in texts(requests[1])[-1]
+    init = messages[0]
+    assert init.data["mcp_servers"] == [{"name": "calc", "status": "connected"}]
+    assert messages[-1].result == "It is 5."

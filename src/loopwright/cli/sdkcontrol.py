@@ -18,8 +18,8 @@ class Unsupported(Exception):
 
 
 class HostRequests:
-    def __init__(self, agent: Any, channel: ControlChannel, out: SdkOutput, sdk_servers: tuple[str, ...]) -> None:
-        self.agent, self.channel, self.out, self.sdk_servers = agent, channel, out, sdk_servers
+    def __init__(self, agent: Any, channel: ControlChannel, out: SdkOutput) -> None:
+        self.agent, self.channel, self.out = agent, channel, out
         self.busy = False  # a turn is running
         self._hooks: list[Any] = []  # registrations of the SDK's hooks (a second initialize replaces them)
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -98,7 +98,6 @@ class HostRequests:
         return {"model": self.agent.model}
 
     def mcp_status(self, body: dict[str, Any]) -> dict[str, Any]:
-        servers = [dict(s) for s in self.out.mcp_servers]
-        servers += [{"name": name, "status": "failed", "error": "SDK MCP servers are not supported by loopwright yet"}
-                    for name in self.sdk_servers]
-        return {"mcpServers": servers}
+        if self.out.mcp_servers:  # as the last system/init said
+            return {"mcpServers": [dict(s) for s in self.out.mcp_servers]}
+        return {"mcpServers": [{"name": s.name, "status": "pending"} for s in self.agent.mcp_servers]}

@@ -134,7 +134,8 @@ def run_sdk(opts: Options) -> int:
     out = SdkOutput(agent, bool(opts.include_hook_events), init_fields(settings, agent) | _init_extra(opts),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1")
     channel = ControlChannel(out.line)
-    host = HostRequests(agent, channel, out, sdk_servers)
+    host = HostRequests(agent, channel, out)
+    agent.mcp_servers = (*agent.mcp_servers, *host_servers(sdk_servers, channel))
     if opts.permission_prompt_tool == "stdio":
         agent.approver = SdkApprover(channel, agent.interrupt)
     server = Server(agent, out, channel, host)
@@ -148,6 +149,20 @@ def run_sdk(opts: Options) -> int:
     finally:
         session.close()
     return 1 if result is not None and result.is_error else 0
+
+
+def host_servers(names: tuple[str, ...], channel: ControlChannel) -> list[Any]:
+    """The SDK's in-process MCP servers (`{"type": "sdk"}`), reached with `mcp_message` requests."""
+    from ..mcp.config import ServerSpec
+
+    def bridge(name: str) -> Any:
+        async def ask(message: dict[str, Any]) -> Any:
+            answer = await channel.request({"subtype": "mcp_message", "server_name": name, "message": message})
+            return answer.get("mcp_response")
+
+        return ask
+
+    return [ServerSpec(name, "sdk", source="--mcp-config", bridge=bridge(name)) for name in names]
 
 
 def _init_extra(opts: Options) -> dict[str, Any]:
