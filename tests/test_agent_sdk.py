@@ -13,12 +13,21 @@ import pytest
 
 sdk = pytest.importorskip("claude_agent_sdk")
 
-from claude_agent_sdk import (  # noqa: E402
-    AssistantMessage, ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, PermissionResultAllow,
-    PermissionResultDeny, ResultMessage, StreamEvent, SystemMessage, ToolUseBlock, query,
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    ToolUseBlock,
+    query,
 )
 
-from loopwright.testing import Simulator  # noqa: E402
+from loopwright.testing import Simulator
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
@@ -139,6 +148,7 @@ def test_can_use_tool_updated_input_is_what_runs(place):
     seen, messages, _ = run_permission(place, lambda i: PermissionResultAllow(updated_input=changed),
                                        [{"tool_use": BASH}, {"text": "Done."}])
     work = place[1]
+    assert messages[-1].result == "Done."
     assert len(seen) == 1 and not (work / "proof.txt").exists()
     assert (work / "changed.txt").read_text().strip() == "changed"
 
@@ -267,8 +277,8 @@ def test_stdout_is_only_json_lines_and_unsupported_flags_warn(place, tmp_path):
                               "--effort", "high", "--thinking", "adaptive", "--max-thinking-tokens", "1000",
                               "--betas", "x", "--plugin-dir", str(tmp_path), "--setting-sources=user,project,local",
                               "--permission-prompt-tool", "stdio", "--input-format", "stream-json"],
-                             input="".join(json.dumps(x) + "\n" for x in lines), capture_output=True, text=True,
-                             env=env, cwd=work, timeout=60)
+                             input="".join(json.dumps(x) + "\n" for x in lines), capture_output=True,
+                             check=False, text=True, env=env, cwd=work, timeout=60)
     assert out.returncode == 0, out.stderr
     frames = [json.loads(line) for line in out.stdout.splitlines()]  # every line is JSON
     answers = {f["response"]["request_id"]: f["response"] for f in frames if f["type"] == "control_response"}
@@ -284,7 +294,7 @@ def test_a_flag_that_cannot_be_ignored_safely_is_refused(place, flag):
 
     cli, work, home = place
     out = subprocess.run([str(cli), "--output-format", "stream-json", "--verbose", flag, "--input-format",
-                          "stream-json"], input="", capture_output=True, text=True, cwd=work, timeout=60,
+                          "stream-json"], input="", capture_output=True, check=False, text=True, cwd=work, timeout=60,
                          env={**os.environ, "HOME": str(home), "LOOPWRIGHT_HOME": str(home / ".lw")})
     assert out.returncode == 2 and "not supported by loopwright" in out.stderr
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..core.ids import uuid4
 from ..core.ports import CURRENT_TOOL_USE_ID, Approval
@@ -43,7 +44,7 @@ class ControlChannel:
         limit = self.timeout if timeout is None else timeout
         try:
             return await asyncio.wait_for(future, limit)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._withdraw(rid)
             raise ControlError(f"no answer to {body.get('subtype')} within {limit:g}s") from None
         except asyncio.CancelledError:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..core.errors import LoopwrightError
 from .control import ControlChannel, register_sdk_hooks

@@ -117,7 +117,13 @@ def _read_stdin(loop: asyncio.AbstractEventLoop, server: Server) -> None:
 
 
 def run_sdk(opts: Options) -> int:
-    from .core import build_agent, foreground, init_fields, load_cli_settings, open_cli_session
+    from .core import (
+        build_agent,
+        foreground,
+        init_fields,
+        load_cli_settings,
+        open_cli_session,
+    )
     from .sdkflags import split_sdk_servers
 
     if opts.output_format != "stream-json":

@@ -4,8 +4,9 @@ returns the host's JSON-RPC answer (None or an ack for a notification)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 
