@@ -17,7 +17,7 @@ LABELS = {"project": "project", "model": "model", "outcome": "terminal reason", 
 
 
 def sessions_page(index: SessionIndex, params: dict[str, str]) -> str:
-    index.refresh()
+    index.refresh_soon()
     filters = {k: params.get(k, "") for k in FILTERS}
     text = params.get("q", "").strip()
     page = max(1, int(params["page"])) if params.get("page", "").isdigit() else 1
@@ -134,7 +134,7 @@ def _action(schedule_id: str, name: str, token: str | None) -> str:
 
 
 def cost_page(index: SessionIndex) -> str:
-    index.refresh()
+    index.refresh_soon()
     points = index.costs()
     by_model: dict[str, float] = {}
     for _, model, cost in points:
