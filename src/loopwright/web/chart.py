@@ -21,7 +21,7 @@ def cost_chart(points: list[tuple[str, str, float]], days: int = 30) -> str:
     colour = {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(models)}
     top = max(sum(by_day[d].values()) for d in shown) or 1.0
     plot_h, plot_w = HEIGHT - BOTTOM - TOP, WIDTH - LEFT - 8
-    step = plot_w / len(shown)
+    step = min(plot_w / len(shown), 48.0)  # one day alone is a bar, not a wall
     parts = [_axis(top, plot_h)]
     for i, day in enumerate(shown):
         x, y = LEFT + i * step + step * 0.15, TOP + plot_h
