@@ -93,10 +93,10 @@ def test_a_subfolders_file_arrives_after_the_first_read_there(world):
     after_read = bodies[1]["messages"][-1]
     assert after_read["content"][0]["type"] == "tool_result"
     # As in Claude Code: one reminder a file, outer folder first, `Contents of PATH:` without a label.
-    assert texts(after_read) == [f"<system-reminder>\nContents of {project / 'sub' / 'CLAUDE.md'}:\n\nSUB-RULE only here"
-                                 "\n</system-reminder>",
-                                 f"<system-reminder>\nContents of {project / 'sub' / 'deep' / 'CLAUDE.md'}:\n\n"
-                                 "DEEP-RULE deeper still\n</system-reminder>"]
+    outer = f"<system-reminder>\nContents of {project / 'sub' / 'CLAUDE.md'}:\n\nSUB-RULE only here\n</system-reminder>"
+    deep = project / "sub" / "deep" / "CLAUDE.md"
+    inner = f"<system-reminder>\nContents of {deep}:\n\nDEEP-RULE deeper still\n</system-reminder>"
+    assert texts(after_read) == [outer, inner]
     assert texts(bodies[2]["messages"][-1]) == []  # each file once
 
 
@@ -203,5 +203,5 @@ def test_imports_go_four_hops_deep_and_a_deeper_one_is_one_warning(tmp_path):
     notices = []
     text = Memory(project, tmp_path / "nohome").opening(notices.append)
     assert all(f"CHAIN-{i}" in text for i in range(1, 5)) and "CHAIN-5" not in text
-    assert [n.text for n in notices] == [f"memory: {project / 'c4.md'}: the import @c5.md is more than 4 imports deep; "
-                                         "skipped"]
+    warning = f"memory: {project / 'c4.md'}: the import @c5.md is more than 4 imports deep; skipped"
+    assert [n.text for n in notices] == [warning]

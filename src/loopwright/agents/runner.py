@@ -27,8 +27,7 @@ class Subagents:
         child = self.make_child(agent, model, self.depth + 1)
         result = await child.run(prompt)
         for name, mu in result.model_usage.items():
-            was = self.usage.get(name, ModelUsage())
-            self.usage[name] = ModelUsage(was.usage + mu.usage, was.cost_usd + mu.cost_usd, was.calls + mu.calls)
+            self.usage[name] = self.usage.get(name, ModelUsage()) + mu
         if result.is_error:
             why = "; ".join(result.errors) or result.terminal_reason
             return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}", True

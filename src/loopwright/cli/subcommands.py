@@ -1,6 +1,6 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key),
 `loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`,
-`loopwright mcp …` and `loopwright settings check`."""
+`loopwright mcp …`, `loopwright serve` and `loopwright settings check`."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def run(name: str, args: list[str]) -> int:
         from .schedulecmd import run_scheduler
 
         return run_scheduler(args)
+    if name == "serve":
+        from .servecmd import run_serve
+
+        return run_serve(args)
     if name == "mcp":
         from .mcpcmd import run_mcp
 

@@ -62,7 +62,7 @@ class Memory:
         self._said = 0
         self._agents_md = not any((d / n).is_file() for d in _walk(self.cwd) for n in _PROJECT_NAMES)
 
-    def fork(self) -> "Memory":
+    def fork(self) -> Memory:
         """The same memory for a subagent, which gets it as its own conversation opens (as
         Claude Code's general-purpose and custom subagents do), each file again."""
         return Memory(self.cwd, self.home, self.own_home, self.excludes)

@@ -61,6 +61,9 @@ class ModelUsage:
     def add(self, usage: Usage, cost: float) -> "ModelUsage":
         return ModelUsage(self.usage + usage, self.cost_usd + cost, self.calls + 1)
 
+    def __add__(self, other: "ModelUsage") -> "ModelUsage":
+        return ModelUsage(self.usage + other.usage, self.cost_usd + other.cost_usd, self.calls + other.calls)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "inputTokens": self.usage.input_tokens,

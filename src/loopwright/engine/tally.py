@@ -16,10 +16,6 @@ RETRY_KINDS = ("rate_limit", "overloaded", "server", "network")
 Extra = Sequence[tuple[str, str, ModelUsage]]  # (role, model, usage) of calls made outside the loop
 
 
-def _plus(a: ModelUsage, b: ModelUsage) -> ModelUsage:
-    return ModelUsage(a.usage + b.usage, a.cost_usd + b.cost_usd, a.calls + b.calls)
-
-
 class Tally:
     def __init__(self) -> None:
         self.model_usage: dict[str, ModelUsage] = {}
@@ -43,8 +39,8 @@ class Tally:
         by_model, by_role = dict(self.model_usage), dict(self.role_usage)
         for role, model, mu in extra:
             if mu.calls:
-                by_role[role] = _plus(by_role.get(role, ModelUsage()), mu)
-                by_model[model] = _plus(by_model.get(model, ModelUsage()), mu)
+                by_role[role] = by_role.get(role, ModelUsage()) + mu
+                by_model[model] = by_model.get(model, ModelUsage()) + mu
         return by_model, by_role
 
     def spent(self, extra: Extra) -> tuple[float, int]:

@@ -248,8 +248,7 @@ class LoopTotals:
         self.api_ms += result.duration_api_ms
         self.usage = self.usage + result.usage
         for model, mu in result.model_usage.items():
-            was = self.models.get(model, ModelUsage())
-            self.models[model] = ModelUsage(was.usage + mu.usage, was.cost_usd + mu.cost_usd, was.calls + mu.calls)
+            self.models[model] = self.models.get(model, ModelUsage()) + mu
 
 
 def _with_summary(result: RunResult, status: LoopStatus, loop: TimeLoop, spent: float, now: float) -> RunResult:

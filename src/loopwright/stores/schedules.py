@@ -68,6 +68,11 @@ class SqliteScheduleStore:
     def set_paused(self, schedule_id: str, paused: bool) -> bool:
         return self.db.execute("UPDATE schedules SET paused = ? WHERE id = ?", (int(paused), schedule_id)).rowcount == 1
 
+    def run_now(self, schedule_id: str, now: float) -> bool:
+        """Make a schedule that has fires left due at once (a paused one stays paused)."""
+        return self.db.execute("UPDATE schedules SET next_at = ? WHERE id = ? AND next_at IS NOT NULL",
+                               (now, schedule_id)).rowcount == 1
+
     def remove(self, schedule_id: str) -> bool:
         """The schedule goes; the record of its runs stays."""
         return self.db.execute("DELETE FROM schedules WHERE id = ?", (schedule_id,)).rowcount == 1

@@ -1,0 +1,217 @@
+"""The Starlette application of `loopwright serve`: routes, the per-launch token, the checks
+that keep it local (Host, Origin, token on every change) and the security headers."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import re
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, AsyncIterator
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..stores.sessionlist import _locked
+from .index import SessionIndex
+from .pages import cost_page, schedules_page, session_page, sessions_page
+from .transcript import Renderer, lines
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+           (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"), (b"cache-control", b"no-store")]
+STATIC = {"style.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
+COOKIE = "loopwright_token"
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+POLL_S = 0.25
+
+
+@dataclass
+class Config:
+    root: Path
+    cwd: str | None  # None: every project
+    token: str
+    local: bool  # bound to loopback: reads need no token, but the Host must be ours
+    port: int
+
+
+def build(config: Config, index: SessionIndex | None = None) -> Starlette:
+    index = index or SessionIndex(config.root, config.cwd)
+    def sessions(request: Request) -> Response:  # plain functions run in the thread pool
+        return HTMLResponse(sessions_page(index, dict(request.query_params)))
+
+    def session(request: Request) -> Response:
+        sid = request.path_params["sid"]
+        path = _path(index, sid)
+        if path is None:
+            return PlainTextResponse("no such session", 404)
+        return StreamingResponse(session_page(index, path, sid), media_type="text/html; charset=utf-8")
+
+    async def events(request: Request) -> Response:
+        return await _events(request, index)
+
+    def schedules(request: Request) -> Response:
+        store = _schedule_store(config)
+        try:
+            return HTMLResponse(schedules_page(store, config.token if has_token(request, config.token) else None))
+        finally:
+            store.close()
+
+    async def act(request: Request) -> Response:
+        return await _act(request, config)
+
+    routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
+              Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
+              Route("/cost", lambda request: HTMLResponse(cost_page(index))), Route("/static/{name}", _static)]
+    app = Starlette(routes=routes)
+    app.state.config = config
+    return Guard(app, config)  # type: ignore[return-value]
+
+
+def _valid(given: str | None, token: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())  # type: ignore[union-attr]
+
+
+def has_token(request: Request, token: str) -> bool:
+    return _valid(request.cookies.get(COOKIE), token)
+
+
+def _path(index: SessionIndex, sid: str) -> Path | None:
+    if not _SAFE_ID.fullmatch(sid):
+        return None
+    path = index.path_of(sid)
+    if path is None and index.refresh(force=True) >= 0:
+        path = index.path_of(sid)
+    return path
+
+
+async def _events(request: Request, index: SessionIndex) -> Response:
+    """Server-sent events: the records appended after `offset`, as HTML, until the session ends."""
+    path = _path(index, request.path_params["sid"])
+    if path is None:
+        return PlainTextResponse("no such session", 404)
+    last = request.headers.get("last-event-id") or ""
+    offset, turn = (last.split(":") + ["0"])[:2] if ":" in last else (request.query_params.get("offset", "0"),
+                                                                      request.query_params.get("turn", "0"))
+    if not (str(offset).isdigit() and str(turn).isdigit()):
+        return PlainTextResponse("bad offset", 400)
+    return StreamingResponse(_tail(request, path, int(offset), Renderer(int(turn))), media_type="text/event-stream",
+                             headers={"x-accel-buffering": "no"})
+
+
+async def _tail(request: Request, path: Path, offset: int, renderer: Renderer) -> AsyncIterator[bytes]:
+    quiet_since = time.monotonic()
+    while not await request.is_disconnected():
+        html = []
+        for offset, record in lines(path, offset):
+            html.append(renderer.record(record) if record is not None else "")
+        if html:
+            data = "".join(html).replace("\r", "")
+            yield (f"id: {offset}:{renderer.turn}\nevent: records\n" +
+                   "".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode()
+            quiet_since = time.monotonic()
+        elif not _locked(path):
+            yield b"event: done\ndata: ended\n\n"
+            return
+        elif time.monotonic() - quiet_since > 15:
+            yield b": still running\n\n"
+            quiet_since = time.monotonic()
+        await asyncio.sleep(POLL_S)
+
+
+def _schedule_store(config: Config) -> Any:
+    from ..stores.schedules import SqliteScheduleStore
+
+    return SqliteScheduleStore(config.root / "schedules.db")
+
+
+async def _act(request: Request, config: Config) -> Response:
+    """Pause, resume or run now: only with the token in the form (or header) and from our own pages."""
+    form = await request.form()
+    given = form.get("token") or request.headers.get("x-loopwright-token")
+    if not _valid(given if isinstance(given, str) else None, config.token):
+        return PlainTextResponse("forbidden: this action needs the token loopwright serve printed", 403)
+    if not same_origin(request):
+        return PlainTextResponse("forbidden: a cross-site request", 403)
+    sid, action = request.path_params["sid"], request.path_params["action"]
+    if action not in ("pause", "resume", "run"):
+        return PlainTextResponse("no such action", 404)
+    store = _schedule_store(config)
+    try:
+        done = store.run_now(sid, time.time()) if action == "run" else store.set_paused(sid, action == "pause")
+    finally:
+        store.close()
+    if not done:
+        return PlainTextResponse("no such schedule (or it has finished)", 404)
+    return RedirectResponse(f"/schedules#schedule-{sid}", 303)
+
+
+def same_origin(request: Request) -> bool:
+    """The browser says where a request came from: Origin, when sent, must be this server, and
+    Sec-Fetch-Site, when sent, must not be another site."""
+    origin = request.headers.get("origin")
+    if origin is not None and origin != f"{request.url.scheme}://{request.headers.get('host', '')}":
+        return False
+    return request.headers.get("sec-fetch-site", "same-origin") in ("same-origin", "none")
+
+
+async def _static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name not in STATIC:  # a fixed list: no path from the request ever reaches the file system
+        return PlainTextResponse("not found", 404)
+    data = resources.files(__package__).joinpath("static", name).read_bytes()
+    return Response(data, media_type=STATIC[name])
+
+
+class Guard:
+    """Every request: the Host must be ours when bound to loopback (no DNS rebinding), the token
+    is needed for anything when bound elsewhere, `?token=` becomes a cookie, headers are set."""
+
+    def __init__(self, app: ASGIApp, config: Config) -> None:
+        self.app, self.config = app, config
+        self.hosts = {f"{h}:{config.port}" for h in ("127.0.0.1", "localhost", "[::1]")}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        request = Request(scope)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return await self._send(refusal, scope, receive, send)
+        given = request.query_params.get("token")
+        if given is not None and request.method == "GET":
+            if not _valid(given, self.config.token):
+                return await self._send(PlainTextResponse("forbidden: wrong token", 403), scope, receive, send)
+            kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            target = request.url.path + ("?" + urlencode(kept) if kept else "")
+            response = RedirectResponse(target, 303)
+            response.set_cookie(COOKIE, self.config.token, httponly=True, samesite="strict")
+            return await self._send(response, scope, receive, send)
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + HEADERS
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+    def _refusal(self, request: Request) -> Response | None:
+        if self.config.local and request.headers.get("host", "") not in self.hosts:
+            return PlainTextResponse("forbidden: unknown Host (this server answers only on loopback)", 403)
+        if not self.config.local and not (has_token(request, self.config.token) or _valid(
+                request.query_params.get("token"), self.config.token) or _valid(
+                request.headers.get("x-loopwright-token"), self.config.token)):
+            return PlainTextResponse("forbidden: open the address with ?token=… that loopwright serve printed", 403)
+        return None
+
+    async def _send(self, response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+        response.headers.update({k.decode(): v.decode() for k, v in HEADERS})
+        await response(scope, receive, send)

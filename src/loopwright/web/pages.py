@@ -1,0 +1,147 @@
+"""The pages: the sessions list (filters, pages), one session (streamed record by record), the
+schedules with their fires and actions, and the cost per day and model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..stores.sessionlist import _locked
+from .chart import cost_chart
+from .html import badge, duration, esc, foot, head, hidden, link, money, query, started, table, when
+from .index import FILTERS, SessionIndex
+from .transcript import Renderer, lines
+
+PAGE_SIZE = 50
+LABELS = {"project": "project", "model": "model", "outcome": "terminal reason", "goal": "goal"}
+
+
+def sessions_page(index: SessionIndex, params: dict[str, str]) -> str:
+    index.refresh_soon()
+    filters = {k: params.get(k, "") for k in FILTERS}
+    text = params.get("q", "").strip()
+    page = max(1, int(params["page"])) if params.get("page", "").isdigit() else 1
+    rows, total = index.page(filters, text, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+    body = [head("Sessions", "/"), _filter_form(index, filters, text),
+            f'<p class="count">{total:,} session(s){" match" if text or any(filters.values()) else ""}</p>']
+    cells = [_row(r) for r in rows]
+    body.append(table(("started", "project", "model", "turns", "cost", "duration", "terminal reason", "goal",
+                       "first prompt"), cells, "sessions") if rows else '<p class="empty">No sessions.</p>')
+    body.append(_pager(page, total, filters, text))
+    return "".join(body) + foot()
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    outcome = "running" if _locked(Path(r["path"])) else r["outcome"]
+    prompt = r["first_prompt"] or r["id"]
+    return [esc(started(r["started"])), f'<span title="{esc(r["folder"])}">{esc(_short(r["folder"]))}</span>',
+            esc(r["model"] or "-"), esc(r["turns"]), money(r["cost_usd"]), duration(r["duration_ms"]),
+            badge(outcome or "-", outcome), badge(r["goal"] or "-", r["goal"]), link(f"/s/{r['id']}", prompt, "open")]
+
+
+def _short(folder: str) -> str:
+    parts = folder.rstrip("/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else folder
+
+
+def _filter_form(index: SessionIndex, filters: dict[str, str], text: str) -> str:
+    fields = [f'<label>search <input name="q" value="{esc(text)}" placeholder="prompt, id or folder"></label>']
+    for key in FILTERS:
+        if key == "project" and index.only is not None:
+            continue
+        options = "".join(f'<option value="{esc(v)}"{" selected" if v == filters[key] else ""}>{esc(v)}</option>'
+                          for v in index.choices(key))
+        fields.append(f'<label>{esc(LABELS[key])} <select name="{key}"><option value="">any</option>{options}'
+                      "</select></label>")
+    return f'<form class="filters" method="get" action="/">{"".join(fields)}<button>Filter</button> {link("/", "clear")}</form>'
+
+
+def _pager(page: int, total: int, filters: dict[str, str], text: str) -> str:
+    last = max(1, -(-total // PAGE_SIZE))
+    out = []
+    if page > 1:
+        out.append(link(query("/", q=text, page=page - 1, **filters), "← newer"))
+    out.append(f"page {page} of {last}")
+    if page < last:
+        out.append(link(query("/", q=text, page=page + 1, **filters), "older →", "next"))
+    return f'<p class="pager">{" · ".join(out)}</p>'
+
+
+def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[str]:
+    """The page in pieces: the head at once, then the records in batches, then the live marker."""
+    row = next((r for r in index.page({}, session_id, 0, 5)[0] if r["id"] == session_id), None)
+    yield head(f"Session {session_id}")
+    if row is not None:
+        facts = [("project", row["folder"]), ("started", started(row["started"])), ("model", row["model"] or "-"),
+                 ("turns", row["turns"]), ("cost", money(row["cost_usd"])), ("duration", duration(row["duration_ms"])),
+                 ("terminal reason", row["outcome"] or "-"), ("goal", row["goal"] or "-")]
+        yield '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
+    yield '<div id="records">'
+    renderer, offset, batch = Renderer(), 0, []
+    for offset, record in lines(path):
+        batch.append(renderer.record(record) if record is not None else
+                     '<div class="rec damaged">a damaged line (not JSON) was skipped</div>')
+        if len(batch) >= 100:
+            yield "".join(batch)
+            batch = []
+    yield "".join(batch) + "</div>"
+    if _locked(path):
+        src = query(f"/s/{session_id}/events", offset=offset, turn=renderer.turn)
+        yield f'<p id="live" class="live" data-src="{esc(src)}">running: follows the session as it goes</p>'
+    yield foot()
+
+
+def schedules_page(store: Any, token: str | None) -> str:
+    schedules = store.schedules()
+    body = [head("Schedules", "/schedules"),
+            '<p class="note">Schedules fire while <code>loopwright scheduler</code> runs; “run now” makes one due at '
+            "once.</p>"]
+    if token is None:
+        body.append('<p class="warn">Actions need the token: open the address with <code>?token=…</code> that '
+                    "<code>loopwright serve</code> printed.</p>")
+    if not schedules:
+        body.append('<p class="empty">No schedules (add one with <code>loopwright schedule add</code>).</p>')
+    for s in schedules:
+        body.append(_schedule(store, s, token))
+    return "".join(body) + foot()
+
+
+def _schedule(store: Any, s: Any, token: str | None) -> str:
+    from ..policy.cadence import cadence
+
+    state = "paused" if s.paused else "finished" if s.next_at is None else "active"
+    runs = store.runs(s.id, 10)
+    spent = sum(r.cost_usd for r in store.runs(s.id, 1_000_000))
+    facts = (f"{badge(state)} <code>{esc(s.cron or cadence(s.every_s).cron)}</code> · next fire {esc(when(s.next_at))}"
+             f" · {esc(s.runs)} run(s){f' of {esc(s.max_runs)}' if s.max_runs else ''} · spent {money(spent)} · "
+             f"in {esc(s.cwd)}")
+    actions = "".join(_action(s.id, name, token) for name, show in (("pause", not s.paused), ("resume", s.paused),
+                                                                     ("run", s.next_at is not None)) if show)
+    fires = table(("fire", "status", "started", "took", "cost", "session", "note"), [
+        [esc(when(r.fire_at)), badge(r.status), esc(when(r.started)),
+         duration((r.ended - r.started) * 1000 if r.ended and r.started else None), money(r.cost_usd),
+         link(f"/s/{r.session_id}", r.session_id[:8]) if r.session_id else "-", esc(" ".join(r.note.split())[:120])]
+        for r in reversed(runs)], "fires") if runs else '<p class="empty">No fires yet.</p>'
+    return (f'<section class="schedule" id="schedule-{esc(s.id)}"><h2>{esc(s.id)}</h2><p>{facts}</p>'
+            f'<p class="prompt">{esc(s.prompt)}</p><div class="actions">{actions}</div>{fires}</section>')
+
+
+def _action(schedule_id: str, name: str, token: str | None) -> str:
+    label = {"pause": "Pause", "resume": "Resume", "run": "Run now"}[name]
+    field = hidden("token", token) if token else ""
+    return (f'<form method="post" action="/schedules/{esc(schedule_id)}/{name}">{field}'
+            f'<button name="do" value="{name}" class="{name}">{label}</button></form>')
+
+
+def cost_page(index: SessionIndex) -> str:
+    index.refresh_soon()
+    points = index.costs()
+    by_model: dict[str, float] = {}
+    for _, model, cost in points:
+        by_model[model] = by_model.get(model, 0.0) + cost
+    rows = [[esc(day), esc(model), money(cost)] for day, model, cost in reversed(points)][:200]
+    totals = [[esc(m), money(c)] for m, c in sorted(by_model.items(), key=lambda kv: -kv[1])]
+    return (head("Cost", "/cost") + '<p class="note">Per day (UTC) and model, from the transcripts; “other” is what '
+            "a run's result counts beyond its own messages (the goal evaluator, subagents).</p>" + cost_chart(points)
+            + "<h2>By model</h2>" + table(("model", "cost"), totals) + "<h2>By day</h2>"
+            + table(("day", "model", "cost"), rows) + foot())

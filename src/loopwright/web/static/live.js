@@ -1,0 +1,22 @@
+// loopwright serve: the one script of the web view. It follows a running session: the server
+// sends the new records as HTML it has escaped, and they are appended in place.
+"use strict";
+(function () {
+  function follow() {
+    var live = document.getElementById("live");
+    var target = document.getElementById("records");
+    if (!live || !target || !window.EventSource) return;
+    var source = new EventSource(live.getAttribute("data-src"));
+    source.addEventListener("records", function (event) {
+      target.insertAdjacentHTML("beforeend", event.data);
+      live.textContent = "running: updated " + new Date().toLocaleTimeString();
+    });
+    source.addEventListener("done", function () {
+      source.close();
+      live.textContent = "the session has ended; reload for its final summary";
+      live.className = "live ended";
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", follow);
+  else follow();
+})();

@@ -1,0 +1,190 @@
+"""`loopwright serve`, end to end: a store made by real `loopwright -p` runs through the
+simulator, the server as a subprocess, and headless Chromium driving it — the list, each kind
+of record, a session growing live, schedule actions with and without the token, and markup
+from a model or a tool that stays text."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+from servekit import (INJECTED_TEXT, INJECTED_TOOL, Server, bash, browser, cli, compaction_session,  # noqa: E402
+                      goal_session, make_env, request, scheduled)
+from loopwright.testing import Simulator  # noqa: E402
+
+SHOTS = os.environ.get("LOOPWRIGHT_SCREENSHOTS")  # a folder: the browser tests save screenshots there
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    base = tmp_path_factory.mktemp("serve")
+    env, project = make_env(base), base / "project"
+    project.mkdir()
+    ids = {"goal": goal_session(env, project), "compaction": compaction_session(env, project)}
+    scheduled(env, project)
+    return {"env": env, "project": project, **ids}
+
+
+@pytest.fixture(scope="module")
+def server(store):
+    s = Server(store["env"], store["project"])
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def driver(server):
+    try:
+        d = browser()
+    except Exception as exc:  # no chromium, no driver, no display libraries
+        pytest.skip(f"headless chromium cannot start here: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    d.get(server.url)  # the printed address: the token becomes a cookie, the address loses it
+    yield d
+    d.quit()
+
+
+def shot(driver, name):
+    if SHOTS:
+        height = driver.execute_script("return document.body.scrollHeight")
+        driver.set_window_size(1280, min(max(height, 600), 2400))
+        driver.save_screenshot(str(Path(SHOTS) / f"{name}.png"))
+        driver.set_window_size(1280, 900)
+
+
+def test_the_list_shows_the_sessions(server, driver, store):
+    driver.get(server.base + "/")
+    assert "token=" not in driver.current_url
+    rows = driver.find_elements("css selector", "table.sessions tbody tr")
+    assert len(rows) == 3  # the goal loop, the compaction, the schedule's fire
+    text = driver.find_element("css selector", "table.sessions").text
+    assert "goal_met" in text and "run three echoes" in text and "say hi" in text and "claude-sonnet-5" in text
+    shot(driver, "serve-sessions")
+    driver.get(server.base + "/?q=echoes")
+    assert len(driver.find_elements("css selector", "table.sessions tbody tr")) == 1
+    driver.get(server.base + "/?outcome=goal_met")
+    assert [r.text for r in driver.find_elements("css selector", "table.sessions tbody tr")][0].count("goal_met")
+
+
+def test_a_session_page_shows_each_kind_of_record(server, driver, store):
+    driver.get(f"{server.base}/s/{store['goal']}")
+    count = lambda css: len(driver.find_elements("css selector", css))  # noqa: E731
+    assert count(".rec.user") >= 1 and count(".rec.assistant") == 4 and count(".rec.harness") >= 1
+    assert count(".call") == 2 and count(".tool-result.ok") == 1 and count(".tool-result.denied") == 1
+    assert count(".rec.retry") == 1 and count(".rec.result") == 1
+    goal = driver.find_element("id", "records").text
+    assert "goal set" in goal and "not met" in goal and "met" in goal and "Overloaded: status 529" in goal
+    assert "Permission needed for Write" in goal
+    shot(driver, "serve-session")
+    driver.get(f"{server.base}/s/{store['compaction']}")
+    compaction = driver.find_element("css selector", ".rec.compaction").text
+    assert "reactive compaction" in compaction and "tokens" in compaction
+    assert "finished after compaction" in driver.find_element("id", "records").text
+
+
+def test_markup_from_a_model_or_a_tool_never_runs(server, driver, store):
+    driver.get(f"{server.base}/s/{store['goal']}")
+    assert driver.execute_script("return [typeof window.pwnedText, typeof window.pwnedTool]") == ["undefined"] * 2
+    text = driver.find_element("id", "records").text
+    assert INJECTED_TEXT in text and INJECTED_TOOL in text  # shown as text
+    assert driver.find_elements("css selector", "#records img, #records script") == []
+    status, headers, body = request(f"{server.base}/s/{store['goal']}")
+    assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
+    assert "<script>window" not in body and "&lt;img src=x onerror=" in body
+
+
+def test_a_running_session_updates_without_a_reload(server, driver, store):
+    sid = "7f1c2b8e-0000-4000-8000-000000000001"
+    script = [bash("echo first"), {**bash("echo second"), "delay": 2.5}, {"text": "all finished now", "delay": 2.5}]
+    with Simulator(script) as sim:
+        env = dict(store["env"], ANTHROPIC_BASE_URL=sim.base_url)
+        run = subprocess.Popen([sys.executable, "-m", "loopwright", "-p", "two echoes", "--session-id", sid,
+                                "--allowedTools", "Bash"], env=env, cwd=store["project"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait(lambda: "echo first" in request(f"{server.base}/s/{sid}")[2], 20)
+            driver.get(f"{server.base}/s/{sid}")
+            assert driver.find_element("id", "live")  # the page knows the session is running
+            driver.execute_script("window.notReloaded = true")
+            before = len(driver.find_elements("css selector", "#records .rec"))
+            _wait(lambda: "all finished now" in driver.find_element("id", "records").text, 30)
+            assert driver.execute_script("return window.notReloaded") is True
+            assert len(driver.find_elements("css selector", "#records .rec")) > before
+            assert "echo second" in driver.find_element("id", "records").text
+            _wait(lambda: "ended" in driver.find_element("id", "live").get_attribute("class"), 15)
+        finally:
+            run.wait(timeout=60)
+
+
+def test_pause_and_resume_need_the_token(server, driver, store):
+    driver.get(server.base + "/schedules")
+    section = lambda: driver.find_element("id", "schedule-nightly")  # noqa: E731
+    assert "say hi" in section().text and "success" in section().text  # the past fire and its status
+    section().find_element("css selector", "button.pause").click()
+    _wait(lambda: "paused" in section().text, 10)
+    assert _schedule(store)["paused"] is True
+    shot(driver, "serve-schedules")
+    section().find_element("css selector", "button.resume").click()
+    _wait(lambda: "active" in section().text, 10)
+    assert _schedule(store)["paused"] is False
+    url = f"{server.base}/schedules/nightly/pause"
+    assert request(url, b"", method="POST")[0] == 403  # no token
+    assert request(url, b"token=wrong", method="POST")[0] == 403
+    evil = {"Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"}
+    assert request(url, f"token={server.token}".encode(), evil, "POST")[0] == 403  # another site
+    assert request(url.replace("127.0.0.1", "localhost"), b"", {"Host": "evil.example"}, "POST")[0] == 403
+    assert _schedule(store)["paused"] is False
+    status, _, _ = request(f"{server.base}/schedules/nightly/run", b"", {"X-Loopwright-Token": server.token}, "POST")
+    assert status == 303 and abs(_schedule(store)["next_at"] - time.time()) < 30
+
+
+def test_cost_is_drawn_as_svg(server, driver):
+    driver.get(server.base + "/cost")
+    assert len(driver.find_elements("css selector", "svg.chart rect")) >= 2
+    assert "claude-sonnet-5" in driver.find_element("css selector", "ul.legend").text
+    shot(driver, "serve-cost")
+
+
+def test_nothing_outside_the_stores_is_served(server, store):
+    for path in ("/static/..%2F..%2Fcli%2Fmain.py", "/static/app.py", "/s/..%2F..%2Fetc%2Fpasswd", "/s/..",
+                 f"/s/{store['goal']}%2F..%2F..%2Fschedules.db"):
+        assert request(server.base + path)[0] == 404, path
+    assert request(server.base + "/", headers={"Host": "attacker.example:80"})[0] == 403  # DNS rebinding
+
+
+def test_a_server_beyond_loopback_needs_the_token_for_everything(tmp_path):
+    from starlette.testclient import TestClient
+
+    from loopwright.web.app import Config, build
+
+    app = build(Config(tmp_path, None, "sekrit", local=False, port=80))
+    with TestClient(app, base_url="http://box.example") as client:
+        assert client.get("/").status_code == 403
+        assert client.get("/static/style.css").status_code == 403
+        assert client.get("/", headers={"X-Loopwright-Token": "sekrit"}).status_code == 200
+        response = client.get("/?token=sekrit", follow_redirects=False)
+        assert response.status_code == 303 and response.headers["location"] == "/"
+        assert client.get("/").status_code == 200  # the cookie now
+
+
+def _schedule(store):
+    out = cli(["schedule", "list", "--json"], store["env"], store["project"])
+    return next(s for s in json.loads(out.stdout) if s["id"] == "nightly")
+
+
+def _wait(condition, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except Exception:  # the page is between states
+            pass
+        time.sleep(0.2)
+    assert condition()
