@@ -151,3 +151,28 @@ def test_a_hook_callback_is_asked_and_a_failed_one_does_not_end_the_run(tmp_path
     assert init["response"]["response"]["hooks_applied"] is True
     assert asked["request"]["callback_id"] == "hook_0" and asked["request"]["input"]["hook_event_name"] == "Stop"
     assert result["result"] == "Done." and not result["is_error"] and code == 0
+
+
+def test_stdin_read_after_the_session_ended_is_dropped_without_a_traceback():
+    """Regression: a bad line ends the session while the reader thread still reads the rest of
+    stdin; its hand-off to the closed event loop printed a thread traceback (seen in CI)."""
+    import asyncio
+    import io
+
+    from loopwright.cli.sdkmode import read_stdin
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+    errors = []
+    server = type("Ended", (), {"on_line": lambda self, line: None, "on_eof": lambda self: None})()
+    thread = threading.Thread(target=lambda: _catching(errors, read_stdin, loop, server, io.StringIO("late line\n")))
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and errors == []
+
+
+def _catching(errors, fn, *args):
+    try:
+        fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - the test asserts that nothing escapes
+        errors.append(exc)

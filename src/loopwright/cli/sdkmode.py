@@ -106,14 +106,16 @@ class Server:
             self.out.state("idle")
 
 
-def _read_stdin(loop: asyncio.AbstractEventLoop, server: Server) -> None:
-    """In a daemon thread: a blocked read never holds the process at exit."""
+def read_stdin(loop: asyncio.AbstractEventLoop, server: Server, stream: Any = None) -> None:
+    """In a daemon thread: a blocked read never holds the process at exit. The loop may have
+    ended meanwhile (a bad line ends the session while the next one is still being read): then
+    the rest of stdin is nobody's, and this thread ends without a word."""
     try:
-        while line := sys.stdin.readline(MAX_LINE_CHARS + 1):
+        while line := (stream or sys.stdin).readline(MAX_LINE_CHARS + 1):
             loop.call_soon_threadsafe(server.on_line, line)
-    except (OSError, ValueError):
+        loop.call_soon_threadsafe(server.on_eof)
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: the event loop is closed
         pass
-    loop.call_soon_threadsafe(server.on_eof)
 
 
 def run_sdk(opts: Options) -> int:
@@ -147,7 +149,7 @@ def run_sdk(opts: Options) -> int:
     server = Server(agent, out, channel, host)
 
     async def work() -> RunResult | None:
-        threading.Thread(target=_read_stdin, args=(asyncio.get_running_loop(), server), daemon=True).start()
+        threading.Thread(target=read_stdin, args=(asyncio.get_running_loop(), server), daemon=True).start()
         return await server.serve()
 
     try:
