@@ -48,8 +48,9 @@ def load_cli_settings(opts: Options, *, announce: bool = True) -> Any:
     `announce` (every run but the interactive one, which asks instead) what the project's files
     widen, in one line."""
     from ..settings import load_settings
+    from .sdkflags import reads_setting_files
 
-    settings = load_settings(Path.cwd(), settings=opts.settings, bare=bool(opts.bare))
+    settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts))
     for finding in settings.findings:
         print(f"loopwright: warning: {printable(_shown(str(finding)))}", file=sys.stderr, flush=True)
     if announce and (line := widened_line(settings)):

@@ -82,15 +82,18 @@ def _escape_undecodable() -> None:
 
 
 def _dispatch(opts: Options) -> int:
+    from .sdkflags import check_sdk_flags
+
+    check_sdk_flags(opts)
     if not opts.print_mode and sys.stdin.isatty() and sys.stdout.isatty():
         from .interactive import run_interactive
 
         return run_interactive(opts)
     # piped use without -p behaves as -p
     if opts.input_format == "stream-json":  # stdin is a stream of messages, not the prompt
-        from .streamin import run_stream_input
+        from .sdkmode import run_sdk  # with the control channel the Agent SDK speaks
 
-        return run_stream_input(opts)
+        return run_sdk(opts)
     from .core import is_loop, read_prompt
 
     prompt = read_prompt(opts.prompt, required=not (opts.goal or opts.goal_file))

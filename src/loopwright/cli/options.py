@@ -60,6 +60,19 @@ class Options:
     max_iterations: int | None = None
     until: str | None = None
     version: bool = False
+    # flags the Agent SDK sends (cli.sdkflags says which are honoured)
+    permission_prompt_tool: str | None = None
+    setting_sources: str | None = None
+    plugin_dir: tuple[str, ...] = ()
+    thinking: str | None = None
+    thinking_display: str | None = None
+    max_thinking_tokens: int | None = None
+    effort: str | None = None
+    betas: str | None = None
+    task_budget: int | None = None
+    resume_session_at: str | None = None
+    resume_drops_turn: str | None = None
+    session_mirror: bool = False
 
     @property
     def resuming(self) -> bool:
@@ -173,4 +186,7 @@ def parser() -> Any:
     loop.add_argument("--until", help="End the loop at this time: a duration (90m, 2h) or a local time "
                       "(17:30, 2026-12-24T09:00).")
     add("--version", action="store_true", help="Print the version and exit.")
+    from .sdkflags import add_sdk_flags
+
+    add_sdk_flags(p)
     return p

@@ -4,6 +4,7 @@ an adapter."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
 from typing import Any, AsyncIterator, Literal, Mapping, Protocol, Sequence, runtime_checkable
@@ -142,12 +143,26 @@ class NoHooks:
         return NO_HOOK_RESULT
 
 
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approver's fuller answer than a bool: run the call with `updated_input` instead of
+    its own, or tell the model `message` on a denial (the Agent SDK's can_use_tool answers)."""
+
+    allowed: bool
+    updated_input: dict[str, Any] | None = None
+    message: str | None = None
+
+
+# The id of the tool call being decided, for an approver that must name it (set by dispatch).
+CURRENT_TOOL_USE_ID: ContextVar[str] = ContextVar("loopwright_tool_use_id", default="")
+
+
 @runtime_checkable
 class Approver(Protocol):
     """Asks a person whether a tool call may run (interactive front ends). Headless runs have
     none: an `ask` becomes a denial."""
 
-    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool: ...
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval: ...
 
 
 @dataclass(frozen=True, slots=True)

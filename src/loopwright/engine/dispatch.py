@@ -18,7 +18,7 @@ from ..core.environ import child_env
 from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolStarted
 from ..core.fastclass import dataclass
-from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
+from ..core.ports import CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
 from ..core.types import ToolResultBlock, ToolUseBlock
 from .sizes import bounded_context, bounded_result
 
@@ -122,11 +122,13 @@ class ToolDispatcher:
                                                  f"a PreToolUse hook blocked it: {pre.reason or 'no reason given'}"))
             context = "".join(f"\n\n{c}" for c in bounded_context(pre.additional_context))
             return _error(call, f"A PreToolUse hook blocked this call: {pre.reason or 'no reason given'}{context}")
+        CURRENT_TOOL_USE_ID.set(call.id)  # an approver that asks elsewhere names the call
         decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
         if not decision.allowed:
             self.denials.append(PermissionDenial(call.name, call.id, tool_input, decision.reason, decision.hint))
             return _error(call, decision.message)
+        tool_input = decision.updated_input if decision.updated_input is not None else tool_input
         try:
             args = tool.validate(tool_input)
         except ToolInputError as exc:

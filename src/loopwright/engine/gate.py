@@ -22,7 +22,7 @@ from ..core.fastclass import dataclass
 from ..policy import gitsafe, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
 from ..policy.reading import deny_below, kept_private, private_patterns
-from ..core.ports import Access, Approver, DescribesAccess, PathGuard, Tool
+from ..core.ports import Access, Approval, Approver, DescribesAccess, PathGuard, Tool
 from .gitfacts import git_facts
 
 MAX_GLOB_MATCHES = 1000
@@ -41,6 +41,7 @@ class GateDecision:
     env: Mapping[str, str] = field(default_factory=dict)
     reason: str = ""  # a denial: why, and what would allow it (for the person)
     hint: str = ""
+    updated_input: dict[str, Any] | None = None  # an approver's changed input: the call runs with it
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -89,12 +90,24 @@ class ToolGate:
                 return self._allowed(call)
             mode = permissions.normalise_mode(self.rules.mode)
             if self.approver is not None and mode != "dontAsk":
-                if await self.approver.approve(tool.name, tool_input, verdict.reason):
-                    return self._allowed(call)
-                return GateDecision(False, f"The user declined this {tool.name} call ({verdict.reason}). "
-                                           "Do not retry it; ask the user how to proceed or choose another way.",
-                                    reason=f"declined by the user: {verdict.reason}")
+                answer = await self.approver.approve(tool.name, tool_input, verdict.reason)
+                approval = answer if isinstance(answer, Approval) else Approval(bool(answer))
+                if approval.allowed:
+                    return self._approved(tool, tool_input, call, approval.updated_input)
+                return GateDecision(False, approval.message or f"The user declined this {tool.name} call "
+                                    f"({verdict.reason}). Do not retry it; ask the user how to proceed or choose "
+                                    "another way.", reason=f"declined by the user: {verdict.reason}")
         return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "")
+
+    def _approved(self, tool: Tool, given: dict[str, Any], call: Call, updated: dict[str, Any] | None) -> GateDecision:
+        """An approved call; with input the approver changed, judged again for what it now
+        touches (a deny rule still holds; the approval answers an ask)."""
+        if updated is None or updated == given:
+            return self._allowed(call)
+        verdict, call = self._judge(tool, updated)
+        if verdict.decision == "deny":
+            return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "")
+        return replace(self._allowed(call), updated_input=updated)
 
     def _allowed(self, call: Call) -> GateDecision:
         guard = CallGuard(call, self) if call.kind in ("read", "write") else None

@@ -38,6 +38,8 @@ class ServerSpec:
     source: str = ""
     scope: str = "dynamic"
     warnings: tuple[str, ...] = ()
+    # transport "sdk": a server in the host process; carries one JSON-RPC message there (mcp.bridge)
+    bridge: Any = None
 
 
 def expand(value: str, env: Mapping[str, str], missing: list[str]) -> str:

@@ -82,6 +82,10 @@ class Connection:
 
     def _target(self) -> Any:
         spec = self.spec
+        if spec.transport == "sdk":
+            from .bridge import bridged
+
+            return bridged(spec.bridge)
         if spec.transport == "stdio":
             from mcp import StdioServerParameters, stdio_client
 

@@ -1,0 +1,104 @@
+"""The host's control requests, answered: `initialize` (its hooks registered), `interrupt`,
+`set_permission_mode`, `set_model`, `mcp_status`, `stop_task`; any other subtype gets an error
+answer, never silence (the SDK would wait a minute for it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import LoopwrightError
+from .control import ControlChannel, register_sdk_hooks
+from .sdkemit import SdkOutput
+
+
+class Unsupported(Exception):
+    pass
+
+
+class HostRequests:
+    def __init__(self, agent: Any, channel: ControlChannel, out: SdkOutput) -> None:
+        self.agent, self.channel, self.out = agent, channel, out
+        self.busy = False  # a turn is running
+        self._hooks: list[Any] = []  # registrations of the SDK's hooks (a second initialize replaces them)
+        self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "initialize": self.initialize, "interrupt": self.interrupt, "set_permission_mode": self.set_permission_mode,
+            "set_model": self.set_model, "mcp_status": self.mcp_status, "stop_task": lambda body: {},
+        }
+
+    def handle(self, message: dict[str, Any]) -> None:
+        rid = str(message.get("request_id"))
+        body = message.get("request") if isinstance(message.get("request"), dict) else {}
+        subtype = str(body.get("subtype"))
+        handler = self._handlers.get(subtype)
+        try:
+            if handler is None:
+                raise Unsupported(f"Unsupported control request subtype: {subtype}")
+            answer = {"subtype": "success", "request_id": rid, "response": handler(body)}
+        except (Unsupported, LoopwrightError, ValueError) as exc:
+            answer = {"subtype": "error", "request_id": rid, "error": str(exc)}
+            if isinstance(exc, Unsupported):
+                answer["error_code"] = "unsupported_request"
+        self.channel.write({"type": "control_response", "response": answer})
+
+    def cancel(self, request_id: str) -> None:
+        """The host withdrew a request of its own: every one is answered at once, so none is open."""
+
+    def initialize(self, body: dict[str, Any]) -> dict[str, Any]:
+        hooks = body.get("hooks")
+        if isinstance(hooks, dict) and hooks:
+            runner = self.agent.hooks
+            if runner is None:
+                from ..hooks import HookRunner
+
+                runner = self.agent.hooks = HookRunner(project_dir=self.agent.cwd)
+            runner.registrations = [r for r in runner.registrations if r not in self._hooks]
+            self._hooks = register_sdk_hooks(runner, hooks, self.channel)
+        if body.get("agents"):
+            from .sdkflags import warn
+
+            warn("agents sent by the SDK are not supported yet; the project's agent definitions are used")
+        return {"commands": [], "agents": self.out.init.get("agents", []), "output_style": "default",
+                "available_output_styles": ["default"], "models": [], "account": {}, "pid": os.getpid(),
+                "claude_code_version": self.out.init["claude_code_version"],
+                "loopwright_version": self.out.init["loopwright_version"],
+                "current_permission_mode": self.agent.permissions.mode, "hooks_applied": bool(self._hooks),
+                "session_state": "running" if self.busy else "idle"}
+
+    def interrupt(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Withdraw what loopwright asked the host, then abort the running turn (if any)."""
+        self.channel.withdraw_all()
+        self.agent.interrupt()
+        return {"still_queued": []}
+
+    def set_permission_mode(self, body: dict[str, Any]) -> dict[str, Any]:
+        from ..policy.rules import MODES, normalise_mode
+
+        mode = normalise_mode(str(body.get("mode")))
+        if mode is None:
+            raise ValueError(f"set_permission_mode: expected one of {', '.join(MODES)}, got {body.get('mode')!r}")
+        before = self.agent.permissions
+        self.agent.permissions = dataclasses.replace(before, mode=mode)
+        try:
+            self.agent._refuse_root_bypass()  # the same refusal as the flag's
+        except LoopwrightError:
+            self.agent.permissions = before
+            raise
+        self.out.status()
+        return {"mode": mode}
+
+    def set_model(self, body: dict[str, Any]) -> dict[str, Any]:
+        from ..policy.models import DEFAULT_MODEL, resolve_model
+
+        given = body.get("model")
+        if given is not None and (not isinstance(given, str) or not given.strip()):
+            raise ValueError(f"set_model: expected a model name or null, got {given!r}")
+        self.agent.model = resolve_model(given or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).id
+        return {"model": self.agent.model}
+
+    def mcp_status(self, body: dict[str, Any]) -> dict[str, Any]:
+        if self.out.mcp_servers:  # as the last system/init said
+            return {"mcpServers": [dict(s) for s in self.out.mcp_servers]}
+        return {"mcpServers": [{"name": s.name, "status": "pending"} for s in self.agent.mcp_servers]}

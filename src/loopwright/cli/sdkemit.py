@@ -1,0 +1,59 @@
+"""stdout for the Agent SDK: every engine event as its stream-json line (with the `uuid` and
+`session_id` the SDK's parser requires), session state frames, and control lines. Nothing but
+JSON lines goes to stdout; warnings go to stderr, without the progress view `--verbose` gives
+a person (the SDK always passes it)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .. import __version__
+from ..core.events import Event, HookResponse, HookStarted, Notice, SystemInit
+from ..core.ids import uuid4
+from .render import dumps, stream_json, visible
+
+
+class SdkOutput:
+    def __init__(self, agent: Any, hook_events: bool, init: dict[str, Any], state_frames: bool) -> None:
+        self.agent, self.hook_events, self.state_frames = agent, hook_events, state_frames
+        agents = list(agent.agents or {}) if isinstance(agent.agents, dict) else []
+        self.init = {"slash_commands": [], "skills": [], "agents": agents, **init}
+        self.mcp_servers: list[dict[str, Any]] = []
+
+    def line(self, obj: dict[str, Any]) -> None:
+        sys.stdout.write(dumps(obj) + "\n")
+        sys.stdout.flush()
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, SystemInit):
+            self.mcp_servers = list(event.mcp_servers)
+            for server in event.mcp_servers:
+                if server.get("status") == "failed":
+                    _warn(f"MCP server {server['name']!r} failed: {server.get('error', '')}; the run goes on "
+                          "without its tools")
+        elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning"):
+            _warn(event.text)
+        if isinstance(event, (HookStarted, HookResponse)) and not (self.hook_events or event.hook_event == "SessionStart"):
+            return
+        found = stream_json(event, self.agent.session_id, __version__)
+        if found is None:
+            return
+        if isinstance(event, SystemInit):
+            found = {**found, **self.init, "permissionMode": self.agent.permissions.mode}
+        self.line({**found, "uuid": found.get("uuid") or uuid4(), "session_id": self.agent.session_id})
+
+    def state(self, state: str) -> None:
+        """`system/session_state_changed` (only when the host asked for them): `idle` after a
+        result tells the SDK the run is over, so it may close stdin."""
+        if self.state_frames:
+            self.line({"type": "system", "subtype": "session_state_changed", "state": state, "sdk_host_only": True,
+                       "uuid": uuid4(), "session_id": self.agent.session_id})
+
+    def status(self) -> None:
+        self.line({"type": "system", "subtype": "status", "status": None, "permissionMode": self.agent.permissions.mode,
+                   "uuid": uuid4(), "session_id": self.agent.session_id})
+
+
+def _warn(text: str) -> None:
+    print(f"loopwright: warning: {visible(text)}", file=sys.stderr, flush=True)

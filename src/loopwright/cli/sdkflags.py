@@ -1,0 +1,108 @@
+"""The flags the official Agent SDK (`claude-agent-sdk`) puts on the command line that loopwright
+has no other use for: accepted, honoured where loopwright can, else said in one stderr line;
+refused only where ignoring one would run something other than what was asked."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from ..core.errors import UsageError
+
+Options = Any  # cli.options.Options (which imports this module)
+
+SETTING_SOURCES = ("user", "project", "local")
+
+
+def add_sdk_flags(p: Any) -> None:
+    sdk = p.add_argument_group("Agent SDK (ClaudeAgentOptions(cli_path='loopwright'))")
+    add = sdk.add_argument
+    add("--permission-prompt-tool", metavar="stdio", help="stdio: ask the SDK's can_use_tool over the control "
+        "channel whenever the rules would ask (needs --input-format stream-json).")
+    add("--setting-sources", metavar="user,project,local", help="Which settings files to read; without both "
+        "user and project none is read (only --settings).")
+    add("--plugin-dir", dest="plugin_dir", action="append", default=[], metavar="DIR", help="(not supported: ignored)")
+    add("--thinking", choices=["adaptive", "enabled", "disabled"], help="(not supported yet: ignored)")
+    add("--thinking-display", help="(not supported yet: ignored)")
+    add("--max-thinking-tokens", type=int, metavar="N", help="(not supported yet: ignored)")
+    add("--effort", help="(not supported yet: ignored)")
+    add("--betas", help="(not supported yet: ignored)")
+    add("--task-budget", type=int, metavar="TOKENS", help="(not supported yet: ignored)")
+    add("--resume-session-at", metavar="MESSAGE_ID", help="(not supported: refused)")
+    add("--resume-drops-turn", metavar="MESSAGE_ID", help="(not supported: refused)")
+    add("--session-mirror", action="store_true", help="(not supported: no transcript_mirror lines; ignored)")
+
+
+def check_sdk_flags(opts: Options) -> None:
+    """Refuse what cannot be honoured safely; say once on stderr what is accepted but ignored."""
+    for flag, value in (("--resume-session-at", opts.resume_session_at), ("--resume-drops-turn", opts.resume_drops_turn)):
+        if value is not None:
+            raise UsageError(f"{flag} is not supported by loopwright: resuming the whole session instead would "
+                             "give the model a conversation other than the one asked for")
+    tool = opts.permission_prompt_tool
+    if tool == "stdio" and opts.input_format != "stream-json":
+        raise UsageError("--permission-prompt-tool stdio asks over the stream-json control channel: use it with "
+                         "--input-format stream-json --output-format stream-json")
+    ignored = [flag for flag, given in (
+        ("--plugin-dir", opts.plugin_dir), ("--thinking", opts.thinking), ("--thinking-display", opts.thinking_display),
+        ("--max-thinking-tokens", opts.max_thinking_tokens is not None), ("--effort", opts.effort),
+        ("--betas", opts.betas), ("--task-budget", opts.task_budget is not None),
+        ("--session-mirror", opts.session_mirror)) if given]
+    if ignored:
+        warn(f"{', '.join(ignored)}: not supported by loopwright yet; ignored")
+    if tool is not None and tool != "stdio":
+        warn(f"--permission-prompt-tool {tool}: only stdio is supported; a call the rules would ask about is denied")
+    sources = setting_sources(opts)
+    if sources is not None and not reads_setting_files(opts) and "user" in sources:
+        warn("--setting-sources: loopwright reads your own and the project's settings together or not at all; "
+             "without project no settings file is read (only --settings)")
+    elif sources is not None and reads_setting_files(opts) and "local" not in sources:
+        warn("--setting-sources: the project's local settings files are read too")
+
+
+def setting_sources(opts: Options) -> tuple[str, ...] | None:
+    if opts.setting_sources is None:
+        return None
+    given = tuple(s.strip() for s in opts.setting_sources.split(",") if s.strip())
+    unknown = [s for s in given if s not in SETTING_SOURCES]
+    if unknown:
+        raise UsageError(f"--setting-sources: unknown source(s) {', '.join(unknown)}; expected some of "
+                         f"{', '.join(SETTING_SOURCES)}")
+    return given
+
+
+def reads_setting_files(opts: Options) -> bool:
+    """Whether settings files are discovered at all (never with --bare; with --setting-sources only
+    when both user and project are named: reading fewer than asked is the safe side)."""
+    sources = setting_sources(opts)
+    return not opts.bare and (sources is None or {"user", "project"} <= set(sources))
+
+
+def split_sdk_servers(configs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`--mcp-config` values without their `{"type": "sdk"}` servers (served by the SDK process over
+    the control channel), and those servers' names."""
+    kept, sdk = [], []
+    for value in configs:
+        text = value.strip()
+        try:
+            data = json.loads(text) if text.startswith("{") else None
+        except ValueError:
+            data = None
+        servers = data.get("mcpServers") if isinstance(data, dict) else None
+        if not isinstance(servers, dict) or not any(_is_sdk(s) for s in servers.values()):
+            kept.append(value)
+            continue
+        sdk += [name for name, s in servers.items() if _is_sdk(s)]
+        rest = {name: s for name, s in servers.items() if not _is_sdk(s)}
+        if rest:
+            kept.append(json.dumps({**data, "mcpServers": rest}))
+    return tuple(kept), tuple(sdk)
+
+
+def _is_sdk(server: Any) -> bool:
+    return isinstance(server, dict) and server.get("type") == "sdk"
+
+
+def warn(text: str) -> None:
+    print(f"loopwright: warning: {text}", file=sys.stderr, flush=True)

@@ -1,0 +1,187 @@
+"""`--input-format stream-json` as the Agent SDK drives it: stdin is read while a turn runs, so
+control requests (`initialize`, `interrupt`, `set_permission_mode`, `set_model`, `mcp_status`)
+are answered at once and the host's answers reach the questions loopwright asked it; each
+`user` line is a turn, queued in order, ended by one `result` line. At stdin's end the queued
+turns finish and the process exits: 0, or 1 if the last result was an error."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .. import __version__
+from ..core import jsonsafe
+from ..core.errors import UsageError
+from ..core.events import RunResult
+from .control import ControlChannel, SdkApprover
+from .sdkcontrol import HostRequests
+from .sdkemit import SdkOutput
+from .streamin import MAX_LINE_CHARS, parse_line
+
+if TYPE_CHECKING:
+    from .options import Options
+
+_EOF = object()
+
+
+class Server:
+    """One session served over stdin/stdout. `items` holds, in stdin's order, the turns to run
+    (text, shouldQuery), errors to raise, and the end of input."""
+
+    def __init__(self, agent: Any, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
+        self.agent, self.out, self.channel, self.host = agent, out, channel, host
+        self.items: asyncio.Queue[Any] = asyncio.Queue()
+        self.stopping = False  # SIGTERM/SIGINT: finish nothing more
+        self.last: RunResult | None = None
+        self.number = 0
+
+    def on_line(self, line: str) -> None:
+        """A stdin line (in the event loop's thread): control lines are handled now, the rest queued."""
+        self.number += 1
+        if len(line.rstrip("\n")) > MAX_LINE_CHARS:
+            self.items.put_nowait(UsageError(f"stdin line {self.number} is longer than {MAX_LINE_CHARS:,} "
+                                             "characters, the cap for one message"))
+            return
+        if not line.strip():
+            return
+        try:
+            data = jsonsafe.loads(line)
+        except (ValueError, RecursionError):
+            data = None  # parse_line says what is wrong with it, in order
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "control_request":
+            self.host.handle(data)
+        elif kind == "control_response":
+            self.channel.answered(data)
+        elif kind == "control_cancel_request":
+            self.host.cancel(str(data.get("request_id")))
+        elif kind == "keep_alive":
+            return
+        else:
+            try:
+                self.items.put_nowait(parse_line(line, self.number))
+            except UsageError as exc:
+                self.items.put_nowait(exc)
+
+    def on_eof(self) -> None:
+        self.channel.close()
+        self.items.put_nowait(_EOF)
+
+    def stop(self) -> None:
+        """SIGTERM or Ctrl-C: the running turn is interrupted and no other starts."""
+        self.stopping = True
+        self.channel.withdraw_all()
+        self.agent.interrupt()
+        self.items.put_nowait(_EOF)
+
+    async def serve(self) -> RunResult | None:
+        pending: list[str] = []
+        while not self.stopping:
+            item = await self.items.get()
+            if item is _EOF:
+                break
+            if isinstance(item, UsageError):
+                raise item
+            text, query = item
+            pending.append(text)
+            if query:
+                await self.turn("\n\n".join(pending))
+                pending = []
+        if pending:
+            print(f"loopwright: warning: {len(pending)} message(s) with shouldQuery false were never sent: no turn "
+                  "followed them", file=sys.stderr, flush=True)
+        return self.last
+
+    async def turn(self, prompt: str) -> None:
+        self.out.state("running")
+        self.host.busy = True
+        try:
+            self.last = await self.agent.run(prompt, on_event=self.out.emit)
+        finally:
+            self.host.busy = False
+            self.out.state("idle")
+
+
+def read_stdin(loop: asyncio.AbstractEventLoop, server: Server, stream: Any = None) -> None:
+    """In a daemon thread: a blocked read never holds the process at exit. The loop may have
+    ended meanwhile (a bad line ends the session while the next one is still being read): then
+    the rest of stdin is nobody's, and this thread ends without a word."""
+    try:
+        while line := (stream or sys.stdin).readline(MAX_LINE_CHARS + 1):
+            loop.call_soon_threadsafe(server.on_line, line)
+        loop.call_soon_threadsafe(server.on_eof)
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: the event loop is closed
+        pass
+
+
+def run_sdk(opts: Options) -> int:
+    from .core import (
+        build_agent,
+        foreground,
+        init_fields,
+        load_cli_settings,
+        open_cli_session,
+    )
+    from .sdkflags import split_sdk_servers
+
+    if opts.output_format != "stream-json":
+        raise UsageError("--input-format stream-json needs --output-format stream-json")
+    if opts.prompt:
+        raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
+    configs, sdk_servers = split_sdk_servers(opts.mcp_config)
+    opts = dataclasses.replace(opts, mcp_config=configs)
+    settings = load_cli_settings(opts)
+    agent = build_agent(opts, settings)
+    if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
+        agent.system_prompt = MINIMAL_PROMPT.format(cwd=agent.cwd)
+    session = open_cli_session(opts, agent)
+    out = SdkOutput(agent, bool(opts.include_hook_events), init_fields(settings, agent) | _init_extra(opts),
+                    state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1")
+    channel = ControlChannel(out.line)
+    host = HostRequests(agent, channel, out)
+    agent.mcp_servers = (*agent.mcp_servers, *host_servers(sdk_servers, channel))
+    if opts.permission_prompt_tool == "stdio":
+        agent.approver = SdkApprover(channel, agent.interrupt)
+    server = Server(agent, out, channel, host)
+
+    async def work() -> RunResult | None:
+        threading.Thread(target=read_stdin, args=(asyncio.get_running_loop(), server), daemon=True).start()
+        return await server.serve()
+
+    try:
+        result = asyncio.run(foreground(agent, work, out.emit, server.stop))  # type: ignore[arg-type]
+    finally:
+        session.close()
+    return 1 if result is not None and result.is_error else 0
+
+
+def host_servers(names: tuple[str, ...], channel: ControlChannel) -> list[Any]:
+    """The SDK's in-process MCP servers (`{"type": "sdk"}`), reached with `mcp_message` requests."""
+    from ..mcp.config import ServerSpec
+
+    def bridge(name: str) -> Any:
+        async def ask(message: dict[str, Any]) -> Any:
+            answer = await channel.request({"subtype": "mcp_message", "server_name": name, "message": message})
+            return answer.get("mcp_response")
+
+        return ask
+
+    return [ServerSpec(name, "sdk", source="--mcp-config", bridge=bridge(name)) for name in names]
+
+
+def _init_extra(opts: Options) -> dict[str, Any]:
+    """system/init fields the SDK's users read (Claude Code's names)."""
+    return {"claude_code_version": CLAUDE_CODE_PROTOCOL, "apiKeySource": "ANTHROPIC_API_KEY"
+            if os.environ.get("ANTHROPIC_API_KEY") else "none", "output_style": "default",
+            "plugins": [], "loopwright_version": __version__}
+
+
+MINIMAL_PROMPT = "You are an agent working with tools in {cwd}."
+CLAUDE_CODE_PROTOCOL = "2.1.332"  # the Claude Code version whose stream-json protocol this follows
+
+
+__all__ = ["run_sdk"]
