@@ -320,3 +320,18 @@ def test_an_in_process_sdk_mcp_server_serves_its_tool(place):
     init = messages[0]
     assert init.data["mcp_servers"] == [{"name": "calc", "status": "connected"}]
     assert messages[-1].result == "It is 5."
+
+
+def test_output_format_gives_structured_output(place):
+    schema = {"type": "object", "properties": {"passed": {"type": "integer"}}, "required": ["passed"]}
+    script = [{"tool_use": {"name": "StructuredOutput", "input": {"passed": "three"}}},
+              {"tool_use": {"name": "StructuredOutput", "input": {"passed": 3}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        messages = collect("Count the tests", options(place, sim, output_format={"type": "json_schema",
+                                                                                   "schema": schema}))
+        first = sim.message_requests[0].body
+    tool = next(t for t in first["tools"] if t["name"] == "StructuredOutput")
+    assert tool["input_schema"]["properties"] == schema["properties"]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "success"
+    assert result.structured_output == {"passed": 3}  # the first answer broke the schema and was asked again
