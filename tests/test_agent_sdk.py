@@ -153,6 +153,29 @@ def test_can_use_tool_updated_input_is_what_runs(place):
     assert (work / "changed.txt").read_text().strip() == "changed"
 
 
+def test_can_use_tool_updated_permissions_hold_for_the_session(place):
+    from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
+
+    rule = PermissionUpdate(type="addRules", rules=[PermissionRuleValue(tool_name="Bash", rule_content="touch:*")],
+                            behavior="allow", destination="session")
+    again = {"name": "Bash", "input": {"command": "touch second.txt"}}
+    script = [{"tool_use": BASH}, {"tool_use": again}, {"text": "Both made."}]
+    seen, messages, _ = run_permission(place, lambda i: PermissionResultAllow(updated_permissions=[rule]), script)
+    assert [s[1]["command"] for s in seen] == [BASH["input"]["command"]]  # the second call was not asked
+    assert (place[1] / "proof.txt").exists() and (place[1] / "second.txt").exists()
+    assert messages[-1].result == "Both made."
+
+
+def test_a_can_use_tool_answer_with_unreadable_permissions_is_no_allow(place):
+    from claude_agent_sdk.types import PermissionUpdate
+
+    broken = PermissionUpdate(type="setMode", mode="everything", destination="session")
+    seen, messages, requests = run_permission(
+        place, lambda i: PermissionResultAllow(updated_permissions=[broken]), [{"tool_use": BASH}, {"text": "No."}])
+    assert len(seen) == 1 and not (place[1] / "proof.txt").exists()
+    assert any("updatedPermissions[0]: mode must be one of" in t for t in texts(requests[1]))
+
+
 def test_pre_tool_use_and_stop_hook_callbacks(place):
     calls = []
 
