@@ -7,7 +7,6 @@ the same scenarios against loopwright, so a protocol change shows up as a failin
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 import tempfile

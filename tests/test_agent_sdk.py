@@ -358,3 +358,30 @@ def test_output_format_gives_structured_output(place):
     result = messages[-1]
     assert isinstance(result, ResultMessage) and result.subtype == "success"
     assert result.structured_output == {"passed": 3}  # the first answer broke the schema and was asked again
+
+
+def test_get_context_usage_before_and_after_a_turn(place):
+    async def go(opts):
+        async with ClaudeSDKClient(opts) as client:
+            before = await client.get_context_usage()
+            await client.query("Say hello")
+            [m async for m in client.receive_response()]
+            return before, await client.get_context_usage()
+
+    with Simulator([{"text": "Hello."}]) as sim:
+        before, after = anyio.run(go, options(place, sim))
+    assert before["estimated"] is True and before["apiUsage"] is None
+    kinds = {c["id"]: c["tokens"] for c in before["categories"]}
+    assert kinds["system_tools"] > 1000 and "messages" not in kinds  # nothing said yet
+    assert after["estimated"] is False and after["totalTokens"] == after["apiUsage"]["input_tokens"] > 0
+    free = next(c for c in after["categories"] if c["id"] == "free_space")["tokens"]
+    assert free == after["maxTokens"] - after["totalTokens"]
+    assert {c["id"] for c in after["categories"]} >= {"system_prompt", "system_tools", "messages"}
+
+
+def test_loopwright_sdk_options_points_the_sdk_at_loopwright(place):
+    from loopwright.sdk import cli_path, options
+
+    opts = options(max_turns=3)
+    assert opts.cli_path == cli_path() and opts.max_turns == 3
+    assert os.access(opts.cli_path, os.X_OK) and os.path.basename(opts.cli_path) == "loopwright"
