@@ -153,6 +153,29 @@ def test_can_use_tool_updated_input_is_what_runs(place):
     assert (work / "changed.txt").read_text().strip() == "changed"
 
 
+def test_can_use_tool_updated_permissions_hold_for_the_session(place):
+    from claude_agent_sdk.types import PermissionRuleValue, PermissionUpdate
+
+    rule = PermissionUpdate(type="addRules", rules=[PermissionRuleValue(tool_name="Bash", rule_content="touch:*")],
+                            behavior="allow", destination="session")
+    again = {"name": "Bash", "input": {"command": "touch second.txt"}}
+    script = [{"tool_use": BASH}, {"tool_use": again}, {"text": "Both made."}]
+    seen, messages, _ = run_permission(place, lambda i: PermissionResultAllow(updated_permissions=[rule]), script)
+    assert [s[1]["command"] for s in seen] == [BASH["input"]["command"]]  # the second call was not asked
+    assert (place[1] / "proof.txt").exists() and (place[1] / "second.txt").exists()
+    assert messages[-1].result == "Both made."
+
+
+def test_a_can_use_tool_answer_with_unreadable_permissions_is_no_allow(place):
+    from claude_agent_sdk.types import PermissionUpdate
+
+    broken = PermissionUpdate(type="setMode", mode="everything", destination="session")
+    seen, messages, requests = run_permission(
+        place, lambda i: PermissionResultAllow(updated_permissions=[broken]), [{"tool_use": BASH}, {"text": "No."}])
+    assert len(seen) == 1 and not (place[1] / "proof.txt").exists()
+    assert any("updatedPermissions[0]: mode must be one of" in t for t in texts(requests[1]))
+
+
 def test_pre_tool_use_and_stop_hook_callbacks(place):
     calls = []
 
@@ -320,3 +343,45 @@ def test_an_in_process_sdk_mcp_server_serves_its_tool(place):
     init = messages[0]
     assert init.data["mcp_servers"] == [{"name": "calc", "status": "connected"}]
     assert messages[-1].result == "It is 5."
+
+
+def test_output_format_gives_structured_output(place):
+    schema = {"type": "object", "properties": {"passed": {"type": "integer"}}, "required": ["passed"]}
+    script = [{"tool_use": {"name": "StructuredOutput", "input": {"passed": "three"}}},
+              {"tool_use": {"name": "StructuredOutput", "input": {"passed": 3}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        messages = collect("Count the tests", options(place, sim, output_format={"type": "json_schema",
+                                                                                   "schema": schema}))
+        first = sim.message_requests[0].body
+    tool = next(t for t in first["tools"] if t["name"] == "StructuredOutput")
+    assert tool["input_schema"]["properties"] == schema["properties"]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "success"
+    assert result.structured_output == {"passed": 3}  # the first answer broke the schema and was asked again
+
+
+def test_get_context_usage_before_and_after_a_turn(place):
+    async def go(opts):
+        async with ClaudeSDKClient(opts) as client:
+            before = await client.get_context_usage()
+            await client.query("Say hello")
+            [m async for m in client.receive_response()]
+            return before, await client.get_context_usage()
+
+    with Simulator([{"text": "Hello."}]) as sim:
+        before, after = anyio.run(go, options(place, sim))
+    assert before["estimated"] is True and before["apiUsage"] is None
+    kinds = {c["id"]: c["tokens"] for c in before["categories"]}
+    assert kinds["system_tools"] > 1000 and "messages" not in kinds  # nothing said yet
+    assert after["estimated"] is False and after["totalTokens"] == after["apiUsage"]["input_tokens"] > 0
+    free = next(c for c in after["categories"] if c["id"] == "free_space")["tokens"]
+    assert free == after["maxTokens"] - after["totalTokens"]
+    assert {c["id"] for c in after["categories"]} >= {"system_prompt", "system_tools", "messages"}
+
+
+def test_loopwright_sdk_options_points_the_sdk_at_loopwright(place):
+    from loopwright.sdk import cli_path, options
+
+    opts = options(max_turns=3)
+    assert opts.cli_path == cli_path() and opts.max_turns == 3
+    assert os.access(opts.cli_path, os.X_OK) and os.path.basename(opts.cli_path) == "loopwright"

@@ -101,8 +101,8 @@ class SdkApprover:
     `can_use_tool`. Allow may change the input; deny says what the model is told, and with
     `interrupt` ends the turn. No answer (an error, a timeout) is a denial."""
 
-    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None]) -> None:
-        self.channel, self.interrupt = channel, interrupt
+    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], agent: Any = None) -> None:
+        self.channel, self.interrupt, self.agent = channel, interrupt, agent
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> Approval:
         body = {"subtype": "can_use_tool", "tool_name": tool_name, "display_name": tool_name, "input": tool_input,
@@ -116,12 +116,30 @@ class SdkApprover:
             return Approval(False, message=f"Tool permission request failed: {exc}")
         if answer.get("behavior") == "allow":
             updated = answer.get("updatedInput")
-            return Approval(True, updated if isinstance(updated, dict) else None)
+            updates = answer.get("updatedPermissions") or []
+            try:
+                self._keep(updates)
+            except ValueError as exc:  # fail closed: an allow whose rules cannot be read is no allow
+                print(f"loopwright: warning: can_use_tool answer refused: {exc}", file=sys.stderr, flush=True)
+                return Approval(False, message=f"The permission answer could not be used ({exc}); the call did not run.")
+            return Approval(True, updated if isinstance(updated, dict) else None, updates=tuple(updates))
         if answer.get("interrupt") is True:
             asyncio.get_running_loop().call_soon(self.interrupt)
         message = answer.get("message")
         return Approval(False, message=message if isinstance(message, str) and message else
                         f"The user denied this {tool_name} call. Do not retry it.")
+
+
+    def _keep(self, updates: Any) -> None:
+        """The session's rules with the host's `updatedPermissions`, for this turn's gate and
+        every later turn; a ValueError (nothing changed) when one cannot be read."""
+        from ..policy.rules import PermissionRules, apply_updates
+
+        if not isinstance(updates, list):
+            raise ValueError(f"updatedPermissions must be a list, got {type(updates).__name__}")
+        kept = apply_updates(self.agent.permissions if self.agent is not None else PermissionRules(), updates)
+        if updates and self.agent is not None:
+            self.agent.permissions = kept
 
 
 def register_sdk_hooks(runner: Any, config: Any, channel: ControlChannel) -> list[Any]:

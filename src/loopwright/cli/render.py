@@ -73,7 +73,7 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
         case AssistantMessage():
             message = {"id": event.id, "type": "message", "role": "assistant", "model": event.model,
                        "content": event.message.to_api()["content"], "stop_reason": event.stop_reason,
-                       "usage": event.usage.to_api()}
+                       "stop_sequence": None, "usage": event.usage.to_api()}
             return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": session_id}
         case UserMessage() if not event.synthetic:
             return None  # the prompt itself is not echoed (Claude Code: --replay-user-messages)

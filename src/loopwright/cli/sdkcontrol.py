@@ -1,5 +1,5 @@
 """The host's control requests, answered: `initialize` (its hooks registered), `interrupt`,
-`set_permission_mode`, `set_model`, `mcp_status`, `stop_task`; any other subtype gets an error
+`set_permission_mode`, `set_model`, `mcp_status`, `get_context_usage`, `stop_task`; any other subtype gets an error
 answer, never silence (the SDK would wait a minute for it)."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class HostRequests:
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "initialize": self.initialize, "interrupt": self.interrupt, "set_permission_mode": self.set_permission_mode,
             "set_model": self.set_model, "mcp_status": self.mcp_status, "stop_task": lambda body: {},
+            "get_context_usage": self.context_usage,
         }
 
     def handle(self, message: dict[str, Any]) -> None:
@@ -97,6 +98,11 @@ class HostRequests:
             raise ValueError(f"set_model: expected a model name or null, got {given!r}")
         self.agent.model = resolve_model(given or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).id
         return {"model": self.agent.model}
+
+    def context_usage(self, body: dict[str, Any]) -> dict[str, Any]:
+        from .sdkusage import context_usage
+
+        return context_usage(self.agent, self.out.last_usage)
 
     def mcp_status(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.out.mcp_servers:  # as the last system/init said

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from .. import __version__
-from ..core.events import Event, HookResponse, HookStarted, Notice, SystemInit
+from ..core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit
 from ..core.ids import uuid4
 from .render import dumps, stream_json, visible
 
@@ -20,6 +20,7 @@ class SdkOutput:
         agents = list(agent.agents or {}) if isinstance(agent.agents, dict) else []
         self.init = {"slash_commands": [], "skills": [], "agents": agents, **init}
         self.mcp_servers: list[dict[str, Any]] = []
+        self.last_usage: dict[str, Any] | None = None  # the last response's, for get_context_usage
 
     def line(self, obj: dict[str, Any]) -> None:
         sys.stdout.write(dumps(obj) + "\n")
@@ -32,6 +33,8 @@ class SdkOutput:
                 if server.get("status") == "failed":
                     _warn(f"MCP server {server['name']!r} failed: {server.get('error', '')}; the run goes on "
                           "without its tools")
+        elif isinstance(event, AssistantMessage):
+            self.last_usage = event.usage.to_api()
         elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning"):
             _warn(event.text)
         if isinstance(event, (HookStarted, HookResponse)) and not (self.hook_events or event.hook_event == "SessionStart"):

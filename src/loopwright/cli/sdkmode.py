@@ -145,7 +145,7 @@ def run_sdk(opts: Options) -> int:
     host = HostRequests(agent, channel, out)
     agent.mcp_servers = (*agent.mcp_servers, *host_servers(sdk_servers, channel))
     if opts.permission_prompt_tool == "stdio":
-        agent.approver = SdkApprover(channel, agent.interrupt)
+        agent.approver = SdkApprover(channel, agent.interrupt, agent)
     server = Server(agent, out, channel, host)
 
     async def work() -> RunResult | None:

@@ -146,11 +146,13 @@ class NoHooks:
 @dataclass(frozen=True, slots=True)
 class Approval:
     """An approver's fuller answer than a bool: run the call with `updated_input` instead of
-    its own, or tell the model `message` on a denial (the Agent SDK's can_use_tool answers)."""
+    its own, change the session's rules with `updates`, or tell the model `message` on a denial
+    (the Agent SDK's can_use_tool answers)."""
 
     allowed: bool
     updated_input: dict[str, Any] | None = None
     message: str | None = None
+    updates: tuple[dict[str, Any], ...] = ()  # permission updates that come with an allow (for the session)
 
 
 # The id of the tool call being decided, for an approver that must name it (set by dispatch).

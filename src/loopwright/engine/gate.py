@@ -22,6 +22,7 @@ from ..core.fastclass import dataclass
 from ..policy import gitsafe, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
 from ..policy.reading import deny_below, kept_private, private_patterns
+from ..policy.rules import apply_updates
 from ..core.ports import Access, Approval, Approver, DescribesAccess, PathGuard, Tool
 from .gitfacts import git_facts
 
@@ -67,8 +68,12 @@ class ToolGate:
 
     def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None,
                  env: Mapping[str, str] | None = None) -> None:
-        self.rules, self.approver, self.env = rules, approver, env
+        self.approver, self.env = approver, env
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
+        self._set_rules(rules)
+
+    def _set_rules(self, rules: permissions.PermissionRules) -> None:
+        self.rules = rules
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
         own = os.path.realpath(os.path.expanduser(os.environ.get("LOOPWRIGHT_HOME") or "~/.loopwright"))
@@ -93,6 +98,8 @@ class ToolGate:
                 answer = await self.approver.approve(tool.name, tool_input, verdict.reason)
                 approval = answer if isinstance(answer, Approval) else Approval(bool(answer))
                 if approval.allowed:
+                    if approval.updates:  # checked by the approver; they hold for the rest of the run
+                        self._set_rules(apply_updates(self.rules, approval.updates))
                     return self._approved(tool, tool_input, call, approval.updated_input)
                 return GateDecision(False, approval.message or f"The user declined this {tool.name} call "
                                     f"({verdict.reason}). Do not retry it; ask the user how to proceed or choose "

@@ -6,11 +6,12 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
 
 from ..core.fastclass import dataclass
 
-__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "bypass_refusal", "name_hits",
+__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "apply_updates", "bypass_refusal", "name_hits",
            "normalise_mode", "parse_rule", "parse_tool_list", "rule_error"]
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
@@ -131,3 +132,56 @@ def parse_tool_list(values: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         if current.strip():
             rules.append(current.strip())
     return tuple(rules)
+
+
+def apply_updates(rules: PermissionRules, updates: Sequence[Mapping[str, Any]]) -> PermissionRules:
+    """The rules after permission updates an approver sent with an allow (the Agent SDK's
+    `updatedPermissions`: `addRules`, `replaceRules`, `removeRules`, `setMode`,
+    `addDirectories`, `removeDirectories`). They last for the session, whatever destination
+    they name: loopwright writes no settings file for them. A malformed update is a ValueError
+    naming it; nothing is applied then."""
+    out = rules
+    for number, update in enumerate(updates, 1):
+        kind = update.get("type") if isinstance(update, Mapping) else None
+        where = f"updatedPermissions[{number - 1}]"
+        if kind in ("addRules", "replaceRules", "removeRules"):
+            behavior = update.get("behavior")
+            if behavior not in ("allow", "deny", "ask"):
+                raise ValueError(f"{where}: behavior must be allow, deny or ask, got {behavior!r}")
+            given = _rule_texts(update.get("rules"), where)
+            now = getattr(out, behavior)
+            now = (() if kind == "replaceRules" else now)
+            changed = tuple(r for r in now if r not in given) if kind == "removeRules" else (*now, *given)
+            out = replace(out, **{behavior: tuple(dict.fromkeys(changed))})
+        elif kind == "setMode":
+            mode = normalise_mode(str(update.get("mode")))
+            if mode is None:
+                raise ValueError(f"{where}: mode must be one of {', '.join(MODES)}, got {update.get('mode')!r}")
+            out = replace(out, mode=mode)
+        elif kind in ("addDirectories", "removeDirectories"):
+            dirs = update.get("directories")
+            if not isinstance(dirs, list) or not all(isinstance(d, str) and d for d in dirs):
+                raise ValueError(f"{where}: directories must be a list of paths")
+            kept = tuple(d for d in out.additional_dirs if d not in dirs)
+            out = replace(out, additional_dirs=(*kept, *dirs) if kind == "addDirectories" else kept)
+        else:
+            raise ValueError(f"{where}: unknown type {kind!r} (expected addRules, replaceRules, removeRules, "
+                             "setMode, addDirectories or removeDirectories)")
+    return out
+
+
+def _rule_texts(rules: Any, where: str) -> tuple[str, ...]:
+    """`[{"toolName": "Bash", "ruleContent": "npm test"}]` as `("Bash(npm test)",)`."""
+    if not isinstance(rules, list):
+        raise ValueError(f"{where}: rules must be a list of {{toolName, ruleContent?}}")
+    out = []
+    for rule in rules:
+        name = rule.get("toolName") if isinstance(rule, Mapping) else None
+        content = rule.get("ruleContent") if isinstance(rule, Mapping) else None
+        if not isinstance(name, str) or not name or (content is not None and not isinstance(content, str)):
+            raise ValueError(f"{where}: each rule needs a toolName (and a text ruleContent if any), got {rule!r}")
+        text = f"{name}({content})" if content else name
+        if (problem := rule_error(text)) is not None:
+            raise ValueError(f"{where}: {problem}")
+        out.append(text)
+    return tuple(out)
