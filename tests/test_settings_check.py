@@ -60,7 +60,8 @@ ERRORS = [  # (settings, the line that says what is wrong)
      "hooks.Stop[0].hooks[0].type: expected one of command, prompt, http, agent, mcp_tool, got 'comand' "
      "(did you mean command?)"),
     ({"permissions": {"defaultMode": "acceptEdit"}},
-     "permissions.defaultMode: expected one of default, acceptEdits, plan, dontAsk, bypassPermissions (or manual), "
+     "permissions.defaultMode: expected one of default, acceptEdits, plan, dontAsk, bypassPermissions, auto (or "
+     "manual), "
      "got 'acceptEdit' (did you mean acceptEdits?)"),
 ]
 
@@ -96,8 +97,11 @@ WARNINGS = [
     ({"hooks": {"PreToolUse": hook("Bash|Eddit")}}, "hooks.PreToolUse[0].matcher: Eddit: no such tool (did you mean Edit?)"),
     ({"hooks": {"PermissionRequest": hook("Bash")}},
      "hooks.PermissionRequest: Claude Code fires this event, loopwright does not (yet): these hooks will not run"),
+    ({"permissions": {"defaultMode": "delegate"}},
+     "permissions.defaultMode: ignored: loopwright has no delegate mode; the default mode applies"),
     ({"permissions": {"defaultMode": "auto"}},
-     "permissions.defaultMode: ignored: loopwright has no auto mode; the default mode applies"),
+     "permissions.defaultMode: ignored: auto comes only from your user settings or --permission-mode, never from "
+     "a project"),
 ]
 
 

@@ -18,7 +18,7 @@ from .engine.loop import AgentLoop, LoopConfig, StopHook
 from .engine.sizes import bounded_context
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model
-from .policy.rules import PermissionRules
+from .policy.rules import PermissionRules, normalise_mode
 from .policy.stop import Limits
 from .core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
 from .sandbox import SandboxConfig
@@ -81,6 +81,7 @@ class Agent:
     skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
     agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
     depth: int = 0  # subagent level: 0 for the main agent
+    classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -92,6 +93,7 @@ class Agent:
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
         self._mcp: Any = None  # loopwright.mcp.servers.McpServers, once started
         self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
+        self._auto: Any = None  # engine.automode.AutoClassifier: one per session, its counts kept across turns
         if self.output_schema is not None:
             from .engine.structured import StructuredAnswer
 
@@ -126,6 +128,18 @@ class Agent:
                      clock=self.clock, approver=self.approver, depth=depth,
                      agents=self.agents if agent.tools is None or "Agent" in agent.tools else None,
                      crash_log=self.crash_log, memory=self.memory.fork() if self.memory else None)
+
+    def _classifier(self) -> Any:
+        if normalise_mode(self.permissions.mode) != "auto":
+            return None
+        if self._auto is None:
+            from .engine.automode import AutoClassifier, default_model
+
+            memory = self.memory.fork() if self.memory is not None else None
+            text = "\n\n".join(f.text for f in memory.at_start()) if memory is not None else ""
+            self._auto = AutoClassifier(self._client(), resolve_model(self.classifier_model or default_model(self.model)).id,
+                                        lambda: text, frozenset(t.name for t in self._tools() if t.read_only))
+        return self._auto
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
@@ -276,7 +290,7 @@ class Agent:
             model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
             tools=tools, limits=self.limits, budget=self.budget, permissions=self.permissions,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
-            hooks=hooks, approver=approver, transcript_path=self.transcript_path,
+            hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
             crash_log=self.crash_log or _crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),

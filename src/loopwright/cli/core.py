@@ -170,7 +170,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         limits=default_limits(max_turns=limit(opts.max_turns),
                               fallback_models=fallbacks),
         budget=Budget(limit(opts.max_budget_usd), opts.max_tokens_total, duration),
-        permissions=rules, sandbox=sandbox,
+        permissions=rules, sandbox=sandbox, classifier_model=opts.classifier_model,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
         mcp_servers=mcp_servers(opts, settings), memory=project_memory(opts, settings),

@@ -20,6 +20,7 @@ class Options:
     verbose: bool = False
     model: str | None = None
     fallback_model: str | None = None
+    classifier_model: str | None = None
     allow_unknown_model: bool = False
     max_turns: int | None = None  # these two may be NO_LIMIT (`none`)
     final_turn: bool = False
@@ -122,6 +123,8 @@ def parser() -> Any:
     add("--verbose", action="store_true", help="Show turns and tool calls on stderr as they happen.")
     add("--model", help="Model id or alias (opus, sonnet, haiku).")
     add("--fallback-model", help="Comma-separated fallback models, at most 3 (used on overload and refusal).")
+    add("--classifier-model", metavar="MODEL", help="The model that decides calls in auto mode (default: haiku "
+        "beside an Anthropic model, else the main model).")
     add("--allow-unknown-model", action="store_true",
         help="Send a model name that looks like a typo or another provider's model as given.")
     add("--max-turns", type=or_none(int), metavar="N|none",
@@ -137,7 +140,7 @@ def parser() -> Any:
     add("--disallowedTools", "--disallowed-tools", dest="disallowed", nargs="+", action="extend", default=[],
         help="Rules that deny tools; a bare name removes the tool from the request.")
     add("--tools", dest="tools_flag", help='Built-in tools to offer: "" none, "default" all, or "Bash,Read".')
-    add("--permission-mode", help="default (manual), acceptEdits, plan, dontAsk or bypassPermissions "
+    add("--permission-mode", help="default (manual), acceptEdits, plan, dontAsk, bypassPermissions or auto "
         "(default: the settings' defaultMode, else default).")
     add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",
         help="More directories the agent may write in, beside the working directory.")

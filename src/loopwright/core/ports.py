@@ -125,6 +125,7 @@ class HookResult:
     stop_reason: str | None = None
     system_messages: tuple[str, ...] = ()
     updated_output: Any = None  # PostToolUse `updatedMCPToolOutput`, for an MCP tool's call
+    retry: bool = False  # PermissionDenied `retry: true`: the model may try the call once more
 
 
 NO_HOOK_RESULT = HookResult()

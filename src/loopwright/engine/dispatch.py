@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 Payload = Callable[[str], dict[str, Any]]
 
 
+RETRY_REMINDER = ("\n\n<system-reminder>A hook allows one more try of this call; it will face the same check. If "
+                  "the user did not ask for this action, drop it and say so instead.</system-reminder>")
+
+
 @dataclass
 class Batch:
     """The outcome of one batch: results in tool_use order, context for the model, and a hook's
@@ -127,7 +131,14 @@ class ToolDispatcher:
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
         if not decision.allowed:
             self.denials.append(PermissionDenial(call.name, call.id, tool_input, decision.reason, decision.hint))
-            return _error(call, decision.message)
+            message = decision.message
+            if decision.auto:  # auto mode's PermissionDenied hook: `retry` grants one more try after a verdict
+                denied = await self.hooks.run("PermissionDenied", self.payload("PermissionDenied") | {
+                    "tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id,
+                    "reason": decision.reason}, match=call.name)
+                if denied.retry and decision.auto == "blocked":
+                    message += RETRY_REMINDER
+            return _error(call, message)
         tool_input = decision.updated_input if decision.updated_input is not None else tool_input
         try:
             args = tool.validate(tool_input)

@@ -15,7 +15,7 @@ import os
 import stat
 from dataclasses import field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
@@ -24,7 +24,17 @@ from ..policy.permissions import Call, Places, Resolved, Verdict, Want
 from ..policy.reading import deny_below, kept_private, private_patterns
 from ..policy.rules import apply_updates
 from ..core.ports import Access, Approval, Approver, DescribesAccess, PathGuard, Tool
+from ..policy import automode
 from .gitfacts import git_facts
+
+if TYPE_CHECKING:
+    from .automode import AutoClassifier
+
+AUTO_BLOCKED = ("The auto-mode classifier blocked this {tool} call: {reason}. You may reach the goal another "
+                "reasonable way, but do not work around this block; if the action is essential, stop and explain "
+                "to the user why it is needed.")
+AUTO_UNAVAILABLE = ("Auto mode cannot approve calls in this session (no classifier model is available); this call "
+                    "needs approval. Retrying will not help: finish the work that needs no approval.")
 
 MAX_GLOB_MATCHES = 1000
 MAX_WALK = 20_000  # entries looked at below a folder a shell line reads recursively
@@ -43,6 +53,7 @@ class GateDecision:
     reason: str = ""  # a denial: why, and what would allow it (for the person)
     hint: str = ""
     updated_input: dict[str, Any] | None = None  # an approver's changed input: the call runs with it
+    auto: str = ""  # a denial in auto mode: "blocked" (a verdict), "unevaluated", or "fallback" (a person's turn)
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -67,12 +78,14 @@ class ToolGate:
     credentials); the git overrides of an allowed call are appended after its own entries."""
 
     def __init__(self, rules: permissions.PermissionRules, cwd: Path, approver: Approver | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
-        self.approver, self.env = approver, env
+                 env: Mapping[str, str] | None = None, classifier: AutoClassifier | None = None) -> None:
+        self.approver, self.env, self.classifier = approver, env, classifier
         self.cwd = os.path.realpath(os.path.expanduser(str(cwd)))
         self._set_rules(rules)
 
     def _set_rules(self, rules: permissions.PermissionRules) -> None:
+        if permissions.normalise_mode(rules.mode) == "auto":  # broad allow rules would bypass the classifier
+            rules = replace(rules, allow=automode.drop_broad(rules.allow)[0])
         self.rules = rules
         home = os.path.realpath(os.path.expanduser("~"))
         extra = [os.path.realpath(os.path.join(self.cwd, os.path.expanduser(d))) for d in rules.additional_dirs]
@@ -86,6 +99,7 @@ class ToolGate:
         those only a person approves). `hook_asked`: a hook said ask (its reason),
         which turns a rule's allow into asking the user (headless: a denial)."""
         verdict, call = self._judge(tool, tool_input)
+        auto = ""
         if verdict.decision == "allow" and hook_asked is not None:
             verdict = replace(verdict, decision="ask", reason=f"a PreToolUse hook asks for approval: {hook_asked}")
         if verdict.decision == "allow" or _invalid(tool, tool_input):
@@ -94,6 +108,19 @@ class ToolGate:
             if hook_allowed and not verdict.hard:
                 return self._allowed(call)
             mode = permissions.normalise_mode(self.rules.mode)
+            if mode == "auto" and not verdict.hard:
+                if self.classifier is None:
+                    return GateDecision(False, AUTO_UNAVAILABLE, reason="auto mode has no classifier", auto="unevaluated")
+                judged = await self.classifier.judge(tool.name, tool_input)
+                if judged.allowed:
+                    return self._allowed(call)
+                auto = "fallback" if judged.fallback else "blocked" if judged.evaluated else "unevaluated"
+                if not judged.fallback:
+                    return GateDecision(False, AUTO_BLOCKED.format(tool=tool.name, reason=judged.reason),
+                                        reason=f"blocked by the auto-mode classifier: {judged.reason}", auto=auto)
+                verdict = replace(verdict, reason=f"the auto-mode classifier blocked {self.classifier.in_a_row} calls "
+                                  f"in a row ({self.classifier.total} in all), so a person decides; the latest: "
+                                  f"{judged.reason}")
             if self.approver is not None and mode != "dontAsk":
                 answer = await self.approver.approve(tool.name, tool_input, verdict.reason)
                 approval = answer if isinstance(answer, Approval) else Approval(bool(answer))
@@ -104,7 +131,8 @@ class ToolGate:
                 return GateDecision(False, approval.message or f"The user declined this {tool.name} call "
                                     f"({verdict.reason}). Do not retry it; ask the user how to proceed or choose "
                                     "another way.", reason=f"declined by the user: {verdict.reason}")
-        return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "")
+        return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "",
+                            auto=auto)
 
     def _approved(self, tool: Tool, given: dict[str, Any], call: Call, updated: dict[str, Any] | None) -> GateDecision:
         """An approved call; with input the approver changed, judged again for what it now

@@ -47,6 +47,7 @@ from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultB
 
 if TYPE_CHECKING:
     from .gate import ToolGate
+    from .automode import AutoClassifier
     from .goal import GoalJudge
 
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
@@ -75,6 +76,7 @@ class LoopConfig:
     background_tasks: Callable[[], list[dict[str, Any]]] = list  # running background work, for Stop
     writable_roots: tuple[Path, ...] = ()  # besides cwd
     approver: Approver | None = None
+    classifier: AutoClassifier | None = None  # auto mode: decides what the rules would ask about
     transcript_path: str = ""
     shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
@@ -113,13 +115,15 @@ class AgentLoop:
             CompactionLimits(config.compact_threshold, config.max_failed_compactions, config.max_compaction_refills),
             self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None),
             config.after_compact)
+        if config.classifier is not None:
+            config.classifier.bind(lambda: self.messages)
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
     def _gate(self) -> "ToolGate":
         from .gate import ToolGate  # the rule engine loads with the first tool call, after start-up
 
-        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver, self.cfg.child_env)
+        return ToolGate(self.cfg.permissions, self.cfg.cwd, self.cfg.approver, self.cfg.child_env, self.cfg.classifier)
 
     def _emit(self, event: Event) -> None:  # collaborators emit through whatever `emit` is now
         self.emit(event)
@@ -389,6 +393,7 @@ class AgentLoop:
         goal = self.cfg.goal
         extra = [("evaluator", goal.model, goal.state.evaluator)] if goal is not None else []
         extra += [("hooks", model, mu) for model, mu in getattr(self.hooks, "prompt_usage", {}).items()]
+        extra += self.cfg.classifier.elsewhere() if self.cfg.classifier is not None else []
         return extra + (self.cfg.elsewhere() if self.cfg.elsewhere is not None else [])
 
     def _spent(self, state: LoopState) -> Spent:

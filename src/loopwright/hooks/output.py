@@ -48,6 +48,7 @@ class Answer:
     updated_output: Any = None  # PostToolUse `updatedMCPToolOutput`: replaces an MCP tool's output
     notice: str | None = None
     unanswered: bool = False
+    retry: bool = False  # PermissionDenied: one more try is allowed
 
 
 def no_answer(why: str) -> Answer:
@@ -116,7 +117,8 @@ def from_json(event: str, data: Any) -> Answer:
     message, stop_reason = data.get("systemMessage"), data.get("stopReason") if stop else None
     return Answer(decision, cap(reason) if reason else None, updated, (cap(context),) if context else (), stop,
                   cap(stop_reason) if stop_reason else None, cap(message) if message else None,
-                  updated_output=specific.get("updatedMCPToolOutput") if event == "PostToolUse" else None)
+                  updated_output=specific.get("updatedMCPToolOutput") if event == "PostToolUse" else None,
+                  retry=event == "PermissionDenied" and specific.get("retry") is True)
 
 
 _TYPES: dict[str, tuple[type, str]] = {
@@ -126,7 +128,7 @@ _TYPES: dict[str, tuple[type, str]] = {
 }
 _SPECIFIC: dict[str, tuple[type, str]] = {
     "permissionDecisionReason": (str, "a string"), "updatedInput": (dict, "an object"),
-    "additionalContext": (str, "a string"), "hookEventName": (str, "a string"),
+    "additionalContext": (str, "a string"), "hookEventName": (str, "a string"), "retry": (bool, "true or false"),
 }
 
 
@@ -172,6 +174,7 @@ def merge(answers: Sequence[Answer], finished: Sequence[int] = (), event: str = 
         additional_context=tuple(c for a in answers for c in a.context),
         stop=bool(stops), stop_reason=stop_reason,
         system_messages=tuple(a.system_message for a in answers if a.system_message), updated_output=output,
+        retry=any(a.retry for a in answers),
     )
 
 

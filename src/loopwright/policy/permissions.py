@@ -43,7 +43,10 @@ def wanted_paths(call: Call) -> tuple[Want, ...]:
 
 
 def decide(call: Call, rules: PermissionRules, places: Places) -> Verdict:
+    """In auto mode the verdict is acceptEdits' (reads, and edits inside the writable roots,
+    run); what that would ask about goes to the classifier (engine.automode), unless hard."""
     mode = normalise_mode(rules.mode) or "default"
+    mode = "acceptEdits" if mode == "auto" else mode
     if call.command is not None:
         return shelljudge.decide_shell(call, rules, places, mode)
     return _decide_tool(call, rules, places, mode)

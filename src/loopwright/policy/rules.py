@@ -14,7 +14,7 @@ from ..core.fastclass import dataclass
 __all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "apply_updates", "bypass_refusal", "name_hits",
            "normalise_mode", "parse_rule", "parse_tool_list", "rule_error"]
 
-MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 MODE_ALIASES = {"manual": "default"}
 
 

@@ -44,7 +44,7 @@ wslInheritsWindowsSettings
 PERMISSION_KEYS = frozenset({"allow", "ask", "deny", "defaultMode", "additionalDirectories",
                              "disableBypassPermissionsMode", "disableAutoMode"})
 # Modes Claude Code accepts that loopwright does not have (yet): ignored with a warning.
-CLAUDE_CODE_ONLY_MODES = frozenset({"auto", "delegate"})
+CLAUDE_CODE_ONLY_MODES = frozenset({"delegate"})
 
 # Hook events Claude Code fires that loopwright does not (hooks/spec.py has the ones it does).
 CLAUDE_CODE_ONLY_EVENTS = frozenset("""

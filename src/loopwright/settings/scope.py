@@ -102,7 +102,7 @@ def restrict(data: Mapping[str, Any], source: str, root: str, *, project: bool) 
         out["env"] = env
     permissions = dict(out.get("permissions") or {})
     mode = permissions.get("defaultMode")
-    if mode in ("auto", "delegate"):
+    if mode == "delegate":
         refuse("permissions.defaultMode", f"ignored: loopwright has no {mode} mode; the default mode applies",
                "warning")
         del permissions["defaultMode"]
@@ -114,9 +114,9 @@ def restrict(data: Mapping[str, Any], source: str, root: str, *, project: bool) 
 
 
 def _restrict_project(out: dict[str, Any], permissions: dict[str, Any], root: str, refuse: Any) -> None:
-    if permissions.get("defaultMode") == "bypassPermissions":
-        refuse("permissions.defaultMode", "ignored: bypassPermissions comes only from your user settings or "
-               "--permission-mode, never from a project")
+    if permissions.get("defaultMode") in ("bypassPermissions", "auto"):
+        refuse("permissions.defaultMode", f"ignored: {permissions['defaultMode']} comes only from your user "
+               "settings or --permission-mode, never from a project")
         del permissions["defaultMode"]
     dirs = permissions.get("additionalDirectories")
     if dirs:
