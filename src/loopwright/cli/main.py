@@ -101,6 +101,14 @@ def _dispatch(opts: Options) -> int:
         from .loopcmd import run_loop
 
         return run_loop(opts, prompt)
+    if opts.attempts is not None or opts.attempt_instructions or opts.judge_model or opts.keep_worktrees:
+        if opts.attempts is None:
+            from ..core.errors import UsageError
+
+            raise UsageError("--attempt-instructions, --judge-model and --keep-worktrees go with --attempts N")
+        from .attempts import run_attempts
+
+        return run_attempts(opts, prompt)
     from .headless import run_headless
 
     return run_headless(opts, prompt)

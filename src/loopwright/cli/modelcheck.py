@@ -36,7 +36,8 @@ def check_flag_models(opts: Options) -> None:
     from ..config import parse_fallbacks
 
     named = [(opts.model, "--model"), *((m, "--fallback-model") for m in parse_fallbacks(opts.fallback_model)),
-             (opts.goal_model, "--goal-model"), (opts.classifier_model, "--classifier-model")]
+             (opts.goal_model, "--goal-model"), (opts.classifier_model, "--classifier-model"),
+             (opts.judge_model, "--judge-model")]
     _check_all(named, opts.allow_unknown_model)
 
 

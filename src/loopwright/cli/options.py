@@ -55,6 +55,10 @@ class Options:
     check: tuple[str, ...] = ()
     protect: tuple[str, ...] = ()
     goal_model: str | None = None
+    attempts: int | None = None
+    attempt_instructions: str | None = None
+    judge_model: str | None = None
+    keep_worktrees: bool = False
     goal_max_turns: str | None = None  # a value, or "none" (cli.goals.bound_flags)
     goal_max_duration: str | None = None
     goal_max_budget_usd: str | None = None
@@ -188,6 +192,14 @@ def parser() -> Any:
     loop.add_argument("--max-iterations", type=int, help="End the loop after this many iterations.")
     loop.add_argument("--until", help="End the loop at this time: a duration (90m, 2h) or a local time "
                       "(17:30, 2026-12-24T09:00).")
+    tries = p.add_argument_group("parallel attempts (in a git repository)")
+    tries.add_argument("--attempts", type=int, metavar="N", help="Run N attempts in their own git worktrees; "
+                       "the checks and an adversarial judge pick one, whose changes reach your working tree.")
+    tries.add_argument("--attempt-instructions", metavar="FILE", help="One variation per line, given to the "
+                       "attempts in turn (e.g. \"approach: minimal patch\").")
+    tries.add_argument("--judge-model", metavar="MODEL", help="The judge of the attempts (default: the main model).")
+    tries.add_argument("--keep-worktrees", action="store_true", help="Keep the attempts' worktrees (their "
+                       "branches are always kept).")
     add("--version", action="store_true", help="Print the version and exit.")
     from .sdkflags import add_sdk_flags
 

@@ -17,6 +17,16 @@ def run(name: str, args: list[str]) -> int:
         from .demo import run as run_demo
 
         return run_demo(keep=opts.dir)
+    if name == "attempts":
+        from .parsing import Parser
+
+        parser = Parser(prog="loopwright attempts", description="Parallel attempts' leftovers.")
+        parser.add_argument("action", choices=["clean"], help="clean: remove attempt worktrees an interrupted "
+                            "run left (their branches stay)")
+        parser.parse_args(args)
+        from .attempts import clean
+
+        return clean(Path.cwd())
     if name == "sessions":
         from .sessionscmd import run_sessions
 

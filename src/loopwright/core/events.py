@@ -47,6 +47,7 @@ TerminalReason = Literal[
     "malformed_tool_input",
     "internal_error",
     "startup_error",  # the command ended before its run began (CLI: a usage or session error)
+    "no_winner",  # parallel attempts: none was eligible, or the judge chose none
 ]
 
 
@@ -112,6 +113,7 @@ class RunResult:
     loop: dict[str, Any] | None = None  # a time-based loop's summary, on its last iteration's result
     structured_output: Any = None  # with an output schema: the validated answer
     api_error_status: int | None = None  # the HTTP status of the API error the run ended on
+    attempts: dict[str, Any] | None = None  # parallel attempts: each one, the judge's ruling, the choice
 
     @property
     def exit_code(self) -> int:
@@ -145,6 +147,7 @@ class RunResult:
             **({"goal": self.goal} if self.goal is not None else {}),
             **({"loop": self.loop} if self.loop is not None else {}),
             **({"structured_output": self.structured_output} if self.structured_output is not None else {}),
+            **({"attempts": self.attempts} if self.attempts is not None else {}),
         }
 
 

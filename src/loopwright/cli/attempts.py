@@ -1,0 +1,291 @@
+"""`loopwright -p PROMPT --attempts N`: N attempts at one task, each a full loop in its own git
+worktree and branch started from the user's working tree (uncommitted changes included), run
+concurrently; then the harness runs the checks and compares the protected files in every
+worktree itself, an adversarial judge picks among the eligible ones (or none), and only the
+winner's changes reach the user's working tree. `loopwright attempts clean` removes what an
+interrupted run left."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import UsageError
+from ..core.events import RunResult
+from ..core.ids import uuid4
+from ..stores import worktrees
+from .render import visible
+
+if TYPE_CHECKING:
+    from .options import Options
+
+MAX_ATTEMPTS = 8
+
+
+@dataclass
+class Attempt:
+    number: int
+    path: Path
+    branch: str
+    instruction: str = ""
+    agent: Any = None
+    session: Any = None
+    baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
+    result: RunResult | None = None
+    head: str = ""
+    checks: list[Any] = field(default_factory=list)
+    protected_changed: list[str] = field(default_factory=list)
+    why_not: str = ""  # why it cannot win ("" when eligible)
+
+    def outcome(self) -> dict[str, Any]:
+        r = self.result
+        return {"attempt": self.number, "branch": self.branch, "instruction": self.instruction,
+                "outcome": r.subtype if r is not None else "not_run",
+                "terminal_reason": r.terminal_reason if r is not None else None,
+                "turns": r.num_turns if r is not None else 0, "cost_usd": round(r.total_cost_usd, 6) if r else 0.0,
+                "session_id": r.session_id if r is not None else None,
+                "checks": [{"command": c.command, "exit_code": c.exit_code, "passed": c.exit_code == 0,
+                            "output_tail": c.output_tail[-500:]} for c in self.checks],
+                "protected_changed": self.protected_changed, "eligible": not self.why_not, "why_not": self.why_not}
+
+
+def run_attempts(opts: Options, prompt: str) -> int:
+    from .core import load_cli_settings, print_result
+
+    n = opts.attempts or 1
+    if not 1 <= n <= MAX_ATTEMPTS:
+        raise UsageError(f"--attempts: expected a number from 1 to {MAX_ATTEMPTS}, got {n}")
+    if opts.output_format == "stream-json":
+        raise UsageError("--attempts prints one result: use --output-format text or json")
+    if opts.resuming:
+        raise UsageError("--attempts starts fresh sessions: it cannot resume one")
+    repo = worktrees.repo_root(Path.cwd())
+    variations = _variations(opts.attempt_instructions)
+    settings = load_cli_settings(opts)
+    base = worktrees.snapshot(repo)
+    run_id = uuid4()
+    where = Path.cwd().resolve().relative_to(repo.resolve())
+    place = attempts_root() / run_id
+    attempts = [Attempt(k, place / str(k), f"loopwright/{run_id[:8]}/{k}",
+                        variations[(k - 1) % len(variations)] if variations else "") for k in range(1, n + 1)]
+    try:
+        for a in attempts:
+            worktrees.add(repo, a.path, a.branch, base)
+            _build(a, opts, settings, prompt, where, n)
+        _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
+        result = asyncio.run(_run_all(attempts, opts, prompt, repo, base, where))
+    finally:
+        for a in attempts:
+            if a.session is not None:
+                a.session.close()
+        if not opts.keep_worktrees:
+            for a in attempts:
+                worktrees.remove(repo, a.path)
+            shutil.rmtree(place, ignore_errors=True)
+            worktrees.prune(repo)
+    print_result(result, opts.output_format)
+    if opts.output_format == "text":
+        _table(result.attempts or {})
+    return result.exit_code
+
+
+def attempts_root() -> Path:
+    """Where the worktrees go: a private folder in the system's temporary directory (not
+    loopwright's home, where tools may not write, nor inside the repository)."""
+    root = Path(tempfile.gettempdir()) / f"loopwright-attempts-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    if root.is_symlink() or root.stat().st_uid != os.getuid():
+        raise UsageError(f"{root} is not a folder of yours: remove it, or set TMPDIR to another place")
+    return root
+
+
+def _variations(path: str | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"--attempt-instructions {path}: cannot read it ({exc.strerror})") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise UsageError(f"--attempt-instructions {path}: no instructions in it (one variation per line)")
+    return lines
+
+
+def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int) -> None:
+    """The attempt's agent, built as if loopwright had been started in its worktree."""
+    from ..tools.workspace import LocalWorkspace
+    from .core import build_agent, open_cli_session
+    from .goals import goal_from_options
+
+    budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else opts.max_budget_usd
+    mine = dataclasses.replace(opts, session_id=None, max_budget_usd=budget)
+    here = os.getcwd()
+    os.chdir(a.path / where)
+    try:
+        a.agent = build_agent(mine, settings)
+        has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
+        spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=[], protect=[]), prompt)
+        a.agent.set_goal(spec)
+        a.session = open_cli_session(mine, a.agent)
+        a.baseline = LocalWorkspace(a.path / where).snapshot(list(opts.protect or []))
+    finally:
+        os.chdir(here)
+
+
+async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
+                   where: Path) -> RunResult:
+    from .core import foreground
+
+    async def one(a: Attempt) -> None:
+        text = prompt if not a.instruction else f"{prompt}\n\nApproach for this attempt: {a.instruction}"
+        a.result = await a.agent.run(text, on_event=_quiet)
+        _say(f"attempt {a.number} ended: {a.result.subtype} after {a.result.num_turns} turn(s), "
+             f"${a.result.total_cost_usd:.4f}")
+
+    async def work() -> RunResult:
+        await asyncio.gather(*(one(a) for a in attempts))
+        for a in attempts:
+            await a.agent.aclose()
+        return await _decide(attempts, opts, prompt, repo, base, where)
+
+    def interrupt() -> None:
+        for a in attempts:
+            a.agent.interrupt()
+
+    return await foreground(attempts[0].agent, work, _quiet, interrupt)
+
+
+def _quiet(event: Any) -> None:
+    """The attempts' own events stay in their transcripts; the person sees one line per attempt."""
+
+
+async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
+                  where: Path) -> RunResult:
+    from ..tools.workspace import LocalWorkspace
+    from ..workflows.judge import Candidate, describe_order, judge
+
+    aborted = any(a.result is not None and a.result.terminal_reason == "aborted" for a in attempts)
+    for a in attempts:
+        a.head = worktrees.commit_all(a.path, f"loopwright attempt {a.number}")
+        space = LocalWorkspace(a.path / where)
+        a.checks = [await space.run_check(c, 300.0) for c in opts.check or []]
+        now = space.snapshot(list(opts.protect or []))
+        a.protected_changed = sorted(p for p in set(a.baseline) | set(now) if a.baseline.get(p) != now.get(p))
+        a.why_not = _why_not(a, aborted)
+    eligible = [a for a in attempts if not a.why_not]
+    first = attempts[0].agent
+    ruling = None
+    if eligible:
+        candidates = [Candidate(a.number, worktrees.diff(repo, base, a.head), _checks_text(a),
+                                a.result.result if a.result is not None else "") for a in eligible]
+        ruling = await judge(first._client(), first.model if opts.judge_model is None else _model(opts.judge_model),
+                             prompt, candidates, random.Random())
+    applied, why = None, ""
+    if ruling is not None and ruling.winner is not None:
+        winner = next(a for a in attempts if a.number == ruling.winner)
+        problem = worktrees.apply(repo, base, winner.head)
+        applied, why = (winner, "") if problem is None else (None, f"the winner's changes could not be applied "
+                                                               f"({problem}); they stay on branch {winner.branch}")
+    elif ruling is not None:
+        why = ruling.reasons or "the judge chose no attempt"
+    else:
+        why = "no attempt could win: " + "; ".join(f"{a.number}: {a.why_not}" for a in attempts)
+    summary = {"attempts": [a.outcome() for a in attempts],
+               "winner": applied.number if applied is not None else None,
+               "applied": applied is not None,
+               "judge": None if ruling is None else {
+                   "model": ruling.model, "reasons": ruling.reasons,
+                   "defects": {str(k): v for k, v in ruling.defects.items()},
+                   "verdicts": {str(k): v for k, v in ruling.verdicts.items()},
+                   "shown_as": describe_order(ruling.order)}}
+    return _combined(attempts, applied, why, summary, ruling)
+
+
+def _why_not(a: Attempt, aborted: bool) -> str:
+    if aborted:
+        return "the attempts were interrupted"
+    if a.result is None or a.result.is_error:
+        return f"its loop ended in error ({a.result.terminal_reason if a.result else 'not run'})"
+    if a.protected_changed:
+        return "it changed protected files: " + ", ".join(a.protected_changed)
+    failed = [c.command for c in a.checks if c.exit_code != 0]
+    return "its checks failed: " + ", ".join(failed) if failed else ""
+
+
+def _checks_text(a: Attempt) -> str:
+    return "\n".join(f"$ {c.command}\nexit {c.exit_code}\n{c.output_tail[-1500:]}" for c in a.checks)
+
+
+def _model(name: str) -> str:
+    from ..policy.models import resolve_model
+
+    return resolve_model(name).id
+
+
+def _combined(attempts: list[Attempt], winner: Attempt | None, why: str, summary: dict[str, Any],
+              ruling: Any) -> RunResult:
+    """One result for the whole run: the winner's (or the first attempt's, marked as an error),
+    with the spend of every attempt and of the judge added up."""
+    results = [a.result for a in attempts if a.result is not None]
+    base = winner.result if winner is not None and winner.result is not None else results[0]
+    model_usage, role_usage = dict(base.model_usage), {}
+    cost = sum(r.total_cost_usd for r in results)
+    usage = base.usage
+    for r in results:
+        for role, mu in r.role_usage.items():
+            role_usage[role] = role_usage.get(role, type(mu)()) + mu
+        if r is not base:
+            usage = usage + r.usage
+            for m, mu in r.model_usage.items():
+                model_usage[m] = model_usage.get(m, type(mu)()) + mu
+    if ruling is not None and ruling.usage.calls:
+        role_usage["judge"] = ruling.usage
+        model_usage[ruling.model] = model_usage.get(ruling.model, type(ruling.usage)()) + ruling.usage
+        cost += ruling.usage.cost_usd
+    common = dict(total_cost_usd=cost, usage=usage, model_usage=model_usage, role_usage=role_usage, attempts=summary,
+                  num_turns=sum(r.num_turns for r in results), messages=())
+    if winner is not None:
+        return dataclasses.replace(base, **common)
+    aborted = any(r.terminal_reason == "aborted" for r in results)
+    return dataclasses.replace(base, **common, subtype="error_during_execution", is_error=True, result="",
+                               terminal_reason="aborted" if aborted else "no_winner", errors=(why,),
+                               structured_output=None)
+
+
+def _table(summary: dict[str, Any]) -> None:
+    for row in summary.get("attempts", []):
+        mark = "winner" if row["attempt"] == summary.get("winner") else ("eligible" if row["eligible"] else "out")
+        checks = ", ".join(("pass " if c["passed"] else "FAIL ") + c["command"] for c in row["checks"]) or "no checks"
+        _say(f"attempt {row['attempt']} [{mark}] {row['outcome']}, {row['turns']} turn(s), ${row['cost_usd']:.4f}, "
+             f"{checks}{'; ' + row['why_not'] if row['why_not'] else ''}")
+
+
+def _say(text: str) -> None:
+    print(f"loopwright: {visible(text)}", file=sys.stderr, flush=True)
+
+
+def clean(repo_dir: Path, say: Callable[[str], None] = print) -> int:
+    """`loopwright attempts clean`: remove every attempt worktree a run left (its branches stay)."""
+    repo = worktrees.repo_root(repo_dir)
+    listed = worktrees.git(repo, "worktree", "list", "--porcelain")
+    gone, path = 0, None
+    for line in listed.splitlines():
+        if line.startswith("worktree "):
+            path = Path(line[9:])
+        elif line.startswith("branch refs/heads/loopwright/") and path is not None:
+            worktrees.remove(repo, path)
+            shutil.rmtree(path, ignore_errors=True)
+            gone += 1
+    worktrees.prune(repo)
+    say(f"removed {gone} attempt worktree(s); their branches are kept (git branch --list 'loopwright/*')")
+    return 0

@@ -1,0 +1,1 @@
+"""Workflows that orchestrate many agents: parallel attempts and their judge."""
