@@ -6,8 +6,10 @@ without its required fields is one warning naming the file. The real CLI and the
 
 import json
 
+from test_hooks_cli import sh
 from test_memory import loopwright
 
+from loopwright.stores.jsonl import project_name
 from loopwright.testing import Simulator
 
 REVIEWER = """---
@@ -108,3 +110,82 @@ def test_a_definition_without_its_fields_is_one_warning_and_an_unknown_type_an_e
     warnings = [ln for ln in out.stderr.splitlines() if "agents:" in ln]
     assert len(warnings) == 1 and str(bad) in warnings[0] and "needs both `name` and `description`" in warnings[0]
     assert last["is_error"] and "Agent type 'nameless' not found" in last["content"]
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def hook(command, matcher=None):
+    return {**({"matcher": matcher} if matcher else {}), "hooks": [{"type": "command", "command": command}]}
+
+
+def test_subagent_start_and_stop_hooks_fire_with_claude_codes_inputs_and_a_block_continues_the_subagent(tmp_path):
+    home, project, logs = tmp_path / "home", tmp_path / "proj", tmp_path / "logs"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "reviewer.md").write_text(REVIEWER)
+    logs.mkdir()
+    context = json.dumps({"hookSpecificOutput": {"hookEventName": "SubagentStart", "additionalContext": "START-CTX"}})
+    settings = {"hooks": {
+        "SubagentStart": [hook(sh("reply.sh", logs / "start", context), "reviewer"),
+                          hook(sh("reply.sh", logs / "other-start"), "someone-else")],
+        "SubagentStop": [hook(sh("reply.sh", logs / "stop"), "reviewer"),
+                         hook(sh("stop_once.sh", logs / "stop-once", logs / "stop-state"))],
+        "PreToolUse": [hook(sh("reply.sh", logs / "pre"), "Bash")],
+        "Stop": [hook(sh("reply.sh", logs / "main-stop"))],
+        "UserPromptSubmit": [hook(sh("reply.sh", logs / "prompt"))]}}
+    script = {"rules": [
+        {"match": {"last_user_contains": "Run the test suite"}, "responses": [{"text": "CHILD second answer"}]},
+        {"match": {"last_user_contains": "inside"}, "responses": [{"text": "CHILD first answer"}]},
+        {"match": {"last_user_contains": "REVIEW-TASK"}, "responses": [
+            {"tool_use": {"name": "Bash", "input": {"command": "echo inside"}}}]},
+        {"match": {"last_user_contains": "CHILD second answer"}, "responses": [{"text": "parent done"}]},
+        {"responses": [agent_call("REVIEW-TASK check app.py", "reviewer")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "review my code", "--allowedTools", "Bash", "--output-format", "json",
+                          "--settings", json.dumps(settings)], home, project, sim)
+        child = requests_for(sim, "REVIEW-TASK")[0].body
+    result = json.loads(out.stdout)
+    assert result["result"] == "parent done", out.stderr
+    main_transcript = home / ".lw" / "projects" / project_name(project) / f"{result['session_id']}.jsonl"
+    [start] = read_jsonl(logs / "start")
+    assert start["hook_event_name"] == "SubagentStart" and start["agent_type"] == "reviewer"
+    assert start["session_id"] == result["session_id"] and start["transcript_path"] == str(main_transcript)
+    assert start["cwd"] == str(project) and len(start["agent_id"]) == 17
+    assert not (logs / "other-start").exists()  # matchers filter on the agent type
+    assert "SubagentStart hook additional context: START-CTX" in json.dumps(child["messages"][0])
+    stops = read_jsonl(logs / "stop")
+    assert [s["stop_hook_active"] for s in stops] == [False, True]
+    assert [s["last_assistant_message"] for s in stops] == ["CHILD first answer", "CHILD second answer"]
+    assert {s["agent_id"] for s in stops} == {start["agent_id"]} and stops[0]["agent_type"] == "reviewer"
+    assert stops[0]["transcript_path"] == str(main_transcript) and stops[0]["hook_event_name"] == "SubagentStop"
+    sidechain = main_transcript.with_suffix("") / "subagents" / f"agent-{start['agent_id']}.jsonl"
+    assert stops[0]["agent_transcript_path"] == str(sidechain) and "background_tasks" in stops[0]
+    [pre] = read_jsonl(logs / "pre")  # tool hooks inside a subagent say which agent calls
+    assert pre["agent_id"] == start["agent_id"] and pre["agent_type"] == "reviewer"
+    [main_stop] = read_jsonl(logs / "main-stop")  # a subagent's end fires SubagentStop, not Stop
+    assert "agent_id" not in main_stop and main_stop["last_assistant_message"] == "parent done"
+    assert len(read_jsonl(logs / "prompt")) == 1  # the subagent's task is not a person's prompt
+    rows = read_jsonl(sidechain)
+    assert rows and all(r["isSidechain"] is True and r["agentId"] == start["agent_id"] for r in rows)
+    assert all(r["sessionId"] == result["session_id"] for r in rows)
+    assert "REVIEW-TASK" in json.dumps(rows[0]) and "Run the test suite" in sidechain.read_text()
+    assert not any("isSidechain" in r for r in read_jsonl(main_transcript))
+
+
+def test_a_subagent_stop_hook_that_always_blocks_is_capped_like_stop(tmp_path):
+    home, project, logs = tmp_path / "home", tmp_path / "proj", tmp_path / "logs"
+    project.mkdir()
+    logs.mkdir()
+    settings = {"hooks": {"SubagentStop": [hook(sh("stop_always.sh", logs / "stop"))]}}
+    script = {"rules": [
+        {"match": {"last_user_contains": "SUB-TASK"}, "responses": [{"text": "child answer"}]},
+        {"match": {"last_user_contains": "keep going"}, "responses": [{"text": "child answer", "repeat": -1}]},
+        {"match": {"last_user_contains": "child answer"}, "responses": [{"text": "parent done"}]},
+        {"responses": [agent_call("SUB-TASK")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--output-format", "json", "--settings", json.dumps(settings)], home, project,
+                         sim, env={"LOOPWRIGHT_STOP_HOOK_BLOCK_CAP": "2"})
+        child_calls = len([r for r in sim.message_requests if "SUB-TASK" in json.dumps(r.body["messages"][0])])
+    assert json.loads(out.stdout)["result"] == "parent done", out.stderr
+    assert (logs / "stop").read_text().split() == ["false", "true", "true"] and child_calls == 3
