@@ -5,7 +5,12 @@ calls in one response run at the same time; nesting stops three levels down; a d
 without its required fields is one warning naming the file. The real CLI and the simulator."""
 
 import json
+import signal
 
+import pytest
+from test_crash import kill9, read_records, setup, start, tool_results, wait_for
+from test_crash import run as crash_run
+from test_crash import transcript as crash_transcript
 from test_hooks_cli import sh
 from test_memory import loopwright
 
@@ -189,3 +194,49 @@ def test_a_subagent_stop_hook_that_always_blocks_is_capped_like_stop(tmp_path):
         child_calls = len([r for r in sim.message_requests if "SUB-TASK" in json.dumps(r.body["messages"][0])])
     assert json.loads(out.stdout)["result"] == "parent done", out.stderr
     assert (logs / "stop").read_text().split() == ["false", "true", "true"] and child_calls == 3
+
+
+TWO_AGENTS = {"content": [{"type": "tool_use", "name": "Agent", "id": "toolu_a",
+                           "input": {"description": "a", "prompt": "TASK-A"}},
+                          {"type": "tool_use", "name": "Agent", "id": "toolu_b",
+                           "input": {"description": "b", "prompt": "TASK-B"}}]}
+
+
+def sidechains(home, project, sid):
+    folder = crash_transcript(home, project, sid).with_suffix("") / "subagents"
+    return sorted(folder.glob("agent-*.jsonl"))
+
+
+@pytest.mark.parametrize("how", ["kill", "interrupt"])
+def test_a_crash_or_interrupt_leaves_every_transcript_valid_and_resume_never_reruns_a_finished_subagent(tmp_path, how):
+    project, home, sid = setup(tmp_path)
+    script = {"rules": [
+        {"match": {"last_user_contains": "TASK-A"}, "responses": [{"text": "A done"}]},
+        {"match": {"last_user_contains": "TASK-B"}, "responses": [{"text": "B never", "delay": 30}]},
+        {"responses": [TWO_AGENTS]}]}
+    with Simulator(script) as sim:
+        proc = start(["-p", "do both", "--session-id", sid, "--output-format", "json"], sim, project, home)
+        wait_for(lambda: requests_for(sim, "TASK-B") and any(
+            "run_result" in p.read_text() for p in sidechains(home, project, sid)))
+        if how == "kill":
+            kill9(proc)
+        else:
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=30)
+            assert json.loads(out)["terminal_reason"] == "aborted"
+    files = sidechains(home, project, sid)
+    assert len(files) == 2
+    for path in [crash_transcript(home, project, sid), *files]:
+        records, warnings = read_records(path)  # every line a whole JSON record
+        assert records and not warnings
+    finished = [p for p in files if "A done" in p.read_text()]
+    assert len(finished) == 1 and "TASK-B" in next(p for p in files if p not in finished).read_text()
+
+    with Simulator([{"text": "resumed and finished"}]) as sim:
+        out = crash_run(["-p", "-r", sid, "carry on", "--output-format", "json"], sim, project, home)
+        requests = sim.message_requests
+    assert json.loads(out.stdout)["result"] == "resumed and finished", out.stderr
+    assert len(requests) == 1  # no subagent ran again
+    answers = tool_results(requests[0])
+    assert answers["toolu_a"]["content"] == "A done" and not answers["toolu_a"].get("is_error")
+    assert answers["toolu_b"]["is_error"]  # it was cut off: its outcome is said, it is not re-run
