@@ -240,3 +240,48 @@ def test_a_crash_or_interrupt_leaves_every_transcript_valid_and_resume_never_rer
     answers = tool_results(requests[0])
     assert answers["toolu_a"]["content"] == "A done" and not answers["toolu_a"].get("is_error")
     assert answers["toolu_b"]["is_error"]  # it was cut off: its outcome is said, it is not re-run
+
+
+def test_agents_flag_defines_subagents_that_win_a_name_clash(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "reviewer.md").write_text(REVIEWER)
+    (project / ".claude" / "agents" / "careful.md").write_text(
+        "---\nname: careful\ndescription: no shell\ndisallowedTools: Bash, Write\n---\nCAREFUL-PROMPT\n")
+    given = {"reviewer": {"description": "Reviews from the flag", "prompt": "FLAG-PROMPT review it",
+                          "tools": ["Read", "Grep"], "model": "haiku"}}
+    script = {"rules": [
+        {"match": {"last_user_contains": "TASK-ONE"}, "responses": [{"text": "one done"}]},
+        {"match": {"last_user_contains": "TASK-TWO"}, "responses": [{"text": "two done"}]},
+        {"match": {"last_user_contains": "one done"}, "responses": [{"text": "all done"}]},
+        {"responses": [{"content": [
+            {"type": "tool_use", "name": "Agent", "id": "toolu_1",
+             "input": {"description": "one", "prompt": "TASK-ONE", "subagent_type": "reviewer"}},
+            {"type": "tool_use", "name": "Agent", "id": "toolu_2",
+             "input": {"description": "two", "prompt": "TASK-TWO", "subagent_type": "careful"}}]}]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--output-format", "json", "--agents", json.dumps(given)], home, project, sim)
+        [one], [two] = requests_for(sim, "TASK-ONE"), requests_for(sim, "TASK-TWO")
+        listing = next(t["description"] for t in sim.message_requests[0].body["tools"] if t["name"] == "Agent")
+    assert json.loads(out.stdout)["result"] == "all done", out.stderr
+    assert "FLAG-PROMPT" in json.dumps(one.body["system"]) and "REVIEWER-PROMPT" not in json.dumps(one.body["system"])
+    assert {t["name"] for t in one.body["tools"]} == {"Read", "Grep"} and one.body["model"] == "claude-haiku-4-5"
+    names = {t["name"] for t in two.body["tools"]}
+    assert "Read" in names and not names & {"Bash", "Write"}
+    assert "- reviewer: Reviews from the flag (Tools: Read, Grep)" in listing
+    assert "- careful: no shell (Tools: All tools except Bash, Write)" in listing
+
+
+@pytest.mark.parametrize("given,expected", [
+    ("{not json", "--agents: expected a JSON object of agent definitions"),
+    ('{"x": {"description": "d"}}', "--agents: x.prompt: expected non-empty text"),
+    ('{"x": {"description": "d", "prompt": "p", "tols": []}}', "--agents: x.tols: unknown field"),
+    ('{"x": {"description": "d", "prompt": "p", "tools": 3}}', "--agents: x.tools: expected a list of tool names"),
+])
+def test_a_bad_agents_flag_is_one_error_line_naming_the_flag_and_key(tmp_path, given, expected):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    project.mkdir()
+    with Simulator([]) as sim:
+        out = loopwright(["-p", "go", "--agents", given], home, project, sim)
+        assert sim.message_requests == []
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and expected in out.stderr, out.stderr

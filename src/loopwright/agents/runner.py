@@ -79,11 +79,11 @@ class Subagents:
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder."""
         p = self.parent
-        tools = [t for t in p._tools() if agent.tools is None or t.name in agent.tools]
+        tools = [t for t in p._tools() if agent.allows(t.name)]
         return type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
                        system_prompt=agent.prompt + APPENDIX, cwd=p.cwd, limits=p.limits, permissions=p.permissions,
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
-                       depth=p.depth + 1, agents=p.agents if agent.tools is None or "Agent" in agent.tools else None,
+                       depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
                        session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
 
