@@ -13,6 +13,7 @@ from test_crash import run as crash_run
 from test_crash import transcript as crash_transcript
 from test_hooks_cli import sh
 from test_memory import loopwright
+from test_sdk_control import Host
 
 from loopwright.stores.jsonl import project_name
 from loopwright.testing import Simulator
@@ -285,3 +286,43 @@ def test_a_bad_agents_flag_is_one_error_line_naming_the_flag_and_key(tmp_path, g
         out = loopwright(["-p", "go", "--agents", given], home, project, sim)
         assert sim.message_requests == []
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and expected in out.stderr, out.stderr
+
+
+def test_init_lists_the_agents_and_text_mode_counts_the_defined_ones(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "reviewer.md").write_text(REVIEWER)
+    (project / "CLAUDE.md").write_text("PROJECT-RULE\n")
+    given = json.dumps({"flagged": {"description": "from the flag", "prompt": "p"}})
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "hi", "--output-format", "stream-json", "--verbose", "--agents", given], home,
+                         project, sim)
+        text = loopwright(["-p", "hi", "--agents", given], home, project, sim)
+    init = json.loads(out.stdout.splitlines()[0])
+    assert init["subtype"] == "init" and init["agents"] == ["general-purpose", "reviewer", "flagged"]
+    assert "loopwright: loaded 1 memory file(s) and 2 subagent(s)" in text.stderr.splitlines(), text.stderr
+
+
+def test_agents_the_sdk_sends_in_initialize_are_offered_and_a_bad_one_is_an_error_answer(tmp_path):
+    script = {"rules": [
+        {"match": {"last_user_contains": "SDK-TASK"}, "responses": [{"text": "helper done"}]},
+        {"match": {"last_user_contains": "helper done"}, "responses": [{"text": "all done"}]},
+        {"responses": [agent_call("SDK-TASK", "sdk-helper")]}]}
+    agents = {"sdk-helper": {"description": "from the SDK", "prompt": "SDK-HELPER-PROMPT", "tools": ["Read"]}}
+    with Simulator(script) as sim:
+        host = Host(sim, tmp_path)
+        host.send({"type": "control_request", "request_id": "bad", "request": {
+            "subtype": "initialize", "hooks": None, "agents": {"broken": {"prompt": "p"}}}})
+        [bad] = host.until(lambda f: f["type"] == "control_response")
+        host.send({"type": "control_request", "request_id": "req_1", "request": {
+            "subtype": "initialize", "hooks": None, "agents": agents}})
+        [ok] = host.until(lambda f: f["type"] == "control_response")
+        host.user("go")
+        frames = host.until(lambda f: f["type"] == "result")
+        assert host.finish() == 0
+        [child] = requests_for(sim, "SDK-TASK")
+    assert bad["response"]["subtype"] == "error" and "initialize: agents: broken.description" in bad["response"]["error"]
+    assert ok["response"]["response"]["agents"] == ["general-purpose", "sdk-helper"]
+    assert frames[0]["subtype"] == "init" and frames[0]["agents"] == ["general-purpose", "sdk-helper"]
+    assert frames[-1]["result"] == "all done" and "SDK-HELPER-PROMPT" in json.dumps(child.body["system"])
+    assert {t["name"] for t in child.body["tools"]} == {"Read"}

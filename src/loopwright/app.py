@@ -329,7 +329,7 @@ class Agent:
         else:
             from .context import opening_messages
 
-            opening = opening_messages(self.memory, self.skills, emit)
+            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None)
         if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
             return opening
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {

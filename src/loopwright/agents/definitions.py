@@ -28,15 +28,21 @@ class AgentDef:
     tools: tuple[str, ...] | None = None  # None: every tool the parent has
     model: str | None = None  # None or "inherit": the parent's
     disallowed: tuple[str, ...] = ()  # tools taken away, whatever `tools` says
+    builtin: bool = False
 
     def allows(self, tool: str) -> bool:
         return tool not in self.disallowed and (self.tools is None or tool in self.tools)
 
 
+def builtins() -> dict[str, AgentDef]:
+    return {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task",
+                                        GENERAL_PURPOSE, builtin=True)}
+
+
 def definitions(cwd: str | Path, home: str | Path) -> tuple[dict[str, AgentDef], list[str]]:
     from ..context.skills import frontmatter
 
-    found = {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task", GENERAL_PURPOSE)}
+    found = builtins()
     problems: list[str] = []
     for root in (Path(home) / ".claude" / "agents", Path(cwd) / ".claude" / "agents"):
         for path in sorted(root.rglob("*.md")):
@@ -84,6 +90,11 @@ def from_json(text: str, flag: str = "--agents") -> dict[str, AgentDef]:
         data = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{flag}: expected a JSON object of agent definitions ({exc})") from None
+    return from_data(data, flag)
+
+
+def from_data(data: Any, flag: str) -> dict[str, AgentDef]:
+    """The same from parsed JSON (the Agent SDK's `initialize` sends its `agents` so)."""
     if not isinstance(data, dict):
         raise UsageError(f"{flag}: expected a JSON object of agent name -> definition, got {type(data).__name__}")
     return {name: _from_entry(name, entry, flag) for name, entry in data.items()}
