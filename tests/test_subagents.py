@@ -66,23 +66,33 @@ def test_a_subagent_runs_its_own_loop_and_its_answer_and_cost_come_back(tmp_path
     assert result["total_cost_usd"] > result["usageByRole"]["subagents"]["costUSD"] > 0
 
 
+def meet(me, other):
+    """A command that marks `me` as running, waits (up to 10 s) for `other`, and says whether it came."""
+    return {"tool_use": {"name": "Bash", "input": {"command": (
+        f"touch {me}.on; for i in $(seq 100); do [ -e {other}.on ] && break; sleep 0.1; done; "
+        f"[ -e {other}.on ] && echo {me}-MET-{other} || echo {me}-ALONE")}}}
+
+
 def test_two_subagents_in_one_response_overlap(tmp_path):
+    """Proved by order, not by the clock: each subagent's command starts, then sees the other's
+    start before it ends; one after the other, the first would finish alone."""
     home, project = tmp_path / "home", tmp_path / "proj"
     project.mkdir()
     script = {"rules": [
-        {"match": {"last_user_contains": "TASK-A"}, "responses": [{"text": "A done", "delay": 0.5}]},
-        {"match": {"last_user_contains": "TASK-B"}, "responses": [{"text": "B done", "delay": 0.5}]},
-        {"match": {"last_user_contains": "A done"}, "responses": [{"text": "both done"}]},
+        {"match": {"last_user_contains": "-MET-"}, "responses": [{"text": "met", "repeat": 2}]},
+        {"match": {"last_user_contains": "-ALONE"}, "responses": [{"text": "alone", "repeat": 2}]},
+        {"match": {"last_user_contains": "TASK-A"}, "responses": [meet("A", "B")]},
+        {"match": {"last_user_contains": "TASK-B"}, "responses": [meet("B", "A")]},
+        {"match": {"last_user_contains": "met"}, "responses": [{"text": "both done"}]},
         {"responses": [{"content": [{"type": "tool_use", "name": "Agent", "id": "toolu_a",
                                      "input": {"description": "a", "prompt": "TASK-A"}},
                                     {"type": "tool_use", "name": "Agent", "id": "toolu_b",
                                      "input": {"description": "b", "prompt": "TASK-B"}}]}]}]}
     with Simulator(script) as sim:
-        out = loopwright(["-p", "do both", "--output-format", "json"], home, project, sim)
-        [a] = requests_for(sim, "TASK-A")
-        [b] = requests_for(sim, "TASK-B")
+        out = loopwright(["-p", "do both", "--allowedTools", "Bash", "--output-format", "json"], home, project, sim)
+        said = json.dumps([r.body["messages"][-1] for r in sim.message_requests])
     assert json.loads(out.stdout)["result"] == "both done", out.stderr
-    assert a.time < b.finished and b.time < a.finished  # each started before the other was answered
+    assert "A-MET-B" in said and "B-MET-A" in said and "ALONE" not in said
 
 
 def test_nesting_stops_three_levels_down(tmp_path):
