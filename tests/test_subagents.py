@@ -336,3 +336,24 @@ def test_agents_the_sdk_sends_in_initialize_are_offered_and_a_bad_one_is_an_erro
     assert frames[0]["subtype"] == "init" and frames[0]["agents"] == ["general-purpose", "sdk-helper"]
     assert frames[-1]["result"] == "all done" and "SDK-HELPER-PROMPT" in json.dumps(child.body["system"])
     assert {t["name"] for t in child.body["tools"]} == {"Read"}
+
+
+def test_a_goal_is_judged_only_after_the_subagents_of_the_turn_have_ended(tmp_path):
+    """Subagents run inside the Agent tool call, so no stop of the launching agent (the only place
+    a goal is judged) comes while one runs; a subagent's own stop is never judged."""
+    home, project = tmp_path / "home", tmp_path / "proj"
+    project.mkdir()
+    judge = "You decide whether an agent has met its goal"
+    script = {"rules": [
+        {"match": {"system_contains": judge}, "responses": [{"text": '{"ok": true, "reason": "it is done"}'}]},
+        {"match": {"last_user_contains": "SUB-GOAL-TASK"}, "responses": [{"text": "sub finished"}]},
+        {"match": {"last_user_contains": "sub finished"}, "responses": [{"text": "parent finished"}]},
+        {"responses": [agent_call("SUB-GOAL-TASK")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "--goal", "the sub-task is done", "--output-format", "json"], home, project, sim)
+        kinds = ["judge" if judge in json.dumps(r.body.get("system")) else
+                 "child" if "started by another agent" in json.dumps(r.body.get("system")) else "parent"
+                 for r in sim.message_requests]
+    result = json.loads(out.stdout)
+    assert result["result"] == "parent finished" and result["subtype"] == "success", out.stderr
+    assert kinds == ["parent", "child", "parent", "judge"]
