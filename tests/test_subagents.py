@@ -357,3 +357,22 @@ def test_a_goal_is_judged_only_after_the_subagents_of_the_turn_have_ended(tmp_pa
     result = json.loads(out.stdout)
     assert result["result"] == "parent finished" and result["subtype"] == "success", out.stderr
     assert kinds == ["parent", "child", "parent", "judge"]
+
+
+def test_a_subagents_hook_events_and_warnings_reach_the_launching_agents_output(tmp_path):
+    home, project, logs = tmp_path / "home", tmp_path / "proj", tmp_path / "logs"
+    project.mkdir()
+    logs.mkdir()
+    settings = {"hooks": {"SubagentStart": [hook("true")],
+                          "SubagentStop": [hook(sh("reply.sh", logs / "stop", "", 1, "SUB-HOOK-WARNING"))]}}
+    script = {"rules": [{"match": {"last_user_contains": "SUB-TASK"}, "responses": [{"text": "sub answer"}]},
+                        {"match": {"last_user_contains": "sub answer"}, "responses": [{"text": "done"}]},
+                        {"responses": [agent_call("SUB-TASK")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--output-format", "stream-json", "--verbose", "--include-hook-events",
+                          "--settings", json.dumps(settings)], home, project, sim)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[-1]["result"] == "done", out.stderr
+    started = [d["hook_event"] for d in lines if d.get("subtype") == "hook_started"]
+    assert started == ["SubagentStart", "SubagentStop"]
+    assert any("SUB-HOOK-WARNING" in d.get("content", "") for d in lines if d.get("level") == "warning")

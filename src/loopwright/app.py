@@ -250,7 +250,7 @@ class Agent:
             from .tools.skill import SkillTool
 
             tools.append(SkillTool(self.skills.use))
-        if self.agents and (agent_tool := self._subagents().tool(hooks)) is not None:
+        if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer

@@ -6,9 +6,9 @@ what every child spent is counted as the parent's (`usageByRole.subagents`, the 
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
-from ..core.events import ModelUsage
+from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
 from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
 from .definitions import APPENDIX, AgentDef
@@ -44,11 +44,13 @@ class Subagents:
         self.parent, self.max_depth = parent, max_depth
         self.usage: dict[str, ModelUsage] = {}
         self.hooks: HookRunner = NoHooks()
+        self.emit: Callable[[Event], None] = lambda event: None
 
-    def tool(self, hooks: HookRunner) -> AgentTool | None:
-        """The `Agent` tool of one run (`hooks`: the run's, for SubagentStart), unless this agent
-        is at the deepest level allowed."""
-        self.hooks = hooks
+    def tool(self, hooks: HookRunner, emit: Callable[[Event], None]) -> AgentTool | None:
+        """The `Agent` tool of one run (`hooks`: the run's, for SubagentStart; `emit`: where the
+        subagents' hook events and warnings are said), unless this agent is at the deepest level
+        allowed."""
+        self.hooks, self.emit = hooks, emit
         return AgentTool(self.parent.agents, self.spawn) if self.parent.depth < self.max_depth else None
 
     async def spawn(self, agent: AgentDef, prompt: str, model: str | None) -> tuple[str, bool]:
@@ -63,7 +65,7 @@ class Subagents:
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
             child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder)
-            result = await child.run(prompt)
+            result = await child.run(prompt, on_event=self._forward)
         finally:
             if recorder is not None:
                 recorder.close()
@@ -86,6 +88,12 @@ class Subagents:
                        depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
                        session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
+
+    def _forward(self, event: Event) -> None:
+        """A subagent's hook events and warnings reach the launching agent's output (the rest of
+        what it does is in its sidechain transcript)."""
+        if isinstance(event, (HookStarted, HookResponse)) or (isinstance(event, Notice) and event.level == "warning"):
+            self.emit(event)
 
     def elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         """What the subagents spent, for the parent's result and budget."""
