@@ -2,7 +2,10 @@
 its own request (the definition's prompt, the tools it names, its model), a fresh context — and
 its final answer comes back as the tool result; what it spent counts as the parent's; several
 calls in one response run at the same time; nesting stops three levels down; a definition
-without its required fields is one warning naming the file. The real CLI and the simulator."""
+without its required fields is one warning naming the file. SubagentStart/SubagentStop hooks,
+sidechain transcripts (whole after a crash or an interrupt; a resume never re-runs a finished
+subagent), `--agents JSON` and the SDK's `agents`, init's `agents`, a goal judged only after the
+subagents end. The real CLI and the simulator."""
 
 import json
 import signal
