@@ -40,8 +40,8 @@ def world(tmp_path):
     return home, project
 
 
-def loopwright(args, home, project, sim):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+def loopwright(args, home, project, sim, env=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))} | (env or {})
     env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
                ANTHROPIC_BASE_URL=sim.base_url)
     return subprocess.run([sys.executable, "-m", "loopwright", *args], env=env, cwd=project, capture_output=True,

@@ -82,6 +82,7 @@ class Agent:
     agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
     depth: int = 0  # subagent level: 0 for the main agent
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
+    subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -113,21 +114,8 @@ class Agent:
         if self._subs is None:
             from .agents.runner import Subagents
 
-            self._subs = Subagents(self.agents, self._child, self.depth)
+            self._subs = Subagents(self)
         return self._subs
-
-    def _child(self, agent: Any, model: str | None, depth: int) -> "Agent":
-        """A subagent: a fresh context, the tools its definition names (of this agent's), the
-        same client, rules, sandbox and environment; its own model if it or the call names one."""
-        from .agents.definitions import APPENDIX
-
-        tools = [t for t in self._tools() if agent.tools is None or t.name in agent.tools]
-        return Agent(model=model or agent.model or self.model, model_client=self._client(), tools=tools,
-                     system_prompt=agent.prompt + APPENDIX, cwd=self.cwd, limits=self.limits,
-                     permissions=self.permissions, sandbox=self.sandbox, child_env=self.child_env,
-                     clock=self.clock, approver=self.approver, depth=depth,
-                     agents=self.agents if agent.tools is None or "Agent" in agent.tools else None,
-                     crash_log=self.crash_log, memory=self.memory.fork() if self.memory else None)
 
     def _classifier(self) -> Any:
         if normalise_mode(self.permissions.mode) != "auto":
@@ -276,7 +264,7 @@ class Agent:
             from .tools.skill import SkillTool
 
             tools.append(SkillTool(self.skills.use))
-        if self.agents and (agent_tool := self._subagents().tool()) is not None:
+        if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
@@ -295,6 +283,7 @@ class Agent:
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
             crash_log=self.crash_log or _crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
             elsewhere=self._subagents().elsewhere if self.agents else None,
+            subagent=self.subagent.fields() if self.subagent is not None else None,
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
 
@@ -354,7 +343,9 @@ class Agent:
         else:
             from .context import opening_messages
 
-            opening = opening_messages(self.memory, self.skills, emit)
+            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None)
+        if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
+            return opening
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
             "source": self.session_source, "model": self.model}, match=self.session_source)
         if started.additional_context:

@@ -1,13 +1,16 @@
-"""Which subagents exist: a built-in general-purpose one, then `~/.claude/agents/**/*.md` and
-`.claude/agents/**/*.md` (the project's win a name clash, as in Claude Code). A file's frontmatter
-gives `name` and `description` (required: a file without them is skipped with a warning naming it),
-`tools` (an allowlist; unknown names are dropped) and `model`; its body is the agent's prompt."""
+"""Which subagents exist: a built-in general-purpose one, then `~/.claude/agents/**/*.md`,
+`.claude/agents/**/*.md` and `--agents JSON` (later ones win a name clash, as in Claude Code). A
+file's frontmatter gives `name` and `description` (required: a file without them is skipped with a
+warning naming it), `tools` (an allowlist; unknown names are dropped), `disallowedTools` (taken
+away first) and `model`; its body is the agent's prompt. `--agents` gives the same as JSON, with
+`prompt`; a bad entry there is an error naming the flag and the key."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 
 GENERAL_PURPOSE = ("You are a general-purpose agent. Work on the task you are given until it is done, using the "
@@ -24,12 +27,22 @@ class AgentDef:
     prompt: str
     tools: tuple[str, ...] | None = None  # None: every tool the parent has
     model: str | None = None  # None or "inherit": the parent's
+    disallowed: tuple[str, ...] = ()  # tools taken away, whatever `tools` says
+    builtin: bool = False
+
+    def allows(self, tool: str) -> bool:
+        return tool not in self.disallowed and (self.tools is None or tool in self.tools)
+
+
+def builtins() -> dict[str, AgentDef]:
+    return {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task",
+                                        GENERAL_PURPOSE, builtin=True)}
 
 
 def definitions(cwd: str | Path, home: str | Path) -> tuple[dict[str, AgentDef], list[str]]:
     from ..context.skills import frontmatter
 
-    found = {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task", GENERAL_PURPOSE)}
+    found = builtins()
     problems: list[str] = []
     for root in (Path(home) / ".claude" / "agents", Path(cwd) / ".claude" / "agents"):
         for path in sorted(root.rglob("*.md")):
@@ -50,9 +63,68 @@ def _definition(fields: dict[str, Any], body: str, where: str, problems: list[st
     if not name or not description:
         problems.append(f"{where}: an agent needs both `name` and `description` in its frontmatter; skipped")
         return None
-    tools = fields.get("tools")
-    if isinstance(tools, str):
-        tools = [t.strip() for t in tools.split(",") if t.strip()]
+    tools, disallowed = _names(fields.get("tools")), _names(fields.get("disallowedTools"))
     model = str(fields.get("model") or "").strip() or None
-    return AgentDef(name, description, body.strip() or GENERAL_PURPOSE, tuple(tools) if tools else None,
-                    None if model == "inherit" else model)
+    return AgentDef(name, description, body.strip() or GENERAL_PURPOSE, tools or None,
+                    None if model == "inherit" else model, disallowed or ())
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    return tuple(str(t).strip() for t in value or () if str(t).strip())
+
+
+# Fields of a Claude Code agent definition that loopwright accepts and does not act on (yet).
+IGNORED_FIELDS = frozenset({"permissionMode", "maxTurns", "skills", "mcpServers", "hooks", "memory", "background",
+                            "effort", "isolation", "color", "initialPrompt"})
+_TEXT_FIELDS = ("description", "prompt", "model")
+
+
+def from_json(text: str, flag: str = "--agents") -> dict[str, AgentDef]:
+    """`{"name": {"description": ..., "prompt": ..., "tools": [...], "model": ...}, ...}` as
+    definitions; anything else is a UsageError naming `flag` and the key."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: expected a JSON object of agent definitions ({exc})") from None
+    return from_data(data, flag)
+
+
+def from_data(data: Any, flag: str) -> dict[str, AgentDef]:
+    """The same from parsed JSON (the Agent SDK's `initialize` sends its `agents` so)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag}: expected a JSON object of agent name -> definition, got {type(data).__name__}")
+    return {name: _from_entry(name, entry, flag) for name, entry in data.items()}
+
+
+def _from_entry(name: str, entry: Any, flag: str) -> AgentDef:
+    if not name.strip():
+        raise UsageError(f"{flag}: an agent name must not be empty")
+    if not isinstance(entry, dict):
+        raise UsageError(f"{flag}: {name}: expected an object with description and prompt, got {type(entry).__name__}")
+    unknown = sorted(set(entry) - {*_TEXT_FIELDS, "tools", "disallowedTools"} - IGNORED_FIELDS)
+    if unknown:
+        raise UsageError(f"{flag}: {name}.{unknown[0]}: unknown field; expected description, prompt, tools, "
+                         "disallowedTools, model")
+    for key in _TEXT_FIELDS:
+        value = entry.get(key)
+        if (key != "model" or value is not None) and (not isinstance(value, str) or not value.strip()):
+            raise UsageError(f"{flag}: {name}.{key}: expected non-empty text, got {json_brief(value)}")
+    for key in ("tools", "disallowedTools"):
+        value = entry.get(key)
+        if value is not None and not (isinstance(value, str) or (
+                isinstance(value, list) and all(isinstance(t, str) for t in value))):
+            raise UsageError(f"{flag}: {name}.{key}: expected a list of tool names, got {json_brief(value)}")
+    model = entry["model"].strip() if entry.get("model") else None
+    return AgentDef(name, entry["description"].strip(), entry["prompt"].strip(), _names(entry.get("tools")) or None,
+                    None if model == "inherit" else model, _names(entry.get("disallowedTools")))
+
+
+def json_brief(value: Any) -> str:
+    import json
+
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."

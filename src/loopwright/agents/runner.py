@@ -1,37 +1,99 @@
-"""The subagents of one agent: each call of the `Agent` tool runs a child agent made by the
-caller's factory (its own loop, fresh context, narrowed tools, the same rules), nesting bounded,
-and what every child spent is counted as the parent's (`usageByRole.subagents`, the budget)."""
+"""The subagents of one agent: each call of the `Agent` tool fires SubagentStart, then runs a
+child agent built like its parent (its own loop, fresh context, narrowed tools, the same rules
+and hooks), recorded in a sidechain transcript beside the session's; nesting is bounded, and
+what every child spent is counted as the parent's (`usageByRole.subagents`, the budget)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
-from ..core.events import ModelUsage
-from .definitions import AgentDef
+from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.fastclass import dataclass
+from ..core.ports import HookRunner, NoHooks
+from .definitions import APPENDIX, AgentDef
 from .tool import AgentTool
 
 MAX_DEPTH = 3  # subagent levels below the main agent
+START_CONTEXT = "SubagentStart hook additional context: "
+
+
+@dataclass(frozen=True, slots=True)
+class Sidechain:
+    """Who a subagent is, for its hooks: its id and type, its own transcript (empty when the
+    session is not recorded), and what its SubagentStart hooks answered."""
+
+    agent_id: str
+    agent_type: str
+    transcript_path: str = ""
+    context: tuple[str, ...] = ()  # SubagentStart's additionalContext, given beside the task
+
+    def fields(self) -> dict[str, Any]:
+        return {"agent_id": self.agent_id, "agent_type": self.agent_type,
+                "agent_transcript_path": self.transcript_path, "context": self.context}
+
+
+def new_agent_id() -> str:
+    return "a" + os.urandom(8).hex()  # 17 characters, as Claude Code's agent ids
 
 
 class Subagents:
-    def __init__(self, agents: dict[str, AgentDef], make_child: Callable[[AgentDef, str | None, int], Any],
-                 depth: int = 0, max_depth: int = MAX_DEPTH) -> None:
-        self.agents, self.make_child, self.depth, self.max_depth = agents, make_child, depth, max_depth
-        self.usage: dict[str, ModelUsage] = {}
+    """`parent` is the launching `loopwright.Agent`; its children are made with its own class."""
 
-    def tool(self) -> AgentTool | None:
-        """The `Agent` tool, unless this agent is at the deepest level allowed."""
-        return AgentTool(self.agents, self.spawn) if self.depth < self.max_depth else None
+    def __init__(self, parent: Any, max_depth: int = MAX_DEPTH) -> None:
+        self.parent, self.max_depth = parent, max_depth
+        self.usage: dict[str, ModelUsage] = {}
+        self.hooks: HookRunner = NoHooks()
+        self.emit: Callable[[Event], None] = lambda event: None
+
+    def tool(self, hooks: HookRunner, emit: Callable[[Event], None]) -> AgentTool | None:
+        """The `Agent` tool of one run (`hooks`: the run's, for SubagentStart; `emit`: where the
+        subagents' hook events and warnings are said), unless this agent is at the deepest level
+        allowed."""
+        self.hooks, self.emit = hooks, emit
+        return AgentTool(self.parent.agents, self.spawn) if self.parent.depth < self.max_depth else None
 
     async def spawn(self, agent: AgentDef, prompt: str, model: str | None) -> tuple[str, bool]:
-        child = self.make_child(agent, model, self.depth + 1)
-        result = await child.run(prompt)
+        agent_id = new_agent_id()
+        sidechain = getattr(self.parent.recorder, "sidechain", None)
+        recorder = sidechain(agent_id) if sidechain is not None else None
+        try:
+            where = recorder.log.location if recorder is not None else ""
+            started = await self.hooks.run("SubagentStart", {
+                "session_id": self.parent.session_id, "transcript_path": self.parent.transcript_path,
+                "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
+                "agent_type": agent.name}, match=agent.name)
+            context = tuple(START_CONTEXT + c for c in started.additional_context)
+            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder)
+            result = await child.run(prompt, on_event=self._forward)
+        finally:
+            if recorder is not None:
+                recorder.close()
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
         if result.is_error:
             why = "; ".join(result.errors) or result.terminal_reason
             return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}", True
         return result.result or "(the subagent gave no answer)", False
+
+    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any) -> Any:
+        """A subagent: a fresh context, the tools its definition names (of the parent's), the
+        same client, rules, hooks, sandbox and environment; its own model if it or the call
+        names one; the session's id and transcript path, its own recorder."""
+        p = self.parent
+        tools = [t for t in p._tools() if agent.allows(t.name)]
+        return type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
+                       system_prompt=agent.prompt + APPENDIX, cwd=p.cwd, limits=p.limits, permissions=p.permissions,
+                       sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
+                       depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
+                       crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
+                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
+
+    def _forward(self, event: Event) -> None:
+        """A subagent's hook events and warnings reach the launching agent's output (the rest of
+        what it does is in its sidechain transcript)."""
+        if isinstance(event, (HookStarted, HookResponse)) or (isinstance(event, Notice) and event.level == "warning"):
+            self.emit(event)
 
     def elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         """What the subagents spent, for the parent's result and budget."""

@@ -19,8 +19,7 @@ class AgentTool:
 
     def __init__(self, agents: dict[str, AgentDef], spawn: Spawn) -> None:
         self.agents, self.spawn = agents, spawn
-        listed = "\n".join(f"- {a.name}: {a.description} (Tools: {', '.join(a.tools) if a.tools else '*'})"
-                           for a in agents.values())
+        listed = "\n".join(f"- {a.name}: {a.description} (Tools: {_tools_of(a)})" for a in agents.values())
         self.description = ("Hand a self-contained sub-task to a subagent with a fresh context: give it a short "
                             "description and a complete prompt (it sees nothing of this conversation). Its final "
                             "answer comes back as the result; several calls in one response run at the same "
@@ -58,3 +57,9 @@ class AgentTool:
                               is_error=True)
         text, failed = await self.spawn(agent, args["prompt"], args.get("model"))
         return ToolOutput(text, is_error=failed)
+
+
+def _tools_of(agent: AgentDef) -> str:
+    if agent.tools:
+        return ", ".join(t for t in agent.tools if t not in agent.disallowed)
+    return f"All tools except {', '.join(agent.disallowed)}" if agent.disallowed else "*"

@@ -100,6 +100,8 @@ def init_fields(settings: Any, agent: Any = None) -> dict[str, Any]:
     if agent is not None and getattr(agent, "skills", None) is not None and agent.skills.found:
         names = [s.name for s in agent.skills.found.values() if s.user_invocable]
         out |= {"skills": names, "slash_commands": names}
+    if agent is not None and getattr(agent, "agents", None):
+        out["agents"] = list(agent.agents)
     return out
 
 
@@ -203,17 +205,17 @@ def project_skills(opts: Options, session_id: str) -> Any:
 
 
 def project_agents(opts: Options) -> Any:
-    """The subagent definitions of this session (the built-in one only with `--bare`); each
-    problem with a definition file said on stderr."""
-    from ..agents.definitions import GENERAL_PURPOSE, AgentDef, definitions
+    """The subagent definitions of this session (with `--bare` the built-in one and `--agents`
+    only); each problem with a definition file said on stderr."""
+    from ..agents.definitions import builtins, definitions, from_json
 
+    given = from_json(opts.agents) if opts.agents is not None else {}
     if opts.bare:
-        return {"general-purpose": AgentDef("general-purpose", "A capable agent for any multi-step task",
-                                            GENERAL_PURPOSE)}
+        return builtins() | given
     found, problems = definitions(Path.cwd(), Path.home())
     for problem in problems:
         print(f"loopwright: warning: agents: {printable(problem)}", file=sys.stderr, flush=True)
-    return found
+    return found | given
 
 
 def mcp_servers(opts: Options, settings: Any) -> list[Any]:

@@ -42,6 +42,7 @@ class Options:
     append_system_prompt_file: str | None = None
     include_partial_messages: bool = False
     json_schema: str | None = None
+    agents: str | None = None
     session_id: str | None = None
     settings: str | None = None
     bare: bool = False
@@ -166,6 +167,8 @@ def parser() -> Any:
     add("--include-partial-messages", action="store_true", help="stream-json: add stream_event lines.")
     add("--json-schema", metavar="SCHEMA_OR_FILE", help="End with an answer that fits this JSON Schema "
         "(the result's structured_output).")
+    add("--agents", metavar="JSON", help='Subagents beside .claude/agents: {"name": {"description": ..., '
+        '"prompt": ..., "tools": [...], "model": ...}}; these win a name clash.')
     add("--session-id", help="Use this UUID as the session id.")
     add("--settings", metavar="FILE_OR_JSON", help="A settings file or inline JSON, read after all others.")
     add("--bare", action="store_true", help="Read no settings files (only --settings).")

@@ -57,10 +57,12 @@ class HostRequests:
                 runner = self.agent.hooks = HookRunner(project_dir=self.agent.cwd)
             runner.registrations = [r for r in runner.registrations if r not in self._hooks]
             self._hooks = register_sdk_hooks(runner, hooks, self.channel)
-        if body.get("agents"):
-            from .sdkflags import warn
+        if body.get("agents"):  # as --agents: beside the project's, winning a name clash
+            from ..agents.definitions import builtins, from_data
 
-            warn("agents sent by the SDK are not supported yet; the project's agent definitions are used")
+            given = from_data(body["agents"], "initialize: agents")
+            self.agent.agents = (self.agent.agents or builtins()) | given
+            self.out.init["agents"] = list(self.agent.agents)
         return {"commands": [], "agents": self.out.init.get("agents", []), "output_style": "default",
                 "available_output_styles": ["default"], "models": [], "account": {}, "pid": os.getpid(),
                 "claude_code_version": self.out.init["claude_code_version"],

@@ -9,9 +9,10 @@ from ..core.events import Event, Notice
 from ..core.types import Message, TextBlock
 
 
-def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None]) -> list[Message]:
+def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None], agents: Any = None) -> list[Message]:
     """What opens a new conversation before its first prompt: the memory files, then the list of
-    skills (names and descriptions only); each problem found on the way said as a notice."""
+    skills (names and descriptions only); each problem found on the way said as a notice. The
+    subagent definitions (`agents`, name -> AgentDef) are not in it, only counted in the notice."""
     blocks, loaded = [], []
     if memory is not None and (text := memory.opening(emit)):
         blocks.append(text)
@@ -24,6 +25,9 @@ def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None]) ->
             blocks.append(text)
         if skills.found:
             loaded.append(f"{len(skills.found)} skill(s) and command(s)")
+    if defined := [a for a in (agents or {}).values() if not a.builtin]:
+        loaded.append(f"{len(defined)} subagent(s)")
     if loaded:
-        emit(Notice("info", f"loaded {' and '.join(loaded)}", "context_loaded"))
+        said = loaded[0] if len(loaded) == 1 else f"{', '.join(loaded[:-1])} and {loaded[-1]}"
+        emit(Notice("info", f"loaded {said}", "context_loaded"))
     return [Message("user", tuple(TextBlock(t) for t in blocks))] if blocks else []

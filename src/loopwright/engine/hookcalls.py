@@ -1,11 +1,14 @@
 """The hook calls the loop itself makes (UserPromptSubmit, PostToolBatch, Stop, StopFailure):
 their payloads are built and their answers merged here; what follows from an answer stays in
-the loop's state machine. Dispatch and the compactor build their payloads with `payload` too."""
+the loop's state machine. Dispatch and the compactor build their payloads with `payload` too.
+A subagent's loop (`subagent`: agent_id, agent_type, agent_transcript_path, `context`) adds its
+id and type to every payload, fires SubagentStop where the main loop fires Stop, and instead of
+UserPromptSubmit gives its task the `context` SubagentStart's hooks added."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Sequence
 
 from ..core.ports import HookResult, HookRunner
 from ..core.types import ToolResultBlock
@@ -15,13 +18,17 @@ StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]  # a reason to go o
 
 class LoopHooks:
     def __init__(self, hooks: HookRunner, common: Callable[[], dict[str, Any]], stop_hooks: Sequence[StopHook],
-                 background: Callable[[], list[dict[str, Any]]]) -> None:
+                 background: Callable[[], list[dict[str, Any]]], subagent: Mapping[str, Any] | None = None) -> None:
         self.hooks, self.common, self.stop_hooks, self.background = hooks, common, stop_hooks, background
+        self.subagent = subagent
+        self.who = {k: subagent[k] for k in ("agent_id", "agent_type")} if subagent else {}
 
     def payload(self, event: str) -> dict[str, Any]:
-        return self.common() | {"hook_event_name": event}
+        return self.common() | {"hook_event_name": event} | self.who
 
     async def prompt(self, text: str) -> HookResult:
+        if self.subagent is not None:  # its task is the launching agent's, not a person's prompt
+            return HookResult(additional_context=tuple(self.subagent.get("context", ())))
         return await self.hooks.run("UserPromptSubmit", self.payload("UserPromptSubmit") | {"prompt": text})
 
     async def batch(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
@@ -32,9 +39,12 @@ class LoopHooks:
     async def stop(self, last_text: str, active: bool) -> HookResult:
         """Registered Stop hooks and Python stop hooks, merged: a block's reason (or extra
         context) becomes `reason`, the next user message."""
-        payload = self.payload("Stop") | {"stop_hook_active": active, "last_assistant_message": last_text,
-                                          "background_tasks": self.background()}
-        hooked = await self.hooks.run("Stop", payload)
+        event = "Stop" if self.subagent is None else "SubagentStop"
+        payload = self.payload(event) | {"stop_hook_active": active, "last_assistant_message": last_text,
+                                         "background_tasks": self.background()}
+        if self.subagent is not None:
+            payload |= self.who | {"agent_transcript_path": self.subagent.get("agent_transcript_path", "")}
+        hooked = await self.hooks.run(event, payload, match=self.who.get("agent_type"))
         reasons = [r for r in [await hook(payload) for hook in self.stop_hooks] if r]
         if hooked.decision == "block":
             reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")

@@ -84,6 +84,7 @@ class LoopConfig:
     after_compact: Callable[[], list[str]] | None = None  # what opens the conversation again after compaction
     elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
+    subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
 
 
 def caps_for(model: str) -> Caps:
@@ -102,7 +103,8 @@ class AgentLoop:
         self.rng = rng or random.Random()
         self.model = config.model
         self.hooks = config.hooks
-        self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks)
+        self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
+                               config.subagent)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,

@@ -7,7 +7,7 @@ from .http import PostJson
 from .python import (
     HookInput, HookOutput, NotificationInput, PostCompactInput, PostToolBatchInput, PostToolUseFailureInput,
     PostToolUseInput, PreCompactInput, PreToolUseInput, SessionEndInput, SessionStartInput, StopFailureInput,
-    StopInput, SubagentStopInput, UserPromptSubmitInput,
+    StopInput, SubagentStartInput, SubagentStopInput, UserPromptSubmitInput,
 )
 from .runner import HookRunner, NotifyingApprover, base_payload
 from .spec import EVENTS, Matcher
@@ -16,5 +16,5 @@ __all__ = [
     "EVENTS", "HookInput", "HookOutput", "HookRunner", "Matcher", "NotificationInput", "NotifyingApprover",
     "PostCompactInput", "PostJson", "PostToolBatchInput", "PostToolUseFailureInput", "PostToolUseInput",
     "PreCompactInput", "PreToolUseInput", "SessionEndInput", "SessionStartInput", "StopFailureInput", "StopInput",
-    "SubagentStopInput", "UserPromptSubmitInput", "base_payload",
+    "SubagentStartInput", "SubagentStopInput", "UserPromptSubmitInput", "base_payload",
 ]

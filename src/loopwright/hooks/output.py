@@ -18,10 +18,10 @@ BLOCKABLE = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure", 
 # Plain (non-JSON) stdout becomes context only here; elsewhere it is debug output.
 PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
 CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-                            "PostToolBatch", "Stop", "SubagentStop"})
+                            "PostToolBatch", "Stop", "SubagentStart", "SubagentStop"})
 # Where `continue: false` has no effect: the event cannot stop anything (or, for PreCompact,
 # Claude Code documents that it is discarded).
-NO_CONTINUE = frozenset({"SessionStart", "SessionEnd", "Notification", "StopFailure", "PreCompact", "PostCompact"})
+NO_CONTINUE = frozenset({"SessionStart", "SubagentStart", "SessionEnd", "Notification", "StopFailure", "PreCompact", "PostCompact"})
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")
 RANK = {"deny": 3, "block": 3, "ask": 2, "allow": 1}
 MAX_TEXT = 10_000  # characters of one hook text (context, message, reason) kept inline

@@ -69,6 +69,12 @@ class StopInput(HookInput):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubagentStartInput(HookInput):
+    agent_id: str = ""
+    agent_type: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SubagentStopInput(StopInput):
     agent_id: str = ""
     agent_type: str = ""
@@ -115,9 +121,9 @@ class NotificationInput(HookInput):
 INPUT_TYPES: dict[str, type[HookInput]] = {
     "PreToolUse": PreToolUseInput, "PostToolUse": PostToolUseInput, "PostToolUseFailure": PostToolUseFailureInput,
     "PostToolBatch": PostToolBatchInput, "UserPromptSubmit": UserPromptSubmitInput, "Stop": StopInput,
-    "SubagentStop": SubagentStopInput, "StopFailure": StopFailureInput, "PreCompact": PreCompactInput,
-    "PostCompact": PostCompactInput, "SessionStart": SessionStartInput, "SessionEnd": SessionEndInput,
-    "Notification": NotificationInput,
+    "SubagentStart": SubagentStartInput, "SubagentStop": SubagentStopInput, "StopFailure": StopFailureInput,
+    "PreCompact": PreCompactInput, "PostCompact": PostCompactInput, "SessionStart": SessionStartInput,
+    "SessionEnd": SessionEndInput, "Notification": NotificationInput,
 }
 
 

@@ -15,7 +15,7 @@ from ..core.fastclass import dataclass
 
 EVENTS = (
     "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-    "PostToolBatch", "Stop", "SubagentStop", "StopFailure", "PreCompact", "PostCompact", "Notification",
+    "PostToolBatch", "Stop", "SubagentStart", "SubagentStop", "StopFailure", "PreCompact", "PostCompact", "Notification",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")

@@ -44,10 +44,22 @@ class Recorder:
     effect it describes (a tool_started before the tool runs)."""
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
-                 now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4) -> None:
+                 now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4,
+                 marks: Mapping[str, Any] | None = None) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
         self.last_uuid = parent
         self._now, self._new_id = now, new_id
+        self.marks = dict(marks or {})  # added to every record: a sidechain's `isSidechain` and `agentId`
+
+    def sidechain(self, agent_id: str) -> "Recorder | None":
+        """The recorder of a subagent's own transcript beside this one (the log's `sidechain`,
+        e.g. `<session-id>/subagents/agent-<id>.jsonl`), every record marked `isSidechain` with
+        its `agentId`, as Claude Code writes them; None when the log has no sidechains."""
+        make = getattr(self.log, "sidechain", None)
+        if make is None:
+            return None
+        return Recorder(make(agent_id), self.session_id, self.cwd, now=self._now, new_id=self._new_id,
+                        marks={"isSidechain": True, "agentId": agent_id})
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -98,7 +110,7 @@ class Recorder:
     def append(self, entry: Entry, *, sync: bool = False) -> Record:
         record = Record(entry, self._new_id(), self.last_uuid, self.session_id, iso_timestamp(self._now()), self.cwd)
         try:
-            self.log.append(record.to_json(), sync=sync)
+            self.log.append(record.to_json() | self.marks if self.marks else record.to_json(), sync=sync)
         except OSError as exc:
             # Going on unrecorded would break the promise that resume never runs a tool twice.
             raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc

@@ -12,7 +12,7 @@ from ..core.fastclass import dataclass
 from ..core.types import Message, ToolResultBlock, Usage
 
 SCHEMA_VERSION = 1
-ENVELOPE = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "version")
+ENVELOPE = ("type", "uuid", "parentUuid", "sessionId", "timestamp", "cwd", "version", "isSidechain", "agentId")
 # Upgrades of a raw record from schema N to N+1; replay reads every older version through them.
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 

@@ -158,6 +158,13 @@ class JsonlLog:
         if sync:
             os.fsync(fd)
 
+    def sidechain(self, agent_id: str) -> "JsonlLog":
+        """A subagent's transcript, beside this one as Claude Code keeps it:
+        `<session-id>/subagents/agent-<agent_id>.jsonl`."""
+        if not _SAFE_ID.fullmatch(agent_id):
+            raise ValueError(f"agent id: expected letters, digits, '.', '_' or '-', got {agent_id!r}")
+        return JsonlLog(self.path.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl")
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)  # also releases the lock
