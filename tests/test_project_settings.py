@@ -204,3 +204,20 @@ def test_hooks_you_turned_off_widen_nothing(dirs):
                                               "env": {"APP": "1"}})
     assert load_settings(project, env={"HOME": str(home)}).widened() == [
         (str(project / ".claude/settings.json"), ["env APP"])]
+
+
+@pytest.mark.parametrize("how", ["-p trusts", "disableAllHooks in your settings", "--bare"])
+def test_print_mode_trusts_the_folder_and_your_settings_or_bare_keep_its_hooks_off(dirs, how):
+    """The README's security section: `-p` asks nothing and runs a project's hooks, as Claude Code
+    does; `"disableAllHooks": true` in your own settings, or `--bare`, keeps them from running."""
+    home, project = dirs
+    write(project / ".claude/settings.json", {"hooks": {event: [{"hooks": [
+        {"type": "command", "command": f"touch hook-{event}"}]}] for event in ("SessionStart", "Stop")}})
+    if how.startswith("disableAllHooks"):
+        write(home / ".claude/settings.json", {"disableAllHooks": True})
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "hi", *(["--bare"] if how == "--bare" else [])], project, home, sim.base_url)
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+    ran = sorted(p.name for p in project.glob("hook-*"))
+    assert ran == (["hook-SessionStart", "hook-Stop"] if how == "-p trusts" else []), (how, out.stderr)
+    assert not (home / ".loopwright/trust.json").exists()  # nothing asked, nothing remembered
