@@ -158,6 +158,24 @@ def test_nothing_outside_the_stores_is_served(server, store):
     assert request(server.base + "/", headers={"Host": "attacker.example:80"})[0] == 403  # DNS rebinding
 
 
+def test_port_0_takes_a_free_port_and_prints_the_address_with_it(tmp_path):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    s = Server(env, project)  # started with --port 0
+    try:
+        assert s.port > 0 and s.url.startswith(f"http://127.0.0.1:{s.port}/?token=")
+        status, _, body = request(s.base + "/")
+        assert status == 200 and "<html" in body.lower()
+        taken = cli(["serve", "--port", str(s.port)], env, project, timeout=30)  # that port is now in use
+        assert taken.returncode == 2 and f"--port {s.port}: cannot listen there (in use)" in taken.stderr
+        assert "Traceback" not in taken.stderr
+    finally:
+        s.stop()
+    for bad in ("-1", "65536"):
+        out = cli(["serve", "--port", bad], env, project, timeout=30)
+        assert out.returncode == 2 and f"--port: expected 0 (a free port) to 65535, got {bad}" in out.stderr
+
+
 def test_a_server_beyond_loopback_needs_the_token_for_everything(tmp_path):
     from starlette.testclient import TestClient
 
