@@ -122,6 +122,27 @@ def test_a_running_session_updates_without_a_reload(server, driver, store):
             run.wait(timeout=60)
 
 
+def test_the_sessions_list_updates_without_a_reload(server, driver, store):
+    """A session started while the list is open appears in it as running, then shows its end."""
+    script = [{**bash("echo one"), "delay": 2}, {"text": "the list follows me", "delay": 2}]
+    driver.get(server.base + "/")
+    driver.execute_script("window.notReloaded = true")
+    rows = lambda: driver.find_elements("css selector", "table.sessions tbody tr")  # noqa: E731
+    ours = lambda: [r.text for r in rows() if "watch the list" in r.text]  # noqa: E731
+    before = len(rows())
+    with Simulator(script) as sim:
+        env = dict(store["env"], ANTHROPIC_BASE_URL=sim.base_url)
+        run = subprocess.Popen([sys.executable, "-m", "loopwright", "-p", "watch the list", "--allowedTools", "Bash"],
+                               env=env, cwd=store["project"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait(lambda: ours() and "running" in ours()[0], 30)
+            _wait(lambda: ours() and "completed" in ours()[0], 30)
+        finally:
+            run.wait(timeout=60)
+    assert driver.execute_script("return window.notReloaded") is True
+    assert len(rows()) == before + 1 and "token=" not in driver.current_url
+
+
 def test_pause_and_resume_need_the_token(server, driver, store):
     driver.get(server.base + "/schedules")
     section = lambda: driver.find_element("id", "schedule-nightly")  # noqa: E731
