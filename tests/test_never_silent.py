@@ -233,6 +233,26 @@ async def test_an_unknown_stop_reason_is_handled_by_content_and_named_once(api, 
     assert "brand_new_reason" in notice.text and notice.level == "warning"
 
 
+@pytest.mark.parametrize("api", APIS)
+def test_an_unknown_stop_reason_is_named_once_in_the_transcript_too(api, tmp_path):
+    from loopwright.stores.jsonl import project_name, read_records
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = {"LOOPWRIGHT_HOME": str(home), "HOME": str(tmp_path / "fakehome"), "OPENAI_API_KEY": "sk-test"}
+    script = [{"content": [good_call("a")], "stop_reason": "brand_new_reason"},
+              {"text": "done", "stop_reason": "brand_new_reason"}]
+    with Simulator(script) as sim:
+        model = [] if api == "messages" else ["--model", f"openai-compatible:{sim.base_url}/v1#local"]
+        out = cli(["-p", "go", "--output-format", "json", "--tools", "", *model], sim.base_url, env=env, cwd=work)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["result"] == "done" and [w for w in result["warnings"] if "brand_new_reason" in w]
+    records, _ = read_records(home / "projects" / project_name(work) / f"{result['session_id']}.jsonl")
+    named = [r for r in records if r.get("subtype") == "unknown_stop_reason"]
+    assert len(named) == 1 and "brand_new_reason" in json.dumps(named[0]), records
+
+
 async def test_each_unknown_value_is_named(monkeypatch, tmp_path):
     script = [{"content": [good_call("a")], "stop_reason": "odd_one"}, {"text": "x", "stop_reason": "odd_two"}]
     out = await drive("messages", script, monkeypatch, tmp_path)
