@@ -299,6 +299,7 @@ async def test_an_unreachable_base_url_fails_after_two_quick_retries(host, tmp_p
     assert result.terminal_reason == "api_unreachable" and result.exit_code == 1
     [line] = result.errors
     assert "\n" not in line and url in line and "ANTHROPIC_BASE_URL" in line
+    assert "check that the server is running and the address is right" in line  # what to do about it
     assert ("refused" if "127.0.0.1" in host else "name") in line
     assert result.to_json()["api_error_status"] is None
 
