@@ -122,6 +122,7 @@ async def test_a_malformed_call_never_runs_and_is_answered_with_an_error(api, ca
     assert answered == call_id and is_error
     assert "Mark" in text and problem in text and raw[:200] in text
     assert "JSON object" in text and "again" in text
+    assert "Usual causes: a backslash or a control character" in text and "trailing comma" in text
     [notice] = out.notices("malformed_tool_input")
     assert notice.data["rawInput"] == raw and notice.data["toolName"] == "Mark"
 
