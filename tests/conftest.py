@@ -3,8 +3,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-# The loop fuzz (test_loop_fuzz.py) at length: `pytest tests/test_loop_fuzz.py --hypothesis-profile
-# loop-long`. A new seed each run; CI runs the same test with a fixed seed and a few examples.
+# The loop fuzzes (test_loop_fuzz.py, test_hostile_fuzz.py) at length: `pytest
+# tests/test_loop_fuzz.py --hypothesis-profile loop-long`. A new seed each run; CI runs the same
+# tests with a fixed seed and a few examples.
 settings.register_profile("loop-long", max_examples=3000, deadline=None)
 # The shell gate's differential fuzz (test_gate_fuzz.py) at length: `--hypothesis-profile gate-long`.
 settings.register_profile("gate-long", max_examples=20_000, deadline=None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -72,20 +71,13 @@ def scheduled(env, project, schedule_id="nightly") -> None:
     assert out.returncode == 0, out.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
-    """`loopwright serve` in a subprocess; `url` carries the token it printed."""
+    """`loopwright serve --port 0` in a subprocess; `url` is the address it printed (the port it
+    took, the token), `base` the same without the token."""
 
     def __init__(self, env, cwd, *args: str) -> None:
-        self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "loopwright", "serve", "--port", str(self.port), *args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "loopwright", "serve", "--port", "0", *args],
                                      env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.base = f"http://127.0.0.1:{self.port}"
         self.url = ""
         deadline = time.monotonic() + 30
         while not self.url:
@@ -94,6 +86,8 @@ class Server:
                 raise RuntimeError(f"loopwright serve exited: {self.proc.wait()}")
             if "?token=" in line:
                 self.url = line.strip()
+        self.base = self.url.split("/?token=")[0]
+        self.port = int(self.base.rpartition(":")[2])
         self.token = self.url.split("?token=")[1]
         while time.monotonic() < deadline:
             try:

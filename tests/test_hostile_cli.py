@@ -263,8 +263,9 @@ def grep_workers(parent: int | None = None) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("pattern", [r"^(a+)+(?<!x)$", r"^(a|a)+(?=$)"])
-def test_sigterm_during_a_hung_match_ends_the_run(place, pattern):
+@pytest.mark.parametrize("pattern, sig", [(r"^(a+)+(?<!x)$", signal.SIGTERM), (r"^(a|a)+(?=$)", signal.SIGTERM),
+                                          (r"^(a+)+(?<!x)$", signal.SIGINT)])  # SIGINT: Ctrl-C
+def test_sigterm_during_a_hung_match_ends_the_run(place, pattern, sig):
     work, home, sid = place
     (work / "a.txt").write_text(REDOS_TEXT + "\n")
     with Simulator([{"tool_use": tool_use("Grep", pattern=pattern)}, {"text": "never"}]) as sim:
@@ -280,7 +281,7 @@ def test_sigterm_during_a_hung_match_ends_the_run(place, pattern):
         while not grep_workers(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         workers = grep_workers(proc.pid)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         try:
             stdout, stderr = proc.communicate(timeout=30)
         finally:

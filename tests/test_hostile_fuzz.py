@@ -30,8 +30,12 @@ from loopwright.tools.files import ReadTool
 from loopwright.tools.grepengine import compile_pattern
 from loopwright.tools.search import GlobTool, GrepTool
 
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                        HealthCheck.function_scoped_fixture])
+_QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+# CI: a fixed seed and 40 examples, as the loop fuzz; `--hypothesis-profile loop-long` runs this
+# fuzz at length too, with a new seed each run.
+FUZZ = (settings(settings.default, deadline=None, suppress_health_check=_QUIET)
+        if settings.default is settings.get_profile("loop-long")
+        else settings(max_examples=40, derandomize=True, database=None, deadline=None, suppress_health_check=_QUIET))
 
 surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 any_char = st.one_of(st.characters(), surrogates)

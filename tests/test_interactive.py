@@ -124,13 +124,22 @@ def test_ctrl_c_stops_the_running_turn_not_the_session(terminal):
 # ---------------------------------------------------------------- workspace trust
 
 
+HOOKED = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+
+
 def project_hook(folder):
-    """A project whose SessionStart hook leaves a marker: the code a cloned repository would run."""
+    """A project whose hooks leave a marker each (`hook-SessionStart`, …): the code a cloned
+    repository would run. Returns SessionStart's marker."""
     (folder / ".claude").mkdir(exist_ok=True)
+    hooks = {event: [{"hooks": [{"type": "command", "command": f"touch hook-{event}"}]}] for event in HOOKED}
     (folder / ".claude/settings.json").write_text(json.dumps({
-        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch hook-ran"}]}]},
-        "permissions": {"allow": ["Bash(touch *)"]}, "env": {"FROM_PROJECT": "1"}}))
-    return folder / "hook-ran"
+        "hooks": hooks, "permissions": {"allow": ["Bash(touch *)"]}, "env": {"FROM_PROJECT": "1"}}))
+    return folder / "hook-SessionStart"
+
+
+def hooks_ran(folder):
+    """The project hooks that ran in `folder`, by event."""
+    return sorted(p.name.removeprefix("hook-") for p in folder.glob("hook-*"))
 
 
 def loopwright(tmp_path, *args):
@@ -141,31 +150,36 @@ def loopwright(tmp_path, *args):
 
 
 def test_the_trust_question_comes_first_and_a_declined_folder_runs_no_project_hook(terminal, tmp_path):
-    marker = project_hook(tmp_path)
+    project_hook(tmp_path)
     t, sim = terminal([{"tool_use": {"name": "Bash", "input": {"command": "touch by-tool"}}}, {"text": "first"}])
-    t.expect("hooks SessionStart; allow rules Bash(touch *); env FROM_PROJECT").expect(f"Trust {tmp_path}?")
-    t.expect("[y]es / [n]o")
-    assert not marker.exists()
+    t.expect("hooks SessionStart, UserPromptSubmit").expect("allow rules Bash(touch *); env FROM_PROJECT")
+    t.expect(f"Trust {tmp_path}?").expect("[y]es / [n]o")
+    assert hooks_ran(tmp_path) == []
     t.send("n").expect("not trusted").expect("› ").send("go")
     t.expect("allow?").send("n").expect("first").expect("› ").send("/exit")  # no project allow rule either
-    assert t.close() == 0 and not marker.exists() and not (tmp_path / "by-tool").exists()
+    assert t.close() == 0 and hooks_ran(tmp_path) == [] and not (tmp_path / "by-tool").exists()
     store = Path(os.environ["LOOPWRIGHT_HOME"]) / "trust.json"  # the test session's loopwright home
     assert store.stat().st_mode & 0o777 == 0o600 and store.parent.stat().st_mode & 0o777 == 0o700
-    # restarted: the answer was remembered, so no question and still no project hook
-    t, _ = terminal([{"text": "again"}])
-    t.expect("not trusted").expect("› ").send("hi").expect("again").expect("› ").send("/exit")
-    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and not marker.exists()
+    # restarted: the answer was remembered, so no question and still no project hook of any event
+    t, _ = terminal([{"tool_use": {"name": "Bash", "input": {"command": "touch by-tool"}}}, {"text": "again"}])
+    t.expect("not trusted").expect("› ").send("hi").expect("allow?").send("n").expect("again").expect("› ")
+    t.send("/exit")
+    assert t.close() == 0 and "Trust " not in t.seen and hooks_ran(tmp_path) == []
 
 
 def test_a_trusted_folder_is_not_asked_again_and_runs_its_hooks(terminal, tmp_path):
-    marker = project_hook(tmp_path)
-    t, _ = terminal([{"text": "first"}])
-    t.expect("[y]es / [n]o").send("y").expect("› ").send("hi").expect("first").expect("› ").send("/exit")
-    assert t.close() == 0 and marker.exists()
-    marker.unlink()
-    t, _ = terminal([{"text": "second"}])
+    project_hook(tmp_path)
+    touch = {"tool_use": {"name": "Bash", "input": {"command": "touch by-tool"}}}
+    t, _ = terminal([touch, {"text": "first"}])
+    t.expect("[y]es / [n]o")
+    assert hooks_ran(tmp_path) == []  # asked before any project hook ran
+    t.send("y").expect("› ").send("hi").expect("first").expect("› ").send("/exit")
+    assert t.close() == 0 and hooks_ran(tmp_path) == sorted(HOOKED) and (tmp_path / "by-tool").exists()
+    for marker in tmp_path.glob("hook-*"):
+        marker.unlink()
+    t, _ = terminal([touch, {"text": "second"}])
     t.expect("› ").send("hi").expect("second").expect("› ").send("/exit")
-    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and marker.exists()
+    assert t.close() == 0 and "[y]es / [n]o" not in t.seen and hooks_ran(tmp_path) == sorted(HOOKED)
 
 
 def test_loopwright_trust_decides_ahead_and_revoke_asks_again(terminal, tmp_path):

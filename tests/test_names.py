@@ -55,6 +55,8 @@ def test_a_settings_model_is_named_as_such(tmp_path, env):
 @pytest.mark.parametrize("args,meant", [
     (["sheduler"], "loopwright scheduler"), (["-p", "setings"], "loopwright settings"),
     (["-p", "shedule"], "loopwright schedule"), (["-p", "mcp"], "loopwright mcp"),
+    (["serv"], "loopwright serve"), (["sevre"], "loopwright serve"), (["-p", "Sevre!"], "loopwright serve"),
+    (["session", "list"], "loopwright sessions"), (["server", "--port", "0"], "loopwright serve"),
 ])
 def test_a_prompt_that_is_a_slip_of_a_subcommand_is_refused(tmp_path, env, args, meant):
     with Simulator([{"text": "never"}]) as sim:
@@ -63,11 +65,13 @@ def test_a_prompt_that_is_a_slip_of_a_subcommand_is_refused(tmp_path, env, args,
     assert out.returncode == 2 and f"did you mean `{meant}`?" in out.stderr and "more than one word" in out.stderr
 
 
-@pytest.mark.parametrize("prompt", ["go", "test", "/goal", "run the scheduler"])
+@pytest.mark.parametrize("prompt", ["go", "test", "/goal", "run the scheduler", "server", "Service", "serves",
+                                    "goals", "session", "crust"])
 def test_ordinary_prompts_are_not_taken_for_subcommands(tmp_path, env, prompt):
     with Simulator([{"text": "ok"}]) as sim:
         out = cli(["-p", prompt, "--goal-max-turns", "1"] if prompt == "/goal" else ["-p", prompt], env, tmp_path, sim)
     assert "looks like a subcommand" not in out.stderr
+    assert out.returncode == 0 and len(sim.message_requests) == (prompt != "/goal"), out.stderr  # /goal: no goal set
 
 
 @pytest.mark.parametrize("args,meant", [
@@ -83,6 +87,7 @@ def test_flags_are_spelled_in_full_and_a_slip_names_the_flag(tmp_path, env, args
 
 def test_the_name_checks_themselves():
     assert edits("sonet", "sonnet") == 1 and edits("kitten", "sitting") == 3 and edits("a", "abcdefgh", 3) == 4
+    assert edits("sevre", "serve") == 1 and edits("ab", "ba") == 1 and edits("ca", "abc") == 3  # a swap is one
     assert nearest("Sonet", ["opus", "sonnet"], 2) == "sonnet" and nearest("zzz", ["opus"], 2) is None
     known = ["sonnet", "claude-sonnet-5"]
     assert check_model_name("SONNET", known) is None
@@ -215,9 +220,23 @@ def test_the_slip_and_choice_checks_themselves():
     subs = ["demo", "goal", "mcp", "schedule", "scheduler", "sessions", "settings", "trust"]
     assert subcommand_slip("sheduler", subs) == "scheduler" and subcommand_slip(" Setings ", subs) == "settings"
     assert subcommand_slip("mcp", subs) == "mcp"  # an exact name given after a flag is a slip too
-    for prompt in ("test", "go", "/goal", "fix the tests", "", None, "refactor"):
-        assert subcommand_slip(prompt, subs) is None, prompt
+    for prompt in ("test", "go", "/goal", "fix the tests", "", None, "refactor", "server", "service", "serves",
+                   "Server.", "reserve", "setting", "trusted", "memo", "map"):
+        assert subcommand_slip(prompt, subs + ["serve"]) is None, prompt
+    for slip, meant in [("serv", "serve"), ("sevre", "serve"), ("srve", "serve"), ("trsut", "trust"),
+                        ("scheduel", "schedule"), ("sesions", "sessions"), ("mcpp", "mcp"), ("Setings!", "settings")]:
+        assert subcommand_slip(slip, subs + ["serve"]) == meant, slip
+    # words of English are slips when the words after them failed to parse (`loopwright server --port 0`)
+    assert subcommand_slip("server", subs + ["serve"], words_too=True) == "serve"
     assert choice_slip("lst", ["list", "get"]) == "list" and choice_slip("xyz", ["list", "get"]) is None
+
+
+def test_each_word_kept_as_a_prompt_is_one_the_slip_check_would_otherwise_refuse():
+    from loopwright.cli.parsing import SUBCOMMANDS
+    from loopwright.policy.names import _NEAR_WORDS, subcommand_slip
+
+    assert [w for w in sorted(_NEAR_WORDS) if subcommand_slip(w, SUBCOMMANDS, words_too=True) is None] == []
+    assert [w for w in sorted(_NEAR_WORDS) if subcommand_slip(w, SUBCOMMANDS) is not None] == []
 
 
 def test_a_prompt_hooks_model_is_checked_too(tmp_path, env):

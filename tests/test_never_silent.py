@@ -122,6 +122,7 @@ async def test_a_malformed_call_never_runs_and_is_answered_with_an_error(api, ca
     assert answered == call_id and is_error
     assert "Mark" in text and problem in text and raw[:200] in text
     assert "JSON object" in text and "again" in text
+    assert "Usual causes: a backslash or a control character" in text and "trailing comma" in text
     [notice] = out.notices("malformed_tool_input")
     assert notice.data["rawInput"] == raw and notice.data["toolName"] == "Mark"
 
@@ -233,6 +234,26 @@ async def test_an_unknown_stop_reason_is_handled_by_content_and_named_once(api, 
     assert "brand_new_reason" in notice.text and notice.level == "warning"
 
 
+@pytest.mark.parametrize("api", APIS)
+def test_an_unknown_stop_reason_is_named_once_in_the_transcript_too(api, tmp_path):
+    from loopwright.stores.jsonl import project_name, read_records
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = {"LOOPWRIGHT_HOME": str(home), "HOME": str(tmp_path / "fakehome"), "OPENAI_API_KEY": "sk-test"}
+    script = [{"content": [good_call("a")], "stop_reason": "brand_new_reason"},
+              {"text": "done", "stop_reason": "brand_new_reason"}]
+    with Simulator(script) as sim:
+        model = [] if api == "messages" else ["--model", f"openai-compatible:{sim.base_url}/v1#local"]
+        out = cli(["-p", "go", "--output-format", "json", "--tools", "", *model], sim.base_url, env=env, cwd=work)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["result"] == "done" and [w for w in result["warnings"] if "brand_new_reason" in w]
+    records, _ = read_records(home / "projects" / project_name(work) / f"{result['session_id']}.jsonl")
+    named = [r for r in records if r.get("subtype") == "unknown_stop_reason"]
+    assert len(named) == 1 and "brand_new_reason" in json.dumps(named[0]), records
+
+
 async def test_each_unknown_value_is_named(monkeypatch, tmp_path):
     script = [{"content": [good_call("a")], "stop_reason": "odd_one"}, {"text": "x", "stop_reason": "odd_two"}]
     out = await drive("messages", script, monkeypatch, tmp_path)
@@ -279,6 +300,7 @@ async def test_an_unreachable_base_url_fails_after_two_quick_retries(host, tmp_p
     assert result.terminal_reason == "api_unreachable" and result.exit_code == 1
     [line] = result.errors
     assert "\n" not in line and url in line and "ANTHROPIC_BASE_URL" in line
+    assert "check that the server is running and the address is right" in line  # what to do about it
     assert ("refused" if "127.0.0.1" in host else "name") in line
     assert result.to_json()["api_error_status"] is None
 

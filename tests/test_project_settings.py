@@ -204,3 +204,41 @@ def test_hooks_you_turned_off_widen_nothing(dirs):
                                               "env": {"APP": "1"}})
     assert load_settings(project, env={"HOME": str(home)}).widened() == [
         (str(project / ".claude/settings.json"), ["env APP"])]
+
+
+@pytest.mark.parametrize("how", ["-p trusts", "disableAllHooks in your settings", "--bare"])
+def test_print_mode_trusts_the_folder_and_your_settings_or_bare_keep_its_hooks_off(dirs, how):
+    """The README's security section: `-p` asks nothing and runs a project's hooks, as Claude Code
+    does; `"disableAllHooks": true` in your own settings, or `--bare`, keeps them from running."""
+    home, project = dirs
+    write(project / ".claude/settings.json", {"hooks": {event: [{"hooks": [
+        {"type": "command", "command": f"touch hook-{event}"}]}] for event in ("SessionStart", "Stop")}})
+    if how.startswith("disableAllHooks"):
+        write(home / ".claude/settings.json", {"disableAllHooks": True})
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "hi", *(["--bare"] if how == "--bare" else [])], project, home, sim.base_url)
+    assert out.returncode == 0 and out.stdout.strip() == "done", out.stderr
+    ran = sorted(p.name for p in project.glob("hook-*"))
+    assert ran == (["hook-SessionStart", "hook-Stop"] if how == "-p trusts" else []), (how, out.stderr)
+    assert not (home / ".loopwright/trust.json").exists()  # nothing asked, nothing remembered
+
+
+def test_a_folder_not_trusted_keeps_your_settings_and_the_projects_limits_only(dirs):
+    """Declined at the terminal: the project's hooks, env, allow rules, added directories and
+    acceptEdits are off; its deny rules and model stay, and everything from you stays."""
+    home, project = dirs
+    (project / "sub").mkdir()
+    mine = {"command": "true", "type": "command"}
+    write(home / ".claude/settings.json", {"hooks": {"Stop": [{"hooks": [mine]}]}, "env": {"MINE": "1"},
+                                           "permissions": {"allow": ["Read"]}})
+    write(project / ".claude/settings.json", {
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch x"}]}]}, "env": {"THEIRS": "1"},
+        "model": "haiku", "permissions": {"allow": ["Bash(touch *)"], "deny": ["WebFetch"], "defaultMode": "acceptEdits",
+                                          "additionalDirectories": ["sub"]}})
+    s = load_settings(project, env={"HOME": str(home)})
+    assert s.widened() and "SessionStart" in s.hooks and s.default_mode == "acceptEdits"  # trusted: all of it
+    off = s.untrusted()
+    assert off.declined and list(off.hooks) == ["Stop"] and off.env == {"MINE": "1"}
+    assert off.allow == ("Read",) and off.deny == ("WebFetch",) and off.model == "haiku"
+    assert off.default_mode is None and off.additional_directories == ()
+    assert off.widened() == []  # nothing left to ask about

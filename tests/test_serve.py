@@ -122,6 +122,27 @@ def test_a_running_session_updates_without_a_reload(server, driver, store):
             run.wait(timeout=60)
 
 
+def test_the_sessions_list_updates_without_a_reload(server, driver, store):
+    """A session started while the list is open appears in it as running, then shows its end."""
+    script = [{**bash("echo one"), "delay": 2}, {"text": "the list follows me", "delay": 2}]
+    driver.get(server.base + "/")
+    driver.execute_script("window.notReloaded = true")
+    rows = lambda: driver.find_elements("css selector", "table.sessions tbody tr")  # noqa: E731
+    ours = lambda: [r.text for r in rows() if "watch the list" in r.text]  # noqa: E731
+    before = len(rows())
+    with Simulator(script) as sim:
+        env = dict(store["env"], ANTHROPIC_BASE_URL=sim.base_url)
+        run = subprocess.Popen([sys.executable, "-m", "loopwright", "-p", "watch the list", "--allowedTools", "Bash"],
+                               env=env, cwd=store["project"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait(lambda: ours() and "running" in ours()[0], 30)
+            _wait(lambda: ours() and "completed" in ours()[0], 30)
+        finally:
+            run.wait(timeout=60)
+    assert driver.execute_script("return window.notReloaded") is True
+    assert len(rows()) == before + 1 and "token=" not in driver.current_url
+
+
 def test_pause_and_resume_need_the_token(server, driver, store):
     driver.get(server.base + "/schedules")
     section = lambda: driver.find_element("id", "schedule-nightly")  # noqa: E731
@@ -156,6 +177,24 @@ def test_nothing_outside_the_stores_is_served(server, store):
                  f"/s/{store['goal']}%2F..%2F..%2Fschedules.db"):
         assert request(server.base + path)[0] == 404, path
     assert request(server.base + "/", headers={"Host": "attacker.example:80"})[0] == 403  # DNS rebinding
+
+
+def test_port_0_takes_a_free_port_and_prints_the_address_with_it(tmp_path):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    s = Server(env, project)  # started with --port 0
+    try:
+        assert s.port > 0 and s.url.startswith(f"http://127.0.0.1:{s.port}/?token=")
+        status, _, body = request(s.base + "/")
+        assert status == 200 and "<html" in body.lower()
+        taken = cli(["serve", "--port", str(s.port)], env, project, timeout=30)  # that port is now in use
+        assert taken.returncode == 2 and f"--port {s.port}: cannot listen there (in use)" in taken.stderr
+        assert "Traceback" not in taken.stderr
+    finally:
+        s.stop()
+    for bad in ("-1", "65536"):
+        out = cli(["serve", "--port", bad], env, project, timeout=30)
+        assert out.returncode == 2 and f"--port: expected 0 (a free port) to 65535, got {bad}" in out.stderr
 
 
 def test_a_server_beyond_loopback_needs_the_token_for_everything(tmp_path):

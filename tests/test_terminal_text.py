@@ -115,3 +115,18 @@ def test_the_interactive_prompt_shows_escapes(tmp_path):
         finally:
             t.proc.kill()
     assert "\x1b]52" not in t.seen and "\x07" not in t.seen
+
+
+def test_the_sessions_listing_and_the_trust_listing_show_escapes(tmp_path):
+    """A first prompt (a schedule's, perhaps one the model made) and a folder name are shown, not obeyed."""
+    folder = tmp_path / f"repo{ERASE.strip()}x"
+    folder.mkdir()
+    with Simulator([{"text": "ok"}]) as sim:
+        assert cli(["-p", f"report {OSC52} now"], tmp_path, sim, cwd=folder).returncode == 0
+    assert cli(["trust", str(folder)], tmp_path).returncode == 0
+    listed, trusted = cli(["sessions"], tmp_path, cwd=folder), cli(["trust", "--list"], tmp_path)
+    for out in (listed, trusted):
+        assert out.returncode == 0 and no_raw_controls(out.stdout), out
+    assert "report ^[]52;c;" in listed.stdout and "repo\\x1b[2Kx" in trusted.stdout  # paths: printable()
+    assert json.loads(cli(["sessions", "--json"], tmp_path, cwd=folder).stdout)[0]["first_prompt"] == \
+        f"report {OSC52} now"

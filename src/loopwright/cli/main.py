@@ -67,7 +67,7 @@ def _parse(args: list[str]) -> Options:
             prompt = parser().parse_known_args(args)[0].prompt
         except UsageError:
             raise exc from None
-        if (meant := subcommand_slip(prompt, SUBCOMMANDS)) is None:
+        if (meant := subcommand_slip(prompt, SUBCOMMANDS, words_too=True)) is None:
             raise
         raise slip_error(prompt.strip(), meant) from None
 

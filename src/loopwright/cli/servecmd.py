@@ -1,12 +1,15 @@
 """`loopwright serve [--port 8484] [--host 127.0.0.1] [--all]`: the local web view of the stores.
 Prints the address with a per-launch token (as Jupyter does); changes need it, and so does
-everything when bound beyond loopback."""
+everything when bound beyond loopback. `--port 0` takes a free port; the address printed has the
+port bound."""
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import secrets
+import socket
 import sys
 
 from ..core.errors import UsageError
@@ -15,13 +18,13 @@ from .parsing import Parser
 
 def run_serve(args: list[str]) -> int:
     p = Parser(prog="loopwright serve", description="A local web view of sessions, schedules and cost.")
-    p.add_argument("--port", type=int, default=8484, help="The port (default 8484).")
+    p.add_argument("--port", type=int, default=8484, help="The port (default 8484; 0 takes a free one).")
     p.add_argument("--host", default="127.0.0.1", help="The address to bind (default 127.0.0.1; any other "
                    "address needs the token for every request).")
     p.add_argument("--all", action="store_true", help="Every folder's sessions (default: this folder's).")
     opts = p.parse_args(args)
-    if not 0 < opts.port < 65536:
-        raise UsageError(f"--port: expected 1 to 65535, got {opts.port}")
+    if not 0 <= opts.port < 65536:
+        raise UsageError(f"--port: expected 0 (a free port) to 65535, got {opts.port}")
     try:
         import uvicorn
 
@@ -31,19 +34,36 @@ def run_serve(args: list[str]) -> int:
     from ..stores.jsonl import home
 
     local = _loopback(opts.host)
+    sock = _bind(opts.host, opts.port)
+    port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
-    config = Config(home(), None if opts.all else os.getcwd(), token, local, opts.port)
-    shown = f"[{opts.host}]" if ":" in opts.host else opts.host
+    config = Config(home(), None if opts.all else os.getcwd(), token, local, port)
+    shown = f"[{opts.host.strip('[]')}]" if ":" in opts.host else opts.host
     scope = "every folder" if opts.all else os.getcwd()
     print(f"loopwright serve: sessions of {scope}; Ctrl-C stops it\n"
-          f"    http://{shown}:{opts.port}/?token={token}\n"
+          f"    http://{shown}:{port}/?token={token}\n"
           f"(the token is needed to pause, resume or run a schedule{'' if local else ', and for every request'})",
           file=sys.stderr, flush=True)
     if not local:
         print("loopwright serve: warning: bound beyond loopback without TLS; the token travels in clear text",
               file=sys.stderr, flush=True)
-    uvicorn.run(build(config), host=opts.host, port=opts.port, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(uvicorn.Config(build(config), host=opts.host, port=port, log_level="warning",
+                                           timeout_graceful_shutdown=1))
+    with sock:
+        server.run(sockets=[sock])
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here so that `--port 0` learns its port before the address is
+    printed, and a port in use is one clear error."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host.strip("[]"), port), family=family)
+    except OSError as exc:
+        what = "in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        raise UsageError(f"--host {host} --port {port}: cannot listen there ({what}); "
+                         "expected a free port (--port 0 takes one) on an address of this machine") from None
 
 
 def _loopback(host: str) -> bool:

@@ -14,18 +14,22 @@ _FOREIGN = re.compile(r"(gpt-|chatgpt|o[1-9](-|$)|gemini|gemma|llama|mistral|mix
 
 
 def edits(a: str, b: str, cap: int = 3) -> int:
-    """The Levenshtein distance between `a` and `b`, or `cap` + 1 once it is sure to exceed `cap`."""
+    """The edit distance between `a` and `b` — letters inserted, deleted, replaced, or two
+    neighbours swapped (`sevre` is one edit from `serve`) — or `cap` + 1 once it is sure to exceed
+    `cap`."""
     if abs(len(a) - len(b)) > cap:
         return cap + 1
+    before: list[int] = []
     row = list(range(len(b) + 1))
     for i, ca in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        best = row[0]
+        current = [i] + [0] * len(b)
         for j, cb in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
-            best = min(best, row[j])
-        if best > cap:
+            current[j] = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if before and j > 1 and ca != cb and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], before[j - 2] + 1)
+        if min(current) > cap:  # each row's least value grows by at most one, swaps included
             return cap + 1
+        before, row = row, current
     return row[-1]
 
 
@@ -57,13 +61,38 @@ def check_model_name(name: str, known: Iterable[str]) -> NameCheck | None:
     return NameCheck("unknown", nearest(lowered, names, 4))
 
 
-def subcommand_slip(prompt: str | None, subcommands: Iterable[str]) -> str | None:
-    """The subcommand a one-word prompt most likely meant (`sheduler`: `scheduler`), else None.
-    A short word gets one slip, not two (`test` is a prompt, not `trust`); `/goal` and `/loop`
-    are commands of their own; an exact subcommand name is a slip too (it was given after a flag)."""
+# Words of English a slip away from a subcommand: as a prompt each is a word, not a typo.
+_NEAR_WORDS = frozenset("""
+    demon demons demos demote memo deco emo
+    goals goalie goat goad gaol coal foal gal global
+    map mop
+    schedules scheduled schedulers schedular reschedule
+    server servers serves served servo servos service servile swerve nerve nerves verve serge sere
+    serene starve reserve deserve observe
+    session sessional cessions sections versions tensions pensions passions missions lessons lesions
+    seasons obsessions fissions
+    setting sitting sittings sitings seating seatings settling settlings getting letting betting netting
+    nettings wetting vetting jetting petting fittings cuttings
+    trusts trusty trusted trustee entrust truest thrust thrusts crust crusts crusty rust truss tryst truism
+    struts
+""".split())
+
+
+def subcommand_slip(prompt: str | None, subcommands: Iterable[str], *, words_too: bool = False) -> str | None:
+    """The subcommand a one-word prompt most likely meant (`sheduler`: `scheduler`, `sevre`:
+    `serve`), else None. A short word gets one slip, not two (`test` is a prompt, not `trust`);
+    `/goal` and `/loop` are commands of their own; an exact subcommand name is a slip too (it was
+    given after a flag). A word of English near a subcommand (`server`, `service`, `goals`) is a
+    prompt, unless `words_too` (the words after it failed to parse: `loopwright session list`)."""
     word = (prompt or "").strip()
-    if len(word.split()) != 1 or len(word) < 3 or word.startswith("/"):
+    if len(word.split()) != 1 or word.startswith("/"):
         return None
+    word = word.rstrip(".!?,;:").lower()
+    if len(word) < 3:
+        return None
+    subcommands = list(subcommands)
+    if word in subcommands or (word in _NEAR_WORDS and not words_too):
+        return word if word in subcommands else None
     return nearest(word, subcommands, 1 if len(word) <= 5 else 2)
 
 

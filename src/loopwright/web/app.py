@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..stores.sessionlist import _locked
 from .index import SessionIndex
-from .pages import cost_page, schedules_page, session_page, sessions_page
+from .pages import cost_page, schedules_page, session_page, sessions_list, sessions_page
 from .transcript import Renderer, lines
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -32,6 +32,7 @@ STATIC = {"style.css": "text/css; charset=utf-8", "live.js": "text/javascript; c
 COOKIE = "loopwright_token"
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 POLL_S = 0.25
+LIST_POLL_S = 1.0  # the list's rows are rendered again this often while a page follows them
 
 
 @dataclass
@@ -58,6 +59,10 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
     async def events(request: Request) -> Response:
         return await _events(request, index)
 
+    async def list_events(request: Request) -> Response:
+        return StreamingResponse(_list_tail(request, index), media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
     def schedules(request: Request) -> Response:
         store = _schedule_store(config)
         try:
@@ -69,6 +74,7 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         return await _act(request, config)
 
     routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
+              Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
               Route("/cost", lambda request: HTMLResponse(cost_page(index))), Route("/static/{name}", _static)]
     app = Starlette(routes=routes)
@@ -114,9 +120,7 @@ async def _tail(request: Request, path: Path, offset: int, renderer: Renderer) -
         for offset, record in lines(path, offset):
             html.append(renderer.record(record) if record is not None else "")
         if html:
-            data = "".join(html).replace("\r", "")
-            yield (f"id: {offset}:{renderer.turn}\nevent: records\n" +
-                   "".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode()
+            yield _sse("records", "".join(html), f"{offset}:{renderer.turn}")
             quiet_since = time.monotonic()
         elif not _locked(path):
             yield b"event: done\ndata: ended\n\n"
@@ -125,6 +129,34 @@ async def _tail(request: Request, path: Path, offset: int, renderer: Renderer) -
             yield b": still running\n\n"
             quiet_since = time.monotonic()
         await asyncio.sleep(POLL_S)
+
+
+async def _list_tail(request: Request, index: SessionIndex) -> AsyncIterator[bytes]:
+    """Server-sent events for the sessions list: its rows as HTML, first as they are, then each
+    time they change (a new session, a turn taken, a session ended)."""
+    from starlette.concurrency import run_in_threadpool
+
+    params, sent, quiet_since = dict(request.query_params), None, time.monotonic()
+    while not await request.is_disconnected():
+        html = await run_in_threadpool(_list_now, index, params)
+        if html != sent:
+            yield _sse("rows", html)
+            sent, quiet_since = html, time.monotonic()
+        elif time.monotonic() - quiet_since > 15:
+            yield b": still here\n\n"
+            quiet_since = time.monotonic()
+        await asyncio.sleep(LIST_POLL_S)
+
+
+def _list_now(index: SessionIndex, params: dict[str, str]) -> str:
+    index.refresh()  # at most once a `min_interval_s`, however many pages follow the list
+    return sessions_list(index, params)
+
+
+def _sse(event: str, html: str, event_id: str = "") -> bytes:
+    data = html.replace("\r", "")
+    return ((f"id: {event_id}\n" if event_id else "") + f"event: {event}\n" +
+            "".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode()
 
 
 def _schedule_store(config: Config) -> Any:

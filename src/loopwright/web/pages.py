@@ -18,17 +18,29 @@ LABELS = {"project": "project", "model": "model", "outcome": "terminal reason", 
 
 def sessions_page(index: SessionIndex, params: dict[str, str]) -> str:
     index.refresh_soon()
-    filters = {k: params.get(k, "") for k in FILTERS}
-    text = params.get("q", "").strip()
-    page = max(1, int(params["page"])) if params.get("page", "").isdigit() else 1
+    filters, text, page = _list_params(params)
+    follow = query("/list/events", q=text, page=page, **filters)
+    return (head("Sessions", "/") + _filter_form(index, filters, text) +
+            f'<div id="list" data-src="{esc(follow)}">{sessions_list(index, params)}</div>' + foot())
+
+
+def sessions_list(index: SessionIndex, params: dict[str, str]) -> str:
+    """The count, the rows and the pager of one page of the list: the part of the page that the
+    list's event stream sends again whenever a row changes (a session starts, goes on, ends)."""
+    filters, text, page = _list_params(params)
     rows, total = index.page(filters, text, (page - 1) * PAGE_SIZE, PAGE_SIZE)
-    body = [head("Sessions", "/"), _filter_form(index, filters, text),
-            f'<p class="count">{total:,} session(s){" match" if text or any(filters.values()) else ""}</p>']
+    body = [f'<p class="count">{total:,} session(s){" match" if text or any(filters.values()) else ""}</p>']
     cells = [_row(r) for r in rows]
     body.append(table(("started", "project", "model", "turns", "cost", "duration", "terminal reason", "goal",
                        "first prompt"), cells, "sessions") if rows else '<p class="empty">No sessions.</p>')
     body.append(_pager(page, total, filters, text))
-    return "".join(body) + foot()
+    return "".join(body)
+
+
+def _list_params(params: dict[str, str]) -> tuple[dict[str, str], str, int]:
+    filters = {k: params.get(k, "") for k in FILTERS}
+    page = max(1, int(params["page"])) if params.get("page", "").isdigit() else 1
+    return filters, params.get("q", "").strip(), page
 
 
 def _row(r: dict[str, Any]) -> list[str]:

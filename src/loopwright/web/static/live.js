@@ -1,5 +1,6 @@
-// loopwright serve: the one script of the web view. It follows a running session: the server
-// sends the new records as HTML it has escaped, and they are appended in place.
+// loopwright serve: the one script of the web view. It follows a running session (the server
+// sends the new records as HTML it has escaped, and they are appended in place) and the sessions
+// list (the server sends the list's rows again, escaped, whenever one changes).
 "use strict";
 (function () {
   function follow() {
@@ -17,6 +18,18 @@
       live.className = "live ended";
     });
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", follow);
-  else follow();
+  function followList() {
+    var list = document.getElementById("list");
+    if (!list || !window.EventSource) return;
+    var source = new EventSource(list.getAttribute("data-src"));
+    source.addEventListener("rows", function (event) {
+      list.innerHTML = event.data;
+    });
+  }
+  function start() {
+    follow();
+    followList();
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
 })();
