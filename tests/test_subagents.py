@@ -379,3 +379,69 @@ def test_a_subagents_hook_events_and_warnings_reach_the_launching_agents_output(
     started = [d["hook_event"] for d in lines if d.get("subtype") == "hook_started"]
     assert started == ["SubagentStart", "SubagentStop"]
     assert any("SUB-HOOK-WARNING" in d.get("content", "") for d in lines if d.get("level") == "warning")
+
+
+def _repo(project):
+    import subprocess
+
+    project.mkdir(parents=True)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=project, check=True)
+
+
+def test_an_isolated_subagent_works_in_its_own_worktree_and_its_changes_stay_on_a_branch(tmp_path):
+    import subprocess
+
+    home, project = tmp_path / "home", tmp_path / "proj"
+    _repo(project)
+    (project / "draft.txt").write_text("the user's uncommitted draft\n")
+    call = agent_call("ISO-TASK write the file")
+    call["tool_use"]["input"]["isolation"] = "worktree"
+    script = {"rules": [
+        {"match": {"last_user_contains": "ISO-TASK"}, "responses": [
+            {"tool_use": {"name": "Bash", "input": {"command": "cat draft.txt | tee seen.txt; echo new > made.txt"}}}]},
+        {"match": {"last_user_contains": "draft"}, "responses": [{"text": "MADE it"}]},
+        {"match": {"last_user_contains": "MADE it"}, "responses": [{"text": "done"}]},
+        {"responses": [call]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "make a file", "--allowedTools", "Bash", "--output-format", "json"], home, project, sim,
+                         env={"TMPDIR": str(tmp_path)})
+        answer = sim.message_requests[-1].body["messages"][-1]["content"][0]["content"]
+    assert json.loads(out.stdout)["result"] == "done", (out.stderr, answer)
+    assert not (project / "made.txt").exists()  # never applied to the parent's files
+    branch = answer.split("committed on branch ")[1].split()[0]
+    assert answer.startswith("MADE it") and branch.startswith("loopwright/agent-a")
+    shown = subprocess.run(["git", "show", f"{branch}:seen.txt"], cwd=project, capture_output=True, text=True)
+    assert shown.stdout == "the user's uncommitted draft\n"  # it started from the working tree as it was
+
+
+def test_an_isolated_subagent_that_changes_nothing_leaves_no_worktree_or_branch(tmp_path):
+    import subprocess
+
+    home, project = tmp_path / "home", tmp_path / "proj"
+    _repo(project)
+    (project / ".claude" / "agents").mkdir(parents=True)
+    (project / ".claude" / "agents" / "looker.md").write_text(
+        "---\nname: looker\ndescription: Looks\nisolation: worktree\n---\nLook only.\n")
+    script = {"rules": [{"match": {"last_user_contains": "LOOK-TASK"}, "responses": [{"text": "nothing to change"}]},
+                        {"match": {"last_user_contains": "nothing to change"}, "responses": [{"text": "ok"}]},
+                        {"responses": [agent_call("LOOK-TASK look", "looker")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "look", "--output-format", "json"], home, project, sim, env={"TMPDIR": str(tmp_path)})
+        answer = sim.message_requests[-1].body["messages"][-1]["content"][0]["content"]
+    assert json.loads(out.stdout)["result"] == "ok" and answer == "nothing to change"
+    git = ["git", "-C", str(project)]
+    assert subprocess.run([*git, "branch", "--list", "loopwright/*"], capture_output=True, text=True).stdout == ""
+    assert subprocess.run([*git, "worktree", "list"], capture_output=True, text=True).stdout.count("\n") == 1
+
+
+def test_isolation_outside_a_git_repository_is_the_tools_error(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    project.mkdir()
+    call = agent_call("ISO-TASK")
+    call["tool_use"]["input"]["isolation"] = "worktree"
+    with Simulator([call, {"text": "could not"}]) as sim:
+        out = loopwright(["-p", "go", "--output-format", "json"], home, project, sim)
+        answer = sim.message_requests[-1].body["messages"][-1]["content"][0]
+    assert json.loads(out.stdout)["result"] == "could not"
+    assert answer["is_error"] and "isolation: worktree needs a git repository" in answer["content"]

@@ -29,6 +29,7 @@ class AgentDef:
     model: str | None = None  # None or "inherit": the parent's
     disallowed: tuple[str, ...] = ()  # tools taken away, whatever `tools` says
     builtin: bool = False
+    isolation: str | None = None  # "worktree": it works in a git worktree of its own
 
     def allows(self, tool: str) -> bool:
         return tool not in self.disallowed and (self.tools is None or tool in self.tools)
@@ -65,8 +66,12 @@ def _definition(fields: dict[str, Any], body: str, where: str, problems: list[st
         return None
     tools, disallowed = _names(fields.get("tools")), _names(fields.get("disallowedTools"))
     model = str(fields.get("model") or "").strip() or None
+    isolation = str(fields.get("isolation") or "").strip() or None
+    if isolation not in (None, "worktree"):
+        problems.append(f"{where}: isolation: expected worktree, got {isolation!r}; the agent works in place")
+        isolation = None
     return AgentDef(name, description, body.strip() or GENERAL_PURPOSE, tools or None,
-                    None if model == "inherit" else model, disallowed or ())
+                    None if model == "inherit" else model, disallowed or (), isolation=isolation)
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -77,7 +82,7 @@ def _names(value: Any) -> tuple[str, ...]:
 
 # Fields of a Claude Code agent definition that loopwright accepts and does not act on (yet).
 IGNORED_FIELDS = frozenset({"permissionMode", "maxTurns", "skills", "mcpServers", "hooks", "memory", "background",
-                            "effort", "isolation", "color", "initialPrompt"})
+                            "effort", "color", "initialPrompt"})
 _TEXT_FIELDS = ("description", "prompt", "model")
 
 
@@ -105,7 +110,7 @@ def _from_entry(name: str, entry: Any, flag: str) -> AgentDef:
         raise UsageError(f"{flag}: an agent name must not be empty")
     if not isinstance(entry, dict):
         raise UsageError(f"{flag}: {name}: expected an object with description and prompt, got {type(entry).__name__}")
-    unknown = sorted(set(entry) - {*_TEXT_FIELDS, "tools", "disallowedTools"} - IGNORED_FIELDS)
+    unknown = sorted(set(entry) - {*_TEXT_FIELDS, "tools", "disallowedTools", "isolation"} - IGNORED_FIELDS)
     if unknown:
         raise UsageError(f"{flag}: {name}.{unknown[0]}: unknown field; expected description, prompt, tools, "
                          "disallowedTools, model")
@@ -118,9 +123,12 @@ def _from_entry(name: str, entry: Any, flag: str) -> AgentDef:
         if value is not None and not (isinstance(value, str) or (
                 isinstance(value, list) and all(isinstance(t, str) for t in value))):
             raise UsageError(f"{flag}: {name}.{key}: expected a list of tool names, got {json_brief(value)}")
+    if entry.get("isolation") not in (None, "worktree"):
+        raise UsageError(f"{flag}: {name}.isolation: expected \"worktree\", got {json_brief(entry['isolation'])}")
     model = entry["model"].strip() if entry.get("model") else None
     return AgentDef(name, entry["description"].strip(), entry["prompt"].strip(), _names(entry.get("tools")) or None,
-                    None if model == "inherit" else model, _names(entry.get("disallowedTools")))
+                    None if model == "inherit" else model, _names(entry.get("disallowedTools")),
+                    isolation=entry.get("isolation"))
 
 
 def json_brief(value: Any) -> str:

@@ -6,12 +6,16 @@ what every child spent is counted as the parent's (`usageByRole.subagents`, the 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, Callable
 
+from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
 from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
 from .definitions import APPENDIX, AgentDef
+from ..workflows import worktrees
+from ..workflows.worktrees import GitError
 from .tool import AgentTool
 
 MAX_DEPTH = 3  # subagent levels below the main agent
@@ -53,8 +57,15 @@ class Subagents:
         self.hooks, self.emit = hooks, emit
         return AgentTool(self.parent.agents, self.spawn) if self.parent.depth < self.max_depth else None
 
-    async def spawn(self, agent: AgentDef, prompt: str, model: str | None) -> tuple[str, bool]:
+    async def spawn(self, agent: AgentDef, prompt: str, model: str | None,
+                    isolation: str | None = None) -> tuple[str, bool]:
         agent_id = new_agent_id()
+        place = None
+        if isolation == "worktree":
+            try:
+                place = Isolated.make(Path(self.parent.cwd), agent_id)
+            except (GitError, UsageError, OSError) as exc:
+                return f"The subagent could not get a worktree of its own: {exc}", True
         sidechain = getattr(self.parent.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
         try:
@@ -64,26 +75,28 @@ class Subagents:
                 "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
-            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder)
+            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder,
+                                place.cwd if place is not None else None)
             result = await child.run(prompt, on_event=self._forward)
         finally:
             if recorder is not None:
                 recorder.close()
+            kept = place.finish() if place is not None else ""  # a git failure here is the tool's error
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
         if result.is_error:
             why = "; ".join(result.errors) or result.terminal_reason
-            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}", True
-        return result.result or "(the subagent gave no answer)", False
+            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}{kept}", True
+        return (result.result or "(the subagent gave no answer)") + kept, False
 
-    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any) -> Any:
+    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, cwd: Path | None) -> Any:
         """A subagent: a fresh context, the tools its definition names (of the parent's), the
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder."""
         p = self.parent
         tools = [t for t in p._tools() if agent.allows(t.name)]
         return type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
-                       system_prompt=agent.prompt + APPENDIX, cwd=p.cwd, limits=p.limits, permissions=p.permissions,
+                       system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits, permissions=p.permissions,
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
                        depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
@@ -98,3 +111,33 @@ class Subagents:
     def elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         """What the subagents spent, for the parent's result and budget."""
         return [("subagents", name, mu) for name, mu in self.usage.items()]
+
+
+@dataclass
+class Isolated:
+    """A subagent's own worktree (`isolation: worktree`): started from the parent's working tree as
+    it is, removed when the subagent changed nothing; otherwise kept, its work committed on its
+    branch and named in the answer, never applied to the parent's files."""
+
+    repo: Path
+    path: Path
+    branch: str
+    base: str
+    cwd: Path
+
+    @classmethod
+    def make(cls, cwd: Path, agent_id: str) -> "Isolated":
+        repo = worktrees.repo_root(cwd, "isolation: worktree")
+        base = worktrees.snapshot(repo)
+        path, branch = worktrees.private_root() / f"agent-{agent_id}", f"loopwright/agent-{agent_id}"
+        worktrees.add(repo, path, branch, base)
+        return cls(repo, path, branch, base, path / cwd.resolve().relative_to(repo.resolve()))
+
+    def finish(self) -> str:
+        head = worktrees.commit_all(self.path, "loopwright subagent work")
+        if head == self.base:
+            worktrees.remove(self.repo, self.path)
+            worktrees.delete_branch(self.repo, self.branch)
+            return ""
+        return (f"\n\n(The subagent worked in its own worktree: its changes are committed on branch {self.branch} "
+                f"and are in {self.path}; they were not applied to your files.)")

@@ -10,7 +10,7 @@ from ..core.errors import ToolInputError
 from ..core.ports import Access, ToolContext, ToolOutput
 from .definitions import AgentDef
 
-Spawn = Callable[[AgentDef, str, "str | None"], Awaitable[tuple[str, bool]]]
+Spawn = Callable[[AgentDef, str, "str | None", "str | None"], Awaitable[tuple[str, bool]]]
 
 
 class AgentTool:
@@ -32,7 +32,10 @@ class AgentTool:
                     "description": {"type": "string", "description": "The task in 3-5 words."},
                     "prompt": {"type": "string", "description": "The whole task for the subagent."},
                     "subagent_type": {"type": "string", "description": "Which agent type to use."},
-                    "model": {"type": "string", "description": "A model alias to run it on, if not its own."}}}
+                    "model": {"type": "string", "description": "A model alias to run it on, if not its own."},
+                    "isolation": {"type": "string", "enum": ["worktree"], "description": "worktree: it works on "
+                                  "its own copy of the repository (a git worktree); its changes come back on a "
+                                  "branch, not in your files."}}}
 
     def validate(self, raw: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(raw) - set(self.input_schema["properties"]))
@@ -44,6 +47,8 @@ class AgentTool:
         for key in ("subagent_type", "model"):
             if key in raw and not isinstance(raw[key], str):
                 raise ToolInputError(f"Agent: `{key}` must be text")
+        if raw.get("isolation") not in (None, "worktree"):
+            raise ToolInputError(f"Agent: `isolation` must be \"worktree\", got {raw['isolation']!r}")
         return raw
 
     def access(self, tool_input: dict[str, Any]) -> Access:
@@ -55,7 +60,7 @@ class AgentTool:
         if agent is None:
             return ToolOutput(f"Agent type {kind!r} not found. Available agents: {', '.join(self.agents)}",
                               is_error=True)
-        text, failed = await self.spawn(agent, args["prompt"], args.get("model"))
+        text, failed = await self.spawn(agent, args["prompt"], args.get("model"), args.get("isolation") or agent.isolation)
         return ToolOutput(text, is_error=failed)
 
 

@@ -13,7 +13,6 @@ import os
 import random
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import UsageError
 from ..core.events import RunResult
 from ..core.ids import uuid4
-from ..stores import worktrees
+from ..workflows import worktrees
 from .render import visible
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def run_attempts(opts: Options, prompt: str) -> int:
     base = worktrees.snapshot(repo)
     run_id = uuid4()
     where = Path.cwd().resolve().relative_to(repo.resolve())
-    place = attempts_root() / run_id
+    place = worktrees.private_root() / run_id
     attempts = [Attempt(k, place / str(k), f"loopwright/{run_id[:8]}/{k}",
                         variations[(k - 1) % len(variations)] if variations else "") for k in range(1, n + 1)]
     try:
@@ -96,16 +95,6 @@ def run_attempts(opts: Options, prompt: str) -> int:
     if opts.output_format == "text":
         _table(result.attempts or {})
     return result.exit_code
-
-
-def attempts_root() -> Path:
-    """Where the worktrees go: a private folder in the system's temporary directory (not
-    loopwright's home, where tools may not write, nor inside the repository)."""
-    root = Path(tempfile.gettempdir()) / f"loopwright-attempts-{os.getuid()}"
-    root.mkdir(mode=0o700, exist_ok=True)
-    if root.is_symlink() or root.stat().st_uid != os.getuid():
-        raise UsageError(f"{root} is not a folder of yours: remove it, or set TMPDIR to another place")
-    return root
 
 
 def _variations(path: str | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""git worktrees for parallel attempts: the user's state (uncommitted and untracked changes
+"""git worktrees for parallel attempts and isolated subagents: the user's state (uncommitted and untracked changes
 included) as a commit, one worktree and branch per attempt, an attempt's work committed, its
 diff, and the winner's changes applied to the user's working tree.
 
@@ -34,12 +34,12 @@ def git(cwd: str | Path, *args: str, env: dict[str, str] | None = None, check: b
     return out.stdout
 
 
-def repo_root(cwd: str | Path) -> Path:
-    """The top of the repository `cwd` is in; a UsageError outside one."""
+def repo_root(cwd: str | Path, what: str = "--attempts") -> Path:
+    """The top of the repository `cwd` is in; a UsageError outside one, naming `what` needs it."""
     try:
         top = git(cwd, "rev-parse", "--show-toplevel").strip()
     except (GitError, OSError) as exc:
-        raise UsageError(f"--attempts needs a git repository: {cwd} is not inside one ({exc})") from None
+        raise UsageError(f"{what} needs a git repository: {cwd} is not inside one ({exc})") from None
     return Path(top)
 
 
@@ -99,3 +99,17 @@ def remove(repo: Path, path: Path) -> None:
 
 def prune(repo: Path) -> None:
     git(repo, "worktree", "prune", check=False)
+
+
+def private_root() -> Path:
+    """Where worktrees go: a private folder in the system's temporary directory (not
+    loopwright's home, where tools may not write, nor inside the repository)."""
+    root = Path(tempfile.gettempdir()) / f"loopwright-attempts-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    if root.is_symlink() or root.stat().st_uid != os.getuid():
+        raise UsageError(f"{root} is not a folder of yours: remove it, or set TMPDIR to another place")
+    return root
+
+
+def delete_branch(repo: Path, branch: str) -> None:
+    git(repo, "branch", "-D", branch, check=False)
