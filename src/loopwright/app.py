@@ -83,6 +83,7 @@ class Agent:
     depth: int = 0  # subagent level: 0 for the main agent
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
+    checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -279,6 +280,7 @@ class Agent:
             tools=tools, limits=self.limits, budget=self.budget, permissions=self.permissions,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
+            before_write=self.checkpoints.before_write if self.checkpoints is not None else None,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
             crash_log=self.crash_log or _crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
@@ -308,6 +310,8 @@ class Agent:
                 result = loop.crashed(exc)
                 loop.emit(ResultEvent(result))
             else:
+                if self.checkpoints is not None:
+                    self.checkpoints.begin()  # the prompt's record opens its checkpoint
                 result = await loop.run([*self.history, *opening, Message.user(prompt)], notices)
         finally:
             self._loop = None
@@ -379,6 +383,8 @@ class Agent:
 
         def emit(event: Event) -> None:
             recorder(event)
+            if self.checkpoints is not None and isinstance(event, UserMessage) and not event.synthetic:
+                self.checkpoints.prompt(recorder.last_uuid)
             show(event)
 
         return emit

@@ -365,10 +365,11 @@ def denied_line(denial: Any) -> str:
     return visible(line + (f"; to allow it: {denial.hint}" if denial.hint else ""))
 
 
-def open_cli_session(opts: Options, agent: Any) -> Any:
+def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) -> Any:
     """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
     agent (the recorder sees each event before the renderer) with SessionStart's `source`
-    (startup, resume, fork)."""
+    (startup, resume, fork). File checkpoints when `checkpoints` (interactive sessions) or
+    `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session."""
     from ..session import open_session
     from ..stores.jsonl import JsonlStore
 
@@ -387,6 +388,11 @@ def open_cli_session(opts: Options, agent: Any) -> Any:
     agent.session_id, agent.history = session.session_id, session.history
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
     agent.session_source = session.source
+    wanted = checkpoints or os.environ.get("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "").lower() in ("1", "true")
+    if wanted and session.transcript_path:
+        from ..session.checkpoints import Checkpoints, folder_of
+
+        agent.checkpoints = Checkpoints(folder_of(session.transcript_path))
     return session
 
 

@@ -53,7 +53,7 @@ def run_interactive(opts: Options) -> int:
         pass
     agent = build_agent(opts, trusted(load_cli_settings(opts, announce=False)))
     agent.approver = TerminalApprover()
-    session = open_cli_session(opts, agent)
+    session = open_cli_session(opts, agent, checkpoints=True)
     print(f"loopwright · session {agent.session_id} · {agent.model} · {agent.cwd}\n/help for commands.", flush=True)
     try:
         return asyncio.run(_repl(agent, opts.prompt))

@@ -79,6 +79,7 @@ class Options:
     resume_session_at: str | None = None
     resume_drops_turn: str | None = None
     session_mirror: bool = False
+    replay_user_messages: bool = False
 
     @property
     def resuming(self) -> bool:
@@ -118,7 +119,8 @@ def parser() -> Any:
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
-               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`; each takes --help.")
+               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright rewind`, "
+               "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")

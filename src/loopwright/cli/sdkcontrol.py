@@ -1,5 +1,5 @@
 """The host's control requests, answered: `initialize` (its hooks registered), `interrupt`,
-`set_permission_mode`, `set_model`, `mcp_status`, `get_context_usage`, `stop_task`; any other subtype gets an error
+`set_permission_mode`, `set_model`, `mcp_status`, `get_context_usage`, `rewind_files`, `stop_task`; any other subtype gets an error
 answer, never silence (the SDK would wait a minute for it)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class HostRequests:
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "initialize": self.initialize, "interrupt": self.interrupt, "set_permission_mode": self.set_permission_mode,
             "set_model": self.set_model, "mcp_status": self.mcp_status, "stop_task": lambda body: {},
-            "get_context_usage": self.context_usage,
+            "get_context_usage": self.context_usage, "rewind_files": self.rewind_files,
         }
 
     def handle(self, message: dict[str, Any]) -> None:
@@ -100,6 +100,19 @@ class HostRequests:
             raise ValueError(f"set_model: expected a model name or null, got {given!r}")
         self.agent.model = resolve_model(given or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).id
         return {"model": self.agent.model}
+
+    def rewind_files(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The files Write and Edit changed since that prompt, put back (the conversation stays)."""
+        store = self.agent.checkpoints
+        if store is None:
+            raise ValueError("rewind_files: file checkpointing is not enabled (enable_file_checkpointing=True)")
+        target = store.find(str(body.get("user_message_id") or ""))
+        if target is None:
+            raise ValueError(f"rewind_files: {body.get('user_message_id')!r} is not the id of a user prompt of this "
+                             "session with a checkpoint (ids come from replayed user messages)")
+        if self.busy:
+            raise ValueError("rewind_files: a turn is running; interrupt it first")
+        return {"rewound": store.rewind(target)}
 
     def context_usage(self, body: dict[str, Any]) -> dict[str, Any]:
         from .sdkusage import context_usage

@@ -9,14 +9,16 @@ import sys
 from typing import Any
 
 from .. import __version__
-from ..core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit
+from ..core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
 from ..core.ids import uuid4
 from .render import dumps, stream_json, visible
 
 
 class SdkOutput:
-    def __init__(self, agent: Any, hook_events: bool, init: dict[str, Any], state_frames: bool) -> None:
+    def __init__(self, agent: Any, hook_events: bool, init: dict[str, Any], state_frames: bool,
+                 replay_prompts: bool = False) -> None:
         self.agent, self.hook_events, self.state_frames = agent, hook_events, state_frames
+        self.replay_prompts = replay_prompts  # --replay-user-messages: each prompt echoed with its record's uuid
         agents = list(agent.agents or {}) if isinstance(agent.agents, dict) else []
         self.init = {"slash_commands": [], "skills": [], "agents": agents, **init}
         self.mcp_servers: list[dict[str, Any]] = []
@@ -40,6 +42,10 @@ class SdkOutput:
         if isinstance(event, (HookStarted, HookResponse)) and not (self.hook_events or event.hook_event == "SessionStart"):
             return
         found = stream_json(event, self.agent.session_id, __version__)
+        if found is None and self.replay_prompts and isinstance(event, UserMessage) and not event.synthetic:
+            recorded = getattr(self.agent.recorder, "last_uuid", None)  # the prompt's record: its checkpoint's id
+            found = {"type": "user", "message": event.message.to_api(), "parent_tool_use_id": None,
+                     "uuid": recorded or uuid4(), "isReplay": True}
         if found is None:
             return
         if isinstance(event, SystemInit):

@@ -32,6 +32,8 @@ def add_sdk_flags(p: Any) -> None:
     add("--resume-session-at", metavar="MESSAGE_ID", help="(not supported: refused)")
     add("--resume-drops-turn", metavar="MESSAGE_ID", help="(not supported: refused)")
     add("--session-mirror", action="store_true", help="(not supported: no transcript_mirror lines; ignored)")
+    add("--replay-user-messages", action="store_true", help="stream-json: echo each user prompt as a `user` line "
+        "whose uuid names its checkpoint (for the SDK's rewind_files).")
 
 
 def check_sdk_flags(opts: Options) -> None:

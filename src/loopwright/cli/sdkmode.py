@@ -140,7 +140,8 @@ def run_sdk(opts: Options) -> int:
         agent.system_prompt = MINIMAL_PROMPT.format(cwd=agent.cwd)
     session = open_cli_session(opts, agent)
     out = SdkOutput(agent, bool(opts.include_hook_events), init_fields(settings, agent) | _init_extra(opts),
-                    state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1")
+                    state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
+                    replay_prompts=opts.replay_user_messages)
     channel = ControlChannel(out.line)
     host = HostRequests(agent, channel, out)
     agent.mcp_servers = (*agent.mcp_servers, *host_servers(sdk_servers, channel))

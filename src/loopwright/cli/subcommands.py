@@ -27,6 +27,10 @@ def run(name: str, args: list[str]) -> int:
         from .attempts import clean
 
         return clean(Path.cwd())
+    if name == "rewind":
+        from .rewindcmd import run_rewind
+
+        return run_rewind(args)
     if name == "sessions":
         from .sessionscmd import run_sessions
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Literal, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Callable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 from .fastclass import dataclass
 from .types import ModelRequest, StreamEvent
@@ -48,6 +48,7 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)  # child processes' whole environment; {}: child_env()
     session_id: str = ""
     guard: PathGuard | None = None
+    before_write: Callable[[str], None] | None = None  # file checkpoints: told a file's real path before it changes
 
 
 @dataclass(frozen=True, slots=True)

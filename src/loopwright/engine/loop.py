@@ -83,6 +83,7 @@ class LoopConfig:
     after_reads: Callable[[Sequence[ToolUseBlock], Sequence[ToolResultBlock]], list[str]] | None = None  # a batch adds
     after_compact: Callable[[], list[str]] | None = None  # what opens the conversation again after compaction
     elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
+    before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
 
@@ -106,7 +107,8 @@ class AgentLoop:
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
                                config.subagent)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
-        ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id)
+        ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
+                          before_write=config.before_write)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
                                        self.calls.payload, config.parallel_tools, self.clock)
         self.messages: list[Message] = []

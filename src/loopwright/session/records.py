@@ -229,6 +229,9 @@ class Restored:
         return self.messages[-1] if self.recovered else None
 
 
+REWOUND = "conversation_rewound"  # `loopwright rewind --conversation`: later replays stop before `data.before`
+
+
 def replay(records: Iterable[Record]) -> list[Message]:
     """The conversation the records describe, ready to send: compact boundaries honoured, and tool
     calls a crash left unanswered given a result (never run again)."""
@@ -241,6 +244,7 @@ def restore(records: Iterable[Record]) -> Restored:
     started: dict[str, ToolStartedEntry] = {}
     finished: dict[str, ToolResultBlock] = {}
     last_uuid = None
+    where: dict[str, int] = {}  # a user record's uuid -> how many messages came before it
     for record in records:
         last_uuid = record.uuid
         match record.entry:
@@ -248,7 +252,11 @@ def restore(records: Iterable[Record]) -> Restored:
                 messages.append(message)
                 started, finished = {}, {}
             case UserEntry(message=message):
+                where[record.uuid] = len(messages)
                 messages.append(message)
+            case SystemEntry(subtype=subtype, data=data) if subtype == REWOUND and data.get("before") in where:
+                messages = messages[:where[str(data["before"])]]  # the conversation as it was before that prompt
+                started, finished = {}, {}
             case CompactEntry(messages=kept):
                 messages = list(kept)
             case SystemEntry(subtype=subtype) if subtype == RESENT_RESULTS_ONLY and messages:

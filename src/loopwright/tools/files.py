@@ -4,6 +4,7 @@ gate judged its path, on regular files only (see `fileio`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -152,7 +153,10 @@ class WriteTool(BaseTool):
         path = resolve_path(args.file_path, ctx)
         data = args.content.encode("utf-8", errors="replace")
         try:
-            existed = await in_thread(write_bytes, landing(args.file_path, ctx), data)
+            real = landing(args.file_path, ctx)
+            if ctx.before_write is not None:
+                await in_thread(ctx.before_write, real)
+            existed = await in_thread(write_bytes, real, data)
         except Refused as exc:
             return refused("write", path, exc)
         except IsADirectoryError:
@@ -203,7 +207,10 @@ class EditTool(BaseTool):
                 is_error=True,
             )
         try:
-            return await in_thread(_edit, landing(args.file_path, ctx), path, args)
+            real = landing(args.file_path, ctx)
+            if ctx.before_write is not None and os.path.isfile(real):
+                await in_thread(ctx.before_write, real)
+            return await in_thread(_edit, real, path, args)
         except Refused as exc:
             return refused("edit", path, exc)
         except IsADirectoryError:
