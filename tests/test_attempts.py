@@ -161,3 +161,21 @@ def test_an_interrupt_leaves_nothing_after_attempts_clean(repo, tmp_path, aenv):
     assert cleaned.returncode == 0 and "removed 2 attempt worktree(s)" in cleaned.stdout
     assert git(repo, "worktree", "list").count("\n") == 1
     assert not [p for p in (tmp_path / "tmp").glob("loopwright-attempts-*/*/*")]
+
+
+def test_each_attempt_is_a_goal_loop_judged_before_the_attempts_are(repo, tmp_path, aenv):
+    evaluator = {"system_contains": "You decide whether an agent has met its goal"}
+    met = {"text": json.dumps({"ok": True, "reason": "the check passes"})}
+    per = {1: write("app.py", RIGHT), 2: write("app.py", RIGHT)}
+    rules = script([verdict("A")], per)
+    rules["rules"].insert(0, {"match": evaluator, "responses": [{**met, "repeat": -1}]})
+    with Simulator(rules) as sim:
+        out = cli(["-p", "make add() add", "--goal", "add(2, 3) returns 5", "--attempts", "2",
+                   *instructions(tmp_path, 2), *FLAGS], aenv, repo, sim)
+        judged = [r for r in sim.message_requests if "You decide whether" in json.dumps(r.body.get("system"))]
+    result = json.loads(out.stdout)
+    assert out.returncode == 0, out.stderr
+    assert len(judged) == 2  # one goal verdict per attempt
+    rows = result["attempts"]["attempts"]
+    assert [r["terminal_reason"] for r in rows] == ["goal_met", "goal_met"] and result["attempts"]["applied"]
+    assert (repo / "app.py").read_text() == RIGHT
