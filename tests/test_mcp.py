@@ -389,3 +389,28 @@ def test_a_post_tool_use_hook_may_replace_an_mcp_tools_output(dirs, tmp_path):
     assert text_of(replaced) == "[redacted by policy]"
     [kept] = tool_results(reqs[2])
     assert "plain" in text_of(kept)  # only an MCP tool's output can be replaced
+
+
+def test_subagents_get_the_mcp_tools_their_definition_allows(dirs):
+    home, project = dirs
+    agents = {"adder": {"description": "Adds", "prompt": "Add.", "tools": ["mcp__tb__add"]},
+              "reader": {"description": "Reads", "prompt": "Read.", "tools": ["Read"]}}
+    spawn = {"tool_use": [{"name": "Agent", "input": {"description": "add", "prompt": "ADD-TASK", "subagent_type": "adder"}},
+                          {"name": "Agent", "input": {"description": "read", "prompt": "READ-TASK",
+                                                      "subagent_type": "reader"}}]}
+    script = {"rules": [
+        {"match": {"last_user_contains": "ADD-TASK"}, "responses": [call("mcp__tb__add", a=2, b=3)]},
+        {"match": {"last_user_contains": "READ-TASK"}, "responses": [{"text": "nothing to read"}]},
+        {"match": {"last_user_contains": "5"}, "responses": [{"text": "it is 5"}]},
+        {"responses": [spawn, {"text": "done"}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__tb", "--agents", json.dumps(agents),
+                   "--mcp-config", json.dumps(toolbox())], project, home, sim.base_url)
+        offered = {json.dumps(r.body["messages"][0])[:200]: {t["name"] for t in r.body["tools"]}
+                   for r in sim.message_requests}
+        answers = tool_results(sim.message_requests[-1])
+    assert json.loads(out.stdout)["result"] == "done", out.stderr
+    adder = next(v for k, v in offered.items() if "ADD-TASK" in k)
+    reader = next(v for k, v in offered.items() if "READ-TASK" in k)
+    assert adder == {"mcp__tb__add"} and reader == {"Read"}
+    assert [text_of(a) for a in answers] == ["it is 5", "nothing to read"]

@@ -259,8 +259,9 @@ class Agent:
 
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
-        if self._mcp is not None:
-            tools, emit = self._mcp.with_tools(tools), self._mcp.reporting(emit)
+        if self._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
+            only = self.subagent.allows if self.subagent is not None else None
+            tools, emit = self._mcp.with_tools(tools, only), self._mcp.reporting(emit)
         if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
             from .tools.skill import SkillTool
 

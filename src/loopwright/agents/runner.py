@@ -31,6 +31,7 @@ class Sidechain:
     agent_type: str
     transcript_path: str = ""
     context: tuple[str, ...] = ()  # SubagentStart's additionalContext, given beside the task
+    allows: Callable[[str], bool] | None = None  # which of the parent's MCP tools it gets (its definition's list)
 
     def fields(self) -> dict[str, Any]:
         return {"agent_id": self.agent_id, "agent_type": self.agent_type,
@@ -75,7 +76,7 @@ class Subagents:
                 "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
-            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder,
+            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context, agent.allows), recorder,
                                 place.cwd if place is not None else None)
             result = await child.run(prompt, on_event=self._forward)
         finally:
@@ -92,15 +93,18 @@ class Subagents:
     def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, cwd: Path | None) -> Any:
         """A subagent: a fresh context, the tools its definition names (of the parent's), the
         same client, rules, hooks, sandbox and environment; its own model if it or the call
-        names one; the session's id and transcript path, its own recorder."""
+        names one; the session's id and transcript path, its own recorder; the parent's MCP
+        servers' tools as far as its definition allows."""
         p = self.parent
         tools = [t for t in p._tools() if agent.allows(t.name)]
-        return type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
+        child = type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
                        system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits, permissions=p.permissions,
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
                        depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
                        session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
+        child._mcp = p._mcp  # the parent's MCP servers, already running (the parent closes them)
+        return child
 
     def _forward(self, event: Event) -> None:
         """A subagent's hook events and warnings reach the launching agent's output (the rest of

@@ -76,9 +76,10 @@ class McpServers:
         return [f"MCP server {c.spec.name!r} ({c.spec.source}) failed: {c.error}"
                 for c in self.connections if c.status == "failed"]
 
-    def with_tools(self, fixed: list[Tool]) -> list[Tool]:
-        """A run's tools: the fixed ones, then what the servers offer at each moment."""
-        return _WithServers(fixed, self)
+    def with_tools(self, fixed: list[Tool], only: Callable[[str], bool] | None = None) -> list[Tool]:
+        """A run's tools: the fixed ones, then what the servers offer at each moment (`only`:
+        those of them a subagent's definition allows)."""
+        return _WithServers(fixed, self, only)
 
     def reporting(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
         """`system/init` carries each server's status; a server that failed is also a warning."""
@@ -117,13 +118,17 @@ class _WithServers(list):  # type: ignore[type-arg]
     """The fixed tools, then the servers' current ones (a `tools/list_changed` shows in the next
     request: the loop reads its tools again for each one)."""
 
-    def __init__(self, fixed: list[Tool], servers: McpServers) -> None:
+    def __init__(self, fixed: list[Tool], servers: McpServers, only: Callable[[str], bool] | None = None) -> None:
         super().__init__(fixed)
-        self.servers = servers
+        self.servers, self.only = servers, only
+
+    def _offered(self) -> list[Any]:
+        tools = self.servers.tools()
+        return tools if self.only is None else [t for t in tools if self.only(t.name)]
 
     def __iter__(self) -> Any:
         yield from list.__iter__(self)
-        yield from self.servers.tools()
+        yield from self._offered()
 
     def __len__(self) -> int:
-        return list.__len__(self) + len(self.servers.tools())
+        return list.__len__(self) + len(self._offered())
