@@ -414,3 +414,20 @@ def test_subagents_get_the_mcp_tools_their_definition_allows(dirs):
     reader = next(v for k, v in offered.items() if "READ-TASK" in k)
     assert adder == {"mcp__tb__add"} and reader == {"Read"}
     assert [text_of(a) for a in answers] == ["it is 5", "nothing to read"]
+
+
+def test_progress_is_shown_and_keeps_a_long_call_alive_past_its_timeout(dirs):
+    home, project = dirs
+    script = [call("mcp__tb__count", steps=4, pause=0.8), {"text": "counted"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "count", "--output-format", "stream-json", "--verbose", "--allowedTools", "mcp__tb",
+                   "--mcp-config", json.dumps(toolbox(timeout=1500))], project, home, sim.base_url)
+        result = tool_results(sim.message_requests[-1])[0]
+    frames = [f for f in lines(out) if f.get("subtype") == "tool_progress"]
+    assert [(f["progress"], f["total"], f["message"]) for f in frames] == [(i, 4, f"step {i}") for i in range(1, 5)]
+    assert {f["tool_name"] for f in frames} == {"mcp__tb__count"} and frames[0]["tool_use_id"]
+    assert not result.get("is_error") and "counted to 4" in text_of(result)  # 3.2 s in all, never 1.5 s silent
+    with Simulator(script) as sim:
+        text = cli(["-p", "count", "--verbose", "--allowedTools", "mcp__tb", "--mcp-config", json.dumps(toolbox())],
+                   project, home, sim.base_url)
+    assert "… mcp__tb__count: 2/4 step 2" in text.stdout + text.stderr

@@ -1,6 +1,6 @@
 """A small MCP server of our own for the tests, on the official SDK's server side:
 `python toolbox.py` speaks stdio; `python toolbox.py --http PORT` serves streamable HTTP on
-127.0.0.1 (`--sse PORT`: the old SSE transport). Tools: add, echo, shout (structured), fail, huge, sleepy, crash, grow (adds a tool
+127.0.0.1 (`--sse PORT`: the old SSE transport). Tools: add, echo, shout (structured), fail, huge, sleepy, count (reports progress), crash, grow (adds a tool
 and says tools/list_changed), record (appends to $TOOLBOX_LOG: a call's side effect)."""
 
 from __future__ import annotations
@@ -50,6 +50,17 @@ def sleepy(seconds: float) -> str:
     """Sleep, then answer."""
     time.sleep(seconds)
     return "awake"
+
+
+@app.tool()
+async def count(steps: int, pause: float, ctx: Context) -> str:
+    """Count to `steps`, reporting progress at each, `pause` seconds apart."""
+    import anyio
+
+    for step in range(1, steps + 1):
+        await anyio.sleep(pause)
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted to {steps}"
 
 
 @app.tool()

@@ -22,6 +22,7 @@ from ..core.events import (
     ResultEvent,
     SystemInit,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
     UserMessage,
 )
@@ -109,6 +110,8 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
                     "outcome": event.outcome, "session_id": session_id}
         case ResultEvent():
             return event.result.to_json()
+        case ToolProgress():
+            return {"type": "system", "subtype": "tool_progress", **event.to_json(), "session_id": session_id}
         case ToolStarted() | ToolFinished():
             return None
         case _:
@@ -199,6 +202,9 @@ class Progress:
                 return f"\n[turn {event.turn}] {text}" if text else None
             case ToolStarted():
                 return f"  → {event.name}({_short(event.input, 70)})"
+            case ToolProgress():
+                done = f"{event.progress:g}/{event.total:g}" if event.total else f"{event.progress:g}"
+                return f"    … {event.name}: {done}{' ' + event.message if event.message else ''}"
             case ToolFinished():
                 mark = "✗" if event.is_error else "✓"
                 return f"    {mark} {_gist(event.name, event.output)}"

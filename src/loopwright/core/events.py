@@ -204,6 +204,22 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool says how far it is (an MCP server's progress notification)."""
+
+    tool_use_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str = ""
+    type: Literal["tool_progress"] = "tool_progress"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool_use_id": self.tool_use_id, "tool_name": self.name, "progress": self.progress,
+                "total": self.total, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     tool_use_id: str
     name: str
@@ -339,6 +355,7 @@ Event = Union[
     UserMessage,
     PartialEvent,
     ToolStarted,
+    ToolProgress,
     ToolFinished,
     ApiRetry,
     Notice,

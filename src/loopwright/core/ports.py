@@ -48,6 +48,7 @@ class ToolContext:
     env: dict[str, str] = field(default_factory=dict)  # child processes' whole environment; {}: child_env()
     session_id: str = ""
     guard: PathGuard | None = None
+    progress: Callable[[float, float | None, str], None] | None = None  # a running call says how far it is
     before_write: Callable[[str], None] | None = None  # file checkpoints: told a file's real path before it changes
 
 

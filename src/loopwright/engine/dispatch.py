@@ -16,7 +16,7 @@ import anyio
 from ..core.clock import Clock, SystemClock
 from ..core.environ import child_env
 from ..core.errors import ToolInputError
-from ..core.events import Event, PermissionDenial, ToolFinished, ToolStarted
+from ..core.events import Event, PermissionDenial, ToolFinished, ToolProgress, ToolStarted
 from ..core.fastclass import dataclass
 from ..core.ports import CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
 from ..core.types import ToolResultBlock, ToolUseBlock
@@ -152,6 +152,8 @@ class ToolDispatcher:
         # ({} in the context means child_env(): the overrides go on top of that, never alone)
         ctx = replace(self.ctx, env={**(self.ctx.env or child_env()), **decision.env}) if decision.env else self.ctx
         ctx = ctx if decision.guard is None else replace(ctx, guard=decision.guard)
+        ctx = replace(ctx, progress=lambda done, total, message: self.emit(
+            ToolProgress(call.id, call.name, done, total, message)))
         try:
             output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told

@@ -160,13 +160,12 @@ class Connection:
             raise ServerGone(self.error or "not connected")
         return self._client
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None) -> Any:
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None,
+                   progress: Callable[[float, float | None, str], None] | None = None) -> Any:
+        """`timeout`: how long the call may go without an answer or a progress notification."""
         client = await self._connected()
         try:
-            if timeout is None:
-                result = await client.call_tool(tool, arguments)
-            else:
-                result = await asyncio.wait_for(client.call_tool(tool, arguments), timeout)
+            result = await _within(client, tool, arguments, timeout, progress)
             if self._stale or self._listing.locked():  # the call changed the server's tools:
                 await asyncio.wait_for(self._refresh(), 10.0)  # the next request shows them
             return result
@@ -248,3 +247,31 @@ def _version() -> str:
         return version("loopwright")
     except PackageNotFoundError:
         return "0"
+
+
+async def _within(client: Any, tool: str, arguments: dict[str, Any], timeout: float | None,
+                  progress: Callable[[float, float | None, str], None] | None) -> Any:
+    """`tools/call`, its progress notifications passed on; each one gives the call `timeout`
+    seconds more, so a long job that reports progress is not cut while a silent one is."""
+    loop = asyncio.get_running_loop()
+    heard = loop.time()
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        nonlocal heard
+        heard = loop.time()
+        if progress is not None:
+            progress(done, total, message or "")
+
+    task = asyncio.ensure_future(client.call_tool(tool, arguments, progress_callback=on_progress))
+    try:
+        while True:
+            left = None if timeout is None else heard + timeout - loop.time()
+            if left is not None and left <= 0:
+                raise asyncio.TimeoutError
+            done, _ = await asyncio.wait({task}, timeout=left)
+            if done:
+                return task.result()
+    finally:
+        if not task.done():
+            task.cancel()  # a timeout or an interrupt: the SDK tells the server the call was cancelled
+            await asyncio.gather(task, return_exceptions=True)

@@ -50,9 +50,10 @@ class McpTool:
         where = f"MCP server {self.server!r} tool {self.remote_name!r}"
         timeout = tool_timeout(self.connection.spec)
         try:
-            result = await self.connection.call(self.remote_name, args, timeout)
+            result = await self.connection.call(self.remote_name, args, timeout, ctx.progress)
         except asyncio.TimeoutError:
-            return ToolOutput(f"{where} timed out after {timeout:g} s; the call was cancelled", is_error=True)
+            return ToolOutput(f"{where} timed out after {timeout:g} s without an answer or a progress report; the "
+                              "call was cancelled", is_error=True)
         except ServerGone as exc:
             return ToolOutput(f"{where} is not available: {exc}", is_error=True)
         except Exception as exc:  # noqa: BLE001 - a protocol error, a malformed answer

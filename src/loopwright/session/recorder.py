@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Protocol, assert_never
 
 from ..core.events import (
     ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
-    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolStarted, UserMessage,
+    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
 )
 from ..core.ids import uuid4
 from ..core.types import ToolResultBlock
@@ -93,7 +93,7 @@ class Recorder:
                     "resultSubtype": r.subtype, "terminalReason": r.terminal_reason, "isError": r.is_error,
                     "numTurns": r.num_turns, "durationMs": r.duration_ms, "totalCostUsd": round(r.total_cost_usd, 8)}),
                     sync=True)
-            case SystemInit() | PartialEvent() | HookStarted() | HookResponse():
+            case SystemInit() | PartialEvent() | HookStarted() | HookResponse() | ToolProgress():
                 pass  # nothing of the session changes (hook outcomes show in the messages they shape)
             case _:
                 assert_never(event)
