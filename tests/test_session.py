@@ -156,7 +156,7 @@ def test_recorder_continues_a_chain_from_a_parent():
 
 
 def _samples():
-    from loopwright.core.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult
+    from loopwright.core.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult, ToolProgress
 
     result = RunResult("success", False, "ok", "sid", 1, 1, 1, 0.0, Usage(), {}, "end_turn", "completed")
     return {
@@ -166,6 +166,7 @@ def _samples():
         PartialEvent: (PartialEvent(BlockStop(0)), None),
         ToolStarted: (ToolStarted("t", "Bash", {}), "tool_started"),
         ToolFinished: (ToolFinished("t", "Bash", False, "out"), "tool_finished"),
+        ToolProgress: (ToolProgress("t", "mcp__s__job", 1, 4, "step 1"), None),  # shown, not recorded
         ApiRetry: (ApiRetry(1, 3, 0.5, "overloaded", 529, "busy"), "system"),
         Notice: (Notice("info", "note"), "system"),
         CompactBoundary: (CompactBoundary("auto", 10, 1, "s", (Message.user("s"),)), "system"),
