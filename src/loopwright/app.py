@@ -251,8 +251,9 @@ class Agent:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
                 "permission_mode": self.permissions.mode, "hook_event_name": event}
 
-    def _build(self, emit: Callable[[Event], None]) -> AgentLoop:
+    def _build(self, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
         emit = self._sandbox_notice(emit)
+        rules = replace(self.permissions, allow=self.permissions.allow + turn.allow) if turn else self.permissions
         hooks, approver = self._hooks(emit), self.approver
         if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
             from .hooks import NotifyingApprover
@@ -276,8 +277,9 @@ class Agent:
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
         config = LoopConfig(
-            model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
-            tools=tools, limits=self.limits, budget=self.budget, permissions=self.permissions,
+            model=resolve_model(turn.model).id if turn and turn.model else self.model, cwd=self.cwd,
+            session_id=self.session_id, system=self.system(), tools=tools, limits=self.limits, budget=self.budget,
+            permissions=rules,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
             before_write=self.checkpoints.before_write if self.checkpoints is not None else None,
@@ -292,11 +294,8 @@ class Agent:
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
         await self._start_mcp()
-        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
-            prompt = await self._mcp_prompt(prompt)
-        elif self.skills is not None and prompt.lstrip().startswith("/"):
-            prompt = self.skills.expand(prompt) or prompt  # `/skill-name args` typed by the person
-        loop = self._build(self._emitter(on_event))
+        turn = await self._typed(prompt)  # `/name args`: a command's prompt, grants and model
+        loop = self._build(self._emitter(on_event), turn)
         self._loop = loop
         try:
             try:
@@ -312,7 +311,7 @@ class Agent:
             else:
                 if self.checkpoints is not None:
                     self.checkpoints.begin()  # the prompt's record opens its checkpoint
-                result = await loop.run([*self.history, *opening, Message.user(prompt)], notices)
+                result = await loop.run([*self.history, *opening, Message.user(turn.prompt)], notices)
         finally:
             self._loop = None
         self.history = list(result.messages)
@@ -417,6 +416,17 @@ class Agent:
 
         self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
         await self._mcp.start()
+
+    async def _typed(self, prompt: str) -> Any:
+        """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
+        from .context.commands import Shell, Turn, start
+
+        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
+            return Turn(await self._mcp_prompt(prompt))
+        if not prompt.lstrip().startswith("/"):
+            return Turn(prompt)
+        return await start(prompt, self.skills, Shell(self._tools(), self.permissions, self.cwd,
+                                                      self._writable_roots(), self._child_environment(), self.session_id))
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
