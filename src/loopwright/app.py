@@ -80,6 +80,7 @@ class Agent:
     memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
     skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
     agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
+    plugins: Sequence[Any] = ()  # loopwright.context.plugins.Plugin: their parts are in the fields above
     depth: int = 0  # subagent level: 0 for the main agent
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
@@ -339,14 +340,15 @@ class Agent:
             return []
         self._session = "started"
         # A resumed conversation already holds the memory it was given: it is not read again.
-        if self.history or (self.memory is None and self.skills is None):
+        if self.history or (self.memory is None and self.skills is None and not self.plugins):
             opening = []
             if self.memory is not None:
                 self.memory.remember(self.history)
         else:
             from .context import opening_messages
 
-            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None)
+            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None,
+                                       len(self.plugins))
         if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
             return opening
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
