@@ -421,12 +421,14 @@ class Agent:
 
     async def _typed(self, prompt: str) -> Any:
         """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
-        from .context.commands import Shell, Turn, start
+        from .context import Turn
 
         if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
             return Turn(await self._mcp_prompt(prompt))
         if not prompt.lstrip().startswith("/"):
             return Turn(prompt)
+        from .context.commands import Shell, start
+
         return await start(prompt, self.skills, Shell(self._tools(), self.permissions, self.cwd,
                                                       self._writable_roots(), self._child_environment(), self.session_id))
 

@@ -43,6 +43,8 @@ def hook_runner(settings: Any, plugins: Sequence[Any]) -> Any:
 def plugin_mcp_servers(plugins: Sequence[Any], env: Any) -> list[Any]:
     """The plugins' servers, named `plugin:PLUGIN:SERVER`, `${CLAUDE_PLUGIN_ROOT}` filled in and
     set for the server's process; a plugin whose entries are wrong loses its servers, said once."""
+    if not any(p.mcp for p in plugins):
+        return []
     from ..mcp.config import parse_servers
 
     out = []

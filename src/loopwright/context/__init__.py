@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..core.events import Event, Notice
+from ..core.fastclass import dataclass
 from ..core.types import Message, TextBlock
 
 
@@ -34,3 +35,13 @@ def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None], ag
         said = loaded[0] if len(loaded) == 1 else f"{', '.join(loaded[:-1])} and {loaded[-1]}"
         emit(Notice("info", f"loaded {said}", "context_loaded"))
     return [Message("user", tuple(TextBlock(t) for t in blocks))] if blocks else []
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What a typed prompt starts (`commands.start`): the prompt to send, and the rules and model
+    a command grants for its turn."""
+
+    prompt: str
+    allow: tuple[str, ...] = ()
+    model: str | None = None

@@ -17,6 +17,7 @@ from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 from ..core.ports import Tool, ToolContext
 from ..policy.rules import PermissionRules, parse_tool_list, rule_error
+from . import Turn
 from .memory import imports
 from .skills import Skill, render
 
@@ -27,15 +28,6 @@ _NAME = re.compile(r"/([A-Za-z0-9:_-]+)(?=\s|$)")
 
 class CommandError(UsageError):
     """A typed command that cannot start: unknown, or a step of it was refused or failed."""
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """The prompt to send and what the command grants for its turn."""
-
-    prompt: str
-    allow: tuple[str, ...] = ()
-    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
