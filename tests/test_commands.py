@@ -129,3 +129,19 @@ def test_outputs_run_in_the_working_directory_with_the_session_id(world):
         prompt = first_prompt(sim)
     assert out.returncode == 0, out.stderr
     assert f"cwd={os.path.realpath(project)} sid={sid}" in prompt
+
+
+def test_a_skill_the_model_starts_runs_its_steps_under_the_sessions_rules(world):
+    home, project = world
+    skill = project / ".claude" / "skills" / "version"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\ndescription: Report the version\n---\nVERSION !`./scripts/version.sh $0`\n")
+    calls = [{"tool_use": {"name": "Skill", "input": {"skill": "version", "args": "now"}}}, {"text": "ok"}]
+    with Simulator(calls * 2) as sim:
+        allowed = loopwright(["-p", "which version?", "--allowedTools", "Bash(./scripts/version.sh:*)"],
+                             home, project, sim)
+        refused = loopwright(["-p", "which version?"], home, project, sim)
+        results = [sim.message_requests[i].body["messages"][-1]["content"][0] for i in (1, 3)]
+    assert allowed.returncode == 0 and refused.returncode == 0, allowed.stderr + refused.stderr
+    assert not results[0].get("is_error") and "VERSION v1.2.1 now" in results[0]["content"]
+    assert results[1]["is_error"] and "the shell step `./scripts/version.sh now` was not allowed" in results[1]["content"]

@@ -4,6 +4,7 @@ the loop. `await agent.run("…")` returns a `RunResult`; `agent.stream("…")` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from dataclasses import field, replace
@@ -264,9 +265,10 @@ class Agent:
         if self._mcp is not None:
             tools, emit = self._mcp.with_tools(tools), self._mcp.reporting(emit)
         if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
+            from .context.commands import model_use
             from .tools.skill import SkillTool
 
-            tools.append(SkillTool(self.skills.use))
+            tools.append(SkillTool(functools.partial(model_use, self.skills, self._shell(rules))))
         if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
         if self.output_schema is not None:  # a fresh answer for every run
@@ -427,10 +429,15 @@ class Agent:
             return Turn(await self._mcp_prompt(prompt))
         if not prompt.lstrip().startswith("/"):
             return Turn(prompt)
-        from .context.commands import Shell, start
+        from .context.commands import start
 
-        return await start(prompt, self.skills, Shell(self._tools(), self.permissions, self.cwd,
-                                                      self._writable_roots(), self._child_environment(), self.session_id))
+        return await start(prompt, self.skills, self._shell(self.permissions))
+
+    def _shell(self, rules: PermissionRules) -> Any:
+        """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
+        from .context.commands import Shell
+
+        return Shell(self._tools(), rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""

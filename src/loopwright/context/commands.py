@@ -63,6 +63,20 @@ async def start(prompt: str, skills: Any, shell: Shell) -> Turn:
     return Turn(text, allow, None if model in ("", "inherit") else model)
 
 
+async def model_use(skills: Any, shell: Shell, name: str, args: str = "") -> tuple[str, bool]:
+    """What the `Skill` tool returns when the model starts `name`: its body, with its shell steps
+    run and replaced by their output under the session's own rules (a model-started skill's
+    `allowed-tools` grant nothing); a step refused or failing is the tool's error."""
+    text, is_error = skills.use(name, args)
+    skill = skills.found.get(name)
+    if is_error or skill is None or not (_FENCED.search(text) or _INLINE.search(text)):
+        return text, is_error
+    try:
+        return await _Steps(skill, shell.rules, shell).outputs(text), False
+    except CommandError as exc:
+        return f"The skill {name} could not start: {str(exc).replace('; nothing was sent', '')}", True
+
+
 def grants(skill: Skill) -> tuple[str, ...]:
     """The command's `allowed-tools` as permission rules (a list, or one comma/space-separated
     string), `${CLAUDE_PLUGIN_ROOT}` filled in; a malformed rule stops the command."""
