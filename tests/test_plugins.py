@@ -64,6 +64,15 @@ def test_ralph_loop_ends_when_the_promise_is_kept(dirs):
     assert not (project / ".claude" / "ralph-loop.local.md").exists()
 
 
+def test_a_plugin_command_needs_its_namespace(dirs):
+    home, project = dirs
+    with Simulator([]) as sim:
+        out = loopwright(["-p", "/ralph-loop fix it", "--plugin-dir", str(RALPH)], home, project, sim)
+        sent = len(sim.message_requests)
+    assert out.returncode != 0 and sent == 0
+    assert "Unknown command: /ralph-loop; did you mean /ralph:ralph-loop?" in out.stderr
+
+
 def demo_plugin(root):
     (root / ".claude-plugin").mkdir(parents=True)
     (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "demo", "version": "2.0.0"}))

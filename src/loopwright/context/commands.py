@@ -105,7 +105,8 @@ def refuse_unknown(prompt: str, skills: Any) -> None:
         raise CommandError(f"/{name} is a skill only the model may start (user-invocable: false in "
                            f"{found[name].path}); ask for the task in words instead")
     startable = sorted(s.name for s in found.values() if s.user_invocable)
-    meant = nearest(name, startable, 3)
+    # plugin commands are always namespaced, as in Claude Code: `/ralph-loop` means `/ralph-loop:ralph-loop`
+    meant = next((n for n in startable if n.endswith(":" + name)), None) or nearest(name, startable, 3)
     hint = f"did you mean /{meant}? " if meant else ""
     known = f"commands here: {', '.join('/' + n for n in startable)}" if startable else "no custom commands are set up here"
     raise CommandError(f"Unknown command: /{name}; {hint}{known} (.claude/commands/*.md, skills, --plugin-dir). "
