@@ -7,6 +7,8 @@ the real CLI, the simulator."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from test_memory import loopwright, texts
@@ -145,3 +147,20 @@ def test_a_skill_the_model_starts_runs_its_steps_under_the_sessions_rules(world)
     assert allowed.returncode == 0 and refused.returncode == 0, allowed.stderr + refused.stderr
     assert not results[0].get("is_error") and "VERSION v1.2.1 now" in results[0]["content"]
     assert results[1]["is_error"] and "the shell step `./scripts/version.sh now` was not allowed" in results[1]["content"]
+
+
+def test_in_stream_json_input_an_unknown_command_is_that_turns_error_and_the_session_goes_on(world):
+    home, project = world
+    lines = [{"type": "user", "message": {"role": "user", "content": text}} for text in ("/relase v2", "hello")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    with Simulator([{"text": "hi there"}]) as sim:
+        env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
+                   ANTHROPIC_BASE_URL=sim.base_url)
+        out = subprocess.run([sys.executable, "-m", "loopwright", "--input-format", "stream-json", "--output-format",
+                              "stream-json", "--verbose"], input="".join(json.dumps(x) + "\n" for x in lines),
+                             env=env, cwd=project, capture_output=True, text=True, timeout=60)
+        sent = len(sim.message_requests)
+    results = [e for e in map(json.loads, out.stdout.splitlines()) if e["type"] == "result"]
+    assert sent == 1 and [r["is_error"] for r in results] == [True, False], out.stdout + out.stderr
+    assert "Unknown command: /relase; did you mean /release?" in results[0]["errors"][0]
+    assert results[1]["result"] == "hi there" and out.returncode == 0

@@ -70,7 +70,6 @@ class Options:
     # flags the Agent SDK sends (cli.sdkflags says which are honoured)
     permission_prompt_tool: str | None = None
     setting_sources: str | None = None
-    plugin_dir: tuple[str, ...] = ()
     thinking: str | None = None
     thinking_display: str | None = None
     max_thinking_tokens: int | None = None
