@@ -86,7 +86,22 @@ def demo_plugin(root):
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"tb": {
         "command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/../toolbox.py"]}}}))
     (root.parent / "toolbox.py").write_text(TOOLBOX.read_text())
+    (root / "bin").mkdir()
+    (root / "bin" / "demo-greet").write_text("#!/bin/sh\necho \"greetings from demo-greet $1\"\n")
+    (root / "bin" / "demo-greet").chmod(0o755)
     return root
+
+
+def test_a_plugins_bin_folder_is_on_the_bash_path(dirs, tmp_path):
+    home, project = dirs
+    root = demo_plugin(tmp_path / "plugs" / "demo")
+    (root / ".mcp.json").unlink()
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "demo-greet you"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "greet", "--plugin-dir", str(root), "--allowedTools", "Bash"], home, project, sim)
+        result = sim.message_requests[1].body["messages"][-1]["content"][0]
+    assert out.returncode == 0, out.stderr
+    assert not result.get("is_error") and "greetings from demo-greet you" in result["content"], result
 
 
 def test_a_plugins_parts_are_loaded_namespaced_and_listed(dirs, tmp_path):

@@ -17,7 +17,7 @@ from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, Notice, RunResult, SystemInit
 from ..core.ids import uuid4
-from .extensions import hook_runner, plugin_mcp_servers, project_plugins
+from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins
 from .modelcheck import check_models
 from .options import limit
 from .render import Progress, dumps, stream_json, visible
@@ -161,6 +161,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         except ValueError:
             raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
     plugins, _ = project_plugins(opts)
+    children = plugin_path(children, plugins)
     hooks = hook_runner(settings, plugins)
     model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
     fallbacks = parse_fallbacks(opts.fallback_model or settings.fallback_model)

@@ -4,6 +4,7 @@ composes: their hooks beside the settings' hooks, their MCP servers beside the c
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -59,3 +60,10 @@ def plugin_mcp_servers(plugins: Sequence[Any], env: Any) -> list[Any]:
                 continue
             out += [replace(s, name=f"plugin:{plugin.name}:{s.name}", env=(*s.env, *root.items())) for s in specs]
     return out
+
+
+def plugin_path(env: dict[str, str], plugins: Sequence[Any]) -> dict[str, str]:
+    """Each plugin's `bin/` first on the PATH of the processes started for tools and hooks, as
+    Claude Code puts it on the Bash tool's."""
+    bins = [os.path.join(p.root, "bin") for p in plugins if os.path.isdir(os.path.join(p.root, "bin"))]
+    return {**env, "PATH": os.pathsep.join([*bins, env.get("PATH") or os.defpath])} if bins else env
