@@ -221,3 +221,10 @@ def test_a_projects_mcp_servers_wait_for_trust(terminal, tmp_path):
     t.expect("› ").send("go").expect("with servers").expect("› ").send("/exit")
     assert t.close() == 0 and (tmp_path / "mcp-ran").exists()
     assert "mcp__tb__add" in [x["name"] for x in sim.message_requests[0].body["tools"]]
+
+
+def test_an_unknown_command_is_said_and_the_session_goes_on(terminal):
+    t, sim = terminal([{"text": "answered"}])
+    t.expect("› ").send("/nope now").expect("Unknown command: /nope").expect("› ")
+    t.send("hello").expect("answered").expect("› ").send("/exit")
+    assert t.close() == 0 and len(sim.message_requests) == 1

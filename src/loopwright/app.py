@@ -4,6 +4,7 @@ the loop. `await agent.run("…")` returns a `RunResult`; `agent.stream("…")` 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from dataclasses import field, replace
@@ -80,6 +81,7 @@ class Agent:
     memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
     skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
     agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
+    plugins: Sequence[Any] = ()  # loopwright.context.plugins.Plugin: their parts are in the fields above
     depth: int = 0  # subagent level: 0 for the main agent
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
@@ -251,8 +253,9 @@ class Agent:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
                 "permission_mode": self.permissions.mode, "hook_event_name": event}
 
-    def _build(self, emit: Callable[[Event], None]) -> AgentLoop:
+    def _build(self, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
         emit = self._sandbox_notice(emit)
+        rules = replace(self.permissions, allow=self.permissions.allow + turn.allow) if turn else self.permissions
         hooks, approver = self._hooks(emit), self.approver
         if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
             from .hooks import NotifyingApprover
@@ -263,9 +266,10 @@ class Agent:
             only = self.subagent.allows if self.subagent is not None else None
             tools, emit = self._mcp.with_tools(tools, only), self._mcp.reporting(emit)
         if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
+            from .context.commands import model_use
             from .tools.skill import SkillTool
 
-            tools.append(SkillTool(self.skills.use))
+            tools.append(SkillTool(functools.partial(model_use, self.skills, self._shell(rules))))
         if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
         if self.output_schema is not None:  # a fresh answer for every run
@@ -277,8 +281,9 @@ class Agent:
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
         config = LoopConfig(
-            model=self.model, cwd=self.cwd, session_id=self.session_id, system=self.system(),
-            tools=tools, limits=self.limits, budget=self.budget, permissions=self.permissions,
+            model=resolve_model(turn.model).id if turn and turn.model else self.model, cwd=self.cwd,
+            session_id=self.session_id, system=self.system(), tools=tools, limits=self.limits, budget=self.budget,
+            permissions=rules,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
             before_write=self.checkpoints.before_write if self.checkpoints is not None else None,
@@ -293,11 +298,8 @@ class Agent:
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
         await self._start_mcp()
-        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
-            prompt = await self._mcp_prompt(prompt)
-        elif self.skills is not None and prompt.lstrip().startswith("/"):
-            prompt = self.skills.expand(prompt) or prompt  # `/skill-name args` typed by the person
-        loop = self._build(self._emitter(on_event))
+        turn = await self._typed(prompt)  # `/name args`: a command's prompt, grants and model
+        loop = self._build(self._emitter(on_event), turn)
         self._loop = loop
         try:
             try:
@@ -313,7 +315,7 @@ class Agent:
             else:
                 if self.checkpoints is not None:
                     self.checkpoints.begin()  # the prompt's record opens its checkpoint
-                result = await loop.run([*self.history, *opening, Message.user(prompt)], notices)
+                result = await loop.run([*self.history, *opening, Message.user(turn.prompt)], notices)
         finally:
             self._loop = None
         self.history = list(result.messages)
@@ -341,14 +343,15 @@ class Agent:
             return []
         self._session = "started"
         # A resumed conversation already holds the memory it was given: it is not read again.
-        if self.history or (self.memory is None and self.skills is None):
+        if self.history or (self.memory is None and self.skills is None and not self.plugins):
             opening = []
             if self.memory is not None:
                 self.memory.remember(self.history)
         else:
             from .context import opening_messages
 
-            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None)
+            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None,
+                                       len(self.plugins))
         if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
             return opening
         started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
@@ -418,6 +421,24 @@ class Agent:
 
         self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
         await self._mcp.start()
+
+    async def _typed(self, prompt: str) -> Any:
+        """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
+        from .context import Turn
+
+        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
+            return Turn(await self._mcp_prompt(prompt))
+        if not prompt.lstrip().startswith("/"):
+            return Turn(prompt)
+        from .context.commands import start
+
+        return await start(prompt, self.skills, self._shell(self.permissions))
+
+    def _shell(self, rules: PermissionRules) -> Any:
+        """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
+        from .context.commands import Shell
+
+        return Shell(self._tools(), rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""

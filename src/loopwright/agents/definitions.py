@@ -7,8 +7,9 @@ away first) and `model`; its body is the agent's prompt. `--agents` gives the sa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
@@ -40,22 +41,29 @@ def builtins() -> dict[str, AgentDef]:
                                         GENERAL_PURPOSE, builtin=True)}
 
 
-def definitions(cwd: str | Path, home: str | Path) -> tuple[dict[str, AgentDef], list[str]]:
+def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
+                project: bool = True) -> tuple[dict[str, AgentDef], list[str]]:
+    """`plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`, below the user's and the
+    project's; `project` False: the plugins' only."""
     from ..context.skills import frontmatter
 
     found = builtins()
     problems: list[str] = []
-    for root in (Path(home) / ".claude" / "agents", Path(cwd) / ".claude" / "agents"):
-        for path in sorted(root.rglob("*.md")):
+    roots = [(Path(d), f"{p.name}:", p.root) for p in plugins for d in p.agent_dirs]
+    if project:
+        roots += [(Path(home) / ".claude" / "agents", "", ""), (Path(cwd) / ".claude" / "agents", "", "")]
+    for root, prefix, plugin_root in roots:
+        for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 problems.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
                 continue
-            fields, body = frontmatter(text, str(path), [])
+            fields, body = frontmatter(text.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root) if plugin_root else text,
+                                       str(path), [])
             made = _definition(fields, body, str(path), problems)
             if made is not None:
-                found[made.name] = made
+                found[prefix + made.name] = replace(made, name=prefix + made.name)
     return found, problems
 
 

@@ -17,6 +17,7 @@ from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, Notice, RunResult, SystemInit
 from ..core.ids import uuid4
+from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins
 from .modelcheck import check_models
 from .options import limit
 from .render import Progress, dumps, stream_json, visible
@@ -102,6 +103,8 @@ def init_fields(settings: Any, agent: Any = None) -> dict[str, Any]:
         out |= {"skills": names, "slash_commands": names}
     if agent is not None and getattr(agent, "agents", None):
         out["agents"] = list(agent.agents)
+    if agent is not None and getattr(agent, "plugins", ()):
+        out["plugins"] = [p.init() for p in agent.plugins]
     return out
 
 
@@ -157,11 +160,9 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
             uuid.UUID(session_id)
         except ValueError:
             raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
-    hooks = None
-    if settings.hooks and not settings.disable_all_hooks:
-        from ..hooks import HookRunner
-
-        hooks = HookRunner.from_settings(settings, project_dir=Path.cwd())
+    plugins, _ = project_plugins(opts)
+    children = plugin_path(children, plugins)
+    hooks = hook_runner(settings, plugins)
     model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
     fallbacks = parse_fallbacks(opts.fallback_model or settings.fallback_model)
     check_models(opts, settings, model, fallbacks)
@@ -175,8 +176,9 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         permissions=rules, sandbox=sandbox, classifier_model=opts.classifier_model,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
         child_env=children,
-        mcp_servers=mcp_servers(opts, settings), memory=project_memory(opts, settings),
-        skills=project_skills(opts, session_id), agents=project_agents(opts),
+        mcp_servers=mcp_servers(opts, settings) + plugin_mcp_servers(plugins, os.environ),
+        memory=project_memory(opts, settings), plugins=plugins,
+        skills=project_skills(opts, session_id, plugins), agents=project_agents(opts, plugins),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
@@ -194,25 +196,23 @@ def project_memory(opts: Options, settings: Any) -> Any:
                   excludes=[g for g in excludes if isinstance(g, str)] if isinstance(excludes, list) else ())
 
 
-def project_skills(opts: Options, session_id: str) -> Any:
-    """The skills of this session (none with `--bare`)."""
-    if opts.bare:
+def project_skills(opts: Options, session_id: str, plugins: list[Any]) -> Any:
+    """The skills of this session (with `--bare` only the plugins')."""
+    if opts.bare and not plugins:
         return None
     from ..context.skills import Skills
     from ..stores.jsonl import home
 
-    return Skills(Path.cwd(), Path.home(), home(), session_id)
+    return Skills(Path.cwd(), Path.home(), home(), session_id, plugins, project=not opts.bare)
 
 
-def project_agents(opts: Options) -> Any:
-    """The subagent definitions of this session (with `--bare` the built-in one and `--agents`
-    only); each problem with a definition file said on stderr."""
-    from ..agents.definitions import builtins, definitions, from_json
+def project_agents(opts: Options, plugins: list[Any]) -> Any:
+    """The subagent definitions of this session (with `--bare` the built-in one, the plugins' and
+    `--agents` only); each problem with a definition file said on stderr."""
+    from ..agents.definitions import definitions, from_json
 
     given = from_json(opts.agents) if opts.agents is not None else {}
-    if opts.bare:
-        return builtins() | given
-    found, problems = definitions(Path.cwd(), Path.home())
+    found, problems = definitions(Path.cwd(), Path.home(), plugins, project=not opts.bare)
     for problem in problems:
         print(f"loopwright: warning: agents: {printable(problem)}", file=sys.stderr, flush=True)
     return found | given

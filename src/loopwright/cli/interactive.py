@@ -94,6 +94,8 @@ def trusted(settings: Any, ask: Any = input) -> Any:
 
 
 async def _repl(agent: Any, first: str | None = None) -> int:
+    from ..context.commands import CommandError
+
     progress, spent = Progress(sys.stdout), 0.0
     running: asyncio.Task[RunResult] | None = None
     loop = asyncio.get_running_loop()
@@ -122,7 +124,11 @@ async def _repl(agent: Any, first: str | None = None) -> int:
             if line.startswith("/goal") and not _goal(agent, line):
                 continue
             running = asyncio.ensure_future(agent.run(_prompt(agent, line), on_event=progress))
-            result = await running
+            try:
+                result = await running
+            except CommandError as exc:  # an unknown /name, a command step refused: said, the session goes on
+                print(f"loopwright: {visible(str(exc))}", flush=True)
+                continue
             spent += result.total_cost_usd
             if (closing := _closing(result)) is not None:
                 print(visible(closing), flush=True)

@@ -35,6 +35,7 @@ class Options:
     sandbox: bool | None = None  # --sandbox / --no-sandbox; None: as the settings say
     pass_env: tuple[str, ...] = ()
     mcp_config: tuple[str, ...] = ()
+    plugin_dir: tuple[str, ...] = ()
     strict_mcp_config: bool = False
     system_prompt: str | None = None
     system_prompt_file: str | None = None
@@ -69,7 +70,6 @@ class Options:
     # flags the Agent SDK sends (cli.sdkflags says which are honoured)
     permission_prompt_tool: str | None = None
     setting_sources: str | None = None
-    plugin_dir: tuple[str, ...] = ()
     thinking: str | None = None
     thinking_display: str | None = None
     max_thinking_tokens: int | None = None
@@ -161,6 +161,9 @@ def parser() -> Any:
     add("--mcp-config", dest="mcp_config", nargs="+", action="extend", default=[], metavar="FILE_OR_JSON",
         help='MCP servers from these files or inline JSON ({"mcpServers": {...}}), beside .mcp.json and '
         "your own; repeatable.")
+    add("--plugin-dir", dest="plugin_dir", action="append", default=[], metavar="DIR",
+        help="Load the plugin in this folder for this session (its commands as /PLUGIN:NAME, skills, agents, "
+        "hooks, MCP servers); repeatable.")
     add("--strict-mcp-config", action="store_true", help="Use only the servers of --mcp-config.")
     add("--system-prompt", help="Replace the default system prompt.")
     add("--system-prompt-file")

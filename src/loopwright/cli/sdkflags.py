@@ -22,7 +22,6 @@ def add_sdk_flags(p: Any) -> None:
         "channel whenever the rules would ask (needs --input-format stream-json).")
     add("--setting-sources", metavar="user,project,local", help="Which settings files to read; without both "
         "user and project none is read (only --settings).")
-    add("--plugin-dir", dest="plugin_dir", action="append", default=[], metavar="DIR", help="(not supported: ignored)")
     add("--thinking", choices=["adaptive", "enabled", "disabled"], help="(not supported yet: ignored)")
     add("--thinking-display", help="(not supported yet: ignored)")
     add("--max-thinking-tokens", type=int, metavar="N", help="(not supported yet: ignored)")
@@ -47,7 +46,7 @@ def check_sdk_flags(opts: Options) -> None:
         raise UsageError("--permission-prompt-tool stdio asks over the stream-json control channel: use it with "
                          "--input-format stream-json --output-format stream-json")
     ignored = [flag for flag, given in (
-        ("--plugin-dir", opts.plugin_dir), ("--thinking", opts.thinking), ("--thinking-display", opts.thinking_display),
+        ("--thinking", opts.thinking), ("--thinking-display", opts.thinking_display),
         ("--max-thinking-tokens", opts.max_thinking_tokens is not None), ("--effort", opts.effort),
         ("--betas", opts.betas), ("--task-budget", opts.task_budget is not None),
         ("--session-mirror", opts.session_mirror)) if given]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..core import jsonsafe
 from ..core.errors import UsageError
-from ..core.events import RunResult
+from ..context.commands import CommandError
+from ..core.events import ResultEvent, RunResult
 from .control import ControlChannel, SdkApprover
 from .sdkcontrol import HostRequests
 from .sdkemit import SdkOutput
@@ -101,9 +102,20 @@ class Server:
         self.host.busy = True
         try:
             self.last = await self.agent.run(prompt, on_event=self.out.emit)
+        except CommandError as exc:  # an unknown /name, a command step refused: this turn's error result
+            self.last = refused(self.agent.session_id, str(exc))
+            self.out.emit(ResultEvent(self.last))
         finally:
             self.host.busy = False
             self.out.state("idle")
+
+
+def refused(session_id: str, why: str) -> RunResult:
+    """The result of a turn that ended before its run began: nothing was sent, the session goes on."""
+    from ..core.types import Usage
+
+    return RunResult("error_during_execution", True, "", session_id, 0, 0, 0, 0.0, Usage(), {}, None,
+                     "startup_error", errors=(why,))
 
 
 def read_stdin(loop: asyncio.AbstractEventLoop, server: Server, stream: Any = None) -> None:

@@ -1,15 +1,17 @@
-"""What the project tells the agent: memory files and skills (`memory`, `skills`), given as the
-conversation opens."""
+"""What the project tells the agent: memory files, skills and custom commands, plugins
+(`memory`, `skills`, `commands`, `plugins`), given as the conversation opens or a command starts."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from ..core.events import Event, Notice
+from ..core.fastclass import dataclass
 from ..core.types import Message, TextBlock
 
 
-def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None], agents: Any = None) -> list[Message]:
+def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None], agents: Any = None,
+                     plugins: int = 0) -> list[Message]:
     """What opens a new conversation before its first prompt: the memory files, then the list of
     skills (names and descriptions only); each problem found on the way said as a notice. The
     subagent definitions (`agents`, name -> AgentDef) are not in it, only counted in the notice."""
@@ -27,7 +29,19 @@ def opening_messages(memory: Any, skills: Any, emit: Callable[[Event], None], ag
             loaded.append(f"{len(skills.found)} skill(s) and command(s)")
     if defined := [a for a in (agents or {}).values() if not a.builtin]:
         loaded.append(f"{len(defined)} subagent(s)")
+    if plugins:
+        loaded.append(f"{plugins} plugin(s)")
     if loaded:
         said = loaded[0] if len(loaded) == 1 else f"{', '.join(loaded[:-1])} and {loaded[-1]}"
         emit(Notice("info", f"loaded {said}", "context_loaded"))
     return [Message("user", tuple(TextBlock(t) for t in blocks))] if blocks else []
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What a typed prompt starts (`commands.start`): the prompt to send, and the rules and model
+    a command grants for its turn."""
+
+    prompt: str
+    allow: tuple[str, ...] = ()
+    model: str | None = None

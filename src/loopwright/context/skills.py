@@ -13,7 +13,7 @@ import os
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..core.events import Event, Notice
 from ..core.fastclass import dataclass
@@ -21,7 +21,7 @@ from ..core.fastclass import dataclass
 MAX_DESCRIPTION = 1536
 KNOWN_KEYS = frozenset("""name description when_to_use argument-hint arguments disable-model-invocation
 user-invocable allowed-tools disallowed-tools model effort context agent background hooks paths shell
-metadata license compatibility version""".split())  # (commands use a subset)
+metadata license compatibility version hide-from-slash-command-tool""".split())  # (commands use a subset)
 _BOOLS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 _INDEXED = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$(\d+)")
 
@@ -35,30 +35,39 @@ class Skill:
     model_invocable: bool = True
     user_invocable: bool = True
     fields: dict[str, Any] | None = None
+    path: str = ""  # the SKILL.md or command file
+    plugin_root: str = ""  # a plugin's folder: `${CLAUDE_PLUGIN_ROOT}`
 
 
-def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None) -> tuple[dict[str, Skill], list[str]]:
-    """Every skill found, by name (the user's first: they win a clash), and the problems seen."""
+def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None, plugins: Sequence[Any] = (),
+             project: bool = True) -> tuple[dict[str, Skill], list[str]]:
+    """Every skill found, by name (the user's first: they win a clash), and the problems seen.
+    `plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`; `project` False: only those."""
     roots = [Path(home) / ".claude" / "skills", *([Path(own_home) / "skills"] if own_home else []),
-             Path(cwd) / ".claude" / "skills", Path(cwd) / ".loopwright" / "skills"]
+             Path(cwd) / ".claude" / "skills", Path(cwd) / ".loopwright" / "skills"] if project else []
     skills: dict[str, Skill] = {}
     problems: list[str] = []
-    for root in roots:
+    for root, prefix, plugin in [(r, "", "") for r in roots] + [
+            (Path(d), f"{p.name}:", p.root) for p in plugins for d in p.skill_dirs]:
         for path in sorted(root.glob("*/SKILL.md")):
-            skill = _read(path, problems)
+            skill = _read(path, problems, prefix + path.parent.name, plugin)
             if skill is not None and skill.name not in skills:
                 skills[skill.name] = skill
     # Custom commands (`.claude/commands/NAME.md`, `sub/NAME.md` as `sub:NAME`) work as skills do;
     # a skill wins a name clash.
-    for root in (Path(home) / ".claude" / "commands", Path(cwd) / ".claude" / "commands"):
-        for path in sorted(root.rglob("*.md")):
-            command = _read(path, problems, ":".join(path.relative_to(root).with_suffix("").parts))
+    command_roots = [(Path(home) / ".claude" / "commands", "", ""),
+                     (Path(cwd) / ".claude" / "commands", "", "")] if project else []
+    for root, prefix, plugin in command_roots + [(Path(d), f"{p.name}:", p.root) for p in plugins
+                                                 for d in p.command_dirs]:
+        for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
+            name = ":".join(path.relative_to(root).with_suffix("").parts) if root.is_dir() else root.stem
+            command = _read(path, problems, prefix + name, plugin)
             if command is not None and command.name not in skills:
                 skills[command.name] = command
     return skills, problems
 
 
-def _read(path: Path, problems: list[str], name: str = "") -> Skill | None:
+def _read(path: Path, problems: list[str], name: str = "", plugin_root: str = "") -> Skill | None:
     """A SKILL.md (named by its folder) or a command file (`name` given)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -71,10 +80,13 @@ def _read(path: Path, problems: list[str], name: str = "") -> Skill | None:
         description += f" - {fields['when_to_use']}"
     if len(description) > MAX_DESCRIPTION:
         description = description[:MAX_DESCRIPTION - 1] + "…"
-    flags = {key: _flag(fields, key, default, str(path), problems)
-             for key, default in (("disable-model-invocation", False), ("user-invocable", True))}
+    flags = {key: _flag(fields, key, default, str(path), problems) for key, default in (
+        ("disable-model-invocation", False), ("user-invocable", True), ("hide-from-slash-command-tool", False))}
+    if plugin_root:
+        description = description.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
     return Skill(name or path.parent.name, str(path.parent), description, body.strip(),
-                 not flags["disable-model-invocation"], flags["user-invocable"], fields)
+                 not (flags["disable-model-invocation"] or flags["hide-from-slash-command-tool"]),
+                 flags["user-invocable"], fields, str(path), plugin_root)
 
 
 def frontmatter(text: str, where: str, problems: list[str]) -> tuple[dict[str, Any], str]:
@@ -142,7 +154,8 @@ def render(skill: Skill, args: str, values: dict[str, str]) -> str:
     body = skill.body
     placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
     body = _INDEXED.sub(lambda m: _word(words, m), body).replace("$ARGUMENTS", args)
-    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **values}.items():
+    plugin = {"CLAUDE_PLUGIN_ROOT": skill.plugin_root} if skill.plugin_root else {}
+    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **plugin, **values}.items():
         body = body.replace("${" + name + "}", value)
     if args and not placed:
         body += f"\n\nARGUMENTS: {args}"
@@ -157,9 +170,10 @@ def _word(words: list[str], match: re.Match[str]) -> str:
 class Skills:
     """One session's skills: found once, listed once, loaded on use."""
 
-    def __init__(self, cwd: str | Path, home: str | Path, own_home: str | Path | None, session_id: str = "") -> None:
+    def __init__(self, cwd: str | Path, home: str | Path, own_home: str | Path | None, session_id: str = "",
+                 plugins: Sequence[Any] = (), project: bool = True) -> None:
         self.cwd = os.path.realpath(cwd)
-        self.found, self.problems = discover(self.cwd, home, own_home)
+        self.found, self.problems = discover(self.cwd, home, own_home, plugins, project)
         self.values = {"CLAUDE_SESSION_ID": session_id, "CLAUDE_PROJECT_DIR": self.cwd}
 
     def say_problems(self, emit: Callable[[Event], None]) -> None:
@@ -178,11 +192,10 @@ class Skills:
                     "doing its steps yourself", True)
         return f"Launching skill: {name}\n\n{render(skill, args, self.values)}", False
 
-    def expand(self, prompt: str) -> str | None:
-        """`/name args` typed by the person: the skill's body with the args, else None."""
-        head, _, args = prompt.strip().partition(" ")
+    def typed(self, prompt: str) -> tuple[Skill, str] | None:
+        """`/name args` typed by the person, when `name` is a skill or command they may start."""
+        head, *rest = prompt.strip().split(maxsplit=1)
         skill = self.found.get(head[1:]) if head.startswith("/") else None
         if skill is None or not skill.user_invocable:
             return None
-        return f"<command-name>/{skill.name}</command-name>\n<command-args>{args.strip()}</command-args>\n\n" \
-               + render(skill, args.strip(), self.values)
+        return skill, rest[0].strip() if rest else ""

@@ -81,10 +81,14 @@ class HookRunner:
                     runner.add(event, handler, matcher=group.get("matcher"))
         return runner
 
-    def add(self, event: str, handler: Mapping[str, Any], *, matcher: str | None = None) -> "HookRunner":
-        """Register a settings-shaped handler, e.g. `{"type": "command", "command": "./check.sh"}`."""
-        condition = handler.get("if")
-        self.registrations.append(Registration(event, Matcher(matcher), parse_handler(handler),
+    def add(self, event: str, handler: Mapping[str, Any], *, matcher: str | None = None,
+            env: Mapping[str, str] | None = None) -> "HookRunner":
+        """Register a settings-shaped handler, e.g. `{"type": "command", "command": "./check.sh"}`;
+        `env`: more environment for a command handler's process."""
+        condition, spec = handler.get("if"), parse_handler(handler)
+        if env and isinstance(spec, CommandSpec):
+            spec = replace(spec, env=tuple(env.items()))
+        self.registrations.append(Registration(event, Matcher(matcher), spec,
                                                f"{event}\0{handler_key(handler)}", condition))
         return self
 
@@ -203,7 +207,7 @@ class HookRunner:
         payload = json.loads(body)
         cwd = payload.get("cwd") or self.project_dir or os.getcwd()
         project = self.project_dir or cwd
-        env = self._env() | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
+        env = self._env() | dict(spec.env) | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
                              "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
         out = await command.run_process(command.argv(spec), _utf8(body), cwd=cwd, env=env, timeout=timeout,
                                         mark=hook_id)

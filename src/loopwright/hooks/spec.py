@@ -62,6 +62,7 @@ class CommandSpec:
     command: str
     args: tuple[str, ...] | None = None
     timeout: float | None = None
+    env: tuple[tuple[str, str], ...] = ()  # for this handler's process (a plugin's CLAUDE_PLUGIN_ROOT)
 
     @property
     def label(self) -> str:

@@ -3,6 +3,7 @@ What a skill is and where it lives is the caller's (`context.skills`); this tool
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from pydantic import Field
@@ -24,12 +25,13 @@ class SkillTool(BaseTool):
                    "skill when the task matches the skill's description, then follow the instructions it returns. "
                    "A skill already loaded in this conversation need not be loaded again.")
 
-    def __init__(self, use: Callable[[str, str], tuple[str, bool]]) -> None:
-        self.use = use
+    def __init__(self, use: Callable[[str, str], Any]) -> None:
+        self.use = use  # (name, args) -> (text, is_error), or an awaitable of it
 
     def access(self, tool_input: dict[str, Any]) -> Access:
         return Access("session")  # reads the session's own skill files, changes nothing
 
     async def run(self, args: SkillInput, ctx: ToolContext) -> ToolOutput:
-        text, is_error = self.use(args.skill, args.args)
+        found = self.use(args.skill, args.args)
+        text, is_error = await found if inspect.isawaitable(found) else found
         return ToolOutput(text, is_error=is_error)

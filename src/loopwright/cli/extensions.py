@@ -1,0 +1,69 @@
+"""The plugins of a run (`--plugin-dir`, `context.plugins`) wired into what `core.build_agent`
+composes: their hooks beside the settings' hooks, their MCP servers beside the configured ones
+(`plugin:NAME:SERVER`). Each plugin left out is one error line on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..core.errors import UsageError
+from .render import visible
+
+if TYPE_CHECKING:
+    from .options import Options
+
+
+def project_plugins(opts: Options) -> tuple[list[Any], list[str]]:
+    """The plugins of `--plugin-dir` (each problem said once), and the problems."""
+    if not opts.plugin_dir:
+        return [], []
+    from ..context.plugins import load
+
+    plugins, problems = load(opts.plugin_dir, Path.cwd())
+    for problem in problems:
+        print(f"loopwright: error: plugin: {visible(problem)}", file=sys.stderr, flush=True)
+    return plugins, problems
+
+
+def hook_runner(settings: Any, plugins: Sequence[Any]) -> Any:
+    """The settings' hooks and the plugins', or None when there are none (or all are off)."""
+    if settings.disable_all_hooks or not (settings.hooks or any(p.hooks for p in plugins)):
+        return None
+    from ..context.plugins import add_hooks
+    from ..hooks import HookRunner
+
+    runner = HookRunner.from_settings(settings, project_dir=Path.cwd())
+    add_hooks(runner, plugins)
+    return runner
+
+
+def plugin_mcp_servers(plugins: Sequence[Any], env: Any) -> list[Any]:
+    """The plugins' servers, named `plugin:PLUGIN:SERVER`, `${CLAUDE_PLUGIN_ROOT}` filled in and
+    set for the server's process; a plugin whose entries are wrong loses its servers, said once."""
+    if not any(p.mcp for p in plugins):
+        return []
+    from ..mcp.config import parse_servers
+
+    out = []
+    for plugin in plugins:
+        for source, servers in plugin.mcp:
+            root = {"CLAUDE_PLUGIN_ROOT": plugin.root}
+            try:
+                specs = parse_servers(servers, source, "plugin", {**env, **root})
+            except UsageError as exc:
+                print(f"loopwright: error: plugin: {visible(str(exc))}; its MCP servers are not started",
+                      file=sys.stderr, flush=True)
+                continue
+            out += [replace(s, name=f"plugin:{plugin.name}:{s.name}", env=(*s.env, *root.items())) for s in specs]
+    return out
+
+
+def plugin_path(env: dict[str, str], plugins: Sequence[Any]) -> dict[str, str]:
+    """Each plugin's `bin/` first on the PATH of the processes started for tools and hooks, as
+    Claude Code puts it on the Bash tool's."""
+    bins = [os.path.join(p.root, "bin") for p in plugins if os.path.isdir(os.path.join(p.root, "bin"))]
+    return {**env, "PATH": os.pathsep.join([*bins, env.get("PATH") or os.defpath])} if bins else env
