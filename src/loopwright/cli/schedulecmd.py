@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -215,13 +214,14 @@ def run_scheduler(args: list[str]) -> int:
 
 async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
     from ..core.clock import SystemClock
+    from ..core.owners import owner_alive, this_owner
     from ..proactive.scheduler import Scheduler
     from ..sandbox.unattended import unattended_note
 
     if (note := unattended_note()) is not None:
         print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
-    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
-                          alive=_alive, notify=_report, max_concurrent=max_concurrent)
+    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
+                          alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
     print(visible(f"loopwright: scheduler {'running what is due' if once else 'started'}: {_overview(store)}"
                   f"{'' if once else '; Ctrl-C stops it'}"), file=sys.stderr, flush=True)
     stopped = False
@@ -263,19 +263,6 @@ def _report(kind: str, run: Any) -> None:
     else:  # skipped, recovered
         line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
     print(visible(f"{now} {line}"), flush=True)
-
-
-def _alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True  # another machine's scheduler: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def _run_fire(schedule: Any, register: Any) -> Any:
