@@ -87,12 +87,12 @@ def run_routine(args: list[str]) -> int:
     if opts.action == "list":
         return _list(cwd, opts.json)
     routine = find_routine(opts.name, cwd)
-    if opts.action == "run":
-        from .routinefire import fire_routine
-
-        return fire_routine(routine, ledger_key(routine), once=opts.once, dry_run=opts.dry_run)
     store = ledger()
     try:
+        if opts.action == "run":
+            from .routinefire import fire_routine
+
+            return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run)
         if opts.action == "show":
             _show(routine, store)
         elif opts.action == "items":

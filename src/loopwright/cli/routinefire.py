@@ -14,14 +14,8 @@ from typing import Any, Callable
 from .render import visible
 
 
-def fire_routine(routine: Any, key: str, *, once: bool, dry_run: bool) -> int:
-    from .routinecmd import ledger
-
-    store = ledger()
-    try:
-        return asyncio.run(_serve(routine, key, store, once=once or dry_run, dry_run=dry_run))
-    finally:
-        store.close()
+def fire_routine(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool) -> int:
+    return asyncio.run(_serve(routine, key, store, once=once or dry_run, dry_run=dry_run))
 
 
 def say(name: str) -> Callable[[str], None]:
