@@ -71,3 +71,92 @@ def test_command_items_run_once_across_two_fires(tmp_path):
     ledger = items(tmp_path, "triage")
     assert {k: (v["status"], v["tries"]) for k, v in ledger.items()} == {"r1": ("done", 1), "2": ("done", 1)}
     assert ledger["r1"]["outcome"] == "r1 fixed" and ledger["r1"]["cost_usd"] > 0 and ledger["r1"]["session_id"]
+
+
+JUDGE = {"system_contains": "You decide whether an agent has met its goal"}
+
+
+def test_folder_items_run_as_goals_and_a_changed_file_is_a_new_item(tmp_path):
+    root = project(tmp_path, "inbox", """\
+every: 1h
+source: {folder: inbox}
+goal: "The report in {path} is answered (it says: {content})"
+check: test -s answered.txt
+allowed_tools: [Bash]
+sandbox: false
+""")
+    (root / "inbox").mkdir()
+    (root / "inbox" / "a.txt").write_text("the app crashes")
+    (root / "inbox" / "b.txt").write_text("a typo")
+    worker = [{"tool_use": bash("echo answered >> answered.txt")}, {"text": "answered"}]
+    ok = {"text": json.dumps({"ok": True, "reason": "the check passes and the report is answered"})}
+    script = {"rules": [{"match": JUDGE, "responses": [{**ok, "repeat": -1}]}, {"responses": worker * 3}]}
+    with Simulator(script) as sim:
+        first = cli(["routine", "run", "inbox", "--once"], tmp_path, sim)
+        (root / "inbox" / "b.txt").write_text("a typo, and another")
+        second = cli(["routine", "run", "inbox", "--once"], tmp_path, sim)
+        worked = [r.body for r in sim.message_requests if "met its goal" not in str(r.body.get("system", ""))]
+        unmatched = sim.unmatched
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert unmatched == []
+    assert "routine inbox: 2 found, 2 taken, 2 done, 0 failed" in first.stdout
+    assert "routine inbox: 2 found, 1 taken, 1 done, 0 failed" in second.stdout  # only the changed file
+    assert "The report in inbox/a.txt is answered (it says: the app crashes)" in json.dumps(worked[0])
+    assert "a typo, and another" in json.dumps(worked[-2])
+    ledger = items(tmp_path, "inbox")
+    assert len(ledger) == 3 and all(i["status"] == "done" for i in ledger.values())
+    assert sorted(k.split("#")[0] for k in ledger) == ["inbox/a.txt", "inbox/b.txt", "inbox/b.txt"]
+
+
+def test_a_failed_item_is_retried_on_a_later_fire_then_given_up(tmp_path):
+    project(tmp_path, "flaky", """\
+source: {command: 'echo ''{"id": "x1"}'''}
+prompt: "Do {id}"
+allowed_tools: [Bash]
+sandbox: false
+retry_failed: 1
+limits: {item: {max_turns: 1}}
+""")
+    with Simulator([{"tool_use": bash("echo try >> tries.txt"), "repeat": -1}]) as sim:
+        fires = [cli(["routine", "run", "flaky", "--once"], tmp_path, sim) for _ in range(3)]
+        requests = len(sim.message_requests)
+    assert [f.returncode for f in fires] == [0, 0, 0], fires[0].stderr
+    assert [f.stdout.split(", spend")[0] for f in fires] == [
+        "routine flaky: 1 found, 1 taken, 0 done, 1 failed", "routine flaky: 1 found, 1 taken, 0 done, 1 failed",
+        "routine flaky: 1 found, 0 taken, 0 done, 0 failed"]
+    assert requests == 2 and (tmp_path / "project" / "tries.txt").read_text() == "try\ntry\n"
+    (row,) = items(tmp_path, "flaky").values()
+    assert row["status"] == "failed" and row["tries"] == 2
+    assert "maximum number of turns (1)" in row["outcome"] and row["outcome"].endswith("(given up after 2 tries)")
+
+
+def test_kill_9_mid_item_then_the_next_run_resumes_its_session_and_runs_no_tool_twice(tmp_path):
+    root = project(tmp_path, "long", COMMAND_ROUTINE)
+    (root / "items.jsonl").write_text('{"id": "k1", "title": "slow one"}\n')
+    first = [{"tool_use": bash("echo a >> marks.txt")},
+             {"tool_use": bash("echo b >> marks.txt; echo $$ > tool.pid; sleep 30")}]
+    with Simulator(first) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "long", "--once"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+    (before,) = items(tmp_path, "long").values()
+    assert before["status"] == "running" and before["tries"] == 1
+
+    with Simulator([{"text": "checked: both steps ran; finished"}]) as sim:
+        second = cli(["routine", "run", "long", "--once"], tmp_path, sim)
+        requests = [r.body for r in sim.message_requests]
+    assert second.returncode == 0, second.stderr
+    assert "k1: its process died mid-run; resuming its session" in second.stderr
+    assert "routine long: 1 found, 1 taken, 1 done, 0 failed" in second.stdout
+    assert (root / "marks.txt").read_text() == "a\nb\n"  # every Bash call ran exactly once
+    (after,) = items(tmp_path, "long").values()
+    assert after["status"] == "done" and after["tries"] == 1 and after["session_id"] == before["session_id"]
+    sent = json.dumps(requests[0]["messages"])
+    assert "Handle report k1: slow one" in sent and json.dumps(UNKNOWN_OUTCOME.format(name="Bash"))[1:-1] in sent
+    assert "This run was interrupted" in sent
