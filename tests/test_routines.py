@@ -160,3 +160,51 @@ def test_kill_9_mid_item_then_the_next_run_resumes_its_session_and_runs_no_tool_
     sent = json.dumps(requests[0]["messages"])
     assert "Handle report k1: slow one" in sent and json.dumps(UNKNOWN_OUTCOME.format(name="Bash"))[1:-1] in sent
     assert "This run was interrupted" in sent
+
+
+THREE = """\
+source: {command: cat items.jsonl}
+prompt: "Do {id}"
+sandbox: false
+"""
+
+
+def three(tmp_path, name, more):
+    root = project(tmp_path, name, THREE + more)
+    (root / "items.jsonl").write_text('{"id": "a"}\n{"id": "b"}\n{"id": "c"}\n')
+    return root
+
+
+def test_a_fire_takes_at_most_max_items_and_the_next_fire_takes_the_rest(tmp_path):
+    three(tmp_path, "some", "limits: {fire: {max_items: 2}}\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        first = cli(["routine", "run", "some", "--once"], tmp_path, sim)
+        second = cli(["routine", "run", "some", "--once"], tmp_path, sim)
+    assert "routine some: 3 found, 2 taken, 2 done, 0 failed, 1 left for a later fire" in first.stdout, first.stderr
+    assert "stopped taking items: the fire's limit of 2 item(s) was reached" in first.stderr
+    assert "routine some: 3 found, 1 taken, 1 done, 0 failed" in second.stdout
+    assert {i["status"] for i in items(tmp_path, "some").values()} == {"done"}
+
+
+def test_a_fire_budget_stops_taking_items_once_spent(tmp_path):
+    three(tmp_path, "budget", "limits: {fire: {max_budget_usd: 0.006}}\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        first = cli(["routine", "run", "budget", "--once"], tmp_path, sim)
+    assert first.returncode == 0, first.stderr
+    # a is done ($0.0042 of $0.006): b is taken with what is left; then the budget is spent and c waits
+    assert "routine budget: 3 found, 2 taken, 2 done, 0 failed, 1 left for a later fire" in first.stdout
+    assert "stopped taking items: the fire's budget of $0.006 was spent" in first.stderr
+    assert [i["status"] for i in items(tmp_path, "budget").values()] == ["done", "done", "pending"]
+
+
+def test_an_item_over_its_own_budget_fails_and_the_others_still_run(tmp_path):
+    three(tmp_path, "dear", "allowed_tools: [Bash]\nlimits: {item: {max_budget_usd: 0.005}}\n")
+    script = {"rules": [{"match": {"last_user_contains": "Do a"}, "responses": [{"text": "a is easy"}]},
+                        {"match": {"last_user_contains": "Do c"}, "responses": [{"text": "c is easy"}]},
+                        {"responses": [{"tool_use": bash("echo more >> b.txt"), "repeat": -1}]}]}
+    with Simulator(script) as sim:
+        out = cli(["routine", "run", "dear", "--once"], tmp_path, sim)
+    assert "routine dear: 3 found, 3 taken, 2 done, 1 failed" in out.stdout, out.stderr
+    ledger = items(tmp_path, "dear")
+    assert [ledger[k]["status"] for k in "abc"] == ["done", "failed", "done"]
+    assert "budget" in ledger["b"]["outcome"] and ledger["b"]["cost_usd"] >= 0.005

@@ -133,7 +133,7 @@ async def _take_all(routine: Routine, candidates: list[tuple[Item, str]], ctx: F
         if routine.fire_max_items is not None and summary.taken >= routine.fire_max_items:
             return f"the fire's limit of {routine.fire_max_items} item(s) was reached"
         if routine.fire_max_budget_usd is not None and summary.spend >= routine.fire_max_budget_usd:
-            return f"the fire's budget of ${routine.fire_max_budget_usd:.2f} was spent"
+            return f"the fire's budget of ${routine.fire_max_budget_usd:g} was spent"
         return None
 
     async def worker() -> None:
