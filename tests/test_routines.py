@@ -208,3 +208,95 @@ def test_an_item_over_its_own_budget_fails_and_the_others_still_run(tmp_path):
     ledger = items(tmp_path, "dear")
     assert [ledger[k]["status"] for k in "abc"] == ["done", "failed", "done"]
     assert "budget" in ledger["b"]["outcome"] and ledger["b"]["cost_usd"] >= 0.005
+
+
+def test_malformed_lines_and_missing_fields_are_skipped_with_reasons_the_rest_run_and_all_are_reported(tmp_path):
+    root = project(tmp_path, "mixed", """\
+source: {command: cat items.jsonl}
+prompt: "Answer {id} about {topic}"
+sandbox: false
+report: cat >> outcomes.jsonl
+""")
+    (root / "items.jsonl").write_text('{"id": "ok1", "topic": "login"}\nnot json at all\n{"title": "no id"}\n'
+                                      '{"id": "ok2", "topic": "billing"}\n{"id": "bare"}\n[1, 2]\n')
+    with Simulator([{"text": "answered", "repeat": -1}]) as sim:
+        first = cli(["routine", "run", "mixed", "--once"], tmp_path, sim)
+        second = cli(["routine", "run", "mixed", "--once"], tmp_path, sim)
+        requests = len(sim.message_requests)
+    assert first.returncode == 0, first.stderr
+    assert "routine mixed: 3 found, 2 taken, 2 done, 0 failed, 4 skipped" in first.stdout
+    assert requests == 2 and "0 taken" in second.stdout
+    assert "skipped: line 2: not JSON" in first.stderr and "line 3: no `id` field" in first.stderr
+    ledger = items(tmp_path, "mixed")
+    assert ledger["ok1"]["status"] == ledger["ok2"]["status"] == "done"
+    assert ledger["bare"]["status"] == "skipped"
+    assert ledger["bare"]["outcome"] == "the prompt names {topic}, which this item does not have (its fields: id)"
+    skipped = sorted(v["outcome"] for k, v in ledger.items() if k.startswith("malformed:"))
+    assert len(skipped) == 3 and skipped[0].startswith("line 2: not JSON")
+    assert skipped[1] == 'line 3: no `id` field (each item needs one: a string or a number): {"title": "no id"}'
+    assert skipped[2] == "line 6: expected a JSON object with an `id`, got list: [1, 2]"
+    reported = [json.loads(line) for line in (root / "outcomes.jsonl").read_text().splitlines()]
+    assert [(o["item_id"], o["status"], o["outcome"]) for o in reported] == [("ok1", "done", "answered"),
+                                                                             ("ok2", "done", "answered")]
+    assert reported[0]["item"] == {"id": "ok1", "topic": "login"} and reported[0]["session_id"]
+    assert reported[0]["cost_usd"] > 0 and reported[0]["routine"] == "mixed" and reported[0]["tries"] == 1
+
+
+def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
+    root = three(tmp_path, "peek", "limits: {fire: {max_items: 2}}\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        cli(["routine", "run", "peek", "--once"], tmp_path, sim)
+        with (root / "items.jsonl").open("a") as f:
+            f.write('{"id": "d"}\n{"id": "e"}\n')
+        out = cli(["routine", "run", "peek", "--dry-run"], tmp_path, sim)
+        requests = len(sim.message_requests)
+    assert out.returncode == 0 and requests == 2, out.stderr
+    assert out.stdout.splitlines() == ["routine peek: 5 found; would take 2", "  c", "  d"]
+    assert [i["status"] for i in items(tmp_path, "peek").values()] == ["done", "done", "pending"]  # d, e unrecorded
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("prompt: hi\n", "source: expected a mapping with one key, `command:` (prints items as JSON lines) or "
+                     "`folder:` (each file an item)"),
+    ("source: {command: x}\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
+    ("source: {command: x}\nprompt: a\ngoal: b\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
+    ("source: {web: x}\nprompt: a\n", "source: expected a mapping with one key"),
+    ("source: {command: x}\nprompt: a\nevery: sometimes\n", "every: expected an interval such as 5m, 2h or 1d, "
+                                                            "got 'sometimes'"),
+    ("source: {command: x}\nprompt: a\ncron: 61 * * * *\n", "cron: the minute field '61'"),
+    ("source: {command: x}\nprompt: 'Do {item.name}'\n", "prompt: expected placeholders that are plain field "
+                                                         "names such as {id} or {title}, got '{item.name}'"),
+    ("source: {command: x}\nprompt: a\nlimits: {item: {max_turns: 0}}\n",
+     "limits.item.max_turns: expected a whole number of at least 1, got 0"),
+    ("source: {command: x}\nprompt: a\nlimits: {fire: {max_budget: 1}}\n",
+     "limits.fire.max_budget: expected one of the keys max_items, max_budget_usd"),
+    ("source: {command: x}\nprompt: a\nconcurency: 2\n", "concurency: expected one of the keys every, cron"),
+    ("source: {command: x}\nprompt: a\ncheck: pytest\n", "check: expected a `goal:`"),
+    ("source: {command: x}\nprompt: a\npermission_mode: yolo\n", "permission_mode: expected one of default,"),
+    ("source: [x\n", "not YAML"),
+])
+def test_a_bad_routine_file_is_one_error_naming_the_file_and_key(tmp_path, text, needle):
+    root = project(tmp_path, "bad", text)
+    out = cli(["routine", "run", "bad", "--once"], tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    (line,) = out.stderr.strip().splitlines()
+    assert line.startswith(f"loopwright: error: {root / '.loopwright' / 'routines' / 'bad.yaml'}: ")
+    assert needle in line, line
+
+
+def test_list_show_pause_and_rm(tmp_path):
+    three(tmp_path, "tidy", "every: 2h\n")
+    (tmp_path / "project" / ".loopwright" / "routines" / "broken.yaml").write_text("prompt: x\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        cli(["routine", "run", "tidy", "--once"], tmp_path, sim)
+    listed = cli(["routine", "list"], tmp_path).stdout.splitlines()
+    assert listed[0].startswith("broken  invalid: ") and "source: expected" in listed[0]
+    assert listed[1] == "tidy  0 */2 * * *    command: cat items.jsonl  done 3"
+    assert cli(["routine", "pause", "tidy"], tmp_path).returncode == 0
+    shown = cli(["routine", "show", "tidy"], tmp_path).stdout
+    assert "trigger: 0 */2 * * *" in shown and "items: 3 done" in shown and "paused:" in shown
+    assert cli(["routine", "resume", "tidy"], tmp_path).returncode == 0
+    assert "paused" not in cli(["routine", "show", "tidy"], tmp_path).stdout
+    assert cli(["routine", "rm", "tidy"], tmp_path).returncode == 0
+    gone = cli(["routine", "show", "tidy"], tmp_path)
+    assert gone.returncode == 2 and "no routine 'tidy': expected a file .loopwright/routines/tidy.yaml" in gone.stderr
