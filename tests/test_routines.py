@@ -300,3 +300,37 @@ def test_list_show_pause_and_rm(tmp_path):
     assert cli(["routine", "rm", "tidy"], tmp_path).returncode == 0
     gone = cli(["routine", "show", "tidy"], tmp_path)
     assert gone.returncode == 2 and "no routine 'tidy': expected a file .loopwright/routines/tidy.yaml" in gone.stderr
+
+
+def test_the_scheduler_fires_an_added_routine_beside_schedules(tmp_path):
+    three(tmp_path, "hourly", "every: 1h\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        added = cli(["routine", "add", "hourly", "--now"], tmp_path)
+        assert added.returncode == 0, added.stderr
+        served = cli(["scheduler", "--once"], tmp_path, sim)
+        again = cli(["scheduler", "--once"], tmp_path, sim)  # the next fire is an hour away
+        requests = len(sim.message_requests)
+    assert "loopwright: routine hourly (0 * * * *) fires next at " in added.stderr
+    assert served.returncode == 0 and again.returncode == 0, served.stderr
+    assert "1 routine(s)" in served.stderr and "▶ routine hourly" in served.stdout
+    assert "■ routine hourly: 3 found, 3 taken, 3 done, 0 failed" in served.stdout
+    assert requests == 3 and "routine hourly" not in again.stdout
+    assert "scheduler: next fire at " in cli(["routine", "show", "hourly"], tmp_path).stdout
+    refused = cli(["routine", "add", "nope"], tmp_path)
+    assert refused.returncode == 2 and "no routine 'nope'" in refused.stderr
+
+
+def test_two_runs_at_once_take_each_item_once(tmp_path):
+    root = project(tmp_path, "pair", "source: {command: cat items.jsonl}\nprompt: \"Do {id}\"\nsandbox: false\n"
+                                     "concurrency: 2\n")
+    (root / "items.jsonl").write_text("".join(f'{{"id": "i{n}"}}\n' for n in range(6)))
+    with Simulator([{"text": "done", "delay": 0.2, "repeat": -1}]) as sim:
+        procs = [subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "pair", "--once"], cwd=root,
+                                  env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=90) for p in procs]
+        requests = len(sim.message_requests)
+    assert [p.returncode for p in procs] == [0, 0], outs
+    taken = [int(out.split(" taken")[0].rsplit(", ", 1)[1]) for out, _ in outs]
+    assert sum(taken) == 6 and requests == 6
+    assert {(i["status"], i["tries"]) for i in items(tmp_path, "pair").values()} == {("done", 1)}

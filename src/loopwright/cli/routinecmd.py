@@ -79,6 +79,9 @@ def run_routine(args: list[str]) -> int:
     items.add_argument("name")
     items.add_argument("--status", choices=STATUSES)
     items.add_argument("--json", action="store_true")
+    add = sub.add_parser("add", help="Have `loopwright scheduler` fire it on its `every:` or `cron:`.")
+    add.add_argument("name")
+    add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
     for name, what in (("pause", "The scheduler stops firing it."), ("resume", "Fire it again."),
                        ("rm", "Delete its file (its ledger stays).")):
         sub.add_parser(name, help=what).add_argument("name")
@@ -97,14 +100,32 @@ def run_routine(args: list[str]) -> int:
             _show(routine, store)
         elif opts.action == "items":
             _items(store.items(ledger_key(routine), opts.status), opts.json)
+        elif opts.action == "add":
+            _add(routine, store, opts.now)
         elif opts.action in ("pause", "resume"):
             store.set_paused(ledger_key(routine), opts.action == "pause")
         else:
             Path(routine.path).unlink()
+            store.unregister(ledger_key(routine))
             print(f"loopwright: removed {routine.path}; its ledger stays", file=sys.stderr)
     finally:
         store.close()
     return 0
+
+
+def _add(routine: Any, store: Any, now: bool) -> None:
+    from ..core.ports import RoutineEntry
+    from ..policy.cadence import schedule_step
+
+    if not (routine.every_s or routine.cron):
+        raise UsageError(f"routine add: {routine.path} has no `every:` or `cron:`, so the scheduler would never "
+                         "fire it; add one (or fire it by hand with `loopwright routine run`)")
+    at = time.time() if now else schedule_step(routine.every_s, routine.cron)(time.time())
+    store.register(RoutineEntry(ledger_key(routine), routine.name, str(Path(routine.path).parents[2]),
+                                routine.every_s, routine.cron, next_at=at))
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    print(visible(f"loopwright: routine {routine.name} ({trigger_of(routine)}) fires next at {when}; routines "
+                  "fire only while `loopwright scheduler` runs"), file=sys.stderr)
 
 
 def trigger_of(routine: Any) -> str:
@@ -161,6 +182,11 @@ def _show(routine: Any, store: Any) -> None:
     for item in store.items(ledger_key(r)):
         counts[item.status] = counts.get(item.status, 0) + 1
     lines.append("items: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "none yet"))
+    entry = store.entry(ledger_key(r))
+    if entry is not None and entry.next_at is not None:
+        lines.append("scheduler: next fire at " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.next_at)))
+    else:
+        lines.append("scheduler: not added (`loopwright routine add NAME`); fired by `routine run` only")
     if store.paused(ledger_key(r)):
         lines.append("paused: the scheduler does not fire it")
     print(visible("\n".join(lines)))

@@ -283,6 +283,20 @@ class LedgerItem:
     owner: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class RoutineEntry:
+    """A routine the scheduler fires: its file's `key` (absolute path), `name`, project folder,
+    trigger (`every_s` or `cron`) and next fire (None: not yet registered with a trigger)."""
+
+    key: str
+    name: str
+    cwd: str
+    every_s: int = 0
+    cron: str = ""
+    paused: bool = False
+    next_at: float | None = None
+
+
 class Ledger(Protocol):
     """Where routine items are recorded, shared by every process. `claim` is the one write that
     decides who runs an item; it answers (session id, resumed) or None when the item is not to

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from ..core.ports import LedgerItem
+from ..core.ports import LedgerItem, RoutineEntry
 from .schedules import connect
 
 _SCHEMA = """
@@ -18,7 +18,8 @@ CREATE TABLE IF NOT EXISTS routine_items (
     resumed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (routine, item_id)
 );
 CREATE TABLE IF NOT EXISTS routines (
-    name TEXT PRIMARY KEY, paused INTEGER NOT NULL DEFAULT 0, next_at REAL
+    key TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', cwd TEXT NOT NULL DEFAULT '',
+    every_s INTEGER NOT NULL DEFAULT 0, cron TEXT NOT NULL DEFAULT '', paused INTEGER NOT NULL DEFAULT 0, next_at REAL
 );
 """
 _COLUMNS = "routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner"
@@ -92,23 +93,48 @@ class SqliteLedger:
                                "ORDER BY created, item_id", (routine, *args)).fetchall()
         return [LedgerItem(*r) for r in rows]
 
+    # ------------------------------------------------------------ routines the scheduler fires
+
     def set_paused(self, routine: str, paused: bool) -> None:
-        self.db.execute("INSERT INTO routines (name, paused) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+        self.db.execute("INSERT INTO routines (key, paused) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET "
                         "paused = excluded.paused", (routine, int(paused)))
 
     def paused(self, routine: str) -> bool:
-        row = self.db.execute("SELECT paused FROM routines WHERE name = ?", (routine,)).fetchone()
+        row = self.db.execute("SELECT paused FROM routines WHERE key = ?", (routine,)).fetchone()
         return bool(row and row[0])
 
-    def claim_fire(self, routine: str, due_at: float | None, next_at: float) -> bool:
-        """Move the routine's next fire on from `due_at` (None: never fired) to `next_at`, if no
-        other scheduler did first: True when this fire is ours."""
-        self.db.execute("INSERT OR IGNORE INTO routines (name) VALUES (?)", (routine,))
-        return self.db.execute("UPDATE routines SET next_at = ? WHERE name = ? AND next_at IS ? AND paused = 0",
+    def register(self, entry: RoutineEntry) -> None:
+        """Add the routine for the scheduler, or update its trigger and next fire (pause kept)."""
+        self.db.execute("INSERT INTO routines (key, name, cwd, every_s, cron, next_at) VALUES (?, ?, ?, ?, ?, ?) "
+                        "ON CONFLICT (key) DO UPDATE SET name = excluded.name, cwd = excluded.cwd, "
+                        "every_s = excluded.every_s, cron = excluded.cron, next_at = excluded.next_at",
+                        (entry.key, entry.name, entry.cwd, entry.every_s, entry.cron, entry.next_at))
+
+    def unregister(self, routine: str) -> bool:
+        return self.db.execute("DELETE FROM routines WHERE key = ?", (routine,)).rowcount == 1
+
+    def entry(self, routine: str) -> RoutineEntry | None:
+        row = self.db.execute(f"SELECT {_ENTRY} FROM routines WHERE key = ?", (routine,)).fetchone()
+        return _entry(row) if row else None
+
+    def registered(self) -> list[RoutineEntry]:
+        rows = self.db.execute(f"SELECT {_ENTRY} FROM routines WHERE next_at IS NOT NULL ORDER BY next_at, key")
+        return [_entry(r) for r in rows.fetchall()]
+
+    def due_routines(self, now: float) -> list[RoutineEntry]:
+        rows = self.db.execute(f"SELECT {_ENTRY} FROM routines WHERE paused = 0 AND next_at IS NOT NULL "
+                               "AND next_at <= ? ORDER BY next_at, key", (now,)).fetchall()
+        return [_entry(r) for r in rows]
+
+    def claim_fire(self, routine: str, due_at: float, next_at: float) -> bool:
+        """Move the routine's next fire on from `due_at` to `next_at`, if no other scheduler did
+        first: True when this fire is ours."""
+        return self.db.execute("UPDATE routines SET next_at = ? WHERE key = ? AND next_at = ? AND paused = 0",
                                (next_at, routine, due_at)).rowcount == 1
 
-    def next_at(self, routine: str) -> float | None:
-        row = self.db.execute("SELECT next_at FROM routines WHERE name = ?", (routine,)).fetchone()
-        return row[0] if row else None
+
+_ENTRY = "key, name, cwd, every_s, cron, paused, next_at"
 
 
+def _entry(row: tuple) -> RoutineEntry:
+    return RoutineEntry(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6])
