@@ -334,3 +334,60 @@ def test_two_runs_at_once_take_each_item_once(tmp_path):
     taken = [int(out.split(" taken")[0].rsplit(", ", 1)[1]) for out, _ in outs]
     assert sum(taken) == 6 and requests == 6
     assert {(i["status"], i["tries"]) for i in items(tmp_path, "pair").values()} == {("done", 1)}
+
+
+def wait_for_file(path, proc, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+
+
+SLOW = [{"tool_use": bash("echo a >> marks.txt")},
+        {"tool_use": bash("echo b >> marks.txt; echo $$ > tool.pid; sleep 30")}]
+
+
+def test_ctrl_c_interrupts_an_item_and_the_next_fire_resumes_it(tmp_path):
+    root = project(tmp_path, "calm", COMMAND_ROUTINE)
+    (root / "items.jsonl").write_text('{"id": "c1", "title": "slow"}\n{"id": "c2", "title": "later"}\n')
+    with Simulator(SLOW) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "calm", "--once"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_file(root / "tool.pid", proc)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "routine calm: 2 found, 1 taken, 0 done, 0 failed, 1 interrupted" in out
+    ledger = items(tmp_path, "calm")
+    assert ledger["c1"]["status"] == "interrupted" and ledger["c2"]["status"] == "pending"
+    with Simulator([{"text": "c1 finished"}, {"text": "c2 finished"}]) as sim:
+        again = cli(["routine", "run", "calm", "--once"], tmp_path, sim)
+    assert "routine calm: 2 found, 2 taken, 2 done, 0 failed" in again.stdout, again.stderr
+    assert "c1: resuming session " + ledger["c1"]["session_id"] in again.stderr
+    assert (root / "marks.txt").read_text() == "a\nb\n"
+
+
+def test_a_killed_scheduler_leaves_the_item_to_be_resumed_by_the_next_fire(tmp_path):
+    root = project(tmp_path, "nightly", "every: 1d\n" + COMMAND_ROUTINE)
+    (root / "items.jsonl").write_text('{"id": "n1", "title": "overnight"}\n')
+    with Simulator(SLOW) as sim:
+        assert cli(["routine", "add", "nightly", "--now"], tmp_path).returncode == 0
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "scheduler"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_file(root / "tool.pid", proc)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=10)
+        finally:
+            proc.kill()
+        deadline = time.monotonic() + 30  # the fire's process ends with its scheduler and records the item
+        while items(tmp_path, "nightly")["n1"]["status"] == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    with Simulator([{"text": "n1 finished"}]) as sim:
+        assert cli(["routine", "add", "nightly", "--now"], tmp_path).returncode == 0
+        served = cli(["scheduler", "--once"], tmp_path, sim)
+        sent = json.dumps([r.body["messages"] for r in sim.message_requests])
+    assert "■ routine nightly: 1 found, 1 taken, 1 done, 0 failed" in served.stdout, served.stderr
+    assert (root / "marks.txt").read_text() == "a\nb\n" and "Handle report n1: overnight" in sent
+    (row,) = items(tmp_path, "nightly").values()
+    assert row["status"] == "done" and row["tries"] == 1

@@ -43,7 +43,7 @@ async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: boo
         loop.add_signal_handler(sig, on_signal)
     try:
         while True:
-            code = await fire_once(routine, key, store, interrupts, dry_run=dry_run)
+            code = await fire_once(routine, key, store, interrupts, stopping.is_set, dry_run=dry_run)
             if once or stopping.is_set():
                 return 130 if stopping.is_set() else code
             if not (routine.every_s or routine.cron):
@@ -61,8 +61,8 @@ async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: boo
             loop.remove_signal_handler(sig)
 
 
-async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Callable[[], None]], *,
-                    dry_run: bool = False) -> int:
+async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Callable[[], None]],
+                    stopping: Callable[[], bool], *, dry_run: bool = False) -> int:
     """One fire; 0, or 1 when the source could not be read."""
     from ..core.ids import uuid4
     from ..core.owners import owner_alive, this_owner
@@ -91,7 +91,7 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
 
     settings = None if dry_run else load_cli_settings(parse_options(["-p"]))
     ctx = FireContext(store, key, this_owner(), owner_alive, time.time, uuid4, item_runner(settings, register),
-                      report if routine.report else None, line)
+                      report if routine.report else None, line, stopping)
     summary = await fire(routine, found, ctx, dry_run=dry_run)
     if dry_run:
         print(visible(f"routine {routine.name}: {summary.found} found; would take {len(summary.would_take)}"

@@ -68,7 +68,7 @@ class FireSummary:
 class FireContext:
     """What a fire is given: the ledger and its key for this routine, who we are (`owner`,
     `host:pid`) and how to tell whether another owner still lives, the clock, new session ids,
-    the item runner and the report command (None: none configured)."""
+    the item runner and the report command (None: none configured), and whether it is stopping."""
 
     ledger: Ledger
     key: str
@@ -79,6 +79,7 @@ class FireContext:
     run_item: RunItem
     report: Report | None = None
     say: Callable[[str], None] = lambda line: None
+    stopping: Callable[[], bool] = lambda: False  # True once the fire is to end (Ctrl-C): take no more
 
 
 async def fire(routine: Routine, found: Found, ctx: FireContext, *, dry_run: bool = False) -> FireSummary:
@@ -130,6 +131,8 @@ async def _take_all(routine: Routine, candidates: list[tuple[Item, str]], ctx: F
     stopped: list[str] = []
 
     def room() -> str | None:
+        if ctx.stopping():
+            return "the fire was stopped"
         if routine.fire_max_items is not None and summary.taken >= routine.fire_max_items:
             return f"the fire's limit of {routine.fire_max_items} item(s) was reached"
         if routine.fire_max_budget_usd is not None and summary.spend >= routine.fire_max_budget_usd:
