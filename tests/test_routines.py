@@ -391,3 +391,28 @@ def test_a_killed_scheduler_leaves_the_item_to_be_resumed_by_the_next_fire(tmp_p
     assert (root / "marks.txt").read_text() == "a\nb\n" and "Handle report n1: overnight" in sent
     (row,) = items(tmp_path, "nightly").values()
     assert row["status"] == "done" and row["tries"] == 1
+
+
+def test_an_item_whose_process_died_before_its_session_began_starts_again_in_that_session(tmp_path):
+    import socket
+    import uuid
+
+    from loopwright.stores.ledger import SqliteLedger
+
+    root = project(tmp_path, "early", COMMAND_ROUTINE)
+    (root / "items.jsonl").write_text('{"id": "e1", "title": "early death"}\n')
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    sid, key = str(uuid.uuid4()), str(root / ".loopwright" / "routines" / "early.yaml")
+    ledger = SqliteLedger(tmp_path / "home" / "schedules.db")
+    ledger.note(key, "e1", 1.0)
+    assert ledger.claim(key, "e1", owner=f"{socket.gethostname()}:{dead.pid}", session_id=sid, now=2.0,
+                        retry_failed=0) == (sid, False)
+    ledger.close()
+    with Simulator([{"text": "handled"}]) as sim:
+        out = cli(["routine", "run", "early", "--once"], tmp_path, sim)
+        sent = json.dumps(sim.message_requests[0].body["messages"])
+    assert "routine early: 1 found, 1 taken, 1 done, 0 failed" in out.stdout, out.stderr
+    assert "Handle report e1: early death" in sent and "interrupted" not in sent
+    (row,) = items(tmp_path, "early").values()
+    assert row["status"] == "done" and row["tries"] == 1 and row["session_id"] == sid

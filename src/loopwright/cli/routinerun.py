@@ -14,13 +14,13 @@ CARRY_ON = ("This run was interrupted (its process stopped). Check what was alre
             "the task; do not repeat work that is finished.")
 
 
-def item_args(routine: Any, session_id: str, resume: bool, budget_usd: float | None, text: str) -> list[str]:
+def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
     """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
-    so no text is read as a flag)."""
+    so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
     from ..sandbox.unattended import unattended_args
 
-    args = ["-p", f"--resume={session_id}" if resume else f"--session-id={session_id}"]
-    if routine.goal and not resume:
+    args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
+    if routine.goal and mode != "carry":
         args.append(f"--goal={text}")
     if routine.goal:
         args += [f"--check={c}" for c in routine.check] + [f"--protect={p}" for p in routine.protect]
@@ -43,18 +43,23 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     async def run_item(run: Any) -> Any:
         from .options import parse_options
 
+        mode = _mode(run)
+        if mode != "carry" and not run.text:
+            return ItemResult("failed", note="its process died before the run began, and the item is no longer "
+                              "in the source", subtype="lost")
         try:
-            opts = parse_options(item_args(run.routine, run.session_id, run.resume, run.budget_usd, run.text))
-            spec, prompt = (None, run.text) if not run.routine.goal or run.resume else goal_from_options(opts, None)
+            opts = parse_options(item_args(run.routine, run.session_id, mode, run.budget_usd, run.text))
+            spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
+                            else goal_from_options(opts, None, resuming=mode == "reopen"))
             agent = build_agent(opts, settings)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
         session = open_cli_session(opts, agent)
         try:
-            _arm(agent, session, opts, spec, run)
+            _arm(agent, session, opts, spec, run, carry=mode == "carry")
             unregister = register(agent.interrupt)
             try:
-                result = await agent.run(CARRY_ON if run.resume else prompt or run.text)
+                result = await agent.run(CARRY_ON if mode == "carry" else prompt or run.text)
                 await agent.end_session("other")
             finally:
                 unregister()
@@ -71,9 +76,26 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     return run_item
 
 
-def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any) -> None:
-    """A new item's goal; a resumed item's goal from its session, with the routine's checks."""
+def _mode(run: Any) -> str:
+    """new: a fresh session; carry: resume one that began; reopen: its process died before the
+    first message was recorded, so it begins again in that session."""
     if not run.resume:
+        return "new"
+    from pathlib import Path
+
+    from ..stores.jsonl import JsonlStore
+
+    store = JsonlStore.default(Path.cwd())
+    if not store.exists(run.session_id):
+        return "new"
+    loaded = store.load(run.session_id)
+    began = loaded is not None and any(r.get("type") == "user" for r in loaded[0])
+    return "carry" if began else "reopen"
+
+
+def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
+    """A new item's goal; a resumed item's goal from its session, with the routine's checks."""
+    if not carry:
         agent.set_goal(spec)
         return
     from ..engine.goal import resumed_goal, saved_goal
