@@ -416,3 +416,30 @@ def test_an_item_whose_process_died_before_its_session_began_starts_again_in_tha
     assert "Handle report e1: early death" in sent and "interrupted" not in sent
     (row,) = items(tmp_path, "early").values()
     assert row["status"] == "done" and row["tries"] == 1 and row["session_id"] == sid
+
+
+def test_an_item_past_its_duration_fails(tmp_path):
+    root = project(tmp_path, "timed", COMMAND_ROUTINE + "limits: {item: {max_duration: 1s}}\n")
+    (root / "items.jsonl").write_text('{"id": "t1", "title": "slow"}\n')
+    with Simulator([{"tool_use": bash("sleep 3"), "repeat": -1}]) as sim:
+        out = cli(["routine", "run", "timed", "--once"], tmp_path, sim)
+    assert "routine timed: 1 found, 1 taken, 0 done, 1 failed" in out.stdout, out.stderr
+    (row,) = items(tmp_path, "timed").values()
+    assert row["status"] == "failed" and "duration" in row["outcome"], row
+
+
+def test_the_ledger_gives_an_item_to_one_claimant_and_never_takes_a_done_one(tmp_path):
+    from loopwright.stores.ledger import SqliteLedger
+
+    one, two = SqliteLedger(tmp_path / "s.db"), SqliteLedger(tmp_path / "s.db")
+    one.note("r", "x", 1.0)
+    two.note("r", "x", 1.5)  # seen again: the row stays as it was
+    claims = [one.claim("r", "x", owner="h:1", session_id="s1", now=2.0, retry_failed=3),
+              two.claim("r", "x", owner="h:2", session_id="s2", now=2.0, retry_failed=3)]
+    assert claims == [("s1", False), None]
+    one.finish("r", "x", "done", cost_usd=0.5, outcome="ok", now=3.0)
+    assert two.claim("r", "x", owner="h:2", session_id="s3", now=4.0, retry_failed=3) is None
+    row = two.get("r", "x")
+    assert (row.status, row.tries, row.session_id, row.cost_usd, row.created) == ("done", 1, "s1", 0.5, 1.0)
+    one.close()
+    two.close()
