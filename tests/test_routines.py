@@ -443,3 +443,15 @@ def test_the_ledger_gives_an_item_to_one_claimant_and_never_takes_a_done_one(tmp
     assert (row.status, row.tries, row.session_id, row.cost_usd, row.created) == ("done", 1, "s1", 0.5, 1.0)
     one.close()
     two.close()
+
+
+def test_the_source_command_runs_without_loopwrights_keys_and_a_failing_one_takes_nothing(tmp_path):
+    root = project(tmp_path, "envy", "source: {command: env > seen-env.txt}\nprompt: \"Do {id}\"\n")
+    out = cli(["routine", "run", "envy", "--once"], tmp_path)
+    assert out.returncode == 0 and "routine envy: 0 found, 0 taken" in out.stdout, out.stderr
+    seen = (root / "seen-env.txt").read_text()
+    assert "LOOPWRIGHT_HOME=" in seen and "ANTHROPIC_API_KEY" not in seen
+    project(tmp_path, "broken", "source: {command: echo nope >&2; exit 3}\nprompt: \"Do {id}\"\n")
+    failed = cli(["routine", "run", "broken", "--once"], tmp_path)
+    assert failed.returncode == 1
+    assert failed.stdout.strip() == "routine broken: the source failed: the source command exited 3: nope"

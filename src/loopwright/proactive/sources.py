@@ -1,7 +1,8 @@
 """Where a routine's items come from: a `command` that prints one JSON object a line (`id`
 required, any other fields), or a `folder` whose files are the items (the id is the path and a
 hash of the content, so a changed file is a new item). Lines that are not items are kept with
-the reason, to be recorded as skipped; the rest run. And the `report` command, fed an outcome."""
+the reason, to be recorded as skipped; the rest run. And the `report` command, fed an outcome.
+Both commands run in the project's folder without loopwright's own keys (as tools do)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Mapping
 
 import anyio
 
+from ..core.environ import child_env
 from ..core.fastclass import dataclass
 
 SOURCE_TIMEOUT_S = 300.0
@@ -75,7 +77,7 @@ def parse_lines(text: str) -> Found:
 async def command_items(command: str, cwd: str) -> Found:
     try:
         with anyio.fail_after(SOURCE_TIMEOUT_S):
-            done = await anyio.run_process(["/bin/sh", "-c", command], cwd=cwd, check=False)
+            done = await anyio.run_process(["/bin/sh", "-c", command], cwd=cwd, check=False, env=child_env())
     except TimeoutError:
         raise SourceError(f"the source command did not finish in {SOURCE_TIMEOUT_S:.0f}s: {command}") from None
     if done.returncode != 0:
@@ -111,7 +113,8 @@ async def run_report(command: str, outcome: Mapping[str, Any], cwd: str) -> str 
     data = (json.dumps(outcome, ensure_ascii=False) + "\n").encode()
     try:
         with anyio.fail_after(REPORT_TIMEOUT_S):
-            done = await anyio.run_process(["/bin/sh", "-c", command], input=data, cwd=cwd, check=False)
+            done = await anyio.run_process(["/bin/sh", "-c", command], input=data, cwd=cwd, check=False,
+                                          env=child_env())
     except TimeoutError:
         return f"the report command did not finish in {REPORT_TIMEOUT_S:.0f}s"
     except OSError as exc:
