@@ -54,7 +54,11 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             agent = build_agent(opts, settings)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
-        session = open_cli_session(opts, agent)
+        try:
+            session = open_cli_session(opts, agent)
+        except BaseException:
+            await agent.aclose()
+            raise
         try:
             _arm(agent, session, opts, spec, run, carry=mode == "carry")
             unregister = register(agent.interrupt)
