@@ -455,3 +455,17 @@ def test_the_source_command_runs_without_loopwrights_keys_and_a_failing_one_take
     failed = cli(["routine", "run", "broken", "--once"], tmp_path)
     assert failed.returncode == 1
     assert failed.stdout.strip() == "routine broken: the source failed: the source command exited 3: nope"
+
+
+def test_run_without_once_fires_then_waits_for_the_trigger_until_ctrl_c(tmp_path):
+    root = three(tmp_path, "watch", "every: 1d\n")
+    with Simulator([{"text": "done", "repeat": -1}]) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "watch"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert first.startswith("routine watch: 3 found, 3 taken, 3 done, 0 failed") and proc.returncode == 130
+    assert "watch: next fire at " in err
+    listed = cli(["routine", "items", "watch"], tmp_path).stdout.splitlines()
+    assert [line.split()[:4] for line in listed] == [[i, "done", "tries", "1"] for i in "abc"]

@@ -118,6 +118,7 @@ def parser() -> Any:
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
+               "`loopwright routine list|show|run|items|add|pause|resume|rm`, "
                "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
