@@ -119,6 +119,7 @@ def parser() -> Any:
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
+               "`loopwright routine list|show|run|items|add|pause|resume|rm`, "
                "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright rewind`, "
                "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`; each takes --help.")
     add = p.add_argument

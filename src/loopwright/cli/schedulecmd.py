@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -215,15 +214,25 @@ def run_scheduler(args: list[str]) -> int:
 
 async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
     from ..core.clock import SystemClock
+    from ..core.owners import owner_alive, this_owner
     from ..proactive.scheduler import Scheduler
     from ..sandbox.unattended import unattended_note
 
     if (note := unattended_note()) is not None:
         print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
-    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=f"{socket.gethostname()}:{os.getpid()}",
-                          alive=_alive, notify=_report, max_concurrent=max_concurrent)
+    import anyio
+
+    from ..proactive.routinetimer import RoutineTimer
+    from ..stores.ledger import SqliteLedger
+
+    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
+                          alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
+    ledger = SqliteLedger(store.path)
+    timer = RoutineTimer(ledger, _run_routine_fire, SystemClock(), notify=_report_routine)
+    routines = len(ledger.registered())
     print(visible(f"loopwright: scheduler {'running what is due' if once else 'started'}: {_overview(store)}"
-                  f"{'' if once else '; Ctrl-C stops it'}"), file=sys.stderr, flush=True)
+                  + (f"; {routines} routine(s)" if routines else "")
+                  + f"{'' if once else '; Ctrl-C stops it'}"), file=sys.stderr, flush=True)
     stopped = False
 
     def on_signal() -> None:
@@ -232,13 +241,17 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
             os._exit(130)
         stopped = True
         scheduler.stop()
+        timer.stop()
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
     try:
-        await scheduler.serve(once=once)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: scheduler.serve(once=once))
+            tg.start_soon(lambda: timer.serve(once=once))
     finally:
+        ledger.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return 130 if stopped else 0
@@ -263,19 +276,6 @@ def _report(kind: str, run: Any) -> None:
     else:  # skipped, recovered
         line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
     print(visible(f"{now} {line}"), flush=True)
-
-
-def _alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True  # another machine's scheduler: not ours to judge
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 async def _run_fire(schedule: Any, register: Any) -> Any:
@@ -312,6 +312,36 @@ def _end_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _report_routine(kind: str, entry: Any, text: str) -> None:
+    now = time.strftime("%Y-%m-%d %H:%M:%S")
+    line = f"▶ routine {entry.name} · {entry.cwd}" if kind == "started" else f"■ {' '.join(text.split())[:160]}"
+    print(visible(f"{now} {line}"), flush=True)
+
+
+async def _run_routine_fire(entry: Any, register: Any) -> str:
+    """One fire of a routine: `loopwright routine run NAME --once` in its folder, its own process
+    (ended with the scheduler: its items are then resumed by the next fire); its totals line."""
+    if not os.path.isdir(entry.cwd):
+        return f"routine {entry.name}: error: its folder {entry.cwd} is gone"
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "loopwright", "routine", "run", entry.name,
+                                                "--once", cwd=entry.cwd, stdin=subprocess.DEVNULL,
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                start_new_session=True, preexec_fn=_end_with_parent)
+    register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
+    try:
+        out, err = await proc.communicate()
+    except BaseException:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+            await asyncio.shield(proc.wait())
+        raise
+    lines = out.decode(errors="replace").strip().splitlines()
+    if proc.returncode == 0 and lines:
+        return lines[-1]
+    return (f"routine {entry.name}: error: exit {proc.returncode}: "
+            f"{err.decode(errors='replace').strip()[-400:] or '(no output)'}")
 
 
 def _outcome(code: int | None, out: str, err: str) -> Any:

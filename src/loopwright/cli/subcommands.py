@@ -1,5 +1,5 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key),
-`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`,
+`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright routine …`, `loopwright trust`,
 `loopwright mcp …`, `loopwright serve` and `loopwright settings check`."""
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ def run(name: str, args: list[str]) -> int:
         from .schedulecmd import run_schedule
 
         return run_schedule(args)
+    if name == "routine":
+        from .routinecmd import run_routine
+
+        return run_routine(args)
     if name == "scheduler":
         from .schedulecmd import run_scheduler
 

@@ -266,6 +266,61 @@ class ScheduleStore(Protocol):
     def runs(self, schedule_id: str | None = None, limit: int = 50) -> list[ScheduledRun]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class LedgerItem:
+    """One item of a routine, as its ledger records it: `status` pending, running, done, failed,
+    skipped (never run: `outcome` says why) or interrupted (its process died: resumed from
+    `session_id` by the next fire); `tries` counts runs, a resume not included."""
+
+    routine: str
+    item_id: str
+    status: str
+    tries: int = 0
+    session_id: str = ""
+    cost_usd: float = 0.0
+    outcome: str = ""
+    created: float = 0.0
+    started: float | None = None
+    ended: float | None = None
+    owner: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RoutineEntry:
+    """A routine the scheduler fires: its file's `key` (absolute path), `name`, project folder,
+    trigger (`every_s` or `cron`) and next fire (None: not yet registered with a trigger)."""
+
+    key: str
+    name: str
+    cwd: str
+    every_s: int = 0
+    cron: str = ""
+    paused: bool = False
+    next_at: float | None = None
+
+
+class Ledger(Protocol):
+    """Where routine items are recorded, shared by every process. `claim` is the one write that
+    decides who runs an item; it answers (session id, resumed) or None when the item is not to
+    be taken (done, given up, or running elsewhere)."""
+
+    def note(self, routine: str, item_id: str, now: float) -> None: ...
+
+    def skip(self, routine: str, item_id: str, reason: str, now: float) -> None: ...
+
+    def get(self, routine: str, item_id: str) -> LedgerItem | None: ...
+
+    def claim(self, routine: str, item_id: str, *, owner: str, session_id: str, now: float,
+              retry_failed: int) -> tuple[str, bool] | None: ...
+
+    def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str,
+               now: float) -> None: ...
+
+    def recover(self, routine: str, owner: str, alive: Any) -> list[str]: ...
+
+    def items(self, routine: str, status: str | None = None) -> list[LedgerItem]: ...
+
+
 class OutputContract(Protocol):
     """What a run must answer with (structured output), as the `StructuredOutput` tool sees it:
     the tool's input schema, and `offer`, which keeps a fitting answer and returns [] or names

@@ -31,15 +31,21 @@ _SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_run
 _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, cost_usd, note"
 
 
+def connect(path: Path) -> sqlite3.Connection:
+    """The store's database, private to its owner, shared safely by processes (WAL, busy timeout)."""
+    tighten_home(path.parent)  # the home, for the default store: an old one left open is closed
+    make_private_dirs(path.parent)
+    private_file(path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA busy_timeout=30000")
+    return db
+
+
 class SqliteScheduleStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        tighten_home(self.path.parent)  # the home, for the default store: an old one left open is closed
-        make_private_dirs(self.path.parent)
-        private_file(self.path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)  # explicit transactions
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
+        self.db = connect(self.path)
         self.db.executescript(_SCHEMA)
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedules)")}
         if "cron" not in columns:  # a store made before schedules could take cron expressions

@@ -1,0 +1,112 @@
+"""One routine item run as an agent in this process, composed exactly as `loopwright -p` composes
+one (`build_agent`, `open_cli_session`, `goal_from_options`) from the routine's keys as flags;
+a resumed item carries on its session (finished tool calls are not run again)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.errors import UsageError
+from .core import attachments, build_agent, open_cli_session
+from .goals import goal_from_options
+
+CARRY_ON = ("This run was interrupted (its process stopped). Check what was already done, then carry on with "
+            "the task; do not repeat work that is finished.")
+
+
+def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
+    """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
+    so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
+    from ..sandbox.unattended import unattended_args
+
+    args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
+    if routine.goal and mode != "carry":
+        args.append(f"--goal={text}")
+    if routine.goal:
+        args += [f"--check={c}" for c in routine.check] + [f"--protect={p}" for p in routine.protect]
+    args += [f"--allowedTools={t}" for t in routine.allowed_tools]
+    for flag, value in (("--permission-mode", routine.permission_mode), ("--max-turns", routine.max_turns),
+                        ("--max-duration", routine.max_duration), ("--model", routine.model),
+                        ("--max-budget-usd", None if budget_usd is None else f"{budget_usd:.6f}")):
+        if value is not None:
+            args.append(f"{flag}={value}")
+    if routine.sandbox is not None:
+        args.append("--sandbox" if routine.sandbox else "--no-sandbox")
+    return unattended_args(args)
+
+
+def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]]) -> Any:
+    """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
+    Ctrl-C reach every running item (it answers the function that unregisters)."""
+    from ..proactive.fire import ItemResult
+
+    async def run_item(run: Any) -> Any:
+        from .options import parse_options
+
+        mode = _mode(run)
+        if mode != "carry" and not run.text:
+            return ItemResult("failed", note="its process died before the run began, and the item is no longer "
+                              "in the source", subtype="lost")
+        try:
+            opts = parse_options(item_args(run.routine, run.session_id, mode, run.budget_usd, run.text))
+            spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
+                            else goal_from_options(opts, None, resuming=mode == "reopen"))
+            agent = build_agent(opts, settings)
+        except UsageError as exc:
+            return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
+        try:
+            session = open_cli_session(opts, agent)
+        except BaseException:
+            await agent.aclose()
+            raise
+        try:
+            _arm(agent, session, opts, spec, run, carry=mode == "carry")
+            unregister = register(agent.interrupt)
+            try:
+                result = await agent.run(CARRY_ON if mode == "carry" else prompt or run.text)
+                await agent.end_session("other")
+            finally:
+                unregister()
+                await agent.aclose()
+        finally:
+            session.close()
+        if result.terminal_reason == "aborted":
+            status = "interrupted"
+        else:
+            status = "failed" if result.is_error else "done"
+        note = "; ".join(result.errors) if result.is_error and result.errors else result.result
+        return ItemResult(status, float(result.total_cost_usd or 0.0), note, str(result.subtype))
+
+    return run_item
+
+
+def _mode(run: Any) -> str:
+    """new: a fresh session; carry: resume one that began; reopen: its process died before the
+    first message was recorded, so it begins again in that session."""
+    if not run.resume:
+        return "new"
+    from pathlib import Path
+
+    from ..stores.jsonl import JsonlStore
+
+    store = JsonlStore.default(Path.cwd())
+    if not store.exists(run.session_id):
+        return "new"
+    loaded = store.load(run.session_id)
+    began = loaded is not None and any(r.get("type") == "user" for r in loaded[0])
+    return "carry" if began else "reopen"
+
+
+def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
+    """A new item's goal; a resumed item's goal from its session, with the routine's checks."""
+    if not carry:
+        agent.set_goal(spec)
+        return
+    from ..engine.goal import resumed_goal, saved_goal
+    from .goals import resume_goal_flags
+
+    saved = saved_goal(attachments(session.records)) if session.records else None
+    if saved is not None and saved.active:
+        resumed, baseline, _ = resumed_goal(saved, list(run.routine.check), list(run.routine.protect),
+                                            **resume_goal_flags(opts))
+        agent.set_goal(resumed, baseline)

@@ -1,0 +1,217 @@
+"""A routine file (`.loopwright/routines/NAME.yaml`), checked: a trigger (`every` / `cron`), an
+item source (`command` printing JSON lines, or a `folder` of files), what to do per item (a
+`prompt` or a `goal` template with `{field}` placeholders), limits, concurrency, retries and a
+`report` command. Every problem is one error naming the file, the key and what was expected."""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any, Mapping
+
+from ..core.fastclass import dataclass
+from ..policy.cadence import cadence, cron_error, parse_interval
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
+_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
+_KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
+         "limits", "concurrency", "retry_failed", "report", "sandbox", "model")
+_ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
+_FIRE_LIMITS = ("max_items", "max_budget_usd")
+
+
+class RoutineError(ValueError):
+    """A routine file that cannot run; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Routine:
+    name: str
+    path: str
+    every_s: int = 0  # one of every_s / cron (0 and "": fired only by `routine run`)
+    cron: str = ""
+    source_kind: str = "command"  # command | folder
+    source: str = ""
+    prompt: str = ""  # a template; exactly one of prompt / goal
+    goal: str = ""
+    check: tuple[str, ...] = ()
+    protect: tuple[str, ...] = ()
+    permission_mode: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    model: str | None = None
+    sandbox: bool | None = None  # None: the sandbox where it runs here (as schedules)
+    max_turns: int | None = None  # per item
+    max_budget_usd: float | None = None
+    max_duration: str | None = None
+    fire_max_items: int | None = None  # per fire
+    fire_max_budget_usd: float | None = None
+    concurrency: int = 1
+    retry_failed: int = 0
+    report: str = ""
+
+    @property
+    def template(self) -> str:
+        return self.goal or self.prompt
+
+
+class _Check:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, key: str, expected: str, got: Any = None, *, given: bool = True) -> RoutineError:
+        said = f", got {got!r}" if given else ""
+        return RoutineError(f"{self.path}: {key}: expected {expected}{said}")
+
+    def text(self, data: Mapping[str, Any], key: str) -> str:
+        value = data.get(key)
+        if value is None:
+            return ""
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(key, "a non-empty string", value)
+        return value
+
+    def texts(self, data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+        value = data.get(key)
+        if value is None:
+            return ()
+        if isinstance(value, str) and value.strip():
+            return (value,)
+        if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
+            return tuple(value)
+        raise self.fail(key, "a string or a list of non-empty strings", value)
+
+    def whole(self, data: Mapping[str, Any], key: str, where: str, *, minimum: int = 1) -> int | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise self.fail(f"{where}{key}", f"a whole number of at least {minimum}", value)
+        return value
+
+    def amount(self, data: Mapping[str, Any], key: str, where: str) -> float | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise self.fail(f"{where}{key}", "an amount in dollars above 0, such as 0.50", value)
+        return float(value)
+
+
+def parse_routine(name: str, path: str, data: Any) -> Routine:
+    """The routine `name` from the parsed YAML `data` of the file at `path`."""
+    c = _Check(path)
+    if not NAME.fullmatch(name):
+        raise RoutineError(f"{path}: the file name: expected letters, digits, '.', '_' or '-' before .yaml, "
+                           f"got {name!r}")
+    if not isinstance(data, dict):
+        raise RoutineError(f"{path}: expected a mapping of keys ({', '.join(_KEYS)}), got {type(data).__name__}")
+    unknown = [k for k in data if k not in _KEYS]
+    if unknown:
+        raise c.fail(str(unknown[0]), f"one of the keys {', '.join(_KEYS)}", given=False)
+    every_s, cron = _trigger(c, data)
+    kind, source = _source(c, data.get("source"))
+    prompt, goal = c.text(data, "prompt"), c.text(data, "goal")
+    if bool(prompt) == bool(goal):
+        raise c.fail("prompt", "exactly one of `prompt:` or `goal:` (a template such as \"Triage {id}\")",
+                     given=False)
+    template_error(prompt or goal, c, "goal" if goal else "prompt")
+    check, protect = c.texts(data, "check"), c.texts(data, "protect")
+    if (check or protect) and not goal:
+        raise c.fail("check", "a `goal:` (checks and protected paths belong to a goal)", given=False)
+    mode = data.get("permission_mode")
+    if mode is not None and mode not in _MODES:
+        raise c.fail("permission_mode", f"one of {', '.join(_MODES)}", mode)
+    sandbox = data.get("sandbox")
+    if sandbox is not None and not isinstance(sandbox, bool):
+        raise c.fail("sandbox", "true or false", sandbox)
+    limits = _limits(c, data.get("limits"))
+    return Routine(name, path, every_s, cron, kind, source, prompt, goal, check, protect, mode,
+                   c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
+                   concurrency=c.whole(data, "concurrency", "") or 1,
+                   retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"))
+
+
+def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
+    every, cron = data.get("every"), data.get("cron")
+    if every is not None and cron is not None:
+        raise c.fail("every", "either `every:` or `cron:`, not both", given=False)
+    if cron is not None:
+        problem = cron_error(cron) if isinstance(cron, str) else "a string of five cron fields"
+        if problem is not None:
+            raise RoutineError(f"{c.path}: cron: {problem}")
+        return 0, cron
+    if every is None:
+        return 0, ""
+    try:
+        seconds = parse_interval(every) if isinstance(every, str) else None
+    except ValueError as exc:
+        raise RoutineError(f"{c.path}: every: {exc}") from None
+    if seconds is None:
+        raise c.fail("every", "an interval such as 5m, 2h or 1d", every)
+    return cadence(seconds).every_s, ""
+
+
+def _source(c: _Check, source: Any) -> tuple[str, str]:
+    expected = "a mapping with one key, `command:` (prints items as JSON lines) or `folder:` (each file an item)"
+    if not isinstance(source, dict) or len(source) != 1:
+        raise c.fail("source", expected, source, given=source is not None)
+    (kind, value), = source.items()
+    if kind not in ("command", "folder"):
+        raise c.fail("source", expected, source)
+    if not isinstance(value, str) or not value.strip():
+        raise c.fail(f"source.{kind}", "a non-empty string", value)
+    return kind, value
+
+
+def _limits(c: _Check, limits: Any) -> dict[str, Any]:
+    """`limits: {item: {max_turns, max_budget_usd, max_duration}, fire: {max_items, max_budget_usd}}`."""
+    if limits is None:
+        return {}
+    if not isinstance(limits, dict) or not set(limits) <= {"item", "fire"}:
+        raise c.fail("limits", "a mapping with `item:` (max_turns, max_budget_usd, max_duration) and/or "
+                     "`fire:` (max_items, max_budget_usd)", limits)
+    item, fire = limits.get("item") or {}, limits.get("fire") or {}
+    for where, given, keys in (("item", item, _ITEM_LIMITS), ("fire", fire, _FIRE_LIMITS)):
+        if not isinstance(given, dict):
+            raise c.fail(f"limits.{where}", f"a mapping with keys from {', '.join(keys)}", given)
+        for key in given:
+            if key not in keys:
+                raise c.fail(f"limits.{where}.{key}", f"one of the keys {', '.join(keys)}", given=False)
+    duration = item.get("max_duration")
+    if duration is not None and not (isinstance(duration, str) and _DURATION.fullmatch(duration.strip())):
+        raise c.fail("limits.item.max_duration", "a duration such as 90s, 30m or 2h", duration)
+    return {"max_turns": c.whole(item, "max_turns", "limits.item."),
+            "max_budget_usd": c.amount(item, "max_budget_usd", "limits.item."),
+            "max_duration": duration,
+            "fire_max_items": c.whole(fire, "max_items", "limits.fire."),
+            "fire_max_budget_usd": c.amount(fire, "max_budget_usd", "limits.fire.")}
+
+
+def template_error(template: str, c: _Check, key: str) -> None:
+    """Placeholders are plain field names (`{id}`, `{title}`); `{{` and `}}` are braces."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise c.fail(key, f"a template with balanced braces ({exc}; write {{{{ and }}}} for a brace)",
+                     given=False) from None
+    for _, field, spec, conversion in parts:
+        if field is not None and (not field.isidentifier() or spec or conversion):
+            raise c.fail(key, "placeholders that are plain field names such as {id} or {title}",
+                         "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+
+
+def fill(template: str, item: Mapping[str, Any]) -> str:
+    """The template with each `{field}` replaced by the item's value (JSON text for a non-string);
+    KeyError names a field the item lacks."""
+    import json
+
+    out = []
+    for literal, field, _, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if field is not None:
+            if field not in item:
+                raise KeyError(field)
+            value = item[field]
+            out.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+    return "".join(out)
