@@ -58,3 +58,26 @@ def test_ctrl_c_while_the_loop_waits_says_so_in_text_mode(tmp_path, env):
             proc.kill()
     assert proc.returncode == 130, err
     assert "loop ended: interrupted by the user, after 1 iteration(s), 1 turns" in err
+
+
+def test_each_iteration_of_a_loop_with_a_goal_is_a_goal_loop(tmp_path, env):
+    evaluator = {"system_contains": "You decide whether an agent has met its goal"}
+    verdicts = [{"text": json.dumps({"ok": True, "reason": "the check passes"})}]  # the failing check needs no call
+    work = [{"text": "All done."}, {"tool_use": {"name": "Bash", "input": {"command": "touch done.txt"}}},
+            {"text": "Created it."}]
+    script = {"rules": [{"match": evaluator, "responses": verdicts}, {"responses": work}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "/loop /goal done.txt exists", "--max-iterations", "1", "--allowedTools", "Bash",
+                   "--check", "test -f done.txt", "--output-format", "json"], env, tmp_path, sim)
+        judged = [r for r in sim.message_requests if "You decide whether" in json.dumps(r.body.get("system"))]
+    result = json.loads(out.stdout)
+    assert "goal bounds, each iteration:" in out.stderr, out.stderr
+    assert result["loop"]["iterations"] == 1 and result["loop"]["last"]["terminal_reason"] == "goal_met"
+    assert (tmp_path / "done.txt").exists() and len(judged) == 1
+
+
+def test_goal_flags_without_a_goal_are_refused_in_a_loop_too(tmp_path, env):
+    with Simulator([{"text": "never"}]) as sim:
+        out = cli(["-p", "/loop check it", "--check", "true"], env, tmp_path, sim)
+        assert not sim.message_requests
+    assert out.returncode == 2 and "--check" in out.stderr

@@ -88,12 +88,11 @@ def run_loop(opts: Options, prompt: str) -> int:
         print_result,
     )
 
-    if opts.goal or opts.goal_file:
-        raise UsageError("/loop cannot be combined with a goal yet: run the goal on its own, or loop a prompt")
     try:
         args = parse_loop(prompt.strip()[len("/loop"):])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    spec, every = _iteration_goal(opts, args.prompt)
     positive(opts.max_iterations, "--max-iterations")
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
@@ -109,8 +108,17 @@ def run_loop(opts: Options, prompt: str) -> int:
         if fmt == "text" and isinstance(event, ResultEvent):
             print_result(event.result, "text")  # each iteration's answer as it comes
 
-    loop = TimeLoop(lambda text: agent.run(text, on_event=on_event),
-                    loop_prompt(args.prompt, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
+    async def iteration(text: str) -> Any:
+        if spec is not None:  # each iteration a goal loop of its own: judged afresh, its bounds anew
+            agent.set_goal(spec)
+        return await agent.run(text, on_event=on_event)
+
+    if spec is not None:
+        from .goals import bounds_line
+
+        print(bounds_line(spec, agent.model).replace("goal bounds", "goal bounds, each iteration", 1),
+              file=sys.stderr, flush=True)
+    loop = TimeLoop(iteration, loop_prompt(every, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
                     on_event, until=until, max_iterations=opts.max_iterations,
                     max_budget_usd=budget, crons=SessionCrons(clock))
     if loop.cadence is not None and loop.cadence.note:
@@ -133,6 +141,17 @@ def run_loop(opts: Options, prompt: str) -> int:
         sys.stdout.write(dumps(result.to_json()) + "\n")  # the last line: the loop's summary
         sys.stdout.flush()
     return result.exit_code
+
+
+def _iteration_goal(opts: Options, prompt: str) -> tuple[Any, str]:
+    """`/loop 30m /goal COND` (or `/loop … PROMPT` with --goal or --goal-file): every iteration is
+    a goal loop; (its spec, the prompt that starts each iteration). Without a goal: (None, prompt)."""
+    from .goals import goal_from_options
+
+    spec, start = goal_from_options(opts, prompt)  # goal flags without a goal are refused there
+    if start is None:
+        raise UsageError("/loop … /goal needs a condition (`/goal clear` has nothing to clear in a loop)")
+    return spec, start
 
 
 def loop_ended(result: Any) -> str:
