@@ -181,3 +181,25 @@ def test_second_sigint_exits_at_once(tmp_path):
         proc.send_signal(signal.SIGINT)
         stdout, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130 and stdout == ""
+
+
+def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request(tmp_path):
+    """Start-up: the terminal's, the web view's, MCP's, the routines' and the SDKs' packages load
+    only on their own paths (the list comes from `python -X importtime`)."""
+    import subprocess
+    import sys
+
+    from loopwright.testing import Simulator
+
+    heavy = {"rich", "prompt_toolkit", "pydantic", "mcp", "anthropic", "openai", "yaml", "starlette", "uvicorn",
+             "selenium", "dbos", "click", "pygments", "croniter"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    with Simulator([{"text": "hi"}]) as sim:
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwright", "-p", "hi"], cwd=tmp_path,
+                             env=env | {"ANTHROPIC_BASE_URL": sim.base_url, "ANTHROPIC_API_KEY": "k",
+                                        "HOME": str(tmp_path), "LOOPWRIGHT_HOME": str(tmp_path / ".lw")},
+                             capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "hi", out.stderr[-2000:]
+    loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+              if line.startswith("import time:")}
+    assert loaded & heavy == set()

@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..core.errors import LoopwrightError
     from .parsing import SUBCOMMANDS, refuse_subcommand_slip
 
+    _without_httpx_cli()
     _escape_undecodable()
     opts = None
     try:
@@ -70,6 +71,23 @@ def _parse(args: list[str]) -> Options:
         if (meant := subcommand_slip(prompt, SUBCOMMANDS, words_too=True)) is None:
             raise
         raise slip_error(prompt.strip(), meant) from None
+
+
+def _without_httpx_cli() -> None:
+    """httpx imports its own command-line tool (click, rich and pygments: 50–90 ms) whenever those
+    happen to be installed — and rich is, for the terminal. This process never runs httpx's
+    command line, so the module is stood in for before httpx loads."""
+    if "httpx" in sys.modules:
+        return
+    import types
+
+    stand_in = types.ModuleType("httpx._main")
+
+    def main(*args: object, **kwargs: object) -> None:
+        raise SystemExit("httpx's command line is not available inside loopwright; run `httpx` itself")
+
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules.setdefault("httpx._main", stand_in)
 
 
 def _escape_undecodable() -> None:
