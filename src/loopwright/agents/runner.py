@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
+from ..policy.budget import Budget
 from .definitions import APPENDIX, AgentDef
 from .tool import AgentTool
 
@@ -54,6 +55,17 @@ class Subagents:
         return AgentTool(self.parent.agents, self.spawn) if self.parent.depth < self.max_depth else None
 
     async def spawn(self, agent: AgentDef, prompt: str, model: str | None) -> tuple[str, bool]:
+        result = await self.run(agent, prompt, model)
+        if result.is_error:
+            why = "; ".join(result.errors) or result.terminal_reason
+            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}", True
+        return result.result or "(the subagent gave no answer)", False
+
+    async def run(self, agent: AgentDef, prompt: str, model: str | None, *, output_schema: Any = None,
+                  budget: Budget | None = None) -> RunResult:
+        """One subagent run to its result (SubagentStart, its own loop and sidechain transcript);
+        `output_schema`: its answer is structured output; `budget`: its own spending bound. What
+        it spent is added to the parent's."""
         agent_id = new_agent_id()
         sidechain = getattr(self.parent.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
@@ -64,19 +76,17 @@ class Subagents:
                 "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
-            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder)
+            extra = {"output_schema": output_schema, **({"budget": budget} if budget is not None else {})}
+            child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder, **extra)
             result = await child.run(prompt, on_event=self._forward)
         finally:
             if recorder is not None:
                 recorder.close()
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
-        if result.is_error:
-            why = "; ".join(result.errors) or result.terminal_reason
-            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}", True
-        return result.result or "(the subagent gave no answer)", False
+        return result
 
-    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any) -> Any:
+    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, **extra: Any) -> Any:
         """A subagent: a fresh context, the tools its definition names (of the parent's), the
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder."""
@@ -87,7 +97,8 @@ class Subagents:
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
                        depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
-                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
+                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who,
+                       **extra)
 
     def _forward(self, event: Event) -> None:
         """A subagent's hook events and warnings reach the launching agent's output (the rest of

@@ -55,6 +55,10 @@ def run(name: str, args: list[str]) -> int:
         from .trustcmd import run_trust
 
         return run_trust(args)
+    if name == "workflow":
+        from .workflowcmd import run_workflow_command
+
+        return run_workflow_command(args)
     if name == "settings":
         from .settingscmd import run_settings
 
