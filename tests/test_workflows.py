@@ -103,3 +103,118 @@ def test_progress_is_stream_json_workflow_status_and_the_answer_is_the_result(tm
     assert max(s["running"] for s in status) >= 1
     assert any(s.get("message") == "all reviewed" for s in status)
     assert lines[-1]["type"] == "result" and lines[-1]["result"] == "reviewed-alpha | reviewed-beta", out.stderr
+
+
+SPENDER = '''
+async def main(wf, args):
+    for i in range(5):
+        wf.log(f"left: ${wf.budget:.2f}")
+        await wf.agent(f"STEP {i}")
+    return "all five ran"
+'''
+
+
+def test_a_workflow_whose_budget_runs_out_stops_cleanly_with_a_clear_result(tmp_path):
+    home, project = world(tmp_path, spender=SPENDER)
+    script = [{"text": "a costly answer", "usage": {"input_tokens": 1_000_000, "output_tokens": 10}, "repeat": 5}]
+    with Simulator(script) as sim:
+        out = loopwright(["workflow", "run", "spender", "--max-budget-usd", "1", "--output-format", "json"], home,
+                         project, sim)
+        assert len(sim.message_requests) == 1  # no agent starts once the budget is gone
+    result = json.loads(out.stdout)
+    assert out.returncode == 1 and result["subtype"] == "error_max_budget_usd", out.stderr
+    assert result["terminal_reason"] == "budget_exhausted" and result["total_cost_usd"] > 1
+    assert "the workflow's budget ($1.0000) is spent" in result["errors"][0] and "--resume" in result["errors"][0]
+    assert result["usageByRole"]["subagents"]["inputTokens"] == 1_000_000
+    assert result["workflow"]["agents"] == 1
+
+
+def test_text_mode_shows_progress_lines_and_the_answer(tmp_path):
+    home, project = world(tmp_path, spender=SPENDER)
+    with Simulator([{"text": "fine", "repeat": 5}]) as sim:
+        out = loopwright(["workflow", "run", "spender"], home, project, sim)
+    assert out.returncode == 0 and out.stdout == "all five ran\n", out.stderr
+    lines = out.stderr.splitlines()
+    assert "loopwright: workflow spender [running] 0 running, 0 done, $0.0000" in lines
+    assert "loopwright: workflow spender [running] 1 running, 0 done, $0.0000" in lines
+    assert any(line.startswith("loopwright: workflow spender [done] 0 running, 5 done, $") for line in lines)
+    assert "left: $inf" in out.stderr
+
+
+DRIFTING = '''
+import pathlib
+
+
+async def main(wf, args):
+    pick = wf.random()
+    first = await wf.agent(pathlib.Path("topic.txt").read_text() + f" {pick}")
+    if pathlib.Path("stop").exists():
+        raise RuntimeError("stopped on purpose")
+    return first + " then " + await wf.agent(f"SECOND {wf.now() > 0}")
+'''
+
+
+def test_a_resume_replays_random_numbers_and_a_changed_call_is_a_clear_error(tmp_path):
+    home, project = world(tmp_path, drifting=DRIFTING)
+    (project / "topic.txt").write_text("TOPIC-ONE")
+    (project / "stop").write_text("")
+    sid = "6f1a0c1e-0000-4000-8000-00000000000d"
+    with Simulator([{"text": "one"}]) as sim:
+        out = loopwright(["workflow", "run", "drifting", "--session-id", sid, "--output-format", "json"], home,
+                         project, sim)
+    result = json.loads(out.stdout)
+    assert result["terminal_reason"] == "workflow_failed" and out.returncode == 1
+    assert "RuntimeError: stopped on purpose" in result["errors"][0] and "drifting.py:9" in result["errors"][0]
+
+    (project / "stop").unlink()
+    with Simulator([{"text": "two"}]) as sim:  # the same topic: the first agent and the random number replay
+        out = loopwright(["workflow", "run", "--resume", sid, "--output-format", "json"], home, project, sim)
+        assert len(sim.message_requests) == 1 and "SECOND True" in json.dumps(sim.message_requests[0].body)
+    assert json.loads(out.stdout)["result"] == "one then two", out.stderr
+
+    (project / "topic.txt").write_text("TOPIC-TWO")
+    with Simulator([]) as sim:
+        out = loopwright(["workflow", "run", "--resume", sid, "--output-format", "json"], home, project, sim)
+        assert sim.message_requests == []
+    result = json.loads(out.stdout)
+    assert result["terminal_reason"] == "not_deterministic" and out.returncode == 1
+    error = result["errors"][0]
+    assert error.startswith("the workflow is not deterministic between steps: step 1 was recorded as "
+                            "wf.agent('TOPIC-ONE 0.") and "is now wf.agent('TOPIC-TWO 0." in error
+
+
+def test_workflow_list_names_each_workflow_its_place_and_its_first_doc_line(tmp_path):
+    home, project = world(tmp_path, six=SIX, broken="def main(:\n", plain="async def helper():\n    pass\n")
+    mine = home / ".loopwright" / "workflows"
+    mine.mkdir(parents=True)
+    (mine / "mine.py").write_text('"""My own: for every project."""\nasync def main(wf, args):\n    return 1\n')
+    (mine / "six.py").write_text('"""Shadowed by the project\'s."""\nasync def main(wf, args):\n    return 1\n')
+    with Simulator([]) as sim:
+        out = loopwright(["workflow", "list"], home, project, sim)
+        as_json = json.loads(loopwright(["workflow", "list", "--json"], home, project, sim).stdout)
+    folder = project / ".loopwright" / "workflows"
+    assert out.returncode == 0 and out.stdout.splitlines() == [
+        f"broken  project  (cannot be used: syntax error at line 1)  ({folder / 'broken.py'})",
+        f"mine    user     My own: for every project.  ({mine / 'mine.py'})",
+        f"plain   project  (cannot be used: no `async def main(wf, args)`)  ({folder / 'plain.py'})",
+        f"six     project  Three topics, each drafted then reviewed: six agents.  ({folder / 'six.py'})"]
+    assert [w["name"] for w in as_json] == ["broken", "mine", "plain", "six"] and as_json[1]["scope"] == "user"
+
+
+def test_a_bad_workflow_file_is_one_error_line_naming_the_file(tmp_path):
+    home, project = world(tmp_path, broken="async def main(wf, args)\n    return 1\n",
+                          plain="async def helper():\n    pass\n", sync="def main(wf, args):\n    return 1\n",
+                          boom="raise ValueError('no config')\n")
+    folder = project / ".loopwright" / "workflows"
+    expected = {"broken": f"workflow {folder / 'broken.py'}: syntax error at line 1: expected ':'",
+                "plain": f"workflow {folder / 'plain.py'}: no `main`; expected `async def main(wf, args)`",
+                "sync": f"workflow {folder / 'sync.py'}: `main` is not an async function; expected "
+                        "`async def main(wf, args)`",
+                "boom": f"workflow {folder / 'boom.py'}: failed while loading: ValueError: no config",
+                "nothing": "workflow 'nothing' not found (workflows: boom, broken, plain, sync; see `loopwright "
+                           "workflow list`)"}
+    with Simulator([]) as sim:
+        for name, line in expected.items():
+            out = loopwright(["workflow", "run", name], home, project, sim)
+            assert out.returncode == 2 and out.stderr == f"loopwright: error: {line}\n", out.stderr
+        assert sim.message_requests == []
