@@ -118,7 +118,8 @@ def parser() -> Any:
                "stops silently, never runs away, and proves it is done.",
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
-               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`; each takes --help.")
+               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, "
+               "`loopwright workflow run|list`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")
