@@ -218,3 +218,80 @@ def test_a_bad_workflow_file_is_one_error_line_naming_the_file(tmp_path):
             out = loopwright(["workflow", "run", name], home, project, sim)
             assert out.returncode == 2 and out.stderr == f"loopwright: error: {line}\n", out.stderr
         assert sim.message_requests == []
+
+
+OUTER = '''
+async def main(wf, args):
+    inner = await wf.workflow("inner", ["x", "y"])
+    graded = await wf.agent("GRADE it", schema={"type": "object", "properties": {"score": {"type": "integer"}},
+                                                "required": ["score"]})
+    return {"inner": inner, "graded": graded}
+'''
+INNER = '''
+async def main(wf, args):
+    return [await wf.agent(f"INNER {a}") for a in args]
+'''
+DEEPER = '''
+async def main(wf, args):
+    return await wf.workflow("outer", args)
+'''
+
+
+def test_a_workflow_nests_one_level_and_a_schema_gives_the_agents_structured_answer(tmp_path):
+    home, project = world(tmp_path, outer=OUTER, inner=INNER, deeper=DEEPER)
+    script = {"rules": [
+        {"match": {"last_user_contains": "INNER x"}, "responses": [{"text": "ix"}]},
+        {"match": {"last_user_contains": "INNER y"}, "responses": [{"text": "iy"}]},
+        {"match": {"last_user_contains": "GRADE it"},
+         "responses": [{"tool_use": {"name": "StructuredOutput", "input": {"score": 7}}}]},
+        {"responses": [{"text": "graded"}]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["workflow", "run", "outer", "--output-format", "json"], home, project, sim)
+        grade = next(r.body for r in sim.message_requests if "GRADE it" in json.dumps(r.body["messages"]))
+    result = json.loads(out.stdout)
+    assert result["structured_output"] == {"inner": ["ix", "iy"], "graded": {"score": 7}}, out.stderr
+    assert json.loads(result["result"]) == result["structured_output"]
+    assert "StructuredOutput" in [t["name"] for t in grade["tools"]]
+    with Simulator([]) as sim:
+        out = loopwright(["workflow", "run", "deeper", "--output-format", "json"], home, project, sim)
+    result = json.loads(out.stdout)
+    assert result["terminal_reason"] == "workflow_failed" and "workflows nest one level only, and 'outer' is " \
+        "already nested" in result["errors"][0]
+
+
+WIDE = '''
+async def main(wf, args):
+    answers = await wf.parallel(*(wf.agent(f"PART {i}", tools=["Read"]) for i in range(20)))
+    return str(len(answers))
+'''
+
+
+def test_at_most_sixteen_agents_run_at_once(tmp_path):
+    home, project = world(tmp_path, wide=WIDE)
+    with Simulator([{"text": "part done", "delay": 0.3, "repeat": 20}]) as sim:
+        out = loopwright(["-p", "/wide", "--output-format", "stream-json"], home, project, sim)
+        tools = {tuple(t["name"] for t in r.body["tools"]) for r in sim.message_requests}
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    running = [x["running"] for x in lines if x.get("subtype") == "workflow_status"]
+    assert max(running) == 16 and lines[-1]["result"] == "20", out.stderr
+    assert tools == {("Read",)}  # `tools` narrows each agent's tools
+
+
+def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):
+    import signal
+
+    home, project = world(tmp_path, six=SIX)
+    sid = "6f1a0c1e-0000-4000-8000-0000000000a1"
+    with Simulator(rules(review_delay=30)) as sim:
+        proc = start(["workflow", "run", "six", "alpha", "--session-id", sid, "--output-format", "json"], home,
+                     project, sim)
+        wait_for(lambda: len(steps(home, project, sid)) == 1 and len(sim.message_requests) == 2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    result = json.loads(out)
+    assert proc.returncode == 130 and result["terminal_reason"] == "aborted", err
+    assert result["errors"] == [f"the workflow was interrupted; resume with --resume {sid}"]
+    with Simulator(rules()) as sim:
+        out = loopwright(["-p", "/six alpha", "--resume", sid, "--output-format", "json"], home, project, sim)
+        assert len(sim.message_requests) == 1
+    assert json.loads(out.stdout)["result"] == "reviewed-alpha", out.stderr

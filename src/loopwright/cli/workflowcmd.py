@@ -228,7 +228,10 @@ def _status_printer(opts: Options, session_id: str) -> Any:
 
 def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
     value = outcome.value
-    text = value if isinstance(value, str) else ("" if value is None else dumps(value))
+    try:
+        text = value if isinstance(value, str) else ("" if value is None else dumps(value))
+    except (TypeError, ValueError):  # not JSON: its repr, and no structured output
+        text, value = repr(value), repr(value)
     subtype, reason, errors = "success", "completed", ()
     if outcome.status != "success":
         subtype = "error_max_budget_usd" if outcome.status == "budget" else "error_during_execution"
