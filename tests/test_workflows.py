@@ -98,6 +98,7 @@ def test_progress_is_stream_json_workflow_status_and_the_answer_is_the_result(tm
         out = loopwright(["-p", "/six alpha beta", "--output-format", "stream-json"], home, project, sim)
         assert len(sim.message_requests) == 4
     lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
     status = [x for x in lines if x["type"] == "system" and x["subtype"] == "workflow_status"]
     assert status[0]["phase"] == "running" and status[-1]["phase"] == "done" and status[-1]["done"] == 4
     assert max(s["running"] for s in status) >= 1
@@ -275,6 +276,16 @@ def test_at_most_sixteen_agents_run_at_once(tmp_path):
     running = [x["running"] for x in lines if x.get("subtype") == "workflow_status"]
     assert max(running) == 16 and lines[-1]["result"] == "20", out.stderr
     assert tools == {("Read",)}  # `tools` narrows each agent's tools
+
+
+def test_an_agent_asking_for_an_unknown_tool_fails_the_workflow_naming_it(tmp_path):
+    home, project = world(tmp_path, odd="async def main(wf, args):\n    return await wf.agent('go', tools=['Raed'])\n")
+    with Simulator([]) as sim:
+        out = loopwright(["workflow", "run", "odd", "--output-format", "json"], home, project, sim)
+        assert sim.message_requests == []
+    error = json.loads(out.stdout)["errors"][0]
+    assert error.startswith("workflow 'odd' failed") and "agent step 0 ('go') stopped before it finished: unknown " \
+        "tool(s) Raed; expected names from " in error and "Read" in error
 
 
 def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):

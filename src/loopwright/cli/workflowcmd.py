@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from ..core.events import AssistantMessage, ModelUsage, ResultEvent, RunResult, UserMessage
+from ..core.events import AssistantMessage, ModelUsage, ResultEvent, RunResult, SystemInit, UserMessage
 from ..core.types import Message, TextBlock, Usage
 from .render import dumps, visible
 
@@ -98,6 +98,9 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
         raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
     if opts.attempts is not None or opts.goal or opts.goal_file:
         raise UsageError("a workflow runs alone: --attempts and --goal do not go with it")
+    if opts.json_schema is not None:
+        raise UsageError("--json-schema does not go with a workflow: give `schema=` to wf.agent, and return "
+                         "the value from main")
     settings = load_cli_settings(opts)
     agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
     session = open_cli_session(opts, agent)
@@ -156,6 +159,8 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
     emit = make_emitter(opts.output_format, opts.verbose, agent.session_id, opts.include_hook_events)
     subs = agent._subagents()
     subs.tool(agent._hooks(emit), emit)  # SubagentStart hooks and the agents' warnings, as for the Agent tool
+    emit(SystemInit(agent.session_id, str(agent.cwd), agent.model, tuple(t.name for t in agent._tools()),
+                    agent.permissions.mode))
     budget = opts.max_budget_usd if isinstance(opts.max_budget_usd, (int, float)) and opts.max_budget_usd != float(
         "inf") else None
     run = Run(journal, _runner(agent, subs), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
@@ -183,8 +188,13 @@ def _runner(parent: Any, subs: Any) -> Any:
     from ..workflows.runtime import AgentCall, AgentOutcome
 
     general = (parent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
+    known = [t.name for t in parent._tools()]
 
     async def run_agent(call: AgentCall) -> AgentOutcome:
+        unknown = [t for t in call.tools or () if t not in known]
+        if unknown:
+            return AgentOutcome("", is_error=True, why=f"unknown tool(s) {', '.join(unknown)}; expected names "
+                                f"from {', '.join(known)}")
         kind = general if call.tools is None else dataclasses.replace(general, tools=call.tools)
         bound = Budget(call.budget_usd) if call.budget_usd is not None else None
         try:
