@@ -306,3 +306,13 @@ def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):
         out = loopwright(["-p", "/six alpha", "--resume", sid, "--output-format", "json"], home, project, sim)
         assert len(sim.message_requests) == 1
     assert json.loads(out.stdout)["result"] == "reviewed-alpha", out.stderr
+
+    with Simulator([{"text": "it was reviewed"}]) as sim:  # only the calls and the answers are in the conversation
+        out = loopwright(["-p", "what came of it?", "--resume", sid], home, project, sim)
+        [request] = sim.message_requests
+    assert out.returncode == 0 and out.stdout == "it was reviewed\n", out.stderr
+    said = json.dumps(request.body["messages"])
+    assert "/six alpha (resumed)" in said and "reviewed-alpha" in said and "draft-alpha" not in said
+    with Simulator([]) as sim:
+        listed = loopwright(["sessions", "--json"], home, project, sim)
+    assert [row["id"] for row in json.loads(listed.stdout)] == [sid], listed.stderr

@@ -114,13 +114,15 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
             raise UsageError(f"workflow {name!r} not found (workflows: {', '.join(available(Path.cwd(), Path.home())) or 'none'}; "
                              "see `loopwright workflow list`)")
         main = load(script)
-        if opts.resume is None and session.recorder is not None:
-            session.recorder(UserMessage(Message.user(" ".join(["/" + name, *args])), synthetic=False))
+        if session.recorder is not None:  # the conversation holds the call and the final answer only
+            said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
+            session.recorder(UserMessage(Message.user(said), synthetic=False))
         journal.start(name, args, str(script.path))
         result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home())))
         if session.recorder is not None:
-            session.recorder(AssistantMessage(Message("assistant", (TextBlock(result.result or "(no answer)"),)),
+            session.recorder(AssistantMessage(Message("assistant", (TextBlock(result.result or "; ".join(result.errors) or "(no answer)"),)),
                                               "workflow", "end_turn", Usage(), id="wf_" + result.session_id[:8]))
+            session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
     finally:
         session.close()
     from .core import print_result
