@@ -55,7 +55,7 @@ def start(args, home, project, sim):
 
 def journal(home, project, sid):
     path = transcript(home / ".lw", project, sid).with_suffix("") / "workflow.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")] if path.is_file() else []
 
 
 def steps(home, project, sid):
@@ -81,6 +81,9 @@ def test_a_workflow_killed_after_three_agents_resumes_and_runs_only_the_other_th
     recorded = steps(home, project, sid)
     assert sorted(r["text"] for r in recorded) == ["draft-alpha", "draft-beta", "draft-gamma"]
     assert all(r["kind"] == "agent" and len(r["hash"]) == 32 for r in recorded)
+    path = transcript(home / ".lw", project, sid).with_suffix("") / "workflow.jsonl"
+    with path.open("a") as f:
+        f.write('{"type": "step", "key": "0.0/1", "te')  # a line cut off by a crash: skipped on replay
 
     with Simulator(rules()) as sim:
         out = loopwright(["workflow", "run", "--resume", sid, "--output-format", "json"], home, project, sim)
@@ -89,6 +92,7 @@ def test_a_workflow_killed_after_three_agents_resumes_and_runs_only_the_other_th
     assert result["result"] == "reviewed-alpha | reviewed-beta | reviewed-gamma", out.stderr
     assert len(prompts) == 3 and all("REVIEW" in p and "DRAFT" not in p for p in prompts)  # no draft ran again
     assert result["workflow"]["agents"] == 6 and result["workflow"]["replayed"] == 3
+    assert len(steps(home, project, sid)) == 6  # the reviews were journaled after the cut line
     assert result["usageByRole"]["subagents"]["inputTokens"] > 0 and result["total_cost_usd"] > 0
 
 

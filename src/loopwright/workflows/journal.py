@@ -33,11 +33,14 @@ class Journal:
         self.steps: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, Any] | None = None
         self.torn = 0  # lines that were not whole JSON (a crash mid-write): skipped
+        self._cut = False  # the file ends inside a line: the next record starts on a new one
         if path is not None and path.is_file():
             self._read(path)
 
     def _read(self, path: Path) -> None:
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        self._cut = bool(text) and not text.endswith("\n")
+        for line in text.splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
@@ -83,7 +86,8 @@ class Journal:
         if self.path is None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(record, ensure_ascii=False, default=repr) + "\n"
+        line = ("\n" if self._cut else "") + json.dumps(record, ensure_ascii=False, default=repr) + "\n"
+        self._cut = False
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode("utf-8"))
