@@ -320,3 +320,15 @@ def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):
     with Simulator([]) as sim:
         listed = loopwright(["sessions", "--json"], home, project, sim)
     assert [row["id"] for row in json.loads(listed.stdout)] == [sid], listed.stderr
+
+
+def test_an_agent_stopped_by_what_is_left_of_the_budget_stops_the_workflow(tmp_path):
+    home, project = world(tmp_path, spender=SPENDER)
+    costly = {"usage": {"input_tokens": 1_000_000}}
+    script = [{"tool_use": {"name": "Read", "input": {"file_path": "x"}}, **costly}, {"text": "never", **costly}]
+    with Simulator(script) as sim:
+        out = loopwright(["workflow", "run", "spender", "--max-budget-usd", "1"], home, project, sim)
+        assert len(sim.message_requests) == 1  # the agent's own bound stopped it before its second call
+    assert out.returncode == 1 and out.stdout.startswith("Error: the workflow's budget ($1.0000) ran out during "
+                                                         "step 0"), out.stderr
+    assert "loopwright: workflow spender [budget spent] 0 running, 0 done, $" in out.stderr
