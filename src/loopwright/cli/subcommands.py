@@ -1,6 +1,6 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key),
 `loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright trust`,
-`loopwright mcp …`, `loopwright serve` and `loopwright settings check`."""
+`loopwright mcp …`, `loopwright serve`, `loopwright settings check` and `loopwright workflow run|list`."""
 
 from __future__ import annotations
 
