@@ -306,6 +306,9 @@ def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):
     result = json.loads(out)
     assert proc.returncode == 130 and result["terminal_reason"] == "aborted", err
     assert result["errors"] == [f"the workflow was interrupted; resume with --resume {sid}"]
+    sidechains = sorted((transcript(home / ".lw", project, sid).with_suffix("") / "subagents").glob("*.jsonl"))
+    assert len(sidechains) == 2 and all("run_result" in p.read_text() for p in sidechains)  # each ended whole
+    assert result["workflow"]["agents"] == 1 and result["total_cost_usd"] > 0
     with Simulator(rules()) as sim:
         out = loopwright(["-p", "/six alpha", "--resume", sid, "--output-format", "json"], home, project, sim)
         assert len(sim.message_requests) == 1

@@ -44,6 +44,7 @@ class Subagents:
     def __init__(self, parent: Any, max_depth: int = MAX_DEPTH) -> None:
         self.parent, self.max_depth = parent, max_depth
         self.usage: dict[str, ModelUsage] = {}
+        self.live: dict[int, Any] = {}  # the children running now, by id()
         self.hooks: HookRunner = NoHooks()
         self.emit: Callable[[Event], None] = lambda event: None
 
@@ -69,6 +70,7 @@ class Subagents:
         agent_id = new_agent_id()
         sidechain = getattr(self.parent.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
+        child = None
         try:
             where = recorder.log.location if recorder is not None else ""
             started = await self.hooks.run("SubagentStart", {
@@ -78,13 +80,20 @@ class Subagents:
             context = tuple(START_CONTEXT + c for c in started.additional_context)
             extra = {"output_schema": output_schema, **({"budget": budget} if budget is not None else {})}
             child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context), recorder, **extra)
+            self.live[id(child)] = child
             result = await child.run(prompt, on_event=self._forward)
         finally:
+            self.live.pop(id(child), None)
             if recorder is not None:
                 recorder.close()
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
         return result
+
+    def interrupt(self) -> None:
+        """Every running child ends as aborted, with its result (and what it spent)."""
+        for child in list(self.live.values()):
+            child.interrupt()
 
     def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, **extra: Any) -> Any:
         """A subagent: a fresh context, the tools its definition names (of the parent's), the

@@ -178,7 +178,11 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
         return result
 
     def interrupt() -> None:
-        if task is not None:
+        """Running agents end as aborted, their spend counted; no agent starts after. A script
+        that is not waiting on an agent is cancelled where it waits."""
+        run.aborted = True
+        subs.interrupt()
+        if task is not None and not run.running:
             task.cancel()
 
     return await foreground(agent, work, emit, interrupt)

@@ -31,6 +31,10 @@ class BudgetSpent(WorkflowError):
     """The workflow's budget is gone: no further agent starts."""
 
 
+class Aborted(WorkflowError):
+    """The workflow was interrupted: no further agent starts."""
+
+
 @dataclass(frozen=True, slots=True)
 class AgentCall:
     prompt: str
@@ -87,7 +91,7 @@ class Run:
         self.running = self.done = self.replayed = 0
         self.cost_usd = 0.0
         self.model_usage: dict[str, ModelUsage] = {}
-        self.out_of_budget = False
+        self.out_of_budget = self.aborted = False
 
     def status(self, message: str | None = None) -> None:
         self.on_status({"workflow": self.name, "phase": self.phase, "running": self.running, "done": self.done,
@@ -162,6 +166,8 @@ class Workflow:
             run.status()
             return record.get("value") if schema is not None else record.get("text", "")
         async with run.slots:
+            if run.aborted:
+                raise Aborted("the workflow was interrupted")
             if run.out_of_budget:
                 raise BudgetSpent(f"the workflow's budget (${run.budget_usd:.4f}) is spent")
             run.running += 1
@@ -172,6 +178,8 @@ class Workflow:
             finally:
                 run.running -= 1
             run.spend(outcome)
+        if run.aborted:
+            raise Aborted("the workflow was interrupted")
         if outcome.budget_spent or (outcome.is_error and run.out_of_budget):
             run.out_of_budget = True
             run.status()
@@ -267,9 +275,11 @@ async def run_workflow(run: Run, name: str, main: Callable[..., Awaitable[Any]],
         return _end(run, Outcome("not_deterministic", error=str(exc)))
     except BudgetSpent as exc:
         return _end(run, Outcome("budget", error=str(exc)))
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, Aborted):
         return _end(run, Outcome("aborted", error="the workflow was interrupted"))
     except Exception as exc:
+        if run.aborted:
+            return _end(run, Outcome("aborted", error="the workflow was interrupted"))
         if run.out_of_budget:
             return _end(run, Outcome("budget", error=f"the workflow's budget (${run.budget_usd:.4f}) is spent"))
         where = _where(exc)
@@ -277,6 +287,8 @@ async def run_workflow(run: Run, name: str, main: Callable[..., Awaitable[Any]],
         return _end(run, Outcome("error", error=f"workflow {name!r} failed{where}: {what}"))
     finally:
         _scope.reset(token)
+    if run.aborted:
+        return _end(run, Outcome("aborted", value, "the workflow was interrupted"))
     if run.out_of_budget:  # the script caught the stop and went on: the budget still decides
         return _end(run, Outcome("budget", value, f"the workflow's budget (${run.budget_usd:.4f}) is spent"))
     return _end(run, Outcome("success", value))
