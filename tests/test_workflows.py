@@ -335,3 +335,23 @@ def test_an_agent_stopped_by_what_is_left_of_the_budget_stops_the_workflow(tmp_p
     assert out.returncode == 1 and out.stdout.startswith("Error: the workflow's budget ($1.0000) ran out during "
                                                          "step 0"), out.stderr
     assert "loopwright: workflow spender [budget spent] 0 running, 0 done, $" in out.stderr
+
+
+PAIR = '''
+async def main(wf, args):
+    return await wf.parallel(wf.agent("COSTLY one"), wf.agent("SLOW one"))
+'''
+
+
+def test_when_one_agent_spends_the_budget_the_others_running_are_stopped(tmp_path):
+    home, project = world(tmp_path, pair=PAIR)
+    script = {"rules": [
+        {"match": {"last_user_contains": "SLOW one"}, "responses": [{"text": "too late", "delay": 120}]},
+        {"match": {"last_user_contains": "COSTLY one"},
+         "responses": [{"text": "dear", "usage": {"input_tokens": 1_000_000}}]}]}
+    with Simulator(script) as sim:  # the slow one would outlast the command's 60 s if it were not stopped
+        out = loopwright(["workflow", "run", "pair", "--max-budget-usd", "1", "--output-format", "json"], home,
+                         project, sim)
+        assert len(sim.message_requests) == 2
+    result = json.loads(out.stdout)
+    assert result["subtype"] == "error_max_budget_usd" and result["workflow"]["agents"] == 1, out.stderr

@@ -166,7 +166,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
     budget = opts.max_budget_usd if isinstance(opts.max_budget_usd, (int, float)) and opts.max_budget_usd != float(
         "inf") else None
     run = Run(journal, _runner(agent, subs), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
-              load=load)
+              load=load, stop_agents=subs.interrupt)
     task: asyncio.Task[Any] | None = None
 
     async def work() -> RunResult:
@@ -180,8 +180,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
     def interrupt() -> None:
         """Running agents end as aborted, their spend counted; no agent starts after. A script
         that is not waiting on an agent is cancelled where it waits."""
-        run.aborted = True
-        subs.interrupt()
+        run.abort()
         if task is not None and not run.running:
             task.cancel()
 

@@ -82,8 +82,11 @@ class Run:
     def __init__(self, journal: Journal, runner: AgentRunner, *, budget_usd: float | None = None,
                  max_agents: int = MAX_AGENTS, on_status: Callable[[Status], None] | None = None,
                  load: Callable[[str], Callable[..., Awaitable[Any]]] | None = None,
-                 clock: Callable[[], float] = time.time, rng: _random.Random | None = None) -> None:
-        self.journal, self.runner, self.budget_usd = journal, runner, budget_usd
+                 clock: Callable[[], float] = time.time, rng: _random.Random | None = None,
+                 stop_agents: Callable[[], None] = lambda: None) -> None:
+        """`stop_agents`: ends every running agent as aborted (with what it spent), once the
+        budget is gone or the run is interrupted."""
+        self.journal, self.runner, self.budget_usd, self.stop_agents = journal, runner, budget_usd, stop_agents
         self.slots = asyncio.Semaphore(max_agents)
         self.on_status, self.load, self.clock = on_status or (lambda status: None), load, clock
         self.rng = rng or _random.Random()
@@ -105,8 +108,13 @@ class Run:
         self.cost_usd += outcome.cost_usd
         for model, mu in (outcome.model_usage or {}).items():
             self.model_usage[model] = self.model_usage.get(model, ModelUsage()) + mu
-        if self.budget_usd is not None and self.cost_usd >= self.budget_usd:
+        if self.budget_usd is not None and self.cost_usd >= self.budget_usd and not self.out_of_budget:
             self.out_of_budget = True
+            self.stop_agents()  # the others running now would spend past it
+
+    def abort(self) -> None:
+        self.aborted = True
+        self.stop_agents()
 
 
 class Workflow:
