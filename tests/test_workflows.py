@@ -325,6 +325,29 @@ def test_an_interrupted_workflow_ends_as_aborted_and_resumes(tmp_path):
     assert [row["id"] for row in json.loads(listed.stdout)] == [sid], listed.stderr
 
 
+def test_a_workflow_can_start_in_a_conversation_and_its_answer_joins_it(tmp_path):
+    home, project = world(tmp_path, six=SIX)
+    sid = "6f1a0c1e-0000-4000-8000-0000000000c0"
+    with Simulator([{"text": "hello there"}]) as sim:
+        assert loopwright(["-p", "hi", "--session-id", sid], home, project, sim).returncode == 0
+    with Simulator(rules()) as sim:
+        out = loopwright(["-p", "/six beta", "--resume", sid], home, project, sim)
+    assert out.stdout == "reviewed-beta\n", out.stderr
+    with Simulator([{"text": "noted"}]) as sim:
+        loopwright(["-p", "and?", "--resume", sid], home, project, sim)
+        said = json.dumps(sim.message_requests[0].body["messages"])
+    assert said.index("hello there") < said.index("/six beta") < said.index("reviewed-beta") < said.index("and?")
+    with Simulator([]) as sim:
+        out = loopwright(["workflow", "run", "--resume", "6f1a0c1e-0000-4000-8000-0000000000c1"], home, project, sim)
+    assert out.returncode == 1 and "No conversation found" in out.stderr
+    plain = "6f1a0c1e-0000-4000-8000-0000000000c2"
+    with Simulator([{"text": "hello"}]) as sim:
+        loopwright(["-p", "hi", "--session-id", plain], home, project, sim)
+        out = loopwright(["workflow", "run", "--resume", plain], home, project, sim)
+    assert out.returncode == 2 and out.stderr == (f"loopwright: error: --resume {plain}: that session ran no "
+                                                  "workflow; name the one to run\n")
+
+
 def test_an_agent_stopped_by_what_is_left_of_the_budget_stops_the_workflow(tmp_path):
     home, project = world(tmp_path, spender=SPENDER)
     costly = {"usage": {"input_tokens": 1_000_000}}

@@ -142,8 +142,10 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str])
         assert name is not None
         return name, args
     header = journal.header
+    if header is None and name is not None:  # a session that ran no workflow: this one starts in it
+        return name, args
     if header is None:
-        raise UsageError(f"--resume {opts.resume}: that session ran no workflow")
+        raise UsageError(f"--resume {opts.resume}: that session ran no workflow; name the one to run")
     if name is not None and name != header.get("name"):
         raise UsageError(f"--resume {opts.resume}: that session ran workflow {header.get('name')!r}, not {name!r}")
     if args and args != header.get("args"):
