@@ -81,8 +81,8 @@ def main() -> None:
     for kind, slots in cases:
         wall = statistics.median(w for w, _ in times[(kind, slots)]) / n
         cpu = statistics.median(c for _, c in times[(kind, slots)]) / n
-        line = f"  {'bare gather' if kind == 'bare' else 'workflow':<11} {slots:>3} at once: wall {1000 * wall:6.2f} ms" \
-               f"   CPU {1000 * cpu:5.2f} ms"
+        who = "bare gather" if kind == "bare" else "workflow"
+        line = f"  {who:<11} {slots:>3} at once: wall {1000 * wall:6.2f} ms   CPU {1000 * cpu:5.2f} ms"
         if kind == "workflow":
             base = times[("bare", slots)]
             line += (f"   runtime overhead: CPU {1000 * (cpu - statistics.median(c for _, c in base) / n):+.2f} ms, "

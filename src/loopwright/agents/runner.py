@@ -8,7 +8,14 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice, RunResult
+from ..core.events import (
+    Event,
+    HookResponse,
+    HookStarted,
+    ModelUsage,
+    Notice,
+    RunResult,
+)
 from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
 from ..policy.budget import Budget

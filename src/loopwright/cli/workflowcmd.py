@@ -15,14 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from ..core.events import AssistantMessage, ModelUsage, ResultEvent, RunResult, SystemInit, UserMessage
+from ..core.events import (
+    AssistantMessage,
+    ModelUsage,
+    ResultEvent,
+    RunResult,
+    SystemInit,
+    UserMessage,
+)
 from ..core.types import Message, TextBlock, Usage
 from .render import dumps, visible
 
 if TYPE_CHECKING:
     from .options import Options
 
-USAGE = "loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | loopwright workflow list"
+USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | "
+         "loopwright workflow list")
 
 
 def run_workflow_command(args: list[str]) -> int:
@@ -111,8 +119,8 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
         if script is None:
             from ..workflows.scripts import available
 
-            raise UsageError(f"workflow {name!r} not found (workflows: {', '.join(available(Path.cwd(), Path.home())) or 'none'}; "
-                             "see `loopwright workflow list`)")
+            names = ", ".join(available(Path.cwd(), Path.home())) or "none"
+            raise UsageError(f"workflow {name!r} not found (workflows: {names}; see `loopwright workflow list`)")
         main = load(script)
         if session.recorder is not None:  # the conversation holds the call and the final answer only
             said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
@@ -120,8 +128,9 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
         journal.start(name, args, str(script.path))
         result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home())))
         if session.recorder is not None:
-            session.recorder(AssistantMessage(Message("assistant", (TextBlock(result.result or "; ".join(result.errors) or "(no answer)"),)),
-                                              "workflow", "end_turn", Usage(), id="wf_" + result.session_id[:8]))
+            answer = result.result or "; ".join(result.errors) or "(no answer)"
+            session.recorder(AssistantMessage(Message("assistant", (TextBlock(answer),)), "workflow", "end_turn",
+                                              Usage(), id="wf_" + result.session_id[:8]))
             session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
     finally:
         session.close()
@@ -272,4 +281,4 @@ def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) ->
                                "journal": str(journal.path) if journal.path else None})
 
 
-__all__ = ["run_workflow_command", "run_named", "slash_workflow"]
+__all__ = ["run_named", "run_workflow_command", "slash_workflow"]

@@ -285,7 +285,7 @@ async def run_workflow(run: Run, name: str, main: Callable[..., Awaitable[Any]],
         return _end(run, Outcome("budget", error=str(exc)))
     except (asyncio.CancelledError, Aborted):
         return _end(run, Outcome("aborted", error="the workflow was interrupted"))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the script raises ends the run with a result
         if run.aborted:
             return _end(run, Outcome("aborted", error="the workflow was interrupted"))
         if run.out_of_budget:

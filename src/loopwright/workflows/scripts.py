@@ -8,8 +8,9 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
@@ -75,8 +76,8 @@ def load(script: Script) -> Callable[..., Awaitable[Any]]:
         raise UsageError(f"workflow {path}: syntax error{line}: {msg}") from None
     namespace: dict[str, Any] = {"__name__": f"loopwright_workflow_{script.name}", "__file__": str(path)}
     try:
-        exec(code, namespace)
-    except Exception as exc:
+        exec(code, namespace)  # noqa: S102 - a workflow is the user's own code, run when they name it
+    except Exception as exc:  # noqa: BLE001 - whatever the file raises is one error naming it
         raise UsageError(f"workflow {path}: failed while loading: {type(exc).__name__}: {exc}") from None
     main = namespace.get("main")
     if not inspect.iscoroutinefunction(main):
