@@ -337,6 +337,13 @@ def test_a_workflow_can_start_in_a_conversation_and_its_answer_joins_it(tmp_path
         loopwright(["-p", "and?", "--resume", sid], home, project, sim)
         said = json.dumps(sim.message_requests[0].body["messages"])
     assert said.index("hello there") < said.index("/six beta") < said.index("reviewed-beta") < said.index("and?")
+    with Simulator(rules()) as sim:  # another workflow after a finished one: it starts afresh, the old journal kept
+        out = loopwright(["-p", "/six gamma", "--resume", sid], home, project, sim)
+        assert len(sim.message_requests) == 2
+    assert out.stdout == "reviewed-gamma\n", out.stderr
+    folder = transcript(home / ".lw", project, sid).with_suffix("")
+    assert "draft-beta" in (folder / "workflow-1.jsonl").read_text() and [r["text"] for r in steps(
+        home, project, sid)] == ["draft-gamma", "reviewed-gamma"]
     with Simulator([]) as sim:
         out = loopwright(["workflow", "run", "--resume", "6f1a0c1e-0000-4000-8000-0000000000c1"], home, project, sim)
     assert out.returncode == 1 and "No conversation found" in out.stderr

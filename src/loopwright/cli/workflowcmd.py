@@ -155,6 +155,10 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str])
         return name, args
     if header is None:
         raise UsageError(f"--resume {opts.resume}: that session ran no workflow; name the one to run")
+    other = name is not None and (name != header.get("name") or (args and args != header.get("args")))
+    if other and (journal.finished or {}).get("subtype") == "success":  # the last one is done: a new one starts
+        journal.set_aside()
+        return name, args
     if name is not None and name != header.get("name"):
         raise UsageError(f"--resume {opts.resume}: that session ran workflow {header.get('name')!r}, not {name!r}")
     if args and args != header.get("args"):

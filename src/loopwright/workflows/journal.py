@@ -55,6 +55,15 @@ class Journal:
             elif record.get("type") == "finished":
                 self.finished = record
 
+    def set_aside(self) -> None:
+        """Keep a finished workflow's journal as `workflow-N.jsonl` and start an empty one."""
+        if self.path is not None and self.path.is_file():
+            n = 1
+            while (kept := self.path.with_name(f"{self.path.stem}-{n}.jsonl")).exists():
+                n += 1
+            self.path.rename(kept)
+        self.header, self.steps, self.finished, self._cut = None, {}, None, False
+
     def start(self, name: str, args: list[str], file: str) -> None:
         if self.header is None:
             self.header = {"type": "workflow", "name": name, "args": args, "file": file}
