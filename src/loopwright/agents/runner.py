@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import UsageError
-from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
+from ..policy.budget import Budget
 from .definitions import APPENDIX, AgentDef
 from ..workflows import worktrees
 from ..workflows.worktrees import GitError
@@ -48,6 +49,7 @@ class Subagents:
     def __init__(self, parent: Any, max_depth: int = MAX_DEPTH) -> None:
         self.parent, self.max_depth = parent, max_depth
         self.usage: dict[str, ModelUsage] = {}
+        self.live: dict[int, Any] = {}  # the children running now, by id()
         self.hooks: HookRunner = NoHooks()
         self.emit: Callable[[Event], None] = lambda event: None
 
@@ -60,15 +62,32 @@ class Subagents:
 
     async def spawn(self, agent: AgentDef, prompt: str, model: str | None,
                     isolation: str | None = None) -> tuple[str, bool]:
-        agent_id = new_agent_id()
+        """The `Agent` tool's call: the subagent's answer (and whether it failed); with
+        `isolation: worktree`, run in a worktree of its own whose branch the answer names."""
         place = None
         if isolation == "worktree":
             try:
-                place = Isolated.make(Path(self.parent.cwd), agent_id)
+                place = Isolated.make(Path(self.parent.cwd), new_agent_id())
             except (GitError, UsageError, OSError) as exc:
                 return f"The subagent could not get a worktree of its own: {exc}", True
+        try:
+            result = await self.run(agent, prompt, model, cwd=place.cwd if place is not None else None)
+        finally:
+            kept = place.finish() if place is not None else ""  # a git failure here is the tool's error
+        if result.is_error:
+            why = "; ".join(result.errors) or result.terminal_reason
+            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}{kept}", True
+        return (result.result or "(the subagent gave no answer)") + kept, False
+
+    async def run(self, agent: AgentDef, prompt: str, model: str | None, *, output_schema: Any = None,
+                  budget: Budget | None = None, cwd: Path | None = None) -> RunResult:
+        """One subagent run to its result (SubagentStart, its own loop and sidechain transcript);
+        `output_schema`: its answer is structured output; `budget`: its own spending bound; `cwd`:
+        where it works, if not where its parent does. What it spent is added to the parent's."""
+        agent_id = new_agent_id()
         sidechain = getattr(self.parent.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
+        child = None
         try:
             where = recorder.log.location if recorder is not None else ""
             started = await self.hooks.run("SubagentStart", {
@@ -76,21 +95,26 @@ class Subagents:
                 "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
+            extra = {"output_schema": output_schema, **({"budget": budget} if budget is not None else {})}
             child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context, agent.allows), recorder,
-                                place.cwd if place is not None else None)
+                                cwd, **extra)
+            self.live[id(child)] = child
             result = await child.run(prompt, on_event=self._forward)
         finally:
+            self.live.pop(id(child), None)
             if recorder is not None:
                 recorder.close()
-            kept = place.finish() if place is not None else ""  # a git failure here is the tool's error
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
-        if result.is_error:
-            why = "; ".join(result.errors) or result.terminal_reason
-            return f"The subagent stopped before it finished ({why}). What it said last:\n\n{result.result}{kept}", True
-        return (result.result or "(the subagent gave no answer)") + kept, False
+        return result
 
-    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, cwd: Path | None) -> Any:
+    def interrupt(self) -> None:
+        """Every running child ends as aborted, with its result (and what it spent)."""
+        for child in list(self.live.values()):
+            child.interrupt()
+
+    def _child(self, agent: AgentDef, model: str | None, who: Sidechain, recorder: Any, cwd: Path | None = None,
+               **extra: Any) -> Any:
         """A subagent: a fresh context, the tools its definition names (of the parent's), the
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder; the parent's MCP
@@ -102,7 +126,8 @@ class Subagents:
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
                        depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
-                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who)
+                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who,
+                       **extra)
         child._mcp = p._mcp  # the parent's MCP servers, already running (the parent closes them)
         return child
 

@@ -119,6 +119,11 @@ def _dispatch(opts: Options) -> int:
         from .loopcmd import run_loop
 
         return run_loop(opts, prompt)
+    if prompt.lstrip().startswith("/"):
+        from .workflowcmd import run_named, slash_workflow
+
+        if (called := slash_workflow(prompt)) is not None:
+            return run_named(opts, *called)
     if opts.attempts is not None or opts.attempt_instructions or opts.judge_model or opts.keep_worktrees:
         if opts.attempts is None:
             from ..core.errors import UsageError

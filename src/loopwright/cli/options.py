@@ -121,7 +121,8 @@ def parser() -> Any:
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
                "`loopwright routine list|show|run|items|add|pause|resume|rm`, "
                "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright rewind`, "
-               "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`; each takes --help.")
+               "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`, "
+               "`loopwright workflow run|list`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")

@@ -1,6 +1,6 @@
-"""Subcommands beside the headless interface: `loopwright demo` (offline, no key),
-`loopwright goal status|clear`, `loopwright schedule …`, `loopwright scheduler`, `loopwright routine …`, `loopwright trust`,
-`loopwright mcp …`, `loopwright serve` and `loopwright settings check`."""
+"""Subcommands beside the headless interface: `loopwright demo` (offline, no key), `loopwright goal
+status|clear`, `schedule …`, `scheduler`, `routine …`, `workflow run|list`, `attempts clean`,
+`rewind`, `sessions`, `trust`, `mcp …`, `serve` and `settings check`."""
 
 from __future__ import annotations
 
@@ -63,6 +63,10 @@ def run(name: str, args: list[str]) -> int:
         from .trustcmd import run_trust
 
         return run_trust(args)
+    if name == "workflow":
+        from .workflowcmd import run_workflow_command
+
+        return run_workflow_command(args)
     if name == "settings":
         from .settingscmd import run_settings
 

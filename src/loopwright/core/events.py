@@ -48,6 +48,8 @@ TerminalReason = Literal[
     "internal_error",
     "startup_error",  # the command ended before its run began (CLI: a usage or session error)
     "no_winner",  # parallel attempts: none was eligible, or the judge chose none
+    "workflow_failed",  # a workflow script raised, or an agent of it failed
+    "not_deterministic",  # a resumed workflow made another call than the one recorded
 ]
 
 
@@ -114,6 +116,7 @@ class RunResult:
     structured_output: Any = None  # with an output schema: the validated answer
     api_error_status: int | None = None  # the HTTP status of the API error the run ended on
     attempts: dict[str, Any] | None = None  # parallel attempts: each one, the judge's ruling, the choice
+    workflow: dict[str, Any] | None = None  # a workflow run: its name, agents run and replayed, its journal
 
     @property
     def exit_code(self) -> int:
@@ -148,6 +151,7 @@ class RunResult:
             **({"loop": self.loop} if self.loop is not None else {}),
             **({"structured_output": self.structured_output} if self.structured_output is not None else {}),
             **({"attempts": self.attempts} if self.attempts is not None else {}),
+            **({"workflow": self.workflow} if self.workflow is not None else {}),
         }
 
 

@@ -1,1 +1,2 @@
-"""Workflows that orchestrate many agents: parallel attempts and their judge."""
+"""Workflows that orchestrate many agents: user-written workflow scripts (`runtime`, `journal`,
+`scripts`), and parallel attempts' judge."""

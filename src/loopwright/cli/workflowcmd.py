@@ -1,0 +1,288 @@
+"""`loopwright workflow run NAME [ARGS…] [FLAGS]`, `loopwright workflow list` and `-p "/NAME
+args"`: a user's workflow script run in a session of its own, each of its agents a full subagent
+loop under the session's permissions, its journal beside the transcript; `--resume SESSION`
+re-runs the script and replays the finished steps. Progress on stderr (text) or as
+`system/workflow_status` lines (stream-json); the return value of `main` is the result."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import UsageError
+from ..core.events import (
+    AssistantMessage,
+    ModelUsage,
+    ResultEvent,
+    RunResult,
+    SystemInit,
+    UserMessage,
+)
+from ..core.types import Message, TextBlock, Usage
+from .render import dumps, visible
+
+if TYPE_CHECKING:
+    from .options import Options
+
+USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | "
+         "loopwright workflow list")
+
+
+def run_workflow_command(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help"):
+        print(f"usage: {USAGE}\nFlags (after the arguments) are those of `loopwright -p`: --model, "
+              "--max-budget-usd, --output-format, --allowedTools, --resume SESSION, …")
+        return 0
+    action, rest = args[0], args[1:]
+    if action == "list":
+        return _list(rest)
+    if action != "run":
+        raise UsageError(f"workflow: unknown action {action!r}; expected run or list ({USAGE})")
+    words = []
+    while rest and not rest[0].startswith("-"):
+        words.append(rest.pop(0))
+    if rest[:1] == ["--"]:
+        words, rest = words + rest[1:], []
+    from .options import parse_options
+
+    opts = parse_options(rest)
+    if opts.prompt is not None:
+        raise UsageError(f"workflow run: give the workflow's arguments before the flags (got {opts.prompt!r} after)")
+    if not words and opts.resume is None:
+        raise UsageError(f"workflow run: which workflow? ({USAGE})")
+    return run_named(opts, words[0] if words else None, words[1:])
+
+
+def _list(rest: list[str]) -> int:
+    from ..workflows.scripts import available, describe, folders
+
+    as_json = rest == ["--json"]
+    if rest and not as_json:
+        raise UsageError(f"workflow list: unexpected {' '.join(rest)!r}; expected nothing or --json")
+    found = available(Path.cwd(), Path.home())
+    if as_json:
+        print(dumps([{"name": s.name, "path": str(s.path), "scope": s.scope, "description": describe(s)}
+                     for s in found.values()]))
+        return 0
+    if not found:
+        places = ", ".join(str(f) for _, f in folders(Path.cwd(), Path.home()))
+        print(f"no workflows (put NAME.py with `async def main(wf, args)` in one of: {places})", file=sys.stderr)
+        return 0
+    width = max(len(n) for n in found)
+    for s in found.values():
+        print(visible(f"{s.name:<{width}}  {s.scope:<7}  {describe(s)}  ({s.path})"))
+    return 0
+
+
+def slash_workflow(prompt: str) -> tuple[str, list[str]] | None:
+    """`/NAME args` when a workflow NAME exists: its name and arguments."""
+    from ..workflows.scripts import RESERVED, find
+
+    head = prompt.strip()
+    if not head.startswith("/"):
+        return None
+    name, _, rest = head[1:].partition(" ")
+    name = name.strip()
+    if name in RESERVED or find(name, Path.cwd(), Path.home()) is None:
+        return None
+    try:
+        words = shlex.split(rest)
+    except ValueError:
+        words = rest.split()
+    return name, words
+
+
+def run_named(opts: Options, name: str | None, args: list[str]) -> int:
+    from ..workflows.journal import Journal
+    from ..workflows.scripts import find, load, loader
+    from .core import build_agent, load_cli_settings, open_cli_session
+
+    if opts.continue_session or opts.fork_session:
+        raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
+    if opts.attempts is not None or opts.goal or opts.goal_file:
+        raise UsageError("a workflow runs alone: --attempts and --goal do not go with it")
+    if opts.json_schema is not None:
+        raise UsageError("--json-schema does not go with a workflow: give `schema=` to wf.agent, and return "
+                         "the value from main")
+    settings = load_cli_settings(opts)
+    agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
+    session = open_cli_session(opts, agent)
+    try:
+        journal = Journal(_journal_path(agent.transcript_path))
+        name, args = _what_to_run(opts, journal, name, args)
+        script = find(name, Path.cwd(), Path.home())
+        if script is None:
+            from ..workflows.scripts import available
+
+            names = ", ".join(available(Path.cwd(), Path.home())) or "none"
+            raise UsageError(f"workflow {name!r} not found (workflows: {names}; see `loopwright workflow list`)")
+        main = load(script)
+        if session.recorder is not None:  # the conversation holds the call and the final answer only
+            said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
+            session.recorder(UserMessage(Message.user(said), synthetic=False))
+        journal.start(name, args, str(script.path))
+        result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home())))
+        if session.recorder is not None:
+            answer = result.result or "; ".join(result.errors) or "(no answer)"
+            session.recorder(AssistantMessage(Message("assistant", (TextBlock(answer),)), "workflow", "end_turn",
+                                              Usage(), id="wf_" + result.session_id[:8]))
+            session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
+    finally:
+        session.close()
+    from .core import print_result
+
+    print_result(result, opts.output_format)
+    return result.exit_code
+
+
+def _journal_path(transcript: str) -> Path | None:
+    return Path(transcript).with_suffix("") / "workflow.jsonl" if transcript else None
+
+
+def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str]) -> tuple[str, list[str]]:
+    if opts.resume is None:
+        if journal.header is not None:
+            raise UsageError(f"session {journal.path.parent.name} already holds a workflow: resume it with --resume")
+        assert name is not None
+        return name, args
+    header = journal.header
+    if header is None and name is not None:  # a session that ran no workflow: this one starts in it
+        return name, args
+    if header is None:
+        raise UsageError(f"--resume {opts.resume}: that session ran no workflow; name the one to run")
+    other = name is not None and (name != header.get("name") or (args and args != header.get("args")))
+    if other and (journal.finished or {}).get("subtype") == "success":  # the last one is done: a new one starts
+        journal.set_aside()
+        return name, args
+    if name is not None and name != header.get("name"):
+        raise UsageError(f"--resume {opts.resume}: that session ran workflow {header.get('name')!r}, not {name!r}")
+    if args and args != header.get("args"):
+        raise UsageError(f"--resume {opts.resume}: the workflow ran with arguments {header.get('args')!r}; "
+                         "a resume takes the same ones (give none)")
+    return str(header.get("name")), list(header.get("args") or [])
+
+
+async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, args: list[str],
+               load: Any) -> RunResult:
+    from ..workflows.runtime import Run, run_workflow
+    from .core import foreground, make_emitter
+
+    started = time.monotonic()
+    emit = make_emitter(opts.output_format, opts.verbose, agent.session_id, opts.include_hook_events)
+    subs = agent._subagents()
+    subs.tool(agent._hooks(emit), emit)  # SubagentStart hooks and the agents' warnings, as for the Agent tool
+    emit(SystemInit(agent.session_id, str(agent.cwd), agent.model, tuple(t.name for t in agent._tools()),
+                    agent.permissions.mode))
+    budget = opts.max_budget_usd if isinstance(opts.max_budget_usd, (int, float)) and opts.max_budget_usd != float(
+        "inf") else None
+    run = Run(journal, _runner(agent, subs), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
+              load=load, stop_agents=subs.interrupt)
+    task: asyncio.Task[Any] | None = None
+
+    async def work() -> RunResult:
+        nonlocal task
+        task = asyncio.ensure_future(run_workflow(run, name, main, args))
+        outcome = await task
+        result = _result(agent, run, outcome, started, journal)
+        emit(ResultEvent(result))  # the stream-json result line
+        return result
+
+    def interrupt() -> None:
+        """Running agents end as aborted, their spend counted; no agent starts after. A script
+        that is not waiting on an agent is cancelled where it waits."""
+        run.abort()
+        if task is not None and not run.running:
+            task.cancel()
+
+    return await foreground(agent, work, emit, interrupt)
+
+
+def _runner(parent: Any, subs: Any) -> Any:
+    from ..agents.definitions import builtins
+    from ..policy.budget import Budget
+    from ..workflows.runtime import AgentCall, AgentOutcome
+
+    general = (parent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
+    known = [t.name for t in parent._tools()]
+
+    async def run_agent(call: AgentCall) -> AgentOutcome:
+        unknown = [t for t in call.tools or () if t not in known]
+        if unknown:
+            return AgentOutcome("", is_error=True, why=f"unknown tool(s) {', '.join(unknown)}; expected names "
+                                f"from {', '.join(known)}")
+        kind = general if call.tools is None else dataclasses.replace(general, tools=call.tools)
+        bound = Budget(call.budget_usd) if call.budget_usd is not None else None
+        try:
+            result = await subs.run(kind, call.prompt, call.model, output_schema=call.schema, budget=bound)
+        except ValueError as exc:  # a schema that cannot be enforced, a model that does not exist
+            return AgentOutcome("", is_error=True, why=str(exc))
+        why = "; ".join(result.errors) or result.terminal_reason
+        return AgentOutcome(result.result, result.structured_output, result.is_error, why,
+                            result.terminal_reason == "budget_exhausted", result.total_cost_usd,
+                            dict(result.model_usage))
+
+    return run_agent
+
+
+def _status_printer(opts: Options, session_id: str) -> Any:
+    from ..core.ids import uuid4
+
+    last: list[tuple[Any, ...]] = []
+
+    def show(status: dict[str, Any]) -> None:
+        if opts.output_format == "stream-json":
+            line = {"type": "system", "subtype": "workflow_status", **status, "session_id": session_id,
+                    "uuid": uuid4()}
+            sys.stdout.write(dumps(line) + "\n")
+            sys.stdout.flush()
+            return
+        if opts.output_format != "text":
+            return
+        key = (status["phase"], status["running"], status["done"], status.get("message"))
+        if last and last[0] == key:
+            return
+        last[:] = [key]
+        replayed = f" ({status['replayed']} replayed)" if status["replayed"] else ""
+        said = f": {status['message']}" if "message" in status else ""
+        print(visible(f"loopwright: workflow {status['workflow']} [{status['phase']}] {status['running']} running, "
+                      f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}"),
+              file=sys.stderr, flush=True)
+
+    return show
+
+
+def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
+    value = outcome.value
+    try:
+        text = value if isinstance(value, str) else ("" if value is None else dumps(value))
+    except (TypeError, ValueError):  # not JSON: its repr, and no structured output
+        text, value = repr(value), repr(value)
+    subtype, reason, errors = "success", "completed", ()
+    if outcome.status != "success":
+        subtype = "error_max_budget_usd" if outcome.status == "budget" else "error_during_execution"
+        reason = {"budget": "budget_exhausted", "aborted": "aborted", "not_deterministic": "not_deterministic"}.get(
+            outcome.status, "workflow_failed")
+        errors = (outcome.error + (f"; resume with --resume {agent.session_id}" if outcome.status in
+                                   ("budget", "aborted") else ""),)
+    journal.finish(subtype, text or outcome.error)
+    usage = Usage()
+    total = ModelUsage()
+    for mu in run.model_usage.values():
+        usage, total = usage + mu.usage, total + mu
+    elapsed = int((time.monotonic() - started) * 1000)
+    return RunResult(subtype=subtype, is_error=subtype != "success", result=text, session_id=agent.session_id,
+                     num_turns=run.done - run.replayed, duration_ms=elapsed, duration_api_ms=elapsed,
+                     total_cost_usd=run.cost_usd, usage=usage, model_usage=dict(run.model_usage),
+                     stop_reason=None, terminal_reason=reason, errors=errors,
+                     role_usage={"subagents": total} if total.calls else {},
+                     structured_output=None if isinstance(value, str) else value,
+                     workflow={"name": run.name, "agents": run.done, "replayed": run.replayed,
+                               "journal": str(journal.path) if journal.path else None})
+
+
+__all__ = ["run_named", "run_workflow_command", "slash_workflow"]
