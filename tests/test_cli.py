@@ -41,7 +41,7 @@ def test_json_result_success(tmp_path):
     assert result["usage"]["input_tokens"] == 1000 and result["total_cost_usd"] == pytest.approx(0.003)
     assert body["model"] == "claude-sonnet-5" and body["max_tokens"] == 64000 and body["stream"] is True
     assert {t["name"] for t in body["tools"]} == {"Read", "Write", "Edit", "Bash", "Glob", "Grep", "BashOutput", "KillShell",
-                                                "Agent"}
+                                                "Agent", "Workflow"}
 
 
 def test_max_turns_against_a_model_that_always_calls_a_tool(tmp_path):

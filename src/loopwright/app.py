@@ -272,6 +272,12 @@ class Agent:
             tools.append(SkillTool(functools.partial(model_use, self.skills, self._shell(rules))))
         if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
+            if self.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
+                from .sandbox.pyjail import python_jail
+                from .workflows.tool import WorkflowTool
+
+                tools.append(WorkflowTool(self._subagents().workflow_runner(), python_jail,
+                                          lambda: self.budget.max_budget_usd))
         if self.output_schema is not None:  # a fresh answer for every run
             from .engine.structured import StructuredAnswer
             from .tools.structured import StructuredOutputTool

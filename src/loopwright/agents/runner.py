@@ -5,6 +5,7 @@ what every child spent is counted as the parent's (`usageByRole.subagents`, the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -15,8 +16,6 @@ from ..core.fastclass import dataclass
 from ..core.ports import HookRunner, NoHooks
 from ..policy.budget import Budget
 from .definitions import APPENDIX, AgentDef
-from ..workflows import worktrees
-from ..workflows.worktrees import GitError
 from .tool import AgentTool
 
 MAX_DEPTH = 3  # subagent levels below the main agent
@@ -66,6 +65,8 @@ class Subagents:
         `isolation: worktree`, run in a worktree of its own whose branch the answer names."""
         place = None
         if isolation == "worktree":
+            from ..workflows.worktrees import GitError  # git only for an isolated subagent
+
             try:
                 place = Isolated.make(Path(self.parent.cwd), new_agent_id())
             except (GitError, UsageError, OSError) as exc:
@@ -107,6 +108,33 @@ class Subagents:
         for name, mu in result.model_usage.items():
             self.usage[name] = self.usage.get(name, ModelUsage()) + mu
         return result
+
+    def workflow_runner(self) -> Any:
+        """A workflow's `wf.agent(…)`: a general-purpose subagent (narrowed to the tools the call names),
+        its structured answer with a schema, bounded by what is left of the workflow's budget."""
+        from ..workflows.runtime import AgentCall, AgentOutcome
+        from .definitions import builtins
+
+        general = (self.parent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
+        known = [t.name for t in self.parent._tools()]
+
+        async def run_agent(call: AgentCall) -> AgentOutcome:
+            unknown = [t for t in call.tools or () if t not in known]
+            if unknown:
+                return AgentOutcome("", is_error=True, why=f"unknown tool(s) {', '.join(unknown)}; expected names "
+                                    f"from {', '.join(known)}")
+            kind = general if call.tools is None else dataclasses.replace(general, tools=call.tools)
+            bound = Budget(call.budget_usd) if call.budget_usd is not None else None
+            try:
+                result = await self.run(kind, call.prompt, call.model, output_schema=call.schema, budget=bound)
+            except ValueError as exc:  # a schema that cannot be enforced, a model that does not exist
+                return AgentOutcome("", is_error=True, why=str(exc))
+            why = "; ".join(result.errors) or result.terminal_reason
+            return AgentOutcome(result.result, result.structured_output, result.is_error, why,
+                                result.terminal_reason == "budget_exhausted", result.total_cost_usd,
+                                dict(result.model_usage))
+
+        return run_agent
 
     def interrupt(self) -> None:
         """Every running child ends as aborted, with its result (and what it spent)."""
@@ -156,6 +184,8 @@ class Isolated:
 
     @classmethod
     def make(cls, cwd: Path, agent_id: str) -> "Isolated":
+        from ..workflows import worktrees
+
         repo = worktrees.repo_root(cwd, "isolation: worktree")
         base = worktrees.snapshot(repo)
         path, branch = worktrees.private_root() / f"agent-{agent_id}", f"loopwright/agent-{agent_id}"
@@ -163,6 +193,8 @@ class Isolated:
         return cls(repo, path, branch, base, path / cwd.resolve().relative_to(repo.resolve()))
 
     def finish(self) -> str:
+        from ..workflows import worktrees
+
         head = worktrees.commit_all(self.path, "loopwright subagent work")
         if head == self.base:
             worktrees.remove(self.repo, self.path)

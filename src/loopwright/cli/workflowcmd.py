@@ -180,7 +180,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
                     agent.permissions.mode))
     budget = opts.max_budget_usd if isinstance(opts.max_budget_usd, (int, float)) and opts.max_budget_usd != float(
         "inf") else None
-    run = Run(journal, _runner(agent, subs), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
+    run = Run(journal, subs.workflow_runner(), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
               load=load, stop_agents=subs.interrupt)
     task: asyncio.Task[Any] | None = None
 
@@ -202,31 +202,6 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
     return await foreground(agent, work, emit, interrupt)
 
 
-def _runner(parent: Any, subs: Any) -> Any:
-    from ..agents.definitions import builtins
-    from ..policy.budget import Budget
-    from ..workflows.runtime import AgentCall, AgentOutcome
-
-    general = (parent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
-    known = [t.name for t in parent._tools()]
-
-    async def run_agent(call: AgentCall) -> AgentOutcome:
-        unknown = [t for t in call.tools or () if t not in known]
-        if unknown:
-            return AgentOutcome("", is_error=True, why=f"unknown tool(s) {', '.join(unknown)}; expected names "
-                                f"from {', '.join(known)}")
-        kind = general if call.tools is None else dataclasses.replace(general, tools=call.tools)
-        bound = Budget(call.budget_usd) if call.budget_usd is not None else None
-        try:
-            result = await subs.run(kind, call.prompt, call.model, output_schema=call.schema, budget=bound)
-        except ValueError as exc:  # a schema that cannot be enforced, a model that does not exist
-            return AgentOutcome("", is_error=True, why=str(exc))
-        why = "; ".join(result.errors) or result.terminal_reason
-        return AgentOutcome(result.result, result.structured_output, result.is_error, why,
-                            result.terminal_reason == "budget_exhausted", result.total_cost_usd,
-                            dict(result.model_usage))
-
-    return run_agent
 
 
 def _status_printer(opts: Options, session_id: str) -> Any:
