@@ -194,6 +194,9 @@ def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request
     heavy = {"rich", "prompt_toolkit", "pydantic", "mcp", "anthropic", "openai", "yaml", "starlette", "uvicorn",
              "selenium", "dbos", "click", "pygments", "croniter"}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    skill = tmp_path / ".claude" / "skills" / "tidy"  # a project with a skill offers the Skill tool too
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy the docs\n---\nTidy them.\n")
     with Simulator([{"text": "hi"}]) as sim:
         out = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwright", "-p", "hi"], cwd=tmp_path,
                              env=env | {"ANTHROPIC_BASE_URL": sim.base_url, "ANTHROPIC_API_KEY": "k",
