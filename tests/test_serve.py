@@ -61,15 +61,22 @@ def shot(driver, name):
 def test_the_list_shows_the_sessions(server, driver, store):
     driver.get(server.base + "/")
     assert "token=" not in driver.current_url
-    rows = driver.find_elements("css selector", "table.sessions tbody tr")
+    rows = row_texts(driver)
     assert len(rows) == 3  # the goal loop, the compaction, the schedule's fire
     text = driver.find_element("css selector", "table.sessions").text
     assert "goal_met" in text and "run three echoes" in text and "say hi" in text and "claude-sonnet-5" in text
     shot(driver, "serve-sessions")
     driver.get(server.base + "/?q=echoes")
-    assert len(driver.find_elements("css selector", "table.sessions tbody tr")) == 1
+    assert len(row_texts(driver)) == 1
     driver.get(server.base + "/?outcome=goal_met")
-    assert [r.text for r in driver.find_elements("css selector", "table.sessions tbody tr")][0].count("goal_met")
+    assert row_texts(driver)[0].count("goal_met")
+
+
+def row_texts(driver):
+    """The list's rows, read in one go in the page: rows replaced by a live update between a lookup
+    and a read would otherwise be stale."""
+    return driver.execute_script("return [...document.querySelectorAll('table.sessions tbody tr')]"
+                                 ".map(row => row.innerText)")
 
 
 def test_a_session_page_shows_each_kind_of_record(server, driver, store):
@@ -127,8 +134,8 @@ def test_the_sessions_list_updates_without_a_reload(server, driver, store):
     script = [{**bash("echo one"), "delay": 2}, {"text": "the list follows me", "delay": 2}]
     driver.get(server.base + "/")
     driver.execute_script("window.notReloaded = true")
-    rows = lambda: driver.find_elements("css selector", "table.sessions tbody tr")  # noqa: E731
-    ours = lambda: [r.text for r in rows() if "watch the list" in r.text]  # noqa: E731
+    rows = lambda: row_texts(driver)  # noqa: E731
+    ours = lambda: [r for r in rows() if "watch the list" in r]  # noqa: E731
     before = len(rows())
     with Simulator(script) as sim:
         env = dict(store["env"], ANTHROPIC_BASE_URL=sim.base_url)

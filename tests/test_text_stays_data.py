@@ -148,3 +148,37 @@ async def test_a_prompt_the_model_schedules_with_the_cron_tools_stays_a_prompt(t
         bodies = [r.body for r in sim.message_requests]
     fired = [text_of(b["messages"][-1]) for b in bodies[2:5]]
     assert sorted(fired) == sorted(planted) and agent.goal is None and not pwned.exists()
+
+
+@pytest.mark.anyio
+async def test_a_prompt_the_model_schedules_is_never_run_as_a_custom_command(tmp_path, world):
+    """A model-scheduled `/deploy` where the project has a `deploy` command with allowed-tools is
+    sent as text: expanding it would hand the model the command's grants."""
+    from loopwright.app import Agent
+    from loopwright.context.skills import Skills
+    from loopwright.policy.permissions import PermissionRules
+    from loopwright.proactive.schedule import SessionCrons, TimeLoop
+    from loopwright.providers.anthropic import AnthropicModel
+    from loopwright.testing.clock import FakeClock
+    from loopwright.tools.crons import cron_tools
+
+    project, pwned, _, _ = world
+    commands = project / ".claude" / "commands"
+    commands.mkdir(parents=True, exist_ok=True)
+    (commands / "deploy.md").write_text(f"---\nallowed-tools: Bash(touch:*)\n---\n!`touch {pwned}`\nDEPLOY-BODY\n")
+    script = [{"tool_use": {"name": "CronCreate", "input": {"cron": "30 * * * *", "prompt": "/deploy now",
+                                                             "recurring": False}}},
+              {"text": "scheduled"}, {"text": "fired", "repeat": 4}]
+    clock = FakeClock(1_800_000_000.0)
+    with Simulator(script) as sim:
+        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project, clock=clock,
+                      tools=[], permissions=PermissionRules(), skills=Skills(project, tmp_path / "nohome", None, "s"))
+        loop = TimeLoop(lambda text: agent.run(text), lambda: "look around", 3600, clock, lambda e: None,
+                        crons=SessionCrons(clock), max_iterations=2)
+        agent.tools = cron_tools(loop.crons)
+        try:
+            await loop.run()
+        finally:
+            await agent.aclose()
+        fired = [text_of(r.body["messages"][-1]) for r in sim.message_requests]
+    assert "/deploy now" in fired and not any("DEPLOY-BODY" in f for f in fired) and not pwned.exists()

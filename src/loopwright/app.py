@@ -24,7 +24,7 @@ from .policy.stop import Limits
 from .core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
 from .sandbox import SandboxConfig
 from .settings import default_limits
-from .core.types import Message, TextBlock
+from .core.types import Message, ModelText, TextBlock
 
 if TYPE_CHECKING:
     from .engine.goal import GoalJudge, GoalSpec
@@ -432,10 +432,10 @@ class Agent:
         """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
         from .context import Turn
 
+        if isinstance(prompt, ModelText) or not prompt.lstrip().startswith("/"):
+            return Turn(prompt)  # what the model scheduled is text, whatever it starts with
         if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
             return Turn(await self._mcp_prompt(prompt))
-        if not prompt.lstrip().startswith("/"):
-            return Turn(prompt)
         from .context.commands import start
 
         return await start(prompt, self.skills, self._shell(self.permissions))

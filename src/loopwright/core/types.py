@@ -295,3 +295,10 @@ class StreamStop:
 
 
 StreamEvent = Union[StreamStart, BlockStart, BlockDelta, BlockStop, StreamDelta, StreamStop]
+
+
+class ModelText(str):
+    """Text the model wrote that becomes a prompt later (a prompt it scheduled with the cron
+    tools): data, never a command — a leading `/name` is not expanded or refused, only sent."""
+
+    __slots__ = ()

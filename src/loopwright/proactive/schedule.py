@@ -14,7 +14,7 @@ from ..core.clock import Clock
 from ..core.events import Event, LoopStatus, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
-from ..core.types import Usage
+from ..core.types import ModelText, Usage
 from ..policy.cadence import (
     EXPIRY_S, End, Iteration, LoopPlan, LoopState, Wait, after_iteration, cadence, clamp_wakeup, cron_error,
     cron_next,
@@ -210,7 +210,7 @@ class TimeLoop:
             if task is None:
                 continue
             self.emit(Notice("info", f"scheduled prompt {task.id} ({task.cron}) fires", subtype="cron_fire"))
-            result = await self.run_once(task.prompt)
+            result = await self.run_once(ModelText(task.prompt))  # the model wrote it: never a command
             self.totals.add(result)
             self._cron_spent += result.total_cost_usd
             if self._interrupted or result.terminal_reason == "aborted":
