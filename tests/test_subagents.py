@@ -445,3 +445,20 @@ def test_isolation_outside_a_git_repository_is_the_tools_error(tmp_path):
         answer = sim.message_requests[-1].body["messages"][-1]["content"][0]
     assert json.loads(out.stdout)["result"] == "could not"
     assert answer["is_error"] and "isolation: worktree needs a git repository" in answer["content"]
+
+
+def test_a_subagents_task_that_starts_with_a_slash_is_never_a_custom_command(tmp_path):
+    """The model writes the task: `/deploy` must not expand the project's command (and its grants)."""
+    home, project = tmp_path / "home", tmp_path / "proj"
+    (project / ".claude" / "commands").mkdir(parents=True)
+    marker = tmp_path / "deployed"
+    (project / ".claude" / "commands" / "deploy.md").write_text(
+        f"---\nallowed-tools: Bash(touch:*)\n---\n!`touch {marker}`\nDEPLOY-BODY\n")
+    script = {"rules": [{"match": {"last_user_contains": "/deploy now"}, "responses": [{"text": "not deploying"}]},
+                        {"match": {"last_user_contains": "not deploying"}, "responses": [{"text": "ok"}]},
+                        {"responses": [agent_call("/deploy now")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--output-format", "json"], home, project, sim)
+        sent = json.dumps([r.body["messages"] for r in sim.message_requests])
+    assert json.loads(out.stdout)["result"] == "ok", out.stderr
+    assert "DEPLOY-BODY" not in sent and not marker.exists()

@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
+from ..core.types import ModelText
 from ..core.ports import HookRunner, NoHooks
 from ..policy.budget import Budget
 from .definitions import APPENDIX, AgentDef
@@ -100,7 +101,7 @@ class Subagents:
             child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context, agent.allows), recorder,
                                 cwd, **extra)
             self.live[id(child)] = child
-            result = await child.run(prompt, on_event=self._forward)
+            result = await child.run(ModelText(prompt), on_event=self._forward)  # a task, never a /command
         finally:
             self.live.pop(id(child), None)
             if recorder is not None:
