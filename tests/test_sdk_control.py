@@ -159,7 +159,7 @@ def test_stdin_read_after_the_session_ended_is_dropped_without_a_traceback():
     import asyncio
     import io
 
-    from loopwright.cli.sdkmode import read_stdin
+    from loopwright.cli.sdk.mode import read_stdin
 
     loop = asyncio.new_event_loop()
     loop.close()

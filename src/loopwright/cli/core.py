@@ -49,7 +49,7 @@ def load_cli_settings(opts: Options, *, announce: bool = True) -> Any:
     `announce` (every run but the interactive one, which asks instead) what the project's files
     widen, in one line."""
     from ..settings import load_settings
-    from .sdkflags import reads_setting_files
+    from .sdk.flags import reads_setting_files
 
     settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts))
     for finding in settings.findings:

@@ -100,7 +100,7 @@ def _escape_undecodable() -> None:
 
 
 def _dispatch(opts: Options) -> int:
-    from .sdkflags import check_sdk_flags
+    from .sdk.flags import check_sdk_flags
 
     check_sdk_flags(opts)
     if not opts.print_mode and sys.stdin.isatty() and sys.stdout.isatty():
@@ -109,7 +109,7 @@ def _dispatch(opts: Options) -> int:
         return run_interactive(opts)
     # piped use without -p behaves as -p
     if opts.input_format == "stream-json":  # stdin is a stream of messages, not the prompt
-        from .sdkmode import run_sdk  # with the control channel the Agent SDK speaks
+        from .sdk.mode import run_sdk  # with the control channel the Agent SDK speaks
 
         return run_sdk(opts)
     from .core import is_loop, read_prompt

@@ -67,7 +67,7 @@ class Options:
     max_iterations: int | None = None
     until: str | None = None
     version: bool = False
-    # flags the Agent SDK sends (cli.sdkflags says which are honoured)
+    # flags the Agent SDK sends (cli.sdk.flags says which are honoured)
     permission_prompt_tool: str | None = None
     setting_sources: str | None = None
     thinking: str | None = None
@@ -211,7 +211,7 @@ def parser() -> Any:
     tries.add_argument("--keep-worktrees", action="store_true", help="Keep the attempts' worktrees (their "
                        "branches are always kept).")
     add("--version", action="store_true", help="Print the version and exit.")
-    from .sdkflags import add_sdk_flags
+    from .sdk.flags import add_sdk_flags
 
     add_sdk_flags(p)
     return p

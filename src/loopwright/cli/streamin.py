@@ -1,7 +1,7 @@
 """`--input-format stream-json`: user messages arrive as JSON lines on stdin, and each one is a
 turn of one session (its own `--max-turns`), answered in stream-json with a `result` line per
 turn. `"shouldQuery": false` adds a message without running a turn: it goes with the next one.
-This module reads one user line; `sdkmode` serves the stream with its control channel."""
+This module reads one user line; `cli.sdk.mode` serves the stream with its control channel."""
 
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..core.errors import LoopwrightError
-from .control import ControlChannel, register_sdk_hooks
-from .sdkemit import SdkOutput
+from ...core.errors import LoopwrightError
+from .channel import ControlChannel, register_sdk_hooks
+from .emit import SdkOutput
 
 
 class Unsupported(Exception):
@@ -52,13 +52,13 @@ class HostRequests:
         if isinstance(hooks, dict) and hooks:
             runner = self.agent.hooks
             if runner is None:
-                from ..hooks import HookRunner
+                from ...hooks import HookRunner
 
                 runner = self.agent.hooks = HookRunner(project_dir=self.agent.cwd)
             runner.registrations = [r for r in runner.registrations if r not in self._hooks]
             self._hooks = register_sdk_hooks(runner, hooks, self.channel)
         if body.get("agents"):  # as --agents: beside the project's, winning a name clash
-            from ..agents.definitions import builtins, from_data
+            from ...agents.definitions import builtins, from_data
 
             given = from_data(body["agents"], "initialize: agents")
             self.agent.agents = (self.agent.agents or builtins()) | given
@@ -77,7 +77,7 @@ class HostRequests:
         return {"still_queued": []}
 
     def set_permission_mode(self, body: dict[str, Any]) -> dict[str, Any]:
-        from ..policy.rules import MODES, normalise_mode
+        from ...policy.rules import MODES, normalise_mode
 
         mode = normalise_mode(str(body.get("mode")))
         if mode is None:
@@ -93,7 +93,7 @@ class HostRequests:
         return {"mode": mode}
 
     def set_model(self, body: dict[str, Any]) -> dict[str, Any]:
-        from ..policy.models import DEFAULT_MODEL, resolve_model
+        from ...policy.models import DEFAULT_MODEL, resolve_model
 
         given = body.get("model")
         if given is not None and (not isinstance(given, str) or not given.strip()):
@@ -115,7 +115,7 @@ class HostRequests:
         return {"rewound": store.rewind(target)}
 
     def context_usage(self, body: dict[str, Any]) -> dict[str, Any]:
-        from .sdkusage import context_usage
+        from .usage import context_usage
 
         return context_usage(self.agent, self.out.last_usage)
 

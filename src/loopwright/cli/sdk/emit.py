@@ -8,10 +8,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .. import __version__
-from ..core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
-from ..core.ids import uuid4
-from .render import dumps, stream_json, visible
+from ... import __version__
+from ...core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
+from ...core.ids import uuid4
+from ..render import dumps, stream_json, visible
 
 
 class SdkOutput:

@@ -13,18 +13,18 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
-from ..core import jsonsafe
-from ..core.errors import UsageError
-from ..context.commands import CommandError
-from ..core.events import ResultEvent, RunResult
-from .control import ControlChannel, SdkApprover
-from .sdkcontrol import HostRequests
-from .sdkemit import SdkOutput
-from .streamin import MAX_LINE_CHARS, parse_line
+from ... import __version__
+from ...core import jsonsafe
+from ...core.errors import UsageError
+from ...context.commands import CommandError
+from ...core.events import ResultEvent, RunResult
+from .channel import ControlChannel, SdkApprover
+from .requests import HostRequests
+from .emit import SdkOutput
+from ..streamin import MAX_LINE_CHARS, parse_line
 
 if TYPE_CHECKING:
-    from .options import Options
+    from ..options import Options
 
 _EOF = object()
 
@@ -112,7 +112,7 @@ class Server:
 
 def refused(session_id: str, why: str) -> RunResult:
     """The result of a turn that ended before its run began: nothing was sent, the session goes on."""
-    from ..core.types import Usage
+    from ...core.types import Usage
 
     return RunResult("error_during_execution", True, "", session_id, 0, 0, 0, 0.0, Usage(), {}, None,
                      "startup_error", errors=(why,))
@@ -131,14 +131,14 @@ def read_stdin(loop: asyncio.AbstractEventLoop, server: Server, stream: Any = No
 
 
 def run_sdk(opts: Options) -> int:
-    from .core import (
+    from ..core import (
         build_agent,
         foreground,
         init_fields,
         load_cli_settings,
         open_cli_session,
     )
-    from .sdkflags import split_sdk_servers
+    from .flags import split_sdk_servers
 
     if opts.output_format != "stream-json":
         raise UsageError("--input-format stream-json needs --output-format stream-json")
@@ -174,7 +174,7 @@ def run_sdk(opts: Options) -> int:
 
 def host_servers(names: tuple[str, ...], channel: ControlChannel) -> list[Any]:
     """The SDK's in-process MCP servers (`{"type": "sdk"}`), reached with `mcp_message` requests."""
-    from ..mcp.config import ServerSpec
+    from ...mcp.config import ServerSpec
 
     def bridge(name: str) -> Any:
         async def ask(message: dict[str, Any]) -> Any:

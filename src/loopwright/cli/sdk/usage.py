@@ -13,10 +13,10 @@ CHARS_PER_TOKEN = 4
 
 
 def context_usage(agent: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
-    from ..core.ports import tool_spec
-    from ..engine.compaction import estimate_tokens
-    from ..engine.compactor import CompactionLimits
-    from ..policy.models import resolve_model
+    from ...core.ports import tool_spec
+    from ...engine.compaction import estimate_tokens
+    from ...engine.compactor import CompactionLimits
+    from ...policy.models import resolve_model
 
     model = resolve_model(agent.model)
     window = model.context_window

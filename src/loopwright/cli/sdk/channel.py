@@ -11,8 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..core.ids import uuid4
-from ..core.ports import CURRENT_TOOL_USE_ID, Approval
+from ...core.ids import uuid4
+from ...core.ports import CURRENT_TOOL_USE_ID, Approval
 
 REQUEST_TIMEOUT_S = 600.0  # how long a question to the host may stay unanswered (LOOPWRIGHT_SDK_REQUEST_TIMEOUT)
 
@@ -133,7 +133,7 @@ class SdkApprover:
     def _keep(self, updates: Any) -> None:
         """The session's rules with the host's `updatedPermissions`, for this turn's gate and
         every later turn; a ValueError (nothing changed) when one cannot be read."""
-        from ..policy.rules import PermissionRules, apply_updates
+        from ...policy.rules import PermissionRules, apply_updates
 
         if not isinstance(updates, list):
             raise ValueError(f"updatedPermissions must be a list, got {type(updates).__name__}")
@@ -146,7 +146,7 @@ def register_sdk_hooks(runner: Any, config: Any, channel: ControlChannel) -> lis
     """The hooks of an `initialize` request (`{Event: [{matcher, hookCallbackIds, timeout?}]}`)
     added to `runner` as Python hooks that ask the host; returns their registrations. An event
     loopwright does not have is said on stderr and left out."""
-    from ..hooks.spec import EVENTS
+    from ...hooks.spec import EVENTS
 
     before = len(runner.registrations)
     for event, matchers in (config or {}).items():

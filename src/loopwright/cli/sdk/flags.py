@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any
 
-from ..core.errors import UsageError
+from ...core.errors import UsageError
 
 Options = Any  # cli.options.Options (which imports this module)
 
