@@ -44,7 +44,7 @@ def run(name: str, args: list[str]) -> int:
 
         return run_schedule(args)
     if name == "routine":
-        from .routinecmd import run_routine
+        from .routines.command import run_routine
 
         return run_routine(args)
     if name == "scheduler":

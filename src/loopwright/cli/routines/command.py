@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
-from .parsing import Parser
-from .render import visible
+from ...core.errors import UsageError
+from ..parsing import Parser
+from ..render import visible
 
 FOLDER = Path(".loopwright") / "routines"
 
@@ -27,7 +27,7 @@ def load_routine(path: Path) -> Any:
     """The routine of one file; `RoutineError` names the file, the key and what was expected."""
     import yaml  # only routines pay for it
 
-    from ..proactive.routine import RoutineError, parse_routine
+    from ...proactive.routine import RoutineError, parse_routine
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -39,7 +39,7 @@ def load_routine(path: Path) -> Any:
 
 
 def find_routine(name: str, cwd: Path) -> Any:
-    from ..proactive.routine import RoutineError
+    from ...proactive.routine import RoutineError
 
     path = cwd / FOLDER / f"{name}.yaml"
     if not path.is_file():
@@ -52,8 +52,8 @@ def find_routine(name: str, cwd: Path) -> Any:
 
 
 def ledger() -> Any:
-    from ..stores.jsonl import home
-    from ..stores.ledger import SqliteLedger
+    from ...stores.jsonl import home
+    from ...stores.ledger import SqliteLedger
 
     return SqliteLedger(home() / "schedules.db")
 
@@ -64,7 +64,7 @@ def ledger_key(routine: Any) -> str:
 
 
 def run_routine(args: list[str]) -> int:
-    from ..stores.ledger import STATUSES
+    from ...stores.ledger import STATUSES
 
     p = Parser(prog="loopwright routine", description="Routines: items found by a source, an agent run per "
                "item, each done once (.loopwright/routines/NAME.yaml).")
@@ -93,7 +93,7 @@ def run_routine(args: list[str]) -> int:
     store = ledger()
     try:
         if opts.action == "run":
-            from .routinefire import fire_routine
+            from .fire import fire_routine
 
             return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run)
         if opts.action == "show":
@@ -114,8 +114,8 @@ def run_routine(args: list[str]) -> int:
 
 
 def _add(routine: Any, store: Any, now: bool) -> None:
-    from ..core.ports import RoutineEntry
-    from ..policy.cadence import schedule_step
+    from ...core.ports import RoutineEntry
+    from ...policy.cadence import schedule_step
 
     if not (routine.every_s or routine.cron):
         raise UsageError(f"routine add: {routine.path} has no `every:` or `cron:`, so the scheduler would never "
@@ -129,13 +129,13 @@ def _add(routine: Any, store: Any, now: bool) -> None:
 
 
 def trigger_of(routine: Any) -> str:
-    from ..policy.cadence import cadence
+    from ...policy.cadence import cadence
 
     return routine.cron or (cadence(routine.every_s).cron if routine.every_s else "run by hand")
 
 
 def _list(cwd: Path, as_json: bool) -> int:
-    from ..proactive.routine import RoutineError
+    from ...proactive.routine import RoutineError
 
     rows = []
     store = ledger()

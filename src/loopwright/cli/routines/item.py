@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..core.errors import UsageError
-from .core import attachments, build_agent, open_cli_session
-from .goals import goal_from_options
+from ...core.errors import UsageError
+from ..core import attachments, build_agent, open_cli_session
+from ..goals import goal_from_options
 
 CARRY_ON = ("This run was interrupted (its process stopped). Check what was already done, then carry on with "
             "the task; do not repeat work that is finished.")
@@ -17,7 +17,7 @@ CARRY_ON = ("This run was interrupted (its process stopped). Check what was alre
 def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
     """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
     so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
-    from ..sandbox.unattended import unattended_args
+    from ...sandbox.unattended import unattended_args
 
     args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
     if routine.goal and mode != "carry":
@@ -38,10 +38,10 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
 def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]]) -> Any:
     """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
     Ctrl-C reach every running item (it answers the function that unregisters)."""
-    from ..proactive.fire import ItemResult
+    from ...proactive.fire import ItemResult
 
     async def run_item(run: Any) -> Any:
-        from .options import parse_options
+        from ..options import parse_options
 
         mode = _mode(run)
         if mode != "carry" and not run.text:
@@ -87,7 +87,7 @@ def _mode(run: Any) -> str:
         return "new"
     from pathlib import Path
 
-    from ..stores.jsonl import JsonlStore
+    from ...stores.jsonl import JsonlStore
 
     store = JsonlStore.default(Path.cwd())
     if not store.exists(run.session_id):
@@ -102,8 +102,8 @@ def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: boo
     if not carry:
         agent.set_goal(spec)
         return
-    from ..engine.goal import resumed_goal, saved_goal
-    from .goals import resume_goal_flags
+    from ...engine.goal import resumed_goal, saved_goal
+    from ..goals import resume_goal_flags
 
     saved = saved_goal(attachments(session.records)) if session.records else None
     if saved is not None and saved.active:
