@@ -234,3 +234,28 @@ def _wait(condition, seconds):
             pass
         time.sleep(0.2)
     assert condition()
+
+
+def test_a_subagents_work_shows_nested_under_the_call_that_started_it(tmp_path, driver):
+    """Two subagents started at once: each sidechain appears, collapsed, after its own call."""
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    calls = [{"name": "Agent", "input": {"description": d, "prompt": f"{d.upper()}-TASK look"}} for d in ("red", "blue")]
+    script = {"rules": [
+        {"match": {"last_user_contains": "RED-TASK"}, "responses": [{"text": "red says hi"}]},
+        {"match": {"last_user_contains": "BLUE-TASK"}, "responses": [{"text": "blue says hi"}]},
+        {"responses": [{"tool_use": calls}, {"text": "both answered"}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "ask two helpers", "--output-format", "json"], env, project, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    other = Server(env, project)
+    try:
+        driver.get(other.url)
+        driver.get(f"{other.base}/s/{sid}")
+        nested = driver.execute_script(
+            "return [...document.querySelectorAll('details.sidechain')].map(d => [d.open, d.textContent])")
+    finally:
+        other.stop()
+    assert len(nested) == 2 and not any(opened for opened, _ in nested)  # collapsed until opened
+    texts = [text for _, text in nested]
+    assert "RED-TASK" in texts[0] and "red says hi" in texts[0] and "BLUE-TASK" in texts[1] and "blue says hi" in texts[1]

@@ -10,6 +10,7 @@ from ..stores.sessionlist import _locked
 from .chart import cost_chart
 from .html import badge, duration, esc, foot, head, hidden, link, money, query, started, table, when
 from .index import FILTERS, SessionIndex
+from .sidechains import Sidechains
 from .transcript import Renderer, lines
 
 PAGE_SIZE = 50
@@ -90,13 +91,14 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
         yield '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
     yield '<div id="records">'
     renderer, offset, batch = Renderer(), 0, []
+    subagents = Sidechains(path)
     for offset, record in lines(path):
-        batch.append(renderer.record(record) if record is not None else
+        batch.append(renderer.record(record) + subagents.after(record) if record is not None else
                      '<div class="rec damaged">a damaged line (not JSON) was skipped</div>')
         if len(batch) >= 100:
             yield "".join(batch)
             batch = []
-    yield "".join(batch) + "</div>"
+    yield "".join(batch) + subagents.rest() + "</div>"
     if _locked(path):
         src = query(f"/s/{session_id}/events", offset=offset, turn=renderer.turn)
         yield f'<p id="live" class="live" data-src="{esc(src)}">running: follows the session as it goes</p>'
