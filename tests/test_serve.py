@@ -259,3 +259,32 @@ def test_a_subagents_work_shows_nested_under_the_call_that_started_it(tmp_path, 
     assert len(nested) == 2 and not any(opened for opened, _ in nested)  # collapsed until opened
     texts = [text for _, text in nested]
     assert "RED-TASK" in texts[0] and "red says hi" in texts[0] and "BLUE-TASK" in texts[1] and "blue says hi" in texts[1]
+
+
+def test_a_routines_ledger_shows_with_links_and_pauses_with_the_token(tmp_path, driver):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "triage.yaml").write_text(
+        'source: {command: cat items.jsonl}\nprompt: "Handle report {id}"\nevery: 1h\nsandbox: false\n')
+    (project / "items.jsonl").write_text('{"id": "r1"}\n{"id": "r2"}\n')
+    with Simulator([{"text": "handled", "repeat": 2}]) as sim:
+        assert cli(["routine", "add", "triage"], env, project).returncode == 0
+        ran = cli(["routine", "run", "triage", "--once"], env, project, sim)
+    assert ran.returncode == 0, ran.stderr
+    other = Server(env, project)
+    try:
+        driver.get(other.url)
+        driver.get(other.base + "/schedules")
+        section = lambda: driver.find_element("css selector", "section.routine")  # noqa: E731
+        assert "triage" in section().text and "2 done" in section().text and "every 3600 s" in section().text
+        links = section().find_elements("css selector", "table.items a")
+        assert len(links) == 2 and all("/s/" in a.get_attribute("href") for a in links)
+        section().find_element("css selector", "button.pause").click()
+        _wait(lambda: "paused" in section().text, 10)
+        refused = request(other.base + "/routines/" + section().get_attribute("id")[len("routine-"):] + "/resume",
+                          data=b"", method="POST")
+        assert refused[0] == 403  # without the token
+    finally:
+        other.stop()
+    listed = cli(["routine", "list"], env, project)
+    assert "paused" in listed.stdout

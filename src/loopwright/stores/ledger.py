@@ -117,6 +117,11 @@ class SqliteLedger:
         row = self.db.execute(f"SELECT {_ENTRY} FROM routines WHERE key = ?", (routine,)).fetchone()
         return _entry(row) if row else None
 
+    def known(self) -> list[str]:
+        """Every routine the ledger has seen: added to the scheduler, or with items recorded."""
+        rows = self.db.execute("SELECT key FROM routines UNION SELECT routine FROM routine_items ORDER BY 1")
+        return [r[0] for r in rows.fetchall()]
+
     def registered(self) -> list[RoutineEntry]:
         rows = self.db.execute(f"SELECT {_ENTRY} FROM routines WHERE next_at IS NOT NULL ORDER BY next_at, key")
         return [_entry(r) for r in rows.fetchall()]

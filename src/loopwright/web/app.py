@@ -64,11 +64,13 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
                                  headers={"x-accel-buffering": "no"})
 
     def schedules(request: Request) -> Response:
-        store = _schedule_store(config)
+        store, ledger = _schedule_store(config), _ledger(config)
         try:
-            return HTMLResponse(schedules_page(store, config.token if has_token(request, config.token) else None))
+            return HTMLResponse(schedules_page(store, config.token if has_token(request, config.token) else None,
+                                              ledger))
         finally:
             store.close()
+            ledger.close()
 
     async def act(request: Request) -> Response:
         return await _act(request, config)
@@ -76,6 +78,7 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
     routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
               Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
+              Route("/routines/{sid}/{action}", act, methods=["POST"]),
               Route("/cost", lambda request: HTMLResponse(cost_page(index))), Route("/static/{name}", _static)]
     app = Starlette(routes=routes)
     app.state.config = config
@@ -176,6 +179,8 @@ async def _act(request: Request, config: Config) -> Response:
     sid, action = request.path_params["sid"], request.path_params["action"]
     if action not in ("pause", "resume", "run"):
         return PlainTextResponse("no such action", 404)
+    if request.url.path.startswith("/routines/"):
+        return _routine_act(config, sid, action)
     store = _schedule_store(config)
     try:
         done = store.run_now(sid, time.time()) if action == "run" else store.set_paused(sid, action == "pause")
@@ -184,6 +189,27 @@ async def _act(request: Request, config: Config) -> Response:
     if not done:
         return PlainTextResponse("no such schedule (or it has finished)", 404)
     return RedirectResponse(f"/schedules#schedule-{sid}", 303)
+
+
+def _ledger(config: Config) -> Any:
+    from ..stores.ledger import SqliteLedger
+
+    return SqliteLedger(config.root / "schedules.db")
+
+
+def _routine_act(config: Config, anchor: str, action: str) -> Response:
+    """Pause or resume a routine, named by its page anchor (a digest of its file's path)."""
+    from .pages import _anchor
+
+    ledger = _ledger(config)
+    try:
+        key = next((k for k in ledger.known() if _anchor(k) == anchor), None)
+        if key is None or action == "run":
+            return PlainTextResponse("no such routine (or no such action for a routine)", 404)
+        ledger.set_paused(key, action == "pause")
+    finally:
+        ledger.close()
+    return RedirectResponse(f"/schedules#routine-{anchor}", 303)
 
 
 def same_origin(request: Request) -> bool:

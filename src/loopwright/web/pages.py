@@ -3,6 +3,8 @@ schedules with their fires and actions, and the cost per day and model."""
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -105,7 +107,7 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
     yield foot()
 
 
-def schedules_page(store: Any, token: str | None) -> str:
+def schedules_page(store: Any, token: str | None, ledger: Any = None) -> str:
     schedules = store.schedules()
     body = [head("Schedules", "/schedules"),
             '<p class="note">Schedules fire while <code>loopwright scheduler</code> runs; “run now” makes one due at '
@@ -117,7 +119,45 @@ def schedules_page(store: Any, token: str | None) -> str:
         body.append('<p class="empty">No schedules (add one with <code>loopwright schedule add</code>).</p>')
     for s in schedules:
         body.append(_schedule(store, s, token))
-    return "".join(body) + foot()
+    return "".join(body) + routines_section(ledger, token) + foot()
+
+
+def routines_section(ledger: Any, token: str | None) -> str:
+    """Each routine: its trigger and next fire, pause and resume, what it spent, and its ledger —
+    every item's state, tries, cost and session."""
+    keys = ledger.known() if ledger is not None else []
+    if not keys:
+        return '<h2>Routines</h2><p class="empty">No routines (see <code>loopwright routine</code>).</p>'
+    return "<h2>Routines</h2>" + "".join(_routine(ledger, key, token) for key in keys)
+
+
+def _routine(ledger: Any, key: str, token: str | None) -> str:
+    entry, items = ledger.entry(key), ledger.items(key)
+    paused = ledger.paused(key)
+    name = entry.name if entry is not None and entry.name else os.path.basename(key).rsplit(".", 1)[0]
+    trigger = (entry.cron or f"every {entry.every_s} s") if entry is not None and (entry.cron or entry.every_s) else \
+        "run by hand"
+    counts = ", ".join(f"{sum(1 for i in items if i.status == st)} {st}" for st in
+                       ("done", "running", "failed", "interrupted", "pending", "skipped")
+                       if any(i.status == st for i in items)) or "no items yet"
+    facts = (f"{badge('paused' if paused else 'active')} {esc(trigger)} · next fire "
+             f"{esc(when(entry.next_at if entry is not None else None))} · {esc(counts)} · spent "
+             f"{money(sum(i.cost_usd for i in items))} · <code>{esc(key)}</code>")
+    ident = _anchor(key)
+    actions = "".join(_action(ident, act, token, "routines") for act, show in (("pause", not paused),
+                                                                             ("resume", paused)) if show)
+    rows = table(("item", "status", "tries", "cost", "session", "outcome"), [
+        [esc(i.item_id[:60]), badge(i.status), esc(i.tries), money(i.cost_usd),
+         link(f"/s/{i.session_id}", i.session_id[:8]) if i.session_id else "-", esc(" ".join(i.outcome.split())[:120])]
+        for i in items], "items") if items else ""
+    return (f'<section class="routine" id="routine-{esc(ident)}"><h3>{esc(name)}</h3><p>{facts}</p>'
+            f'<div class="actions">{actions}</div>{rows}</section>')
+
+
+def _anchor(key: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 def _schedule(store: Any, s: Any, token: str | None) -> str:
@@ -140,10 +180,10 @@ def _schedule(store: Any, s: Any, token: str | None) -> str:
             f'<p class="prompt">{esc(s.prompt)}</p><div class="actions">{actions}</div>{fires}</section>')
 
 
-def _action(schedule_id: str, name: str, token: str | None) -> str:
+def _action(schedule_id: str, name: str, token: str | None, kind: str = "schedules") -> str:
     label = {"pause": "Pause", "resume": "Resume", "run": "Run now"}[name]
     field = hidden("token", token) if token else ""
-    return (f'<form method="post" action="/schedules/{esc(schedule_id)}/{name}">{field}'
+    return (f'<form method="post" action="/{kind}/{esc(schedule_id)}/{name}">{field}'
             f'<button name="do" value="{name}" class="{name}">{label}</button></form>')
 
 
