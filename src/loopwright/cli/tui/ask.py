@@ -57,7 +57,9 @@ class Asker:
             return False
         if key == "a":
             self.always.add(rule)
-            update = {"type": "addRules", "behavior": "allow", "rules": [rule], "destination": "session"}
+            name, _, content = rule.partition("(")
+            entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
+            update = {"type": "addRules", "behavior": "allow", "rules": [entry], "destination": "session"}
             from ...policy.rules import apply_updates
 
             self.agent.permissions = apply_updates(self.agent.permissions, [update])  # later prompts too

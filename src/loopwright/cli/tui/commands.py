@@ -96,8 +96,9 @@ async def _permissions(room: Any, args: str) -> None:
         if behavior not in ("allow", "deny", "ask") or problem:
             room.say(f"/permissions {args}: expected allow, deny or ask and a rule; {problem or 'got ' + behavior}")
             return
-        room.agent.permissions = apply_updates(rules, [{"type": "addRules", "behavior": behavior,
-                                                        "rules": [rule.strip()]}])
+        name, _, content = rule.strip().partition("(")
+        entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
+        room.agent.permissions = apply_updates(rules, [{"type": "addRules", "behavior": behavior, "rules": [entry]}])
         room.say(f"added {behavior} rule {rule.strip()} for this session")
         return
     lines = [f"mode: {rules.mode} (Shift-Tab cycles)"]

@@ -1,0 +1,251 @@
+"""The full-screen-less terminal (prompt_toolkit and rich) driven through a real pseudo-terminal
+with pexpect, 80 columns wide, against the simulator: streamed Markdown and tool lines, Esc
+mid-tool, an "always" answer, Shift-Tab, an idle /loop, Ctrl-C, NO_COLOR and the trust question.
+Waits are bounded; no time is asserted."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+
+import pexpect
+import pytest
+
+from loopwright.testing import Simulator
+from test_interactive import hooks_ran, project_hook
+
+ESC, SHIFT_TAB, ENTER = "\x1b", "\x1b[Z", "\r"
+PROMPT = "›"  # prompt_toolkit draws the space after it as a cursor move
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
+
+
+def spawn(tmp_path, sim, args=(), **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NO_COLOR"))}
+    env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"),
+               TERM="xterm-256color", COLUMNS="80", LINES="24", **extra)
+    child = pexpect.spawn(sys.executable, ["-m", "loopwright", *args], cwd=str(tmp_path), env=env,
+                          dimensions=(24, 80), encoding="utf-8", codec_errors="replace", timeout=60)
+    child.logfile_read = io.StringIO()  # everything the terminal was sent
+    return child
+
+
+def shown(child):
+    """What the terminal showed, escape sequences left out."""
+    return ANSI.sub("", child.logfile_read.getvalue())
+
+
+@pytest.fixture
+def term(tmp_path):
+    opened = []
+
+    def start(script, args=(), **extra):
+        sim = Simulator(script).start()
+        child = spawn(tmp_path, sim, args, **extra)
+        opened.append((child, sim))
+        return child, sim
+
+    yield start
+    for child, sim in opened:
+        child.close(force=True)
+        sim.stop()
+
+
+def see(child, pattern, timeout=60):
+    """Waits for `pattern`, answering the cursor-position requests prompt_toolkit sends on the way
+    as a terminal does (it draws the status line only once it knows where the cursor is)."""
+    while see_or_cpr(child, pattern, timeout):
+        child.send("\x1b[20;1R")
+
+
+def see_or_cpr(child, pattern, timeout):
+    return child.expect([pattern, re.escape("\x1b[6n")], timeout=timeout) == 1
+
+
+def say(child, text):
+    child.send(text + ENTER)
+
+
+def leave(child):
+    say(child, "/exit")
+    see(child, pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+def valid_pairs(messages):
+    """Every tool_use of an assistant message is answered by a tool_result in the next message."""
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant" or isinstance(m["content"], str):
+            continue
+        ids = {b["id"] for b in m["content"] if b["type"] == "tool_use"}
+        if ids:
+            answered = {b.get("tool_use_id") for b in messages[i + 1]["content"] if isinstance(b, dict)}
+            assert ids <= answered, messages
+    return True
+
+
+def test_a_prompt_streams_markdown_and_a_tool_line_with_the_status_below(term, tmp_path):
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    child, sim = term([{"tool_use": {"name": "Read", "input": {"file_path": str(tmp_path / "notes.txt")}}},
+                       {"text": "The file has **two** lines.\n\n- one\n- two"}])
+    see(child, PROMPT)
+    see(child, "default")  # the status line: model, mode, turn, context, spend
+    say(child, "read the notes")
+    see(child, r"Read\(")
+    see(child, "⎿")
+    see(child, "lines")
+    see(child, PROMPT)
+    text = shown(child)
+    assert "**two**" not in text and "- one" not in text and "• one" in text, text  # rendered as Markdown
+    see(child, "turn 2")
+    assert leave(child) == 0 and len(sim.message_requests) == 2
+
+
+def test_esc_mid_tool_stops_the_turn_and_the_transcript_stays_valid(term):
+    child, sim = term([{"tool_use": {"name": "Bash", "input": {"command": "sleep 30"}}}, {"text": "after the stop"}],
+                      args=("--allowedTools", "Bash(sleep *)"))
+    see(child, PROMPT)
+    say(child, "wait a while")
+    see(child, r"Bash\(sleep 30\)")
+    child.send(ESC)
+    see(child, r"\(stopped\)", timeout=20)  # not the 30 s of the sleep
+    see(child, PROMPT)
+    say(child, "still there?")
+    see(child, "after the stop")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    messages = sim.message_requests[-1].body["messages"]
+    assert valid_pairs(messages)
+    answer = next(b for m in messages if m["role"] == "user" and not isinstance(m["content"], str)
+                  for b in m["content"] if b.get("type") == "tool_result")
+    assert "interrupt" in str(answer).lower(), answer
+
+
+def test_always_answers_the_second_identical_call_without_asking(term, tmp_path):
+    touch = {"tool_use": {"name": "Bash", "input": {"command": "touch made"}}}
+    child, sim = term([touch, touch, {"text": "both done"}])
+    see(child, PROMPT)
+    say(child, "touch it twice")
+    see(child, "touch made")  # the exact command is shown
+    see(child, r"always allow Bash\(touch made\)")
+    child.send("a")
+    see(child, "both done")
+    see(child, PROMPT)
+    assert shown(child).count("always allow") == 1  # asked once only
+    assert leave(child) == 0 and (tmp_path / "made").exists() and len(sim.message_requests) == 3
+
+
+def test_tell_it_instead_sends_the_words_to_the_model(term, tmp_path):
+    child, sim = term([{"tool_use": {"name": "Bash", "input": {"command": "touch made"}}}, {"text": "ok, not that"}])
+    see(child, PROMPT)
+    say(child, "touch it")
+    see(child, "tell it instead")
+    child.send("t")
+    see(child, "tell the model:")
+    say(child, "use the other folder")
+    see(child, "ok, not that")
+    see(child, PROMPT)
+    assert leave(child) == 0 and not (tmp_path / "made").exists()
+    result = sim.message_requests[1].body["messages"][-1]["content"][0]
+    assert result["is_error"] and "use the other folder" in str(result["content"])
+
+
+def test_shift_tab_cycles_the_mode_shown_in_the_status_line(term):
+    child, sim = term([{"text": "ok"}])
+    see(child, PROMPT)
+    child.send(SHIFT_TAB)
+    see(child, "acceptEdits")
+    child.send(SHIFT_TAB)
+    see(child, "plan")
+    say(child, "/permissions")
+    see(child, "mode: plan")
+    see(child, PROMPT)
+    assert leave(child) == 0
+
+
+def test_a_loop_fires_while_the_prompt_is_idle_and_stops(term):
+    child, sim = term([{"text": "tick", "repeat": -1}])
+    see(child, PROMPT)
+    say(child, "/loop 2s check the build")
+    see(child, "every 2s")
+    see(child, "tick")
+    see(child, PROMPT)
+    see(child, "loop iteration 2", timeout=30)  # nothing typed: the idle prompt gave way
+    see(child, "tick")
+    see(child, PROMPT)
+    say(child, "/loop stop")
+    see(child, "loop over after 2 iteration")
+    assert leave(child) == 0
+    prompts = [r.body["messages"][-1]["content"] for r in sim.message_requests]
+    assert len(prompts) == 2 and all("check the build" in str(p) for p in prompts)
+
+
+def test_ctrl_c_clears_the_line_and_twice_on_an_empty_prompt_leaves(term, tmp_path):
+    child, sim = term([{"text": "ok"}], LOOPWRIGHT_HOME=str(tmp_path / "home"))
+    see(child, PROMPT)
+    say(child, "remember me")
+    see(child, "ok")
+    see(child, PROMPT)
+    child.send("half typed")
+    child.send("\x03")
+    child.send("\x03")
+    see(child, "Ctrl-C again")
+    child.send("\x03")
+    see(child, pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and len(sim.message_requests) == 1
+    history = tmp_path / "home" / "history"
+    assert history.stat().st_mode & 0o777 == 0o600 and "remember me" in history.read_text()
+
+
+def test_multi_line_input_and_commands_complete(term):
+    child, sim = term([{"text": "got both lines"}])
+    see(child, PROMPT)
+    child.send("/he\t")
+    see(child, "/help")
+    child.send("\x15")  # Ctrl-U: clear that line
+    child.send("first line" + ESC + ENTER + "second line" + ENTER)
+    see(child, "got both lines")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    assert sim.message_requests[0].body["messages"][-1]["content"][-1]["text"] == "first line\nsecond line"
+
+
+def test_no_color_gives_plain_lines_without_escape_sequences(term):
+    child, sim = term([{"text": "plain answer"}], NO_COLOR="1")
+    see(child, PROMPT)
+    say(child, "hi")
+    see(child, "plain answer")
+    see(child, PROMPT)
+    say(child, "/help")
+    see(child, "/loop")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    assert "\x1b" not in child.logfile_read.getvalue(), repr(child.logfile_read.getvalue())
+
+
+def test_output_that_is_not_a_terminal_gets_plain_lines(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    with Simulator([{"text": "piped answer"}]) as sim:
+        env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"),
+                   TERM="xterm-256color")
+        out = subprocess.run([sys.executable, "-m", "loopwright"], input="hi\n", capture_output=True,
+                             text=True, cwd=tmp_path, env=env, timeout=60)
+    assert out.returncode == 0 and out.stdout == "piped answer\n"  # piped use is headless (as -p)
+    assert "\x1b" not in out.stdout + out.stderr
+
+
+def test_the_trust_question_still_comes_first(term, tmp_path):
+    project_hook(tmp_path)
+    child, sim = term([{"text": "trusted now"}])
+    see(child, r"\[y\]es / \[n\]o")
+    assert hooks_ran(tmp_path) == []  # asked before any project hook ran
+    child.sendline("y")
+    see(child, PROMPT)
+    say(child, "hi")
+    see(child, "trusted now")
+    see(child, PROMPT)
+    assert leave(child) == 0 and "SessionStart" in hooks_ran(tmp_path)
