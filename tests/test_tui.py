@@ -249,3 +249,45 @@ def test_the_trust_question_still_comes_first(term, tmp_path):
     see(child, "trusted now")
     see(child, PROMPT)
     assert leave(child) == 0 and "SessionStart" in hooks_ran(tmp_path)
+
+
+def test_resume_picks_another_session_of_this_folder_and_clear_starts_anew(term):
+    child, sim = term([{"text": "noted"}])
+    see(child, PROMPT)
+    say(child, "remember the word pelican")
+    see(child, "noted")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    child, sim = term([{"text": "it was pelican"}, {"text": "fresh start"}])
+    see(child, PROMPT)
+    say(child, "/resume")
+    see(child, "Resume which session")
+    see(child, "remember the word pelican")  # the picker names each session by its first prompt
+    see(child, "number")
+    say(child, "1")
+    see(child, r"resumed .* \(\d+ messages\)")
+    see(child, PROMPT)
+    say(child, "which word?")
+    see(child, "it was pelican")
+    see(child, PROMPT)
+    say(child, "/clear")
+    see(child, "new conversation")
+    see(child, PROMPT)
+    say(child, "hello")
+    see(child, "fresh start")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    first, second = (r.body["messages"] for r in sim.message_requests)
+    assert "pelican" in str(first[0]) and "pelican" not in str(second)
+
+
+def test_print_mode_loads_neither_prompt_toolkit_nor_rich(tmp_path):
+    code = ("import sys\nfrom loopwright.cli.main import main\ntry:\n    main(['-p', 'hi'])\nexcept SystemExit:\n"
+            "    pass\nprint(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'prompt_toolkit'}), "
+            "file=sys.stderr)")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    with Simulator([{"text": "fine"}]) as sim:
+        env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
+                             timeout=60)
+    assert "fine" in out.stdout and out.stderr.strip().endswith("[]"), out.stderr

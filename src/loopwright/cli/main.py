@@ -18,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-v"]):  # fast path: no imports beyond the package root
         print(f"{__version__} (loopwright)")
         return 0
+    _without_httpx_cli()
     from ..core.errors import LoopwrightError
     from .parsing import SUBCOMMANDS, refuse_subcommand_slip
 
@@ -70,6 +71,23 @@ def _parse(args: list[str]) -> Options:
         if (meant := subcommand_slip(prompt, SUBCOMMANDS, words_too=True)) is None:
             raise
         raise slip_error(prompt.strip(), meant) from None
+
+
+def _without_httpx_cli() -> None:
+    """httpx 0.28 imports its own command-line tool, and with it click, pygments and rich (~0.1 s),
+    whenever all three are installed, as they are beside the interactive terminal's rich. loopwright
+    never runs that tool: a stand-in keeps those imports off every start (the terminal imports
+    rich itself, when it draws)."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    import types
+
+    def main(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("httpx's command line is not available inside loopwright")
+
+    stand_in = types.ModuleType("httpx._main")
+    stand_in.main = main  # type: ignore[attr-defined]
+    sys.modules["httpx._main"] = stand_in
 
 
 def _escape_undecodable() -> None:
