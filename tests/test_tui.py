@@ -291,3 +291,49 @@ def test_print_mode_loads_neither_prompt_toolkit_nor_rich(tmp_path):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
                              timeout=60)
     assert "fine" in out.stdout and out.stderr.strip().endswith("[]"), out.stderr
+
+
+def test_ctrl_c_mid_tool_stops_the_turn_not_the_session(term):
+    child, sim = term([{"tool_use": {"name": "Bash", "input": {"command": "sleep 30"}}}, {"text": "here still"}],
+                      args=("--allowedTools", "Bash(sleep *)"))
+    see(child, PROMPT)
+    say(child, "wait")
+    see(child, r"Bash\(sleep 30\)")
+    child.send("\x03")
+    see(child, r"\(stopped\)", timeout=20)
+    see(child, PROMPT)
+    say(child, "hello?")
+    see(child, "here still")
+    see(child, PROMPT)
+    assert leave(child) == 0 and valid_pairs(sim.message_requests[-1].body["messages"])
+
+
+def test_compact_takes_a_focus_and_the_status_line_fits_a_resized_terminal(term):
+    child, sim = term([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "<summary>all of it</summary>"}])
+    for n, word in enumerate(("one", "two", "three")):
+        see(child, PROMPT)
+        say(child, f"say {word}")
+        see(child, word)
+    see(child, PROMPT)
+    say(child, "/compact the API names")
+    see(child, "compacted")
+    see(child, PROMPT)
+    assert "Focus the summary on: the API names" in str(sim.message_requests[-1].body["messages"][-1])
+    child.setwinsize(24, 50)
+    child.send(SHIFT_TAB)
+    see(child, "acceptEdits")
+    status = [ln for ln in shown(child).splitlines() if "acceptEdits" in ln][-1]
+    assert len(status.rstrip()) <= 50, status
+    assert leave(child) == 0
+
+
+def test_an_idle_loop_fires_in_plain_lines_too(term):
+    child, sim = term([{"text": "tick", "repeat": -1}], NO_COLOR="1")
+    see(child, PROMPT)
+    say(child, "/loop 2s look around")
+    see(child, "tick")
+    see(child, "loop iteration 2", timeout=30)
+    see(child, "tick")
+    say(child, "/loop stop")
+    see(child, "loop over after")
+    assert leave(child) == 0 and len(sim.message_requests) >= 2

@@ -22,6 +22,7 @@ from .idle import Fire
 
 REFRESH_S = 0.05  # the streaming Markdown is redrawn at most this often
 EXPAND_LINES = 200
+THINKING_LINES = 6  # thinking is shown dimmed, cut to its first lines
 WORDS = {"y": "yes", "n": "no", "a": "always", "t": "tell the model instead"}
 
 
@@ -80,7 +81,9 @@ class RichFront:
                 self._stream(final=True)
                 self.streamed = True
             elif self.block == "thinking" and self.text.strip():
-                self.console.print(Text("✻ " + visible(self.text.strip()), style="dim italic"))
+                lines = self.text.strip().splitlines()
+                more = f"\n  (… {len(lines) - THINKING_LINES} more lines)" if len(lines) > THINKING_LINES else ""
+                self.console.print(Text("✻ " + visible("\n  ".join(lines[:THINKING_LINES]) + more), style="dim italic"))
             self._end_live()
             self.block, self.text = "", ""
 
@@ -123,7 +126,7 @@ class RichFront:
                 return Fire("")
             timer = loop.call_later(wait, self._fire) if wait is not None else None
             try:
-                got = await self.session.prompt_async("› ", default=self.draft)
+                got = await self.session.prompt_async("› ", default=self.draft, handle_sigint=False)
             except KeyboardInterrupt:
                 if time.monotonic() - self.last_ctrl_c < 2.0:
                     return None
@@ -163,7 +166,7 @@ class RichFront:
         from prompt_toolkit import PromptSession
 
         with self._paused():
-            return await PromptSession().prompt_async(prompt)
+            return await PromptSession().prompt_async(prompt, handle_sigint=False)
 
     async def choose(self, lines: list[str], rule: str) -> tuple[str, str]:
         self._end_live()
