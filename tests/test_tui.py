@@ -337,3 +337,18 @@ def test_an_idle_loop_fires_in_plain_lines_too(term):
     say(child, "/loop stop")
     see(child, "loop over after")
     assert leave(child) == 0 and len(sim.message_requests) >= 2
+
+
+def test_the_status_line_shows_the_goal_and_its_last_verdict(term):
+    judge = {"system_contains": "You decide whether an agent has met its goal"}
+    script = {"rules": [{"match": judge, "responses": [{"text": '{"ok": false, "reason": "not yet"}'},
+                                                       {"text": '{"ok": true, "reason": "it is done"}'}]},
+                        {"responses": [{"text": "working on it", "repeat": -1}]}]}
+    child, sim = term(script)
+    see(child, PROMPT)
+    say(child, "/goal the report is written")
+    see(child, "not met yet")
+    see(child, "MET")
+    see(child, PROMPT)
+    see(child, "goal met: the rep")  # the verdict first: 80 columns cut the condition
+    assert leave(child) == 0

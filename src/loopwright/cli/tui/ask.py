@@ -33,6 +33,9 @@ def shown(tool: str, tool_input: dict[str, Any], reason: str) -> list[str]:
             break
     else:
         lines.append("  " + _short(tool_input, 200))
+    if tool == "Write" and isinstance(tool_input.get("content"), str):
+        content = tool_input["content"].splitlines()
+        lines += [f"  + {x}" for x in content[:8]] + ([f"  (… {len(content) - 8} more lines)"] if len(content) > 8 else [])
     if tool in ("Edit", "MultiEdit") and isinstance(tool_input.get("old_string"), str):
         lines += [f"  - {x}" for x in tool_input["old_string"].splitlines()[:6]]
         lines += [f"  + {x}" for x in str(tool_input.get("new_string", "")).splitlines()[:6]]

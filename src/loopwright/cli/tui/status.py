@@ -65,7 +65,7 @@ class Status:
         parts = [self.agent.model, self.mode, f"turn {self.turn}", f"context {pct:.0f}%", f"${self.spent:.4f}"]
         goal = self.agent.goal
         if goal is not None:
-            parts.append(f"goal: {_cut(goal.condition, 24)}" + (f" ({self.verdict})" if self.verdict else ""))
+            parts.append(f"goal{' ' + self.verdict if self.verdict else ''}: {_cut(goal.condition, 24)}")
         if self.next_loop is not None:
             parts.append("loop " + time.strftime("%H:%M:%S", time.localtime(self.next_loop)))
         return _cut(" · ".join(parts), width - 1)
