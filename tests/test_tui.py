@@ -352,3 +352,33 @@ def test_the_status_line_shows_the_goal_and_its_last_verdict(term):
     see(child, PROMPT)
     see(child, "goal met: the rep")  # the verdict first: 80 columns cut the condition
     assert leave(child) == 0
+
+
+def test_the_listing_commands_and_completion_of_skills_and_files(term, tmp_path):
+    (tmp_path / ".claude" / "skills" / "tidy-up").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "tidy-up" / "SKILL.md").write_text("---\ndescription: tidy the repo\n---\nTIDY\n")
+    (tmp_path / ".claude" / "agents").mkdir()
+    (tmp_path / ".claude" / "agents" / "checker.md").write_text(
+        "---\nname: checker\ndescription: checks the work\n---\nYou check.\n")
+    (tmp_path / "notebook-of-ideas.txt").write_text("idea\n")
+    child, sim = term([{"text": "seen"}])
+    see(child, PROMPT)
+    for command, answer in (("/skills", "/tidy-up: tidy the repo"), ("/agents", "checker: checks the work"),
+                            ("/mcp", "no MCP servers"), ("/context", r"context: ~[\d,]+ of [\d,]+ tokens"),
+                            ("/model haiku", "model: claude-haiku"), ("/permissions allow Bash(ls)",
+                                                                      r"added allow rule Bash\(ls\)"),
+                            ("/permissions", r"allow: .*Bash\(ls\)"), ("/rewind", "not yet"),
+                            ("/cost", "this session"), ("/nonesuch", "unknown command /nonesuch")):
+        say(child, command)
+        see(child, answer)
+        see(child, PROMPT)
+    child.send("/tid\t")
+    see(child, "/tidy-up")
+    child.send("\x15look at @notebook\t")
+    see(child, "-of-ideas.txt")  # the rest of the name, filled in
+    child.send(ENTER)
+    see(child, "seen")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    assert sim.message_requests[0].body["model"].startswith("claude-haiku")
+    assert sim.message_requests[0].body["messages"][-1]["content"][-1]["text"] == "look at @notebook-of-ideas.txt"

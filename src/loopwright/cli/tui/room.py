@@ -82,6 +82,12 @@ class Room:
             await self.agent.aclose()
 
     async def handle(self, line: str) -> None:
+        head = line.split(maxsplit=1)[0]
+        skills = self.agent.skills.found if self.agent.skills is not None else {}
+        if (head.startswith("/") and "/" not in head[1:] and not is_command(line) and head[1:] not in skills
+                and not head.startswith("/mcp__")):
+            self.say(f"unknown command {head}: /help lists them")  # a path such as /usr/bin goes as a prompt
+            return
         if line.startswith("/") and is_command(line):
             prompt = await run_command(self, line)
             if prompt is not None:
