@@ -382,3 +382,20 @@ def test_the_listing_commands_and_completion_of_skills_and_files(term, tmp_path)
     assert leave(child) == 0
     assert sim.message_requests[0].body["model"].startswith("claude-haiku")
     assert sim.message_requests[0].body["messages"][-1]["content"][-1]["text"] == "look at @notebook-of-ideas.txt"
+
+
+def test_always_for_a_tool_still_asks_about_a_write_outside_the_project(term, tmp_path):
+    inside, outside = tmp_path / "in.txt", tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    child, sim = term([{"tool_use": {"name": "Write", "input": {"file_path": str(inside), "content": "a\n"}}},
+                       {"tool_use": {"name": "Write", "input": {"file_path": str(outside), "content": "b\n"}}},
+                       {"text": "wrote"}])
+    see(child, PROMPT)
+    say(child, "write both")
+    see(child, r"always allow Write")
+    child.send("a")
+    see(child, str(outside))  # asked again: the rule does not reach outside the project
+    see(child, r"always allow Write")
+    child.send("n")
+    see(child, "wrote")
+    see(child, PROMPT)
+    assert leave(child) == 0 and inside.exists() and not outside.exists()

@@ -44,22 +44,21 @@ def shown(tool: str, tool_input: dict[str, Any], reason: str) -> list[str]:
 
 
 class Asker:
-    """The session's approver: answers "always" rules it added itself without asking again."""
+    """The session's approver. "Always" adds an allow rule to the session's rules, for the rest of
+    this turn (the gate's) and the next ones (the agent's): a later call the rule covers is not
+    asked about, while one the gate asks about whatever the rules say (a protected path, a write
+    outside the project) still is."""
 
     def __init__(self, agent: Any, choose: Choose) -> None:
         self.agent, self.choose = agent, choose
-        self.always: set[str] = set()
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:
         rule = always_rule(tool_name, tool_input)
-        if rule in self.always:
-            return True
         try:
             key, text = await self.choose(shown(tool_name, tool_input, reason), rule)
         except EOFError:
             return False
         if key == "a":
-            self.always.add(rule)
             name, _, content = rule.partition("(")
             entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
             update = {"type": "addRules", "behavior": "allow", "rules": [entry], "destination": "session"}
