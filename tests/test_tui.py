@@ -110,15 +110,16 @@ def test_esc_mid_tool_stops_the_turn_and_the_transcript_stays_valid(term):
     see(child, PROMPT)
     say(child, "wait a while")
     see(child, r"Bash\(sleep 30\)")
+    child.send("still ")  # typed while the turn runs: it waits in the next prompt
     child.send(ESC)
     see(child, r"\(stopped\)", timeout=20)  # not the 30 s of the sleep
     see(child, PROMPT)
-    say(child, "still there?")
+    say(child, "there?")
     see(child, "after the stop")
     see(child, PROMPT)
     assert leave(child) == 0
     messages = sim.message_requests[-1].body["messages"]
-    assert valid_pairs(messages)
+    assert valid_pairs(messages) and messages[-1]["content"][-1]["text"] == "still there?"
     answer = next(b for m in messages if m["role"] == "user" and not isinstance(m["content"], str)
                   for b in m["content"] if b.get("type") == "tool_result")
     assert "interrupt" in str(answer).lower(), answer
