@@ -9,6 +9,7 @@ import signal
 from dataclasses import replace
 from typing import Any
 
+from ...core.errors import LoopwrightError
 from ...core.events import Event, RunResult
 from ..render import visible
 from .commands import is_command, run_command
@@ -47,12 +48,16 @@ class Room:
         from ..core import open_cli_session
 
         await self.agent.end_session("resume" if resume else "clear", on_event=self.show)
-        self.session.close()
-        self.loop.stop("the session changed") if self.loop.prompt else None
-        self.agent.set_goal(None)
         opts = replace(self.opts, resume=resume, continue_session=False, fork_session=False, session_id=None)
-        self.session = open_cli_session(opts, self.agent)
-        self.agent.restart_session()
+        old = self.session
+        try:
+            self.session = open_cli_session(opts, self.agent)
+        finally:
+            self.agent.restart_session()  # failed: the old session goes on, and starts again
+        old.close()
+        if self.loop.prompt is not None:
+            self.loop.stop("the session changed")
+        self.agent.set_goal(None)
         self.status.turn, self.status.context_tokens, self.status.verdict = 0, 0, ""
         what = f"resumed {self.agent.session_id} ({len(self.agent.history)} messages)" if resume else \
             f"new conversation · session {self.agent.session_id}"
@@ -89,7 +94,11 @@ class Room:
             self.say(f"unknown command {head}: /help lists them")  # a path such as /usr/bin goes as a prompt
             return
         if line.startswith("/") and is_command(line):
-            prompt = await run_command(self, line)
+            try:
+                prompt = await run_command(self, line)
+            except LoopwrightError as exc:  # e.g. /resume of a session another process holds
+                self.say(visible(f"error: {exc}"))
+                return
             if prompt is not None:
                 await self.turn(prompt)
         else:
