@@ -400,3 +400,17 @@ def test_always_for_a_tool_still_asks_about_a_write_outside_the_project(term, tm
     see(child, "wrote")
     see(child, PROMPT)
     assert leave(child) == 0 and inside.exists() and not outside.exists()
+
+
+def test_shift_tab_keeps_bypass_in_the_cycle_only_when_the_session_started_with_it(monkeypatch):
+    from loopwright.app import Agent
+    from loopwright.cli.tui.status import Status
+    from loopwright.policy.rules import PermissionRules
+
+    monkeypatch.setenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", "1")  # the test machine may run as root
+    plain = Status(Agent(permissions=PermissionRules(mode="default")))
+    assert [plain.cycle() for _ in range(4)] == ["acceptEdits", "plan", "auto", "default"]
+    bypass = Status(Agent(permissions=PermissionRules(mode="bypassPermissions")))
+    assert [bypass.cycle() for _ in range(5)] == ["default", "acceptEdits", "plan", "auto", "bypassPermissions"]
+    asked_never = Status(Agent(permissions=PermissionRules(mode="dontAsk")))
+    assert asked_never.cycle() == "default"  # a mode outside the cycle goes back to its start
