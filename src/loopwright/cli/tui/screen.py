@@ -237,19 +237,37 @@ class RichFront:
             data = os.read(sys.stdin.fileno(), 64).decode("utf-8", "replace")
         except OSError:
             return
-        if data == "\x1b":
-            if self.asking is not None and not self.asking.done():
-                self.asking.set_result("n")
-            self.room.interrupt()
-        elif self.asking is not None and not self.asking.done():
-            if (key := data[:1].lower()) in WORDS:
-                self.asking.set_result(key)
-        elif not data.startswith("\x1b"):
-            for ch in data:
-                self.draft = self.draft[:-1] if ch in "\x7f\b" else self.draft + (ch if ch.isprintable() else "")
+        for key in keys(data):
+            if key == "esc":
+                if self.asking is not None and not self.asking.done():
+                    self.asking.set_result("n")
+                self.room.interrupt()
+            elif self.asking is not None and not self.asking.done():
+                if key.lower() in WORDS:
+                    self.asking.set_result(key.lower())
+            elif key in ("\x7f", "\b"):
+                self.draft = self.draft[:-1]
+            elif key.isprintable():
+                self.draft += key
 
     def close(self) -> None:
         self._end_live()
+
+
+def keys(data: str) -> list[str]:
+    """The keys in what one read of the terminal gave: characters, and "esc" for Esc on its own;
+    an escape sequence (an arrow, a function key) is no key here and is left out."""
+    out, i = [], 0
+    while i < len(data):
+        if data[i] == "\x1b" and i + 1 < len(data) and data[i + 1] in "[O":
+            i += 2
+            while i < len(data) and not "@" <= data[i] <= "~":
+                i += 1
+            i += 1
+            continue
+        out.append("esc" if data[i] == "\x1b" else data[i])
+        i += 1
+    return out
 
 
 def _call(name: str, tool_input: dict[str, Any]) -> str:
