@@ -88,17 +88,29 @@ class RichFront:
             self.block, self.text = "", ""
 
     def _stream(self, final: bool = False) -> None:
+        """Redraws the paragraph being written; a finished paragraph (a blank line outside a code
+        fence) is drawn once more and left in place, so the live part stays within the screen."""
         from rich.live import Live
         from rich.markdown import Markdown
 
+        head, tail = _finished(self.text)
+        if head:
+            self._draw(Markdown(visible(head)), Live)
+            self._end_live()
+            self.console.print()  # the blank line between paragraphs
+            self.text = tail
         now = time.monotonic()
-        if self.live is None:
-            self.live = Live(console=self.console, auto_refresh=False, vertical_overflow="visible")
-            self.live.start()
-        elif not final and now - self.drawn < REFRESH_S:
+        if not final and self.live is not None and now - self.drawn < REFRESH_S:
             return
-        self.drawn = now
-        self.live.update(Markdown(visible(self.text)), refresh=True)
+        if self.text.strip():
+            self.drawn = now
+            self._draw(Markdown(visible(self.text)), Live)
+
+    def _draw(self, markdown: Any, live_class: Any) -> None:
+        if self.live is None:
+            self.live = live_class(console=self.console, auto_refresh=False, vertical_overflow="visible")
+            self.live.start()
+        self.live.update(markdown, refresh=True)
 
     def _markdown(self, text: str) -> None:
         from rich.markdown import Markdown
@@ -252,6 +264,14 @@ class RichFront:
 
     def close(self) -> None:
         self._end_live()
+
+
+def _finished(text: str) -> tuple[str, str]:
+    """`text` split after its last blank line that is outside a code fence: (finished, rest)."""
+    cut = text.rfind("\n\n")
+    while cut > 0 and text[:cut].count("```") % 2:
+        cut = text.rfind("\n\n", 0, cut)
+    return (text[:cut], text[cut + 2:]) if cut > 0 else ("", text)
 
 
 def keys(data: str) -> list[str]:
