@@ -88,7 +88,7 @@ def valid_pairs(messages):
 
 
 def test_a_prompt_streams_markdown_and_a_tool_line_with_the_status_below(term, tmp_path):
-    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    (tmp_path / "notes.txt").write_text("one\nbravo-line\n")
     child, sim = term([{"tool_use": {"name": "Read", "input": {"file_path": str(tmp_path / "notes.txt")}}},
                        {"text": "The file has **two** lines.\n\n- one\n- two"}])
     see(child, PROMPT)
@@ -101,6 +101,9 @@ def test_a_prompt_streams_markdown_and_a_tool_line_with_the_status_below(term, t
     text = shown(child)
     assert "**two**" not in text and "- one" not in text and "• one" in text, text  # rendered as Markdown
     see(child, "turn 2")
+    assert "bravo-line" not in shown(child)  # the result is collapsed to its first line
+    child.send("\x0f")  # Ctrl-O: the last tool's whole output
+    see(child, "bravo-line")
     assert leave(child) == 0 and len(sim.message_requests) == 2
 
 
