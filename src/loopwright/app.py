@@ -375,12 +375,12 @@ class Agent:
         hooks = self._hooks(self._emitter(on_event))
         await hooks.run("SessionEnd", self._hook_payload("SessionEnd") | {"reason": reason}, match=reason)
 
-    async def compact(self, *, on_event: Callable[[Event], None] | None = None) -> bool:
-        """Summarise the older conversation now (like `/compact`); the last exchanges are kept
-        word for word. False when there is too little to compact or the summary call failed."""
+    async def compact(self, *, on_event: Callable[[Event], None] | None = None, focus: str = "") -> bool:
+        """Summarise the older conversation now (like `/compact [focus]`); the last exchanges are
+        kept word for word. False when there is too little to compact or the summary call failed."""
         loop = self._build(self._emitter(on_event))
         loop.messages = list(self.history)
-        done = await loop.compact("manual")
+        done = await loop.compact("manual", focus)
         if done:
             self.history = list(loop.messages)
         return done
@@ -398,6 +398,11 @@ class Agent:
             show(event)
 
         return emit
+
+    def restart_session(self) -> None:
+        """After the CLI opened another session on this agent (`/clear`, `/resume`): its
+        SessionStart fires with the next prompt, as for a new start."""
+        self._session = "new"
 
     def interrupt(self) -> None:
         """Abort the running prompt: tools are cancelled and the result says `aborted`."""

@@ -18,10 +18,10 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-v"]):  # fast path: no imports beyond the package root
         print(f"{__version__} (loopwright)")
         return 0
+    _without_httpx_cli()
     from ..core.errors import LoopwrightError
     from .parsing import SUBCOMMANDS, refuse_subcommand_slip
 
-    _without_httpx_cli()
     _escape_undecodable()
     opts = None
     try:

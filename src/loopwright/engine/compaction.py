@@ -56,15 +56,17 @@ def plan(messages: list[Message] | tuple[Message, ...], keep: int = KEEP_EXCHANG
     return Cut(older, kept)
 
 
-def summary_request(cut: Cut, model: str, system: str, max_tokens: int) -> ModelRequest:
+def summary_request(cut: Cut, model: str, system: str, max_tokens: int, focus: str = "") -> ModelRequest:
     """The older part, with the summary instructions added to its last user message (after any
-    tool results, where text is allowed), and no tools."""
+    tool results, where text is allowed), and no tools. `focus`: what the person asked the
+    summary to keep in view (`/compact FOCUS`)."""
     older = list(cut.older)
     last = older[-1]
+    asked = SUMMARY_INSTRUCTIONS + (f"\n\nFocus the summary on: {focus}" if focus else "")
     if last.role == "user":
-        older[-1] = Message("user", last.content + (TextBlock(SUMMARY_INSTRUCTIONS),))
+        older[-1] = Message("user", last.content + (TextBlock(asked),))
     else:
-        older.append(Message.user(SUMMARY_INSTRUCTIONS))
+        older.append(Message.user(asked))
     return ModelRequest(model=model, messages=tuple(older), max_tokens=max_tokens, system=system)
 
 

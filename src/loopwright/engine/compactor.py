@@ -70,7 +70,7 @@ class Compactor:
         return exact >= resolve_model(request.model).context_window * self.limits.threshold
 
     async def compact(self, messages: Sequence[Message], model: str, system: str, max_tokens: int,
-                      trigger: str) -> list[Message] | None:
+                      trigger: str, focus: str = "") -> list[Message] | None:
         """Summarise the older conversation with the model (no tools), keeping the last
         exchanges word for word: the new conversation, or None when nothing could be done."""
         cut = compaction.plan(messages)
@@ -78,12 +78,12 @@ class Compactor:
             return None
         hook_trigger = "manual" if trigger == "manual" else "auto"
         pre = await self.hooks.run("PreCompact", self.payload("PreCompact") | {
-            "trigger": hook_trigger, "custom_instructions": ""}, match=hook_trigger)
+            "trigger": hook_trigger, "custom_instructions": focus}, match=hook_trigger)
         if pre.decision == "block":
             self.emit(Notice("warning", f"a PreCompact hook blocked compaction: {pre.reason or 'no reason'}"))
             return None
         before = self.estimate(messages)
-        outcome = await self.stream(compaction.summary_request(cut, model, system, max_tokens), "compaction")
+        outcome = await self.stream(compaction.summary_request(cut, model, system, max_tokens, focus), "compaction")
         summary = compaction.extract_summary(outcome.message.text) if isinstance(outcome, Response) else ""
         if not summary:
             self.failed += 1

@@ -311,10 +311,10 @@ class AgentLoop:
 
     # ------------------------------------------------------------ compaction
 
-    async def compact(self, trigger: str) -> bool:
+    async def compact(self, trigger: str, focus: str = "") -> bool:
         """Replace the older conversation by a summary (see `Compactor.compact`)."""
         rebuilt = await self.compactor.compact(self.messages, self.model, self.cfg.system,
-                                               caps_for(self.model).default_output, trigger)
+                                               caps_for(self.model).default_output, trigger, focus)
         if rebuilt is not None:
             self.messages = rebuilt
         return rebuilt is not None

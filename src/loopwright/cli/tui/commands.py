@@ -1,0 +1,219 @@
+"""The slash commands of the interactive terminal. Each takes the room (the running session: agent,
+status, output, options) and the text after the command name; front-end neutral (plain or rich)."""
+
+from __future__ import annotations
+
+import os
+
+from typing import Any, Awaitable, Callable
+
+from ..render import plural, visible
+
+HELP = """Commands:
+  /help                 this list
+  /clear                start a new conversation (a new session)
+  /compact [focus]      summarise the older conversation now
+  /cost                 what this session has spent
+  /context              what fills the context window
+  /model [NAME]         the model, or switch to another
+  /permissions [allow|deny|ask RULE]   the mode and rules, or add a rule for this session
+  /agents /skills /mcp  the subagents, skills and MCP servers this session has
+  /resume               pick another session of this folder to continue
+  /goal CONDITION       keep working until the condition holds (/goal alone: its status; /goal clear)
+  /loop INTERVAL PROMPT run PROMPT now and every INTERVAL while the prompt is idle (/loop stop)
+  /rewind [N [code|conversation|both]]  checkpoints; back to before prompt N
+  /exit, /quit          leave (Ctrl-D too)
+Keys: Enter sends, Alt-Enter or Esc Enter a new line; Esc stops the running turn; Ctrl-C clears
+the input or stops the turn (twice on an empty prompt leaves); Shift-Tab cycles permission modes."""
+
+NAMES = ("/help", "/clear", "/compact", "/cost", "/context", "/model", "/permissions", "/agents", "/skills", "/mcp",
+         "/resume", "/goal", "/loop", "/rewind", "/exit", "/quit")
+
+# What a command answers: None (nothing more to do) or a prompt to run now.
+Handler = Callable[[Any, str], Awaitable[str | None]]
+
+
+async def run_command(room: Any, line: str) -> str | None:
+    """Runs `/name args`; returns a prompt to send now, or None."""
+    name, _, args = line.strip().partition(" ")
+    handler = COMMANDS.get(name)
+    if handler is None:
+        room.say(f"unknown command {name}: /help lists them")
+        return None
+    return await handler(room, args.strip())
+
+
+def is_command(line: str) -> bool:
+    return line.split(" ", 1)[0] in COMMANDS
+
+
+async def _help(room: Any, args: str) -> None:
+    room.say(HELP)
+
+
+async def _cost(room: Any, args: str) -> None:
+    room.say(f"${room.status.spent:.4f} this session · {plural(room.status.turn, 'turn')}")
+
+
+async def _compact(room: Any, args: str) -> None:
+    done = await room.agent.compact(on_event=room.show, focus=args)
+    room.say("compacted" if done else "nothing to compact yet")
+
+
+async def _context(room: Any, args: str) -> None:
+    from ...engine.compaction import estimate_tokens
+
+    agent, window = room.agent, room.status.window()
+    system = len(agent.system()) // 4
+    tools = sum(len(str(getattr(t, "description", ""))) + len(str(getattr(t, "input_schema", ""))) for t in agent.tools
+                or ()) // 4
+    messages = estimate_tokens(agent.history)
+    rows = [("system prompt", system), ("tools", tools), ("conversation", messages)]
+    total = sum(n for _, n in rows)
+    lines = [f"context: ~{total:,} of {window:,} tokens ({100 * total / max(1, window):.0f}%), estimated"]
+    lines += [f"  {name:<14} ~{n:>8,}" for name, n in rows]
+    if room.status.context_tokens:
+        lines.append(f"  last request used {room.status.context_tokens:,} tokens (as the API counted them)")
+    room.say("\n".join(lines))
+
+
+async def _model(room: Any, args: str) -> None:
+    from ...policy.models import resolve_model
+
+    if args:
+        room.agent.model = resolve_model(args).id
+        note = "" if resolve_model(args).known else " (not a model loopwright knows: no price or window)"
+        room.say(f"model: {room.agent.model}{note}")
+    else:
+        room.say(f"model: {room.agent.model} · /model NAME switches")
+
+
+async def _permissions(room: Any, args: str) -> None:
+    from ...policy.rules import apply_updates, rule_error
+
+    rules = room.agent.permissions
+    if args:
+        behavior, _, rule = args.partition(" ")
+        problem = rule_error(rule.strip()) if rule.strip() else "a rule such as Bash(npm test) or Read"
+        if behavior not in ("allow", "deny", "ask") or problem:
+            room.say(f"/permissions {args}: expected allow, deny or ask and a rule; {problem or 'got ' + behavior}")
+            return
+        name, _, content = rule.strip().partition("(")
+        entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
+        room.agent.permissions = apply_updates(rules, [{"type": "addRules", "behavior": behavior, "rules": [entry]}])
+        room.say(f"added {behavior} rule {rule.strip()} for this session")
+        return
+    lines = [f"mode: {rules.mode} (Shift-Tab cycles)"]
+    for kind in ("allow", "ask", "deny"):
+        lines.append(f"{kind}: " + (", ".join(getattr(rules, kind)) or "none"))
+    room.say(visible("\n".join(lines)))
+
+
+async def _agents(room: Any, args: str) -> None:
+    found = room.agent.agents or {}
+    room.say("\n".join(f"  {a.name}: {a.description}" for a in found.values()) or "no subagents")
+
+
+async def _skills(room: Any, args: str) -> None:
+    found = room.agent.skills.found if room.agent.skills is not None else {}
+    room.say(visible("\n".join(f"  /{s.name}: {s.description}" for s in found.values())) or "no skills")
+
+
+async def _mcp(room: Any, args: str) -> None:
+    servers = room.agent.mcp_servers or ()
+    room.say(visible("\n".join(f"  {s.name} ({s.transport}, {s.scope})" for s in servers)) or "no MCP servers")
+
+
+async def _resume(room: Any, args: str) -> None:
+    from ...core.home import home
+    from ...stores.sessionlist import session_files, summarize
+
+    files = [p for p in session_files(home(), str(room.agent.cwd)) if p.stem != room.agent.session_id][:20]
+    if not files:
+        room.say("no other session in this folder")
+        return
+    rows = [summarize(p) for p in files]
+    choices = [f"{r['started'][:16]} · {plural(int(r['turns']), 'turn')} · {r['first_prompt'] or '(no prompt)'}"
+               for r in rows]
+    picked = await room.pick("Resume which session?", choices)
+    if picked is not None:
+        await room.switch(resume=rows[picked]["id"])
+
+
+async def _clear(room: Any, args: str) -> None:
+    await room.switch(resume=None)
+
+
+async def _goal(room: Any, args: str) -> str | None:
+    from ...config import GOAL_CLEAR_WORDS
+    from ...core.errors import UsageError
+    from ...engine.goal import GoalSpec, validate_condition
+    from ..goals import bounds_line
+
+    agent = room.agent
+    if not args:
+        room.say(visible(f"goal: {agent.goal.condition}") if agent.goal is not None else "No goal set")
+        return None
+    if args in GOAL_CLEAR_WORDS:
+        agent.set_goal(None)
+        room.status.verdict = ""
+        room.say("Goal cleared")
+        return None
+    try:
+        agent.set_goal(GoalSpec(validate_condition(args)))
+    except UsageError as exc:
+        room.say(f"error: {exc}")
+        return None
+    room.status.verdict = ""
+    room.say(bounds_line(agent.goal, agent.model).removeprefix("loopwright: "))
+    return agent.goal.directive()
+
+
+async def _loop(room: Any, args: str) -> str | None:
+    return room.loop.command(args)
+
+
+async def _rewind(room: Any, args: str) -> None:
+    """`/rewind` lists the checkpoints; `/rewind N [code|conversation|both]` goes back to before prompt N."""
+    agent = room.agent
+    store = agent.checkpoints
+    if store is None:
+        room.say("/rewind: this session keeps no checkpoints (it is not recorded)")
+        return
+    words = args.split()
+    if not words:
+        listed = store.list()
+        for c in listed:
+            room.say(visible(f"{c.number:>3}  {len(c.files)} file(s) {', '.join(os.path.basename(f) for f in c.files[:4])}"))
+        room.say("no checkpoints yet" if not listed else "/rewind N [code|conversation|both]: back to before prompt N")
+        return
+    target, what = store.find(words[0]), (words[1] if len(words) > 1 else "code")
+    if target is None or what not in ("code", "conversation", "both"):
+        room.say("/rewind N [code|conversation|both]: N is a checkpoint's number (see /rewind)")
+        return
+    if what in ("code", "both"):
+        for line in store.rewind(target) or ["no file to change"]:
+            room.say(visible(line))
+        room.say("changes made by shell commands are not tracked")
+    if what in ("conversation", "both") and agent.recorder is not None:
+        from pathlib import Path
+
+        from ...session.records import REWOUND, Record, SystemEntry, replay
+        from ...stores.jsonl import read_records
+
+        agent.recorder.append(SystemEntry(REWOUND, f"conversation rewound to before {target.prompt_id}",
+                                          data={"before": target.prompt_id}), sync=True)
+        raw, _ = read_records(Path(agent.transcript_path))
+        agent.history = replay(Record.from_json(r) for r in raw)
+        room.say(f"conversation rewound to before prompt {target.number}")
+
+
+async def _exit(room: Any, args: str) -> None:
+    room.leaving = True
+
+
+COMMANDS: dict[str, Handler] = {
+    "/help": _help, "/cost": _cost, "/compact": _compact, "/context": _context, "/model": _model,
+    "/permissions": _permissions, "/agents": _agents, "/skills": _skills, "/mcp": _mcp, "/resume": _resume,
+    "/clear": _clear, "/goal": _goal, "/loop": _loop, "/rewind": _rewind, "/exit": _exit, "/quit": _exit,
+}

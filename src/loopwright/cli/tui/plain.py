@@ -1,0 +1,85 @@
+"""The terminal as plain lines: for NO_COLOR, a dumb terminal, or input or output that is not a
+terminal. No escape sequence is written; input is one line at a time (readline where Python has
+it); an idle `/loop` fires while a line is being waited for."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import Any, Callable, Iterator
+
+from ...core.events import Event
+from ..render import Progress, visible
+from .idle import Fire
+
+ASK = "  allow? [y]es / [n]o / [a]lways / [t]ell it instead: "
+
+
+class PlainFront:
+    def __init__(self) -> None:
+        self.progress = Progress(sys.stdout)
+        self.pending: asyncio.Future[str] | None = None  # a line being read, kept across a loop firing
+        self.room: Any = None
+
+    def attach(self, room: Any) -> None:
+        self.room = room
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    def show(self, event: Event) -> None:
+        self.progress(event)
+
+    def ctrl_c(self) -> None:
+        print("\n(Ctrl-D or /exit to leave)", flush=True)
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        yield  # Ctrl-C (a signal) is the way to stop a turn here
+
+    def close(self) -> None:
+        pass
+
+    async def _line(self, prompt: str) -> str:
+        if self.pending is None:
+            self.pending = asyncio.ensure_future(asyncio.to_thread(input, prompt))
+        try:
+            return await asyncio.shield(self.pending)
+        finally:
+            if self.pending.done():
+                self.pending = None
+
+    async def read(self, due_in: Callable[[], float | None]) -> str | Fire | None:
+        while True:
+            wait = due_in()
+            if wait is not None and wait <= 0:
+                return Fire("")
+            line = asyncio.ensure_future(self._line("› "))
+            done, _ = await asyncio.wait([line], timeout=wait)
+            if line in done:
+                try:
+                    return line.result()
+                except EOFError:
+                    print(flush=True)
+                    return None
+            line.cancel()  # the read itself goes on (self.pending); the loop fires first
+            print(flush=True)
+
+    async def pick(self, title: str, choices: list[str]) -> int | None:
+        print(title, flush=True)
+        for n, choice in enumerate(choices, 1):
+            print(visible(f"  {n}. {choice}"), flush=True)
+        try:
+            answer = (await self._line("number (Enter: none): ")).strip()
+        except EOFError:
+            return None
+        return int(answer) - 1 if answer.isdigit() and 1 <= int(answer) <= len(choices) else None
+
+    async def choose(self, lines: list[str], rule: str) -> tuple[str, str]:
+        print(visible("\n? " + "\n".join(lines) + f"\n  (always: allow {rule} for this session)"), flush=True)
+        answer = (await self._line(ASK)).strip().lower()
+        key = {"yes": "y", "no": "n", "always": "a", "tell": "t"}.get(answer, answer[:1])
+        if key == "t":
+            return "t", await self._line("  tell the model: ")
+        return (key if key in ("y", "a", "t") else "n"), ""

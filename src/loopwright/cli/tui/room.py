@@ -1,0 +1,133 @@
+"""The interactive session itself, whatever draws it: read a line (or an idle `/loop` firing),
+run a command or a turn, keep the status, switch sessions for `/clear` and `/resume`. A front
+end (plain lines, or prompt_toolkit and rich) reads, shows and asks."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import replace
+from typing import Any
+
+from ...core.errors import LoopwrightError
+from ...core.events import Event, RunResult
+from ..render import visible
+from .commands import is_command, run_command
+from .idle import Fire, IdleLoop
+from .status import Status
+
+
+class Room:
+    def __init__(self, agent: Any, opts: Any, session: Any, front: Any) -> None:
+        self.agent, self.opts, self.session, self.front = agent, opts, session, front
+        self.status = Status(agent)
+        self.loop = IdleLoop(self)
+        self.leaving = False
+        self.running: asyncio.Task[RunResult] | None = None
+        front.attach(self)
+
+    def say(self, text: str) -> None:
+        self.front.say(text)
+
+    def show(self, event: Event) -> None:
+        self.status.seen(event)
+        self.front.show(event)
+
+    async def pick(self, title: str, choices: list[str]) -> int | None:
+        return await self.front.pick(title, choices)
+
+    def interrupt(self) -> bool:
+        """Stops the running turn; False when none runs."""
+        if self.running is not None and not self.running.done():
+            self.agent.interrupt()
+            return True
+        return False
+
+    async def switch(self, resume: str | None) -> None:
+        """A new conversation (`/clear`) or another of this folder's sessions (`/resume`)."""
+        from ..core import open_cli_session
+
+        await self.agent.end_session("resume" if resume else "clear", on_event=self.show)
+        opts = replace(self.opts, resume=resume, continue_session=False, fork_session=False, session_id=None)
+        old = self.session
+        try:
+            self.session = open_cli_session(opts, self.agent)
+        finally:
+            self.agent.restart_session()  # failed: the old session goes on, and starts again
+        old.close()
+        if self.loop.prompt is not None:
+            self.loop.stop("the session changed")
+        self.agent.set_goal(None)
+        self.status.turn, self.status.context_tokens, self.status.verdict = 0, 0, ""
+        what = f"resumed {self.agent.session_id} ({len(self.agent.history)} messages)" if resume else \
+            f"new conversation · session {self.agent.session_id}"
+        self.say(what)
+
+    async def main(self, first: str | None) -> int:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        try:
+            if first and first.strip():
+                await self.handle(first.strip())
+            while not self.leaving:
+                got = await self.front.read(self.loop.due_in)
+                if got is None:
+                    break
+                if isinstance(got, Fire):
+                    if (prompt := self.loop.fire()) is not None:
+                        await self.turn(prompt)
+                    continue
+                if got.strip():
+                    await self.handle(got.strip())
+            await self.agent.end_session("prompt_input_exit", on_event=self.show)
+            return 0
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            self.front.close()
+            await self.agent.aclose()
+
+    async def handle(self, line: str) -> None:
+        head = line.split(maxsplit=1)[0]
+        skills = self.agent.skills.found if self.agent.skills is not None else {}
+        if (head.startswith("/") and "/" not in head[1:] and not is_command(line) and head[1:] not in skills
+                and not head.startswith("/mcp__")):
+            self.say(f"unknown command {head}: /help lists them")  # a path such as /usr/bin goes as a prompt
+            return
+        if line.startswith("/") and is_command(line):
+            try:
+                prompt = await run_command(self, line)
+            except LoopwrightError as exc:  # e.g. /resume of a session another process holds
+                self.say(visible(f"error: {exc}"))
+                return
+            if prompt is not None:
+                await self.turn(prompt)
+        else:
+            await self.turn(line)
+
+    async def turn(self, prompt: str) -> None:
+        self.running = asyncio.ensure_future(self.agent.run(prompt, on_event=self.show))
+        try:
+            with self.front.watching():
+                result = await self.running
+        finally:
+            self.running = None
+        if (closing := closing_line(result)) is not None:
+            self.say(visible(closing))
+
+    def _on_sigint(self) -> None:
+        if not self.interrupt():
+            self.front.ctrl_c()
+
+
+def closing_line(result: RunResult) -> str | None:
+    """What to print after a turn: the answer was shown as it came, so only a stop, an error or a
+    structured answer needs saying."""
+    if result.terminal_reason == "aborted":
+        return "(stopped)"
+    if result.is_error:
+        return "Error: " + "; ".join(result.errors or [result.terminal_reason])
+    if result.structured_output is not None:
+        from ..render import dumps
+
+        return dumps(result.structured_output)
+    return None

@@ -1,0 +1,76 @@
+"""What the bottom status line says: model, permission mode, turn, context used (% of the model's
+window), session spend, the active goal and its last verdict, the next `/loop` fire. Pure text."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.events import AssistantMessage, Event, GoalStatus, ResultEvent
+
+# Shift-Tab's cycle; `auto` and `bypassPermissions` join it only when they apply.
+CYCLE = ("default", "acceptEdits", "plan")
+
+
+@dataclass
+class Status:
+    agent: Any
+    turn: int = 0
+    context_tokens: int = 0
+    spent: float = 0.0
+    verdict: str = ""
+    next_loop: float | None = None
+    bypass: bool = False  # started with bypassPermissions: it stays in the cycle
+    modes: tuple[str, ...] = field(default=CYCLE)
+
+    def __post_init__(self) -> None:
+        from ...policy.rules import MODES
+
+        self.bypass = self.agent.permissions.mode == "bypassPermissions"
+        self.modes = (*CYCLE, *(["auto"] if "auto" in MODES else []), *(["bypassPermissions"] if self.bypass else []))
+
+    def seen(self, event: Event) -> None:
+        """Keeps the counts current from the events of a run."""
+        if isinstance(event, AssistantMessage):
+            self.turn += 1
+            u = event.usage
+            self.context_tokens = (u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+                                   + u.output_tokens)
+        elif isinstance(event, GoalStatus) and not event.sentinel:
+            self.verdict = "met" if event.met else "impossible" if event.failed else "not met yet"
+        elif isinstance(event, ResultEvent):
+            self.spent += event.result.total_cost_usd
+
+    @property
+    def mode(self) -> str:
+        return self.agent.permissions.mode
+
+    def cycle(self) -> str:
+        """Shift-Tab: the next permission mode, set on the agent for the next call it judges."""
+        from dataclasses import replace
+
+        now = self.mode if self.mode in self.modes else self.modes[-1]
+        nxt = self.modes[(self.modes.index(now) + 1) % len(self.modes)]
+        self.agent.permissions = replace(self.agent.permissions, mode=nxt)
+        return nxt
+
+    def window(self) -> int:
+        from ...policy.models import resolve_model
+
+        return resolve_model(self.agent.model).context_window
+
+    def line(self, width: int = 80) -> str:
+        pct = 100 * self.context_tokens / max(1, self.window())
+        parts = [self.agent.model, self.mode, f"turn {self.turn}", f"context {pct:.0f}%", f"${self.spent:.4f}"]
+        goal = self.agent.goal
+        if goal is not None:
+            parts.append(f"goal{' ' + self.verdict if self.verdict else ''}: {_cut(goal.condition, 24)}")
+        if self.next_loop is not None:
+            parts.append("loop " + time.strftime("%H:%M:%S", time.localtime(self.next_loop)))
+        return _cut(" · ".join(parts), width - 1)
+
+
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
