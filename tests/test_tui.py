@@ -6,6 +6,7 @@ Waits are bounded; no time is asserted."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -443,4 +444,18 @@ def test_rewind_puts_the_files_back_to_before_a_prompt(term, tmp_path):
     see(child, "conversation rewound to before prompt 1")
     see(child, PROMPT)
     assert not (tmp_path / "notes.txt").exists()
+    assert leave(child) == 0
+
+
+def test_memory_hooks_and_schedule_commands(term, tmp_path):
+    (tmp_path / "CLAUDE.md").write_text("Be brief.\n")
+    settings = {"hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]}]}}
+    (tmp_path / "s.json").write_text(json.dumps(settings))
+    child, sim = term([{"text": "ok"}], args=("--settings", str(tmp_path / "s.json")))
+    see(child, PROMPT)
+    for command, answer in (("/memory", "CLAUDE.md"), ("/hooks", r"Stop \[\*\] command: true"),
+                            ("/schedule --every 1h --id nightly tidy the docs", "nightly")):
+        say(child, command)
+        see(child, answer)
+        see(child, PROMPT)
     assert leave(child) == 0

@@ -22,12 +22,14 @@ HELP = """Commands:
   /goal CONDITION       keep working until the condition holds (/goal alone: its status; /goal clear)
   /loop INTERVAL PROMPT run PROMPT now and every INTERVAL while the prompt is idle (/loop stop)
   /rewind [N [code|conversation|both]]  checkpoints; back to before prompt N
+  /memory /hooks        the memory files loaded, the hooks that run
+  /schedule --every 1h PROMPT   a persisted schedule (fired by `loopwright scheduler`)
   /exit, /quit          leave (Ctrl-D too)
 Keys: Enter sends, Alt-Enter or Esc Enter a new line; Esc stops the running turn; Ctrl-C clears
 the input or stops the turn (twice on an empty prompt leaves); Shift-Tab cycles permission modes."""
 
 NAMES = ("/help", "/clear", "/compact", "/cost", "/context", "/model", "/permissions", "/agents", "/skills", "/mcp",
-         "/resume", "/goal", "/loop", "/rewind", "/exit", "/quit")
+         "/resume", "/goal", "/loop", "/rewind", "/memory", "/hooks", "/schedule", "/exit", "/quit")
 
 # What a command answers: None (nothing more to do) or a prompt to run now.
 Handler = Callable[[Any, str], Awaitable[str | None]]
@@ -208,6 +210,68 @@ async def _rewind(room: Any, args: str) -> None:
         room.say(f"conversation rewound to before prompt {target.number}")
 
 
+async def _memory(room: Any, args: str) -> None:
+    """The memory files this session loaded (CLAUDE.md and the rest), in the order they came."""
+    memory = room.agent.memory
+    if memory is None:
+        room.say("memory files are off (--bare, or the setting)")
+        return
+    loaded = sorted(memory.loaded)
+    if not loaded:  # nothing said yet: what the first prompt will bring
+        loaded = [f"{f.path} (comes with the first prompt)" for f in memory.fork().at_start()]
+    room.say("\n".join(visible(p) for p in loaded) if loaded else "no memory files here")
+
+
+async def _hooks(room: Any, args: str) -> None:
+    """The hooks this session runs: event, matcher, what runs."""
+    runner = room.agent.hooks
+    regs = getattr(runner, "registrations", []) if runner is not None else []
+    lines = [visible(f"{r.event} [{getattr(r.matcher, 'pattern', '') or '*'}] {_handler(r.handler)}") for r in regs]
+    room.say("\n".join(lines) if lines else "no hooks")
+
+
+def _handler(handler: Any) -> str:
+    for field in ("command", "url", "prompt"):
+        value = getattr(handler, field, None)
+        if isinstance(value, str) and value:
+            return f"{field}: {value[:100]}"
+    return type(handler).__name__
+
+
+async def _schedule(room: Any, args: str) -> None:
+    """`/schedule --every 1h PROMPT` (or --cron): a persisted schedule, fired by `loopwright scheduler`."""
+    import shlex
+
+    try:
+        words = shlex.split(args)
+    except ValueError as exc:
+        room.say(f"/schedule: {exc}")
+        return
+    if not words:
+        room.say("/schedule --every 1h PROMPT, or --cron \"0 9 * * 1-5\" PROMPT: runs while `loopwright scheduler` "
+                 "runs")
+        return
+    import contextlib
+    import io
+
+    from ...core.errors import LoopwrightError
+    from ..schedulecmd import run_schedule
+
+    said = io.StringIO()
+    here = os.getcwd()
+    try:
+        os.chdir(room.agent.cwd)  # a schedule belongs to the folder it is added in
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            run_schedule(["add", *words])
+    except LoopwrightError as exc:
+        said.write(f"error: {exc}")
+    except SystemExit:  # --help, or argparse's own refusal (already written to `said`)
+        pass
+    finally:
+        os.chdir(here)
+    room.say(visible(said.getvalue().strip() or "schedule added"))
+
+
 async def _exit(room: Any, args: str) -> None:
     room.leaving = True
 
@@ -216,4 +280,5 @@ COMMANDS: dict[str, Handler] = {
     "/help": _help, "/cost": _cost, "/compact": _compact, "/context": _context, "/model": _model,
     "/permissions": _permissions, "/agents": _agents, "/skills": _skills, "/mcp": _mcp, "/resume": _resume,
     "/clear": _clear, "/goal": _goal, "/loop": _loop, "/rewind": _rewind, "/exit": _exit, "/quit": _exit,
+    "/memory": _memory, "/hooks": _hooks, "/schedule": _schedule,
 }
