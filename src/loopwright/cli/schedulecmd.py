@@ -288,20 +288,27 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
     # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)
     argv = [sys.executable, "-m", "loopwright",
             *fire_args(schedule.prompt, unattended_args(schedule.options.get("args", [])))]
-    # Its own process group: a Ctrl-C at the scheduler's terminal reaches the fire once, from us.
-    # And it ends with the scheduler: a killed scheduler leaves no run going on behind its back.
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=schedule.cwd, stdin=subprocess.DEVNULL,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                start_new_session=True, preexec_fn=_end_with_parent)
+    code, out, err = await _fire_process(argv, schedule.cwd, register)
+    return _outcome(code, out, err)
+
+
+async def _fire_process(argv: list[str], cwd: str, register: Any) -> tuple[int | None, str, str]:
+    """One fire's process, to its end: (exit code, stdout, stderr). Its own process group, so a
+    Ctrl-C at the scheduler's terminal reaches it once, from us (`register` is how the scheduler
+    interrupts it); and it ends with the scheduler, so a killed scheduler leaves no run going on
+    behind its back. Cancelled, it is interrupted and waited for: the run aborts cleanly."""
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                                stderr=subprocess.PIPE, start_new_session=True,
+                                                preexec_fn=_end_with_parent)
     register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
     try:
         out, err = await proc.communicate()
     except BaseException:
         if proc.returncode is None:
-            proc.send_signal(signal.SIGINT)  # cancelled: the run aborts cleanly, as on Ctrl-C
+            proc.send_signal(signal.SIGINT)
             await asyncio.shield(proc.wait())
         raise
-    return _outcome(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
 def _end_with_parent() -> None:
@@ -325,23 +332,12 @@ async def _run_routine_fire(entry: Any, register: Any) -> str:
     (ended with the scheduler: its items are then resumed by the next fire); its totals line."""
     if not os.path.isdir(entry.cwd):
         return f"routine {entry.name}: error: its folder {entry.cwd} is gone"
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "loopwright", "routine", "run", entry.name,
-                                                "--once", cwd=entry.cwd, stdin=subprocess.DEVNULL,
-                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                start_new_session=True, preexec_fn=_end_with_parent)
-    register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
-    try:
-        out, err = await proc.communicate()
-    except BaseException:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGINT)
-            await asyncio.shield(proc.wait())
-        raise
-    lines = out.decode(errors="replace").strip().splitlines()
-    if proc.returncode == 0 and lines:
+    code, out, err = await _fire_process([sys.executable, "-m", "loopwright", "routine", "run", entry.name, "--once"],
+                                         entry.cwd, register)
+    lines = out.strip().splitlines()
+    if code == 0 and lines:
         return lines[-1]
-    return (f"routine {entry.name}: error: exit {proc.returncode}: "
-            f"{err.decode(errors='replace').strip()[-400:] or '(no output)'}")
+    return f"routine {entry.name}: error: exit {code}: {err.strip()[-400:] or '(no output)'}"
 
 
 def _outcome(code: int | None, out: str, err: str) -> Any:

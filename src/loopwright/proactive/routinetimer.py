@@ -11,6 +11,7 @@ from typing import Awaitable, Callable, Protocol
 import anyio
 
 from ..core.clock import Clock
+from .ticker import Ticker
 from ..core.ports import RoutineEntry
 from ..policy.cadence import schedule_step
 
@@ -30,15 +31,14 @@ class Registry(Protocol):
     def claim_fire(self, routine: str, due_at: float, next_at: float) -> bool: ...
 
 
-class RoutineTimer:
+class RoutineTimer(Ticker):
     def __init__(self, ledger: Registry, run_fire: RunRoutineFire, clock: Clock, *,
                  notify: Callable[[str, RoutineEntry, str], None] = lambda kind, entry, text: None,
                  poll_s: float = POLL_S) -> None:
         self.ledger, self.run_fire, self.clock, self.notify, self.poll_s = ledger, run_fire, clock, notify, poll_s
         self.active: set[str] = set()
         self._interrupts: dict[str, Callable[[], None]] = {}
-        self._stopping = False
-        self._sleep_scope: anyio.CancelScope | None = None
+        self._start_ticking()
 
     async def tick(self, tg: anyio.abc.TaskGroup) -> None:
         now = self.clock.now()
@@ -65,29 +65,9 @@ class RoutineTimer:
                 self._sleep_scope.cancel()
         self.notify("finished", entry, text)
 
-    async def serve(self, *, once: bool = False) -> None:
-        async with anyio.create_task_group() as tg:
-            while not self._stopping:
-                await self.tick(tg)
-                if once or not await self._sleep(self._next_wait()):
-                    break
-
-    def stop(self) -> None:
-        self._stopping = True
-        if self._sleep_scope is not None:
-            self._sleep_scope.cancel()
-        for interrupt in list(self._interrupts.values()):
-            interrupt()
-
     def _next_wait(self) -> float:
         upcoming = [e.next_at for e in self.ledger.registered()
                     if not e.paused and e.next_at is not None and e.key not in self.active]
         now = self.clock.now()
         return max(0.0, min([self.poll_s, *(at - now for at in upcoming)]))
 
-    async def _sleep(self, seconds: float) -> bool:
-        with anyio.CancelScope() as scope:
-            self._sleep_scope = scope
-            await self.clock.sleep(seconds)
-        self._sleep_scope = None
-        return not self._stopping

@@ -10,6 +10,7 @@ from typing import Awaitable, Callable
 import anyio
 
 from ..core.clock import Clock
+from .ticker import Ticker
 from ..core.fastclass import dataclass
 from ..policy.cadence import decide_fire, schedule_step
 from ..core.ports import Schedule, ScheduledRun, ScheduleStore
@@ -33,7 +34,7 @@ Interrupts = Callable[[Callable[[], None]], None]  # a fire registers how to int
 RunFire = Callable[[Schedule, Interrupts], Awaitable[FireOutcome]]
 
 
-class Scheduler:
+class Scheduler(Ticker):
     def __init__(self, store: ScheduleStore, run_fire: RunFire, clock: Clock, *, owner: str,
                  alive: Callable[[str], bool], notify: Callable[[str, ScheduledRun], None] = lambda kind, run: None,
                  max_concurrent: int = 4, poll_s: float = POLL_S) -> None:
@@ -41,8 +42,7 @@ class Scheduler:
         self.alive, self.notify = alive, notify
         self.max_concurrent, self.poll_s = max_concurrent, poll_s
         self.active = 0
-        self._stopping = False
-        self._sleep_scope: anyio.CancelScope | None = None
+        self._start_ticking()
         self._interrupts: dict[int, Callable[[], None]] = {}
 
     def recover(self) -> list[int]:
@@ -97,19 +97,7 @@ class Scheduler:
     async def serve(self, *, once: bool = False) -> None:
         """Run until `stop()` (or, with `once`, until the fires due now have finished)."""
         self.recover()
-        async with anyio.create_task_group() as tg:
-            while not self._stopping:
-                await self.tick(tg)
-                if once or not await self._sleep(self._next_wait()):
-                    break
-
-    def stop(self) -> None:
-        """Stop claiming; interrupt the fires running now (they are recorded as interrupted)."""
-        self._stopping = True
-        if self._sleep_scope is not None:
-            self._sleep_scope.cancel()
-        for interrupt in list(self._interrupts.values()):
-            interrupt()
+        await super().serve(once=once)
 
     def _next_wait(self) -> float:
         if self.active >= self.max_concurrent:
@@ -118,9 +106,3 @@ class Scheduler:
         now = self.clock.now()
         return max(0.0, min([self.poll_s, *(at - now for at in upcoming)]))
 
-    async def _sleep(self, seconds: float) -> bool:
-        with anyio.CancelScope() as scope:
-            self._sleep_scope = scope
-            await self.clock.sleep(seconds)
-        self._sleep_scope = None
-        return not self._stopping
