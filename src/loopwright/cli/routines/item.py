@@ -51,6 +51,8 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             opts = parse_options(item_args(run.routine, run.session_id, mode, run.budget_usd, run.text))
             spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
                             else goal_from_options(opts, None, resuming=mode == "reopen"))
+            if run.routine.skill and mode != "carry":
+                prompt = f"/{run.routine.skill} {run.text}"
             agent = build_agent(opts, settings)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
