@@ -60,16 +60,30 @@ class Attempt:
 def run_attempts(opts: Options, prompt: str) -> int:
     from .core import load_cli_settings, print_result
 
+    if opts.output_format == "stream-json":
+        raise UsageError("--attempts prints one result: use --output-format text or json")
+    check_attempts(opts)
+    result = asyncio.run(attempts_run(opts, prompt, load_cli_settings(opts)))
+    print_result(result, opts.output_format)
+    if opts.output_format == "text":
+        _table(result.attempts or {})
+    return result.exit_code
+
+
+def check_attempts(opts: Options) -> None:
     n = opts.attempts or 1
     if not 1 <= n <= MAX_ATTEMPTS:
         raise UsageError(f"--attempts: expected a number from 1 to {MAX_ATTEMPTS}, got {n}")
-    if opts.output_format == "stream-json":
-        raise UsageError("--attempts prints one result: use --output-format text or json")
     if opts.resuming:
         raise UsageError("--attempts starts fresh sessions: it cannot resume one")
+
+
+async def attempts_run(opts: Options, prompt: str, settings: Any) -> RunResult:
+    """`opts.attempts` attempts at `prompt` from the current folder's repository, judged; the
+    winner's changes reach the working tree. Shared by `-p --attempts` and routine items."""
+    n = opts.attempts or 1
     repo = worktrees.repo_root(Path.cwd())
     variations = _variations(opts.attempt_instructions)
-    settings = load_cli_settings(opts)
     base = worktrees.snapshot(repo)
     run_id = uuid4()
     where = Path.cwd().resolve().relative_to(repo.resolve())
@@ -81,7 +95,7 @@ def run_attempts(opts: Options, prompt: str) -> int:
             worktrees.add(repo, a.path, a.branch, base)
             _build(a, opts, settings, prompt, where, n)
         _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-        result = asyncio.run(_run_all(attempts, opts, prompt, repo, base, where))
+        return await _run_all(attempts, opts, prompt, repo, base, where)
     finally:
         for a in attempts:
             if a.session is not None:
@@ -91,10 +105,6 @@ def run_attempts(opts: Options, prompt: str) -> int:
                 worktrees.remove(repo, a.path)
             shutil.rmtree(place, ignore_errors=True)
             worktrees.prune(repo)
-    print_result(result, opts.output_format)
-    if opts.output_format == "text":
-        _table(result.attempts or {})
-    return result.exit_code
 
 
 def _variations(path: str | None) -> list[str]:

@@ -17,7 +17,7 @@ _DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
 _MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 _KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
          "limits", "concurrency", "retry_failed", "report", "sandbox", "model",
-         "skill")
+         "skill", "attempts")
 _ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
 _FIRE_LIMITS = ("max_items", "max_budget_usd")
 
@@ -50,6 +50,7 @@ class Routine:
     concurrency: int = 1
     retry_failed: int = 0
     report: str = ""
+    attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
     skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
 
     @property
@@ -135,7 +136,14 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,
                    retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
-                   skill=skill.removeprefix("/"))
+                   skill=skill.removeprefix("/"), attempts=_attempts(c, data))
+
+
+def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
+    n = c.whole(data, "attempts", "") or 0
+    if n > 8:
+        raise c.fail("attempts", "a whole number from 1 to 8", n)
+    return n
 
 
 def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
