@@ -78,9 +78,11 @@ def check_attempts(opts: Options) -> None:
         raise UsageError("--attempts starts fresh sessions: it cannot resume one")
 
 
-async def attempts_run(opts: Options, prompt: str, settings: Any) -> RunResult:
+async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any = None) -> RunResult:
     """`opts.attempts` attempts at `prompt` from the current folder's repository, judged; the
-    winner's changes reach the working tree. Shared by `-p --attempts` and routine items."""
+    winner's changes reach the working tree. Shared by `-p --attempts` and routine items:
+    `register(interrupt)` (answering an unregister function) hands Ctrl-C to a caller that owns
+    the signals; without it the attempts own them."""
     n = opts.attempts or 1
     repo = worktrees.repo_root(Path.cwd())
     variations = _variations(opts.attempt_instructions)
@@ -95,7 +97,7 @@ async def attempts_run(opts: Options, prompt: str, settings: Any) -> RunResult:
             worktrees.add(repo, a.path, a.branch, base)
             _build(a, opts, settings, prompt, where, n)
         _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-        return await _run_all(attempts, opts, prompt, repo, base, where)
+        return await _run_all(attempts, opts, prompt, repo, base, where, register)
     finally:
         for a in attempts:
             if a.session is not None:
@@ -142,7 +144,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
 
 
 async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                   where: Path) -> RunResult:
+                   where: Path, register: Any = None) -> RunResult:
     from .core import foreground
 
     async def one(a: Attempt) -> None:
@@ -161,7 +163,13 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
         for a in attempts:
             a.agent.interrupt()
 
-    return await foreground(attempts[0].agent, work, _quiet, interrupt)
+    if register is None:
+        return await foreground(attempts[0].agent, work, _quiet, interrupt)
+    unregister = register(interrupt)
+    try:
+        return await work()
+    finally:
+        unregister()
 
 
 def _quiet(event: Any) -> None:

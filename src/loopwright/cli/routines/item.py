@@ -56,7 +56,7 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             if run.routine.skill and mode != "carry":
                 prompt = f"/{run.routine.skill} {run.text}"
             if run.routine.attempts > 1:
-                return await _attempted(opts, prompt or run.text, settings)
+                return await _attempted(opts, prompt or run.text, settings, register)
             agent = build_agent(opts, settings)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
@@ -86,15 +86,16 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     return run_item
 
 
-async def _attempted(opts: Any, prompt: str, settings: Any) -> Any:
+async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:
     """The item done as N attempts in git worktrees, judged; the winner's changes land here."""
     from ...proactive.fire import ItemResult
     from ..attempts import attempts_run, check_attempts
 
     check_attempts(opts)
-    result = await attempts_run(opts, prompt, settings)
+    result = await attempts_run(opts, prompt, settings, register)
     note = "; ".join(result.errors) if result.is_error and result.errors else result.result
-    return ItemResult("failed" if result.is_error else "done", float(result.total_cost_usd or 0.0), note,
+    status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
+    return ItemResult(status, float(result.total_cost_usd or 0.0), note,
                       str(result.subtype))
 
 
