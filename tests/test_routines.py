@@ -274,6 +274,8 @@ def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
     ("source: {command: x}\nprompt: a\ncheck: pytest\n", "check: expected a `goal:`"),
     ("source: {command: x}\nprompt: a\npermission_mode: yolo\n", "permission_mode: expected one of default,"),
     ("source: [x\n", "not YAML"),
+    ("source: {command: x}\nprompt: a\nattempts: 9\n", "attempts: expected a whole number from 1 to 8, got 9"),
+    ("source: {command: x}\nprompt: a\nskill: 'fix bug'\n", "skill: expected a skill's name such as fix-bug"),
 ])
 def test_a_bad_routine_file_is_one_error_naming_the_file_and_key(tmp_path, text, needle):
     root = project(tmp_path, "bad", text)
@@ -469,3 +471,47 @@ def test_run_without_once_fires_then_waits_for_the_trigger_until_ctrl_c(tmp_path
     assert "watch: next fire at " in err
     listed = cli(["routine", "items", "watch"], tmp_path).stdout.splitlines()
     assert [line.split()[:4] for line in listed] == [[i, "done", "tries", "1"] for i in "abc"]
+
+
+def test_skill_starts_each_items_turn_with_the_filled_prompt_as_its_arguments(tmp_path):
+    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nskill: fix-bug\n"
+                                    "prompt: \"{id} {title}\"\nsandbox: false\n")
+    (root / ".claude" / "skills" / "fix-bug").mkdir(parents=True)
+    (root / ".claude" / "skills" / "fix-bug" / "SKILL.md").write_text(
+        "---\ndescription: Fix one bug\n---\nFIX-BODY: reproduce $0, then fix it\n")
+    (root / "items.jsonl").write_text('{"id": "b7", "title": "crash on start"}\n')
+    with Simulator([{"text": "fixed"}]) as sim:
+        out = cli(["routine", "run", "fix", "--once"], tmp_path, sim)
+        sent = sim.message_requests[0].body["messages"][-1]["content"]
+    assert out.returncode == 0, out.stderr
+    prompt = sent if isinstance(sent, str) else "".join(b.get("text", "") for b in sent)
+    assert "<command-name>/fix-bug</command-name>\n<command-args>b7 crash on start</command-args>" in prompt
+    assert "FIX-BODY: reproduce b7, then fix it" in prompt
+    assert items(tmp_path, "fix")["b7"]["status"] == "done"
+
+
+def test_attempts_do_each_item_as_judged_attempts_and_the_winner_lands(tmp_path):
+    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nprompt: \"Fix {title}\"\nattempts: 2\n"
+                                    "permission_mode: acceptEdits\nsandbox: false\n")
+    (root / "app.py").write_text("def add(a, b):\n    return 0\n")
+    (root / "items.jsonl").write_text('{"id": "b1", "title": "add returns 0"}\n')
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "start"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True)
+    right = "def add(a, b):\n    return a + b\n"
+    fix = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": right}}, "repeat": -1}
+    verdict = {"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
+                            {"label": "B", "defects": [], "verdict": "acceptable"}], "winner": "A", "reasons": "ok"}
+    rules = [{"match": {"system_contains": "reviewer of several independent attempts"},
+              "responses": [{"text": json.dumps(verdict)}]},
+             {"match": {"last_user_contains": "Fix add returns 0"}, "responses": [fix]},
+             {"responses": [{"text": "fixed", "repeat": -1}]}]
+    (tmp_path / "tmp").mkdir()
+    with Simulator({"rules": rules}) as sim:
+        out = subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "fix", "--once"], cwd=root,
+                             env=dict(env_for(tmp_path, sim), TMPDIR=str(tmp_path / "tmp")),
+                             capture_output=True, text=True, timeout=90)
+        judged = [r for r in sim.message_requests if "reviewer of several" in json.dumps(r.body.get("system"))]
+    assert out.returncode == 0, out.stderr
+    assert "2 attempts started" in out.stderr and len(judged) == 1
+    assert (root / "app.py").read_text() == right
+    assert items(tmp_path, "fix")["b1"]["status"] == "done"

@@ -60,16 +60,32 @@ class Attempt:
 def run_attempts(opts: Options, prompt: str) -> int:
     from .core import load_cli_settings, print_result
 
+    if opts.output_format == "stream-json":
+        raise UsageError("--attempts prints one result: use --output-format text or json")
+    check_attempts(opts)
+    result = asyncio.run(attempts_run(opts, prompt, load_cli_settings(opts)))
+    print_result(result, opts.output_format)
+    if opts.output_format == "text":
+        _table(result.attempts or {})
+    return result.exit_code
+
+
+def check_attempts(opts: Options) -> None:
     n = opts.attempts or 1
     if not 1 <= n <= MAX_ATTEMPTS:
         raise UsageError(f"--attempts: expected a number from 1 to {MAX_ATTEMPTS}, got {n}")
-    if opts.output_format == "stream-json":
-        raise UsageError("--attempts prints one result: use --output-format text or json")
     if opts.resuming:
         raise UsageError("--attempts starts fresh sessions: it cannot resume one")
+
+
+async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any = None) -> RunResult:
+    """`opts.attempts` attempts at `prompt` from the current folder's repository, judged; the
+    winner's changes reach the working tree. Shared by `-p --attempts` and routine items:
+    `register(interrupt)` (answering an unregister function) hands Ctrl-C to a caller that owns
+    the signals; without it the attempts own them."""
+    n = opts.attempts or 1
     repo = worktrees.repo_root(Path.cwd())
     variations = _variations(opts.attempt_instructions)
-    settings = load_cli_settings(opts)
     base = worktrees.snapshot(repo)
     run_id = uuid4()
     where = Path.cwd().resolve().relative_to(repo.resolve())
@@ -81,7 +97,7 @@ def run_attempts(opts: Options, prompt: str) -> int:
             worktrees.add(repo, a.path, a.branch, base)
             _build(a, opts, settings, prompt, where, n)
         _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-        result = asyncio.run(_run_all(attempts, opts, prompt, repo, base, where))
+        return await _run_all(attempts, opts, prompt, repo, base, where, register)
     finally:
         for a in attempts:
             if a.session is not None:
@@ -91,10 +107,6 @@ def run_attempts(opts: Options, prompt: str) -> int:
                 worktrees.remove(repo, a.path)
             shutil.rmtree(place, ignore_errors=True)
             worktrees.prune(repo)
-    print_result(result, opts.output_format)
-    if opts.output_format == "text":
-        _table(result.attempts or {})
-    return result.exit_code
 
 
 def _variations(path: str | None) -> list[str]:
@@ -132,7 +144,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
 
 
 async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                   where: Path) -> RunResult:
+                   where: Path, register: Any = None) -> RunResult:
     from .core import foreground
 
     async def one(a: Attempt) -> None:
@@ -151,7 +163,13 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
         for a in attempts:
             a.agent.interrupt()
 
-    return await foreground(attempts[0].agent, work, _quiet, interrupt)
+    if register is None:
+        return await foreground(attempts[0].agent, work, _quiet, interrupt)
+    unregister = register(interrupt)
+    try:
+        return await work()
+    finally:
+        unregister()
 
 
 def _quiet(event: Any) -> None:

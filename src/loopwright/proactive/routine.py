@@ -16,7 +16,8 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
 _MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 _KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
-         "limits", "concurrency", "retry_failed", "report", "sandbox", "model")
+         "limits", "concurrency", "retry_failed", "report", "sandbox", "model",
+         "skill", "attempts")
 _ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
 _FIRE_LIMITS = ("max_items", "max_budget_usd")
 
@@ -49,6 +50,8 @@ class Routine:
     concurrency: int = 1
     retry_failed: int = 0
     report: str = ""
+    attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
+    skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
 
     @property
     def template(self) -> str:
@@ -126,10 +129,21 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
     if sandbox is not None and not isinstance(sandbox, bool):
         raise c.fail("sandbox", "true or false", sandbox)
     limits = _limits(c, data.get("limits"))
+    skill = c.text(data, "skill")
+    if skill and not NAME.fullmatch(skill.removeprefix("/")):
+        raise c.fail("skill", "a skill's name such as fix-bug (its folder under .claude/skills)", skill)
     return Routine(name, path, every_s, cron, kind, source, prompt, goal, check, protect, mode,
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,
-                   retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"))
+                   retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
+                   skill=skill.removeprefix("/"), attempts=_attempts(c, data))
+
+
+def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
+    n = c.whole(data, "attempts", "") or 0
+    if n > 8:
+        raise c.fail("attempts", "a whole number from 1 to 8", n)
+    return n
 
 
 def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:

@@ -30,6 +30,8 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
                         ("--max-budget-usd", None if budget_usd is None else f"{budget_usd:.6f}")):
         if value is not None:
             args.append(f"{flag}={value}")
+    if routine.attempts > 1:
+        args.append(f"--attempts={routine.attempts}")
     if routine.sandbox is not None:
         args.append("--sandbox" if routine.sandbox else "--no-sandbox")
     return unattended_args(args)
@@ -51,6 +53,10 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             opts = parse_options(item_args(run.routine, run.session_id, mode, run.budget_usd, run.text))
             spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
                             else goal_from_options(opts, None, resuming=mode == "reopen"))
+            if run.routine.skill and mode != "carry":
+                prompt = f"/{run.routine.skill} {run.text}"
+            if run.routine.attempts > 1:
+                return await _attempted(opts, prompt or run.text, settings, register)
             agent = build_agent(opts, settings)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
@@ -78,6 +84,19 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
         return ItemResult(status, float(result.total_cost_usd or 0.0), note, str(result.subtype))
 
     return run_item
+
+
+async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:
+    """The item done as N attempts in git worktrees, judged; the winner's changes land here."""
+    from ...proactive.fire import ItemResult
+    from ..attempts import attempts_run, check_attempts
+
+    check_attempts(opts)
+    result = await attempts_run(opts, prompt, settings, register)
+    note = "; ".join(result.errors) if result.is_error and result.errors else result.result
+    status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
+    return ItemResult(status, float(result.total_cost_usd or 0.0), note,
+                      str(result.subtype))
 
 
 def _mode(run: Any) -> str:
