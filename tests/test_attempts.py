@@ -179,3 +179,24 @@ def test_each_attempt_is_a_goal_loop_judged_before_the_attempts_are(repo, tmp_pa
     rows = result["attempts"]["attempts"]
     assert [r["terminal_reason"] for r in rows] == ["goal_met", "goal_met"] and result["attempts"]["applied"]
     assert (repo / "app.py").read_text() == RIGHT
+
+
+def test_the_attempts_are_shown_side_by_side_while_they_run(repo, tmp_path, aenv):
+    per = {1: write("app.py", RIGHT), 2: write("app.py", WRONG)}
+    with Simulator(script([verdict("A")], per)) as sim:
+        out = cli(["-p", "make add() add", "--attempts", "2", *instructions(tmp_path, 2), *FLAGS, "--verbose"],
+                  aenv, repo, sim)
+    assert out.returncode == 0, out.stderr
+    assert "attempt 1 · turn 1 · Write(app.py)" in out.stderr and "attempt 2 · turn 1 · Write(app.py)" in out.stderr
+    import pexpect
+
+    with Simulator(script([verdict("A")], per)) as sim:  # on a terminal: one line, redrawn
+        child = pexpect.spawn(sys.executable, ["-m", "loopwright", "-p", "make add() add", "--attempts", "2",
+                                               *instructions(tmp_path, 2), "--permission-mode", "acceptEdits",
+                                               "--check", CHECK],
+                              cwd=str(repo), env=dict(aenv, ANTHROPIC_BASE_URL=sim.base_url), encoding="utf-8",
+                              timeout=90)
+        child.expect(r"1: turn 1 Write\(app\.py\)")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0

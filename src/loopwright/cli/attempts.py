@@ -147,11 +147,15 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
                    where: Path, register: Any = None) -> RunResult:
     from .core import foreground
 
+    board = Board(attempts, live=opts.output_format == "text" and sys.stderr.isatty(), lines=bool(opts.verbose))
+
     async def one(a: Attempt) -> None:
         text = prompt if not a.instruction else f"{prompt}\n\nApproach for this attempt: {a.instruction}"
-        a.result = await a.agent.run(text, on_event=_quiet)
+        a.result = await a.agent.run(text, on_event=board.watch(a.number))
+        board.clear()
         _say(f"attempt {a.number} ended: {a.result.subtype} after {a.result.num_turns} turn(s), "
              f"${a.result.total_cost_usd:.4f}")
+        board.done(a.number)
 
     async def work() -> RunResult:
         await asyncio.gather(*(one(a) for a in attempts))
@@ -174,6 +178,59 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
 
 def _quiet(event: Any) -> None:
     """The attempts' own events stay in their transcripts; the person sees one line per attempt."""
+
+
+class Board:
+    """The attempts side by side while they run: on a terminal one line, redrawn, with each
+    attempt's turn and latest tool call; with --verbose a line per call instead."""
+
+    def __init__(self, attempts: list[Attempt], *, live: bool, lines: bool) -> None:
+        self.state = {a.number: "starting" for a in attempts}
+        self.live, self.lines = live and not lines, lines
+        self.drawn = False
+
+    def watch(self, number: int) -> Any:
+        from ..core.events import AssistantMessage
+
+        def on_event(event: Any) -> None:
+            if not isinstance(event, AssistantMessage):
+                return
+            calls = [b for b in event.message.content if getattr(b, "type", "") == "tool_use"]
+            doing = f"{calls[-1].name}({_gist(calls[-1].input)})" if calls else "answering"
+            self.state[number] = f"turn {event.turn} {doing}"
+            if self.lines:
+                _say(f"attempt {number} · turn {event.turn} · {doing}")
+            elif self.live:
+                self.draw()
+
+        return on_event
+
+    def done(self, number: int) -> None:
+        self.state[number] = "ended"
+        if self.live:
+            self.draw()
+
+    def draw(self) -> None:
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        line = " │ ".join(f"{k}: {v}" for k, v in self.state.items())
+        sys.stderr.write("\r\x1b[2K" + visible(line)[:width])
+        sys.stderr.flush()
+        self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+def _gist(tool_input: Any) -> str:
+    if isinstance(tool_input, dict):
+        for key in ("command", "file_path", "pattern", "prompt"):
+            if isinstance(tool_input.get(key), str):
+                text = " ".join(tool_input[key].split())
+                return text if len(text) <= 40 else text[:39] + "…"
+    return ""
 
 
 async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
