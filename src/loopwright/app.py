@@ -124,12 +124,9 @@ class Agent:
         if normalise_mode(self.permissions.mode) != "auto":
             return None
         if self._auto is None:
-            from .engine.automode import AutoClassifier, default_model
+            from .engine.automode import classifier_for
 
-            memory = self.memory.fork() if self.memory is not None else None
-            text = "\n\n".join(f.text for f in memory.at_start()) if memory is not None else ""
-            self._auto = AutoClassifier(self._client(), resolve_model(self.classifier_model or default_model(self.model)).id,
-                                        lambda: text, frozenset(t.name for t in self._tools() if t.read_only))
+            self._auto = classifier_for(self._client(), self.model, self.classifier_model, self.memory, self._tools())
         return self._auto
 
     def _tools(self) -> Sequence[Tool]:

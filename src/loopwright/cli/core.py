@@ -20,7 +20,7 @@ from ..core.ids import uuid4
 from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins
 from .modelcheck import check_models
 from .options import limit
-from .render import Progress, dumps, stream_json, visible
+from .render import Progress, denied_line, dumps, print_result, stream_json, visible  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from ..engine.goal import SavedGoal
@@ -339,30 +339,6 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
                 sys.stdout.flush()
 
     return emit
-
-
-def print_result(result: RunResult, fmt: str) -> None:
-    if fmt == "json":
-        print(dumps(result.to_json()), flush=True)
-    elif fmt == "text" and result.structured_output is not None:
-        print(visible(dumps(result.structured_output)), flush=True)
-    elif fmt == "text":
-        for denial in result.permission_denials:  # the person sees what was refused, not only the model
-            print(f"loopwright: {denied_line(denial)}", file=sys.stderr, flush=True)
-        text = result.result
-        if result.is_error and result.errors:
-            text = (text + "\n" if text else "") + "Error: " + "; ".join(result.errors)
-        print(visible(text), flush=True)
-
-
-def denied_line(denial: Any) -> str:
-    """`denied Write(out.txt): why; to allow it: the flag or rule`."""
-    given = denial.tool_input
-    target = next((given[k] for k in ("file_path", "path", "notebook_path", "command", "pattern", "url")
-                   if isinstance(given.get(k), str)), "")
-    target = target if len(target) <= 80 else target[:79] + "…"
-    line = f"denied {denial.tool_name}({target}): {denial.reason or 'permission was not given'}"
-    return visible(line + (f"; to allow it: {denial.hint}" if denial.hint else ""))
 
 
 def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) -> Any:

@@ -20,6 +20,7 @@ from ..core.events import (
     Notice,
     PartialEvent,
     ResultEvent,
+    RunResult,
     SystemInit,
     ToolFinished,
     ToolProgress,
@@ -227,3 +228,27 @@ class Progress:
                 return None  # hook failures arrive as notices
             case _:
                 assert_never(event)
+
+
+def print_result(result: RunResult, fmt: str) -> None:
+    if fmt == "json":
+        print(dumps(result.to_json()), flush=True)
+    elif fmt == "text" and result.structured_output is not None:
+        print(visible(dumps(result.structured_output)), flush=True)
+    elif fmt == "text":
+        for denial in result.permission_denials:  # the person sees what was refused, not only the model
+            print(f"loopwright: {denied_line(denial)}", file=sys.stderr, flush=True)
+        text = result.result
+        if result.is_error and result.errors:
+            text = (text + "\n" if text else "") + "Error: " + "; ".join(result.errors)
+        print(visible(text), flush=True)
+
+
+def denied_line(denial: Any) -> str:
+    """`denied Write(out.txt): why; to allow it: the flag or rule`."""
+    given = denial.tool_input
+    target = next((given[k] for k in ("file_path", "path", "notebook_path", "command", "pattern", "url")
+                   if isinstance(given.get(k), str)), "")
+    target = target if len(target) <= 80 else target[:79] + "…"
+    line = f"denied {denial.tool_name}({target}): {denial.reason or 'permission was not given'}"
+    return visible(line + (f"; to allow it: {denial.hint}" if denial.hint else ""))

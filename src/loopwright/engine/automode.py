@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 import anyio
@@ -95,6 +96,22 @@ class AutoClassifier:
         response = acc.response(fallback_model=request.model)
         self.usage = self.usage.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
         return response.message.text, "its answer could not be read"
+
+
+def classifier_for(model: Model, main: str, chosen: str | None, memory: Any, tools: Sequence[Any]) -> AutoClassifier:
+    """A session's classifier: `chosen` or the main provider's small model; the memory files are
+    read when the first call is judged, not at start-up (a fresh copy: the session's own memory
+    keeps its record of what it gave)."""
+    text: list[str] = []
+
+    def standing() -> str:
+        if not text:
+            files = memory.fork().at_start() if memory is not None else []
+            text.append("\n\n".join(f.text for f in files))
+        return text[0]
+
+    return AutoClassifier(model, resolve_model(chosen or default_model(main)).id, standing,
+                          frozenset(t.name for t in tools if t.read_only))
 
 
 def default_model(main: str) -> str:

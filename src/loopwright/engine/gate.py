@@ -109,18 +109,10 @@ class ToolGate:
                 return self._allowed(call)
             mode = permissions.normalise_mode(self.rules.mode)
             if mode == "auto" and not verdict.hard:
-                if self.classifier is None:
-                    return GateDecision(False, AUTO_UNAVAILABLE, reason="auto mode has no classifier", auto="unevaluated")
-                judged = await self.classifier.judge(tool.name, tool_input)
-                if judged.allowed:
-                    return self._allowed(call)
-                auto = "fallback" if judged.fallback else "blocked" if judged.evaluated else "unevaluated"
-                if not judged.fallback:
-                    return GateDecision(False, AUTO_BLOCKED.format(tool=tool.name, reason=judged.reason),
-                                        reason=f"blocked by the auto-mode classifier: {judged.reason}", auto=auto)
-                verdict = replace(verdict, reason=f"the auto-mode classifier blocked {self.classifier.in_a_row} calls "
-                                  f"in a row ({self.classifier.total} in all), so a person decides; the latest: "
-                                  f"{judged.reason}")
+                decided = await self._classified(tool, tool_input, call, verdict)
+                if isinstance(decided, GateDecision):
+                    return decided
+                verdict, auto = decided, "fallback"  # blocks piled up: a person decides, as in other modes
             if self.approver is not None and mode != "dontAsk":
                 answer = await self.approver.approve(tool.name, tool_input, verdict.reason)
                 approval = answer if isinstance(answer, Approval) else Approval(bool(answer))
@@ -133,6 +125,22 @@ class ToolGate:
                                     "another way.", reason=f"declined by the user: {verdict.reason}")
         return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "",
                             auto=auto)
+
+    async def _classified(self, tool: Tool, tool_input: dict[str, Any], call: Call,
+                          verdict: Verdict) -> GateDecision | Verdict:
+        """Auto mode: the classifier's decision on a call the rules would ask about; after too many
+        blocks, the verdict to put to a person instead (naming why)."""
+        if self.classifier is None:
+            return GateDecision(False, AUTO_UNAVAILABLE, reason="auto mode has no classifier", auto="unevaluated")
+        judged = await self.classifier.judge(tool.name, tool_input)
+        if judged.allowed:
+            return self._allowed(call)
+        if not judged.fallback:
+            return GateDecision(False, AUTO_BLOCKED.format(tool=tool.name, reason=judged.reason),
+                                reason=f"blocked by the auto-mode classifier: {judged.reason}",
+                                auto="blocked" if judged.evaluated else "unevaluated")
+        return replace(verdict, reason=f"the auto-mode classifier blocked {self.classifier.in_a_row} calls in a row "
+                       f"({self.classifier.total} in all), so a person decides; the latest: {judged.reason}")
 
     def _approved(self, tool: Tool, given: dict[str, Any], call: Call, updated: dict[str, Any] | None) -> GateDecision:
         """An approved call; with input the approver changed, judged again for what it now
