@@ -3,6 +3,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
+# `pg_cluster` / `pg_db`: a private PostgreSQL cluster on 127.0.0.1 (tests/pgcluster.py).
+pytest_plugins = ("pgcluster",)
+
 # The loop fuzzes (test_loop_fuzz.py, test_hostile_fuzz.py) at length: `pytest
 # tests/test_loop_fuzz.py --hypothesis-profile loop-long`. A new seed each run; CI runs the same
 # tests with a fixed seed and a few examples.
