@@ -32,6 +32,7 @@ from loopwright.providers.anthropic import (
     AnthropicModel,
     map_status_error,
     parse_retry_after,
+    with_cache_breakpoints,
 )
 from loopwright.core.types import (
     BlockDelta,
@@ -387,7 +388,7 @@ async def test_headers_and_body_with_api_key() -> None:
     assert seen.headers["accept"] == "text/event-stream"
     assert seen.headers["user-agent"].startswith("loopwright/")
     assert seen.headers["anthropic-beta"] == "b1"
-    assert seen.json == REQUEST.to_api(stream=True)
+    assert seen.json == with_cache_breakpoints(REQUEST.to_api(stream=True))
     assert seen.json["stream"] is True
     assert b": " not in seen.body  # compact separators
 

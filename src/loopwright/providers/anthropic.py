@@ -108,6 +108,7 @@ class AnthropicModel:
         connect_timeout: float = 10.0,
         default_headers: Mapping[str, str] | None = None,
         endpoint: Endpoint | None = None,
+        prompt_caching: bool = True,
     ) -> None:
         self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         # where the URL came from, named when nothing answers there
@@ -130,6 +131,7 @@ class AnthropicModel:
         self._stream_headers = {**headers, "accept": "text/event-stream"}
         self._json_headers = {**headers, "accept": "application/json"}
         self._pool = LoopBoundClient(self.base_url, self._timeout)
+        self.prompt_caching = prompt_caching
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, origins: Mapping[str, str] | None = None,
@@ -146,6 +148,7 @@ class AnthropicModel:
                 )
             api_key = LOOPBACK_KEY  # an API on this machine (the simulator): no secret to send
         endpoint = endpoint_for(base_url, "ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, env, origins or {})
+        kwargs.setdefault("prompt_caching", env.get("DISABLE_PROMPT_CACHING", "").strip().lower() in ("", "0", "false"))
         return cls(api_key=api_key, auth_token=auth_token, base_url=base_url, endpoint=endpoint, **kwargs)
 
     def __repr__(self) -> str:  # never show credentials
@@ -160,7 +163,8 @@ class AnthropicModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """POST a streaming request and yield our events. Raises `ModelError` on every failure;
         closes the response however the iteration ends (finished, abandoned, cancelled)."""
-        body = encode_json(request.to_api(stream=True))
+        api_body = request.to_api(stream=True)
+        body = encode_json(with_cache_breakpoints(api_body) if self.prompt_caching else api_body)
         client = self._http()
         with map_errors(self._endpoint):
             http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
@@ -209,6 +213,39 @@ class AnthropicModel:
                 "server", "malformed count_tokens response", status=response.status_code,
                 request_id=response.headers.get("request-id"),
             ) from exc
+
+
+# ---------------------------------------------------------------- prompt caching
+EPHEMERAL = {"type": "ephemeral"}
+# Blocks the API refuses a cache_control on (an empty text block is refused too).
+_UNCACHEABLE = frozenset({"thinking", "redacted_thinking"})
+
+
+def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with two prompt-cache breakpoints, as Claude Code sends them: the end of the
+    system prompt (which caches the tools before it too) and the last block of the last message,
+    so each turn reads the prefix the turn before wrote. Nothing in `body` is changed in place; a
+    breakpoint that would land on a block the API refuses to cache is left out."""
+    out = dict(body)
+    system = out.get("system")
+    if isinstance(system, str) and system:
+        out["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    messages = out.get("messages") or []
+    if messages:
+        last = dict(messages[-1])
+        content = last.get("content")
+        if isinstance(content, str) and content:
+            last["content"] = [{"type": "text", "text": content, "cache_control": EPHEMERAL}]
+        elif isinstance(content, list) and content and _cacheable(content[-1]):
+            last["content"] = [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]
+        out["messages"] = [*messages[:-1], last]
+    return out
+
+
+def _cacheable(block: Any) -> bool:
+    if not isinstance(block, dict) or block.get("type") in _UNCACHEABLE or "cache_control" in block:
+        return False
+    return block.get("type") != "text" or bool(block.get("text"))
 
 
 def _build(

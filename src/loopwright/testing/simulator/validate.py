@@ -9,7 +9,7 @@ from typing import Any
 
 from ...core.fastclass import dataclass
 
-__all__ = ["check_request"]
+__all__ = ["cache_breakpoints", "check_request"]
 
 _TOOL_USE_MISSING = (
     "messages.{n}: `tool_use` ids were found without `tool_result` blocks immediately after: {ids}."
@@ -39,7 +39,8 @@ def check_request(body: dict[str, Any], *, count_tokens: bool = False) -> str | 
     for name in required:
         if name not in body:
             return f"{name}: Field required"
-    return _check_fields(body) or _check_messages(body["messages"]) or _check_pairing(body["messages"])
+    return (_check_fields(body) or _check_messages(body["messages"]) or _check_pairing(body["messages"])
+            or _check_cache_control(body))
 
 
 def _check_fields(body: dict[str, Any]) -> str | None:
@@ -137,4 +138,47 @@ def _check_pairing(messages: list[dict[str, Any]]) -> str | None:
         for n, m, block in turn.blocks:
             if block["type"] == "tool_result" and block["tool_use_id"] not in asked:
                 return _UNEXPECTED_RESULT.format(n=n, m=m, id=block["tool_use_id"])
+    return None
+
+
+_MAX_BREAKPOINTS = 4
+
+
+def _marked_blocks(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, block) for every tool, system block and message block that carries cache_control."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for i, tool in enumerate(body.get("tools") or []):
+        if "cache_control" in tool:
+            found.append((f"tools.{i}", tool))
+    system = body.get("system")
+    for i, block in enumerate(system if isinstance(system, list) else []):
+        if isinstance(block, dict) and "cache_control" in block:
+            found.append((f"system.{i}", block))
+    for n, message in enumerate(body["messages"]):
+        content = message["content"]
+        for m, block in enumerate(content if isinstance(content, list) else []):
+            if "cache_control" in block:
+                found.append((f"messages.{n}.content.{m}", block))
+    return found
+
+
+def cache_breakpoints(body: dict[str, Any]) -> list[str]:
+    """Where the request's prompt-cache breakpoints are, in prompt order (tools, system, messages)."""
+    return [where for where, _ in _marked_blocks(body)]
+
+
+def _check_cache_control(body: dict[str, Any]) -> str | None:
+    marked = _marked_blocks(body)
+    if len(marked) > _MAX_BREAKPOINTS:
+        return f"A maximum of {_MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {len(marked)}."
+    for where, block in marked:
+        control = block["cache_control"]
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            return f"{where}.cache_control.type: Input should be 'ephemeral'"
+        if control.get("ttl", "5m") not in ("5m", "1h"):
+            return f"{where}.cache_control.ttl: Input should be '5m' or '1h'"
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            return f"{where}.{block['type']}.cache_control: Extra inputs are not permitted"
+        if block.get("type") == "text" and not block.get("text"):
+            return f"{where}: cache_control cannot be set for empty text blocks"
     return None
