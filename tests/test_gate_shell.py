@@ -388,7 +388,8 @@ async def test_the_overrides_go_on_top_of_the_child_environment_never_alone(tmp_
     a read-only git line are added to that (the rest of the environment is there, the harness's
     credentials are not)."""
     from loopwright.core.types import Message, Response, ToolUseBlock, Usage
-    from loopwright.engine.loop import AgentLoop, LoopConfig
+    from loopwright.engine.loop import AgentLoop
+    from loopwright.engine.loopconfig import LoopConfig
     from loopwright.testing.clock import FakeClock
     from loopwright.testing.scripted import ScriptedModel
 

@@ -9,7 +9,8 @@ import pytest
 
 from loopwright.core.errors import ModelError
 from loopwright.core.events import CompactBoundary, ToolStarted
-from loopwright.engine.loop import AgentLoop, LoopConfig
+from loopwright.engine.loop import AgentLoop
+from loopwright.engine.loopconfig import LoopConfig
 from loopwright.policy.permissions import PermissionRules
 from loopwright.testing.clock import FakeClock
 from loopwright.testing.scripted import ScriptedModel, Step, text

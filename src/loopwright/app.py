@@ -15,7 +15,9 @@ from .core.errors import LoopwrightError
 from .core.events import Event, ResultEvent, RunResult, UserMessage
 from .core.fastclass import dataclass
 from .core.ids import uuid4
-from .engine.loop import AgentLoop, LoopConfig, StopHook
+from .engine.hookcalls import StopHook
+from .engine.loop import AgentLoop
+from .engine.loopconfig import LoopConfig
 from .engine.sizes import bounded_context
 from .policy.budget import Budget
 from .policy.models import DEFAULT_MODEL, resolve_model

@@ -5,8 +5,7 @@ through `emit` and never prints."""
 from __future__ import annotations
 
 import random
-from dataclasses import field, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
 import anyio
@@ -27,71 +26,25 @@ from ..core.events import (
     SystemInit,
     UserMessage,
 )
-from ..core.fastclass import dataclass
-from ..policy.rules import PermissionRules, name_hits
-from ..policy.budget import Budget, Spent, check_limits, duration_limit, spend_limit, time_left
+from ..policy.rules import name_hits
+from ..policy.budget import Spent, check_limits, duration_limit, spend_limit, time_left
 from ..policy.retry import stop_failure
-from ..policy.models import resolve_model
 from ..policy.stop import (
-    CONTINUE_AFTER_CUT, CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Next, Resend,
+    CONTINUE_AFTER_CUT, CandidateStop, Compact, Continue, Escalate, Finish, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
 from .dispatch import Batch, ToolDispatcher
-from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, HookRunner, Model, NoHooks, Tool, ToolContext, tool_spec
+from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext, tool_spec
 from .compactor import CompactionLimits, Compactor
-from .hookcalls import LoopHooks, StopHook
+from .loopconfig import FINAL_TURN, LoopConfig, caps_for
+from .hookcalls import LoopHooks
 from . import lastresort as cut
 from .sizes import bounded_context
 from .tally import Tally
-from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock, ToolUseBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate
-    from .automode import AutoClassifier
-    from .goal import GoalJudge
-
-FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
-              "summary: what you did, what is verified, and what remains to be done.")
-
-
-@dataclass
-class LoopConfig:
-    model: str
-    cwd: Path
-    session_id: str
-    system: str = ""
-    tools: Sequence[Tool] = ()
-    limits: Limits = field(default_factory=Limits)
-    budget: Budget = field(default_factory=Budget)
-    permissions: PermissionRules = field(default_factory=PermissionRules)
-    parallel_tools: int = 10
-    include_partial: bool = False
-    stop_hooks: Sequence[StopHook] = ()
-    final_turn: bool = False
-    compact_threshold: float = 0.8  # of the model's context window
-    max_failed_compactions: int = 3
-    max_compaction_refills: int = 3
-    hooks: HookRunner = field(default_factory=NoHooks)
-    goal: GoalJudge | None = None
-    background_tasks: Callable[[], list[dict[str, Any]]] = list  # running background work, for Stop
-    writable_roots: tuple[Path, ...] = ()  # besides cwd
-    approver: Approver | None = None
-    classifier: AutoClassifier | None = None  # auto mode: decides what the rules would ask about
-    transcript_path: str = ""
-    shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
-    child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
-    after_reads: Callable[[Sequence[ToolUseBlock], Sequence[ToolResultBlock]], list[str]] | None = None  # a batch adds
-    after_compact: Callable[[], list[str]] | None = None  # what opens the conversation again after compaction
-    elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
-    before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
-    crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
-    subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
-
-
-def caps_for(model: str) -> Caps:
-    info = resolve_model(model)
-    return Caps(info.default_output, info.max_output)
-
 
 class AgentLoop:
     """One prompt run. `run()` returns a `RunResult` whatever ends it; `interrupt()` aborts it
