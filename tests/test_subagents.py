@@ -413,6 +413,9 @@ def test_an_isolated_subagent_works_in_its_own_worktree_and_its_changes_stay_on_
     assert answer.startswith("MADE it") and branch.startswith("loopwright/agent-a")
     shown = subprocess.run(["git", "show", f"{branch}:seen.txt"], cwd=project, capture_output=True, text=True)
     assert shown.stdout == "the user's uncommitted draft\n"  # it started from the working tree as it was
+    # one id names the subagent everywhere: its branch, its worktree and its sidechain transcript
+    sidechains = [p.name for p in home.rglob("subagents/agent-*.jsonl")]
+    assert sidechains == [f"{branch.split('/')[1]}.jsonl"]
 
 
 def test_an_isolated_subagent_that_changes_nothing_leaves_no_worktree_or_branch(tmp_path):

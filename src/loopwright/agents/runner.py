@@ -64,16 +64,17 @@ class Subagents:
                     isolation: str | None = None) -> tuple[str, bool]:
         """The `Agent` tool's call: the subagent's answer (and whether it failed); with
         `isolation: worktree`, run in a worktree of its own whose branch the answer names."""
-        place = None
+        place, agent_id = None, new_agent_id()
         if isolation == "worktree":
             from ..workflows.worktrees import GitError  # git only for an isolated subagent
 
             try:
-                place = Isolated.make(Path(self.parent.cwd), new_agent_id())
+                place = Isolated.make(Path(self.parent.cwd), agent_id)
             except (GitError, UsageError, OSError) as exc:
                 return f"The subagent could not get a worktree of its own: {exc}", True
         try:
-            result = await self.run(agent, prompt, model, cwd=place.cwd if place is not None else None)
+            result = await self.run(agent, prompt, model, cwd=place.cwd if place is not None else None,
+                                    agent_id=agent_id)
         finally:
             kept = place.finish() if place is not None else ""  # a git failure here is the tool's error
         if result.is_error:
@@ -82,11 +83,12 @@ class Subagents:
         return (result.result or "(the subagent gave no answer)") + kept, False
 
     async def run(self, agent: AgentDef, prompt: str, model: str | None, *, output_schema: Any = None,
-                  budget: Budget | None = None, cwd: Path | None = None) -> RunResult:
+                  budget: Budget | None = None, cwd: Path | None = None, agent_id: str | None = None) -> RunResult:
         """One subagent run to its result (SubagentStart, its own loop and sidechain transcript);
         `output_schema`: its answer is structured output; `budget`: its own spending bound; `cwd`:
-        where it works, if not where its parent does. What it spent is added to the parent's."""
-        agent_id = new_agent_id()
+        where it works, if not where its parent does; `agent_id`: the id its worktree is named by, if
+        it has one. What it spent is added to the parent's."""
+        agent_id = agent_id or new_agent_id()
         sidechain = getattr(self.parent.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
         child = None
