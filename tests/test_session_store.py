@@ -262,7 +262,8 @@ async def test_resume_after_an_empty_response_replays_what_the_model_was_last_se
         sent = [r.body["messages"] for r in sim.message_requests]
     session.close()
     assert result.result == "done"
-    assert sent[1][-1]["content"][-1] == {"type": "text", "text": "remember the style guide"}
+    assert sent[1][-1]["content"][-1] == {"type": "text", "text": "remember the style guide",
+                                          "cache_control": {"type": "ephemeral"}}  # the newest block is marked
     assert all(b["type"] == "tool_result" for b in sent[2][-1]["content"])  # resent without the text
     again = open_session(store, str(tmp_path), resume=session.session_id)
     again.close()

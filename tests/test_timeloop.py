@@ -265,7 +265,7 @@ def test_cli_fixed_loop_json_has_the_loop_summary(tmp_path):
                               "cron": "*/6 * * * *", "every_seconds": 360,
                               "total_cost_usd": result["total_cost_usd"]}
     assert "7m is not a clean cron step" in out.stderr
-    assert out.requests[0]["messages"][0]["content"] in ("say hi", [{"type": "text", "text": "say hi"}])
+    assert out.requests[0]["messages"][0]["content"] == [{"type": "text", "text": "say hi", "cache_control": {"type": "ephemeral"}}]
 
 
 def test_cli_self_paced_stream_json_ends_with_the_summary(tmp_path):
