@@ -256,8 +256,8 @@ def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("prompt: hi\n", "source: expected a mapping with one key, `command:` (prints items as JSON lines) or "
-                     "`folder:` (each file an item)"),
+    ("prompt: hi\n", "source: expected a mapping with one key, `command:` (prints items as JSON lines), "
+                     "`folder:` (each file an item) or `http: true` (items POSTed to `loopwright serve`)"),
     ("source: {command: x}\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
     ("source: {command: x}\nprompt: a\ngoal: b\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
     ("source: {web: x}\nprompt: a\n", "source: expected a mapping with one key"),

@@ -111,13 +111,26 @@ async def fire(routine: Routine, found: Found, ctx: FireContext, *, dry_run: boo
     seen = {item.id for item, _ in candidates}
     for row in ledger.items(key, "interrupted"):  # gone from the source: still carried on from its session
         if row.item_id not in seen:
-            candidates.insert(0, (Item(row.item_id, {"id": row.item_id}), ""))
+            candidates.insert(0, _lost(routine, row))
     if dry_run:
         summary.would_take = tuple(i.id for i, _ in candidates if _takeable(ledger.get(key, i.id), routine))
         summary.would_take = summary.would_take[:routine.fire_max_items or None]
         return summary
     await _take_all(routine, candidates, ctx, summary)
     return summary
+
+
+def _lost(routine: Routine, row: Any) -> tuple[Item, str]:
+    """An interrupted item no longer in the source; one POSTed keeps its fields in the ledger,
+    so its text can still be filled (its run may not have begun)."""
+    import json
+
+    try:
+        fields = json.loads(row.fields) if row.fields else {}
+        fields = {**fields, "id": row.item_id} if isinstance(fields, dict) else {"id": row.item_id}
+        return Item(row.item_id, fields), fill(routine.template, fields) if row.fields else ""
+    except (ValueError, KeyError):
+        return Item(row.item_id, {"id": row.item_id}), ""
 
 
 def _takeable(row: Any, routine: Routine) -> bool:

@@ -1,5 +1,6 @@
 """A routine file (`.loopwright/routines/NAME.yaml`), checked: a trigger (`every` / `cron`), an
-item source (`command` printing JSON lines, or a `folder` of files), what to do per item (a
+item source (`command` printing JSON lines, a `folder` of files, or `http: true`: items POSTed to
+`loopwright serve`), what to do per item (a
 `prompt` or a `goal` template with `{field}` placeholders), limits, concurrency, retries and a
 `report` command. Every problem is one error naming the file, the key and what was expected."""
 
@@ -32,7 +33,7 @@ class Routine:
     path: str
     every_s: int = 0  # one of every_s / cron (0 and "": fired only by `routine run`)
     cron: str = ""
-    source_kind: str = "command"  # command | folder
+    source_kind: str = "command"  # command | folder | http
     source: str = ""
     prompt: str = ""  # a template; exactly one of prompt / goal
     goal: str = ""
@@ -113,7 +114,7 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
     if unknown:
         raise c.fail(str(unknown[0]), f"one of the keys {', '.join(_KEYS)}", given=False)
     every_s, cron = _trigger(c, data)
-    kind, source = _source(c, data.get("source"))
+    kind, source = _source(c, data.get("source"), name)
     prompt, goal = c.text(data, "prompt"), c.text(data, "goal")
     if bool(prompt) == bool(goal):
         raise c.fail("prompt", "exactly one of `prompt:` or `goal:` (a template such as \"Triage {id}\")",
@@ -166,13 +167,19 @@ def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
     return cadence(seconds).every_s, ""
 
 
-def _source(c: _Check, source: Any) -> tuple[str, str]:
-    expected = "a mapping with one key, `command:` (prints items as JSON lines) or `folder:` (each file an item)"
+def _source(c: _Check, source: Any, name: str) -> tuple[str, str]:
+    expected = ("a mapping with one key, `command:` (prints items as JSON lines), `folder:` (each file an item) "
+                "or `http: true` (items POSTed to `loopwright serve`)")
     if not isinstance(source, dict) or len(source) != 1:
         raise c.fail("source", expected, source, given=source is not None)
     (kind, value), = source.items()
-    if kind not in ("command", "folder"):
+    if kind not in ("command", "folder", "http"):
         raise c.fail("source", expected, source)
+    if kind == "http":
+        if value is not True:
+            raise c.fail("source.http", "true (items are POSTed to `loopwright serve` at /routines/NAME/items "
+                         "with the routine's token)", value)
+        return kind, f"POST /routines/{name}/items"
     if not isinstance(value, str) or not value.strip():
         raise c.fail(f"source.{kind}", "a non-empty string", value)
     return kind, value
@@ -213,6 +220,12 @@ def template_error(template: str, c: _Check, key: str) -> None:
         if field is not None and (not field.isidentifier() or spec or conversion):
             raise c.fail(key, "placeholders that are plain field names such as {id} or {title}",
                          "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+
+
+def placeholders(template: str) -> list[str]:
+    """The field names a (checked) template fills in, in order, each once."""
+    names = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+    return list(dict.fromkeys(names))
 
 
 def fill(template: str, item: Mapping[str, Any]) -> str:
