@@ -52,6 +52,7 @@ class FireSummary:
     failed: int = 0
     interrupted: int = 0
     skipped: int = 0  # malformed, or a field the template needs was missing
+    already_done: int = 0  # found again, done by an earlier fire: not run again
     spend: float = 0.0
     left: int = 0  # would run, but the fire's limits stopped it (taken by a later fire)
     would_take: tuple[str, ...] = ()  # --dry-run
@@ -59,6 +60,7 @@ class FireSummary:
 
     def line(self, name: str) -> str:
         return (f"routine {name}: {self.found} found, {self.taken} taken, {self.done} done, {self.failed} failed"
+                + (f", {self.already_done} already done" if self.already_done else "")
                 + (f", {self.interrupted} interrupted" if self.interrupted else "")
                 + (f", {self.skipped} skipped" if self.skipped else "")
                 + (f", {self.left} left for a later fire" if self.left else "") + f", spend ${self.spend:.4f}")
@@ -173,8 +175,12 @@ async def _take_all(routine: Routine, candidates: list[tuple[Item, str]], ctx: F
 async def _take(routine: Routine, item: Item, text: str, ctx: FireContext, summary: FireSummary) -> None:
     claim = ctx.ledger.claim(ctx.key, item.id, owner=ctx.owner, session_id=ctx.new_session_id(), now=ctx.now(),
                              retry_failed=routine.retry_failed)
-    if claim is None:
-        return  # done, given up, skipped, or another process has it
+    if claim is None:  # done, given up, skipped, or another process has it
+        row = ctx.ledger.get(ctx.key, item.id)
+        if row is not None and row.status == "done":
+            summary.already_done += 1
+            ctx.say(f"{item.id}: already done (session {row.session_id}); not run again")
+        return
     session_id, resume = claim
     summary.taken += 1
     budget = routine.max_budget_usd

@@ -18,7 +18,7 @@ _DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
 _MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 _KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
          "limits", "concurrency", "retry_failed", "report", "sandbox", "model",
-         "skill", "attempts")
+         "skill", "attempts", "attempt_instructions")
 _ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
 _FIRE_LIMITS = ("max_items", "max_budget_usd")
 
@@ -53,6 +53,7 @@ class Routine:
     report: str = ""
     attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
     skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
+    attempt_instructions: str = ""  # a file of one variation per line, as --attempt-instructions
 
     @property
     def template(self) -> str:
@@ -137,7 +138,8 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,
                    retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
-                   skill=skill.removeprefix("/"), attempts=_attempts(c, data))
+                   skill=skill.removeprefix("/"), attempts=_attempts(c, data),
+                   attempt_instructions=_instructions(c, data))
 
 
 def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
@@ -145,6 +147,14 @@ def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
     if n > 8:
         raise c.fail("attempts", "a whole number from 1 to 8", n)
     return n
+
+
+def _instructions(c: _Check, data: Mapping[str, Any]) -> str:
+    path = c.text(data, "attempt_instructions")
+    if path and (c.whole(data, "attempts", "") or 0) < 2:
+        raise c.fail("attempt_instructions", "`attempts:` of 2 or more (the variations are per attempt)",
+                     given=False)
+    return path
 
 
 def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
