@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -118,6 +120,9 @@ def test_a_new_token_replaces_the_old_one_and_the_launch_token_is_not_a_routines
     assert post(server, "inbox", {"id": "a", "title": "t"}, fresh).status_code == 202
     assert post(server, "inbox", {"id": "b", "title": "t"}, fresh, headers={"origin": "https://evil.example"}
                 ).status_code == 403  # a browser page elsewhere cannot post, even holding the token
+    project(tmp_path, "unseen", INBOX)  # no command has seen it yet: it has no token
+    unseen = post(server, "unseen", {"id": "a", "title": "t"}, fresh)
+    assert unseen.status_code == 401 and "`loopwright routine show unseen` makes one" in unseen.json()["error"]
     other = cli(["routine", "token", "folder"], tmp_path)
     assert other.returncode == 2 and "only a routine with `source: {http: true}` has a token" in other.stderr
 
@@ -186,3 +191,21 @@ def test_an_old_ledger_takes_posted_items_through_serve_and_a_fire(tmp_path):
     with Simulator([{"text": "n1 done"}]) as sim:
         fired = cli(["routine", "run", "inbox", "--once"], tmp_path, sim)
     assert "routine inbox: 1 found, 1 taken, 1 done, 0 failed" in fired.stdout, fired.stderr
+
+
+def test_serve_all_finds_a_routine_by_name_unless_two_projects_share_it(tmp_path):
+    project(tmp_path, "inbox", INBOX)
+    token = token_of(tmp_path, "inbox")
+    server = Server(env_for(tmp_path), tmp_path, "--all")  # started outside the project
+    try:
+        assert post(server, "inbox", {"id": "a1", "title": "t"}, token).status_code == 202
+        second = tmp_path / "second"
+        (second / ".loopwright" / "routines").mkdir(parents=True)
+        (second / ".loopwright" / "routines" / "inbox.yaml").write_text(INBOX)
+        shown = subprocess.run([sys.executable, "-m", "loopwright", "routine", "show", "inbox"], cwd=second,
+                               env=env_for(tmp_path), capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        both = post(server, "inbox", {"id": "a2", "title": "t"}, token)
+        assert both.status_code == 409 and "several projects have an `http:` routine 'inbox'" in both.json()["error"]
+    finally:
+        server.stop()
