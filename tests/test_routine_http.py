@@ -6,9 +6,12 @@ before items had fields, opened by this one."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -209,3 +212,32 @@ def test_serve_all_finds_a_routine_by_name_unless_two_projects_share_it(tmp_path
         assert both.status_code == 409 and "several projects have an `http:` routine 'inbox'" in both.json()["error"]
     finally:
         server.stop()
+
+
+def test_a_posted_item_whose_fire_was_killed_is_resumed_from_its_session(tmp_path, served):
+    server, token = served
+    root = tmp_path / "project"
+    assert post(server, "inbox", {"id": "k1", "title": "slow one"}, token).status_code == 202
+    first = [{"tool_use": {"name": "Bash", "input": {"command": "echo a >> marks.txt"}}},
+             {"tool_use": {"name": "Bash", "input": {"command": "echo b >> marks.txt; echo $$ > tool.pid; sleep 30"}}}]
+    with open(root / ".loopwright" / "routines" / "inbox.yaml", "a") as f:
+        f.write("allowed_tools: [Bash]\n")
+    with Simulator(first) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "inbox", "--once"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+    assert items(tmp_path, "inbox")["k1"]["status"] == "running"
+    with Simulator([{"text": "checked: both steps ran; finished"}]) as sim:
+        second = cli(["routine", "run", "inbox", "--once"], tmp_path, sim)
+        sent = json.dumps(sim.message_requests[0].body["messages"])
+    assert "k1: its process died mid-run; resuming its session" in second.stderr, second.stderr
+    assert "1 taken, 1 done, 0 failed" in second.stdout
+    assert (root / "marks.txt").read_text() == "a\nb\n"  # every Bash call ran exactly once
+    assert "Handle report k1: slow one" in sent and "This run was interrupted" in sent
+    assert items(tmp_path, "inbox")["k1"]["status"] == "done"
