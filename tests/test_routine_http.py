@@ -135,6 +135,9 @@ def test_the_token_is_kept_in_the_store_not_in_the_routine_file(tmp_path):
     token = token_of(tmp_path, "inbox")
     assert token == token_of(tmp_path, "inbox") and len(token) >= 40  # made once, then kept
     assert token not in (root / ".loopwright" / "routines" / "inbox.yaml").read_text()
+    assert cli(["routine", "rm", "inbox"], tmp_path).returncode == 0
+    project(tmp_path, "inbox", INBOX)  # made again: a new token, the old one gone with the file
+    assert token_of(tmp_path, "inbox") != token
     bad = project(tmp_path, "bad", "source: {http: yes please}\nprompt: x\n")
     out = cli(["routine", "show", "bad"], tmp_path)
     assert out.returncode == 2 and f"{bad / '.loopwright' / 'routines' / 'bad.yaml'}: source.http: expected true" \

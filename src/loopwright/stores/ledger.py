@@ -100,6 +100,9 @@ class SqliteLedger:
                         "DO UPDATE SET token = excluded.token, created = excluded.created", (routine, token, time.time()))
         return token
 
+    def drop_token(self, routine: str) -> None:
+        self.db.execute("DELETE FROM routine_tokens WHERE key = ?", (routine,))
+
     def token_keys(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT key FROM routine_tokens ORDER BY key").fetchall()]
 

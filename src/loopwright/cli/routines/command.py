@@ -114,6 +114,7 @@ def run_routine(args: list[str]) -> int:
         else:
             Path(routine.path).unlink()
             store.unregister(ledger_key(routine))
+            store.drop_token(ledger_key(routine))  # a routine made again at that path gets a new one
             print(f"loopwright: removed {routine.path}; its ledger stays", file=sys.stderr)
     finally:
         store.close()
