@@ -5,6 +5,7 @@ process left `running` when it died is resumed from its session, not started aga
 
 from __future__ import annotations
 
+import json
 from typing import Any, Awaitable, Callable, Mapping
 
 import anyio
@@ -125,8 +126,6 @@ async def fire(routine: Routine, found: Found, ctx: FireContext, *, dry_run: boo
 def _lost(routine: Routine, row: Any) -> tuple[Item, str]:
     """An interrupted item no longer in the source; one POSTed keeps its fields in the ledger,
     so its text can still be filled (its run may not have begun)."""
-    import json
-
     try:
         fields = json.loads(row.fields) if row.fields else {}
         fields = {**fields, "id": row.item_id} if isinstance(fields, dict) else {"id": row.item_id}

@@ -1,8 +1,8 @@
 """A routine file (`.loopwright/routines/NAME.yaml`), checked: a trigger (`every` / `cron`), an
 item source (`command` printing JSON lines, a `folder` of files, or `http: true`: items POSTed to
-`loopwright serve`), what to do per item (a
-`prompt` or a `goal` template with `{field}` placeholders), limits, concurrency, retries and a
-`report` command. Every problem is one error naming the file, the key and what was expected."""
+`loopwright serve`), what to do per item (a `prompt` or a `goal` template with `{field}`
+placeholders), limits, concurrency, retries and a `report` command. Every problem is one error
+naming the file, the key and what was expected."""
 
 from __future__ import annotations
 
