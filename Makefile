@@ -13,9 +13,12 @@ $(VENV)/.installed: $(VENV)/.base
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: demo test bench clean
+.PHONY: demo demo-routine test bench clean
 demo: $(VENV)/.base
 	$(VENV)/bin/loopwright demo
+
+demo-routine: $(VENV)/.base
+	$(VENV)/bin/loopwright demo routine
 
 test: $(VENV)/.installed
 	$(PY) -m pytest

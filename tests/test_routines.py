@@ -66,7 +66,7 @@ def test_command_items_run_once_across_two_fires(tmp_path):
         requests = len(sim.message_requests)
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert "routine triage: 2 found, 2 taken, 2 done, 0 failed, spend $" in first.stdout
-    assert "routine triage: 2 found, 0 taken, 0 done, 0 failed, spend $0.0000" in second.stdout
+    assert "routine triage: 2 found, 0 taken, 0 done, 0 failed, 2 already done, spend $0.0000" in second.stdout
     assert requests == 3 and (root / "marks.txt").read_text() == "r1\n"
     ledger = items(tmp_path, "triage")
     assert {k: (v["status"], v["tries"]) for k, v in ledger.items()} == {"r1": ("done", 1), "2": ("done", 1)}
@@ -256,8 +256,8 @@ def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("prompt: hi\n", "source: expected a mapping with one key, `command:` (prints items as JSON lines) or "
-                     "`folder:` (each file an item)"),
+    ("prompt: hi\n", "source: expected a mapping with one key, `command:` (prints items as JSON lines), "
+                     "`folder:` (each file an item) or `http: true` (items POSTed to `loopwright serve`)"),
     ("source: {command: x}\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
     ("source: {command: x}\nprompt: a\ngoal: b\n", "prompt: expected exactly one of `prompt:` or `goal:`"),
     ("source: {web: x}\nprompt: a\n", "source: expected a mapping with one key"),
@@ -276,6 +276,9 @@ def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
     ("source: [x\n", "not YAML"),
     ("source: {command: x}\nprompt: a\nattempts: 9\n", "attempts: expected a whole number from 1 to 8, got 9"),
     ("source: {command: x}\nprompt: a\nskill: 'fix bug'\n", "skill: expected a skill's name such as fix-bug"),
+    ("source: {command: x}\nprompt: a\nattempt_instructions: ways.txt\n",
+     "attempt_instructions: expected `attempts:` of 2 or more"),
+    ("source: {http: 1}\nprompt: a\n", "source.http: expected true (items are POSTed to `loopwright serve`"),
 ])
 def test_a_bad_routine_file_is_one_error_naming_the_file_and_key(tmp_path, text, needle):
     root = project(tmp_path, "bad", text)

@@ -66,7 +66,7 @@ def run_attempts(opts: Options, prompt: str) -> int:
     result = asyncio.run(attempts_run(opts, prompt, load_cli_settings(opts)))
     print_result(result, opts.output_format)
     if opts.output_format == "text":
-        _table(result.attempts or {})
+        print_table(result.attempts or {})
     return result.exit_code
 
 
@@ -278,12 +278,15 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
 def _why_not(a: Attempt, aborted: bool) -> str:
     if aborted:
         return "the attempts were interrupted"
+    why = []  # every reason: an attempt that cheated and then stalled is out for both
     if a.result is None or a.result.is_error:
-        return f"its loop ended in error ({a.result.terminal_reason if a.result else 'not run'})"
+        why.append(f"its loop ended in error ({a.result.terminal_reason if a.result else 'not run'})")
     if a.protected_changed:
-        return "it changed protected files: " + ", ".join(a.protected_changed)
+        why.append("it changed protected files: " + ", ".join(a.protected_changed))
     failed = [c.command for c in a.checks if c.exit_code != 0]
-    return "its checks failed: " + ", ".join(failed) if failed else ""
+    if failed:
+        why.append("its checks failed: " + ", ".join(failed))
+    return "; ".join(why)
 
 
 def _checks_text(a: Attempt) -> str:
@@ -326,7 +329,7 @@ def _combined(attempts: list[Attempt], winner: Attempt | None, why: str, summary
                                structured_output=None)
 
 
-def _table(summary: dict[str, Any]) -> None:
+def print_table(summary: dict[str, Any]) -> None:
     for row in summary.get("attempts", []):
         mark = "winner" if row["attempt"] == summary.get("winner") else ("eligible" if row["eligible"] else "out")
         checks = ", ".join(("pass " if c["passed"] else "FAIL ") + c["command"] for c in row["checks"]) or "no checks"

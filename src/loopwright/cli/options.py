@@ -117,9 +117,9 @@ def parser() -> Any:
 
     p = Parser(prog="loopwright", description="Loop engineering for AI agents: an agent loop that never "
                "stops silently, never runs away, and proves it is done.",
-               epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
+               epilog="Subcommands: `loopwright demo [routine]` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
-               "`loopwright routine list|show|run|items|add|pause|resume|rm`, "
+               "`loopwright routine list|show|run|items|add|pause|resume|rm|token`, "
                "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright rewind`, "
                "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`, "
                "`loopwright workflow run|list`; each takes --help.")

@@ -12,8 +12,15 @@ def run(name: str, args: list[str]) -> int:
         from .parsing import Parser
 
         parser = Parser(prog="loopwright demo", description="Run a scripted agent on a generated project, offline.")
-        parser.add_argument("--dir", type=Path, default=None, help="Create the sample project here (kept).")
+        parser.add_argument("which", nargs="?", choices=["goal", "routine"], default="goal",
+                            help="goal (the default): a verified goal loop; routine: the bug-report routine")
+        parser.add_argument("--dir", type=Path, default=None, help="Create the sample project here (kept; the routine demo "
+                            "puts it in DIR/project, beside its own home and temporary folder).")
         opts = parser.parse_args(args)
+        if opts.which == "routine":
+            from .demoroutine import run as run_routine_demo
+
+            return run_routine_demo(keep=opts.dir)
         from .demo import run as run_demo
 
         return run_demo(keep=opts.dir)

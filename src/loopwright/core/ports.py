@@ -283,6 +283,7 @@ class LedgerItem:
     started: float | None = None
     ended: float | None = None
     owner: str = ""
+    fields: str = ""  # an item POSTed to `loopwright serve`: its fields, as JSON ("" for other sources)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ process left `running` when it died is resumed from its session, not started aga
 
 from __future__ import annotations
 
+import json
 from typing import Any, Awaitable, Callable, Mapping
 
 import anyio
@@ -52,6 +53,7 @@ class FireSummary:
     failed: int = 0
     interrupted: int = 0
     skipped: int = 0  # malformed, or a field the template needs was missing
+    already_done: int = 0  # found again, done by an earlier fire: not run again
     spend: float = 0.0
     left: int = 0  # would run, but the fire's limits stopped it (taken by a later fire)
     would_take: tuple[str, ...] = ()  # --dry-run
@@ -59,6 +61,7 @@ class FireSummary:
 
     def line(self, name: str) -> str:
         return (f"routine {name}: {self.found} found, {self.taken} taken, {self.done} done, {self.failed} failed"
+                + (f", {self.already_done} already done" if self.already_done else "")
                 + (f", {self.interrupted} interrupted" if self.interrupted else "")
                 + (f", {self.skipped} skipped" if self.skipped else "")
                 + (f", {self.left} left for a later fire" if self.left else "") + f", spend ${self.spend:.4f}")
@@ -111,13 +114,24 @@ async def fire(routine: Routine, found: Found, ctx: FireContext, *, dry_run: boo
     seen = {item.id for item, _ in candidates}
     for row in ledger.items(key, "interrupted"):  # gone from the source: still carried on from its session
         if row.item_id not in seen:
-            candidates.insert(0, (Item(row.item_id, {"id": row.item_id}), ""))
+            candidates.insert(0, _lost(routine, row))
     if dry_run:
         summary.would_take = tuple(i.id for i, _ in candidates if _takeable(ledger.get(key, i.id), routine))
         summary.would_take = summary.would_take[:routine.fire_max_items or None]
         return summary
     await _take_all(routine, candidates, ctx, summary)
     return summary
+
+
+def _lost(routine: Routine, row: Any) -> tuple[Item, str]:
+    """An interrupted item no longer in the source; one POSTed keeps its fields in the ledger,
+    so its text can still be filled (its run may not have begun)."""
+    try:
+        fields = json.loads(row.fields) if row.fields else {}
+        fields = {**fields, "id": row.item_id} if isinstance(fields, dict) else {"id": row.item_id}
+        return Item(row.item_id, fields), fill(routine.template, fields) if row.fields else ""
+    except (ValueError, KeyError):
+        return Item(row.item_id, {"id": row.item_id}), ""
 
 
 def _takeable(row: Any, routine: Routine) -> bool:
@@ -160,8 +174,12 @@ async def _take_all(routine: Routine, candidates: list[tuple[Item, str]], ctx: F
 async def _take(routine: Routine, item: Item, text: str, ctx: FireContext, summary: FireSummary) -> None:
     claim = ctx.ledger.claim(ctx.key, item.id, owner=ctx.owner, session_id=ctx.new_session_id(), now=ctx.now(),
                              retry_failed=routine.retry_failed)
-    if claim is None:
-        return  # done, given up, skipped, or another process has it
+    if claim is None:  # done, given up, skipped, or another process has it
+        row = ctx.ledger.get(ctx.key, item.id)
+        if row is not None and row.status == "done":
+            summary.already_done += 1
+            ctx.say(f"{item.id}: already done (session {row.session_id}); not run again")
+        return
     session_id, resume = claim
     summary.taken += 1
     budget = routine.max_budget_usd

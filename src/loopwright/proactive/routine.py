@@ -1,7 +1,8 @@
 """A routine file (`.loopwright/routines/NAME.yaml`), checked: a trigger (`every` / `cron`), an
-item source (`command` printing JSON lines, or a `folder` of files), what to do per item (a
-`prompt` or a `goal` template with `{field}` placeholders), limits, concurrency, retries and a
-`report` command. Every problem is one error naming the file, the key and what was expected."""
+item source (`command` printing JSON lines, a `folder` of files, or `http: true`: items POSTed to
+`loopwright serve`), what to do per item (a `prompt` or a `goal` template with `{field}`
+placeholders), limits, concurrency, retries and a `report` command. Every problem is one error
+naming the file, the key and what was expected."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ _DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
 _MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 _KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
          "limits", "concurrency", "retry_failed", "report", "sandbox", "model",
-         "skill", "attempts")
+         "skill", "attempts", "attempt_instructions")
 _ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
 _FIRE_LIMITS = ("max_items", "max_budget_usd")
 
@@ -32,7 +33,7 @@ class Routine:
     path: str
     every_s: int = 0  # one of every_s / cron (0 and "": fired only by `routine run`)
     cron: str = ""
-    source_kind: str = "command"  # command | folder
+    source_kind: str = "command"  # command | folder | http
     source: str = ""
     prompt: str = ""  # a template; exactly one of prompt / goal
     goal: str = ""
@@ -52,6 +53,7 @@ class Routine:
     report: str = ""
     attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
     skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
+    attempt_instructions: str = ""  # a file of one variation per line, as --attempt-instructions
 
     @property
     def template(self) -> str:
@@ -113,7 +115,7 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
     if unknown:
         raise c.fail(str(unknown[0]), f"one of the keys {', '.join(_KEYS)}", given=False)
     every_s, cron = _trigger(c, data)
-    kind, source = _source(c, data.get("source"))
+    kind, source = _source(c, data.get("source"), name)
     prompt, goal = c.text(data, "prompt"), c.text(data, "goal")
     if bool(prompt) == bool(goal):
         raise c.fail("prompt", "exactly one of `prompt:` or `goal:` (a template such as \"Triage {id}\")",
@@ -136,7 +138,8 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,
                    retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
-                   skill=skill.removeprefix("/"), attempts=_attempts(c, data))
+                   skill=skill.removeprefix("/"), attempts=_attempts(c, data),
+                   attempt_instructions=_instructions(c, data))
 
 
 def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
@@ -144,6 +147,14 @@ def _attempts(c: _Check, data: Mapping[str, Any]) -> int:
     if n > 8:
         raise c.fail("attempts", "a whole number from 1 to 8", n)
     return n
+
+
+def _instructions(c: _Check, data: Mapping[str, Any]) -> str:
+    path = c.text(data, "attempt_instructions")
+    if path and (c.whole(data, "attempts", "") or 0) < 2:
+        raise c.fail("attempt_instructions", "`attempts:` of 2 or more (the variations are per attempt)",
+                     given=False)
+    return path
 
 
 def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
@@ -166,13 +177,19 @@ def _trigger(c: _Check, data: Mapping[str, Any]) -> tuple[int, str]:
     return cadence(seconds).every_s, ""
 
 
-def _source(c: _Check, source: Any) -> tuple[str, str]:
-    expected = "a mapping with one key, `command:` (prints items as JSON lines) or `folder:` (each file an item)"
+def _source(c: _Check, source: Any, name: str) -> tuple[str, str]:
+    expected = ("a mapping with one key, `command:` (prints items as JSON lines), `folder:` (each file an item) "
+                "or `http: true` (items POSTed to `loopwright serve`)")
     if not isinstance(source, dict) or len(source) != 1:
         raise c.fail("source", expected, source, given=source is not None)
     (kind, value), = source.items()
-    if kind not in ("command", "folder"):
+    if kind not in ("command", "folder", "http"):
         raise c.fail("source", expected, source)
+    if kind == "http":
+        if value is not True:
+            raise c.fail("source.http", "true (items are POSTed to `loopwright serve` at /routines/NAME/items "
+                         "with the routine's token)", value)
+        return kind, f"POST /routines/{name}/items"
     if not isinstance(value, str) or not value.strip():
         raise c.fail(f"source.{kind}", "a non-empty string", value)
     return kind, value
@@ -213,6 +230,12 @@ def template_error(template: str, c: _Check, key: str) -> None:
         if field is not None and (not field.isidentifier() or spec or conversion):
             raise c.fail(key, "placeholders that are plain field names such as {id} or {title}",
                          "{" + field + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+
+
+def placeholders(template: str) -> list[str]:
+    """The field names a (checked) template fills in, in order, each once."""
+    names = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+    return list(dict.fromkeys(names))
 
 
 def fill(template: str, item: Mapping[str, Any]) -> str:

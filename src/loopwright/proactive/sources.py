@@ -1,6 +1,7 @@
 """Where a routine's items come from: a `command` that prints one JSON object a line (`id`
-required, any other fields), or a `folder` whose files are the items (the id is the path and a
-hash of the content, so a changed file is a new item). Lines that are not items are kept with
+required, any other fields), a `folder` whose files are the items (the id is the path and a
+hash of the content, so a changed file is a new item), or the ledger itself (`http`: items
+POSTed to `loopwright serve`, waiting as pending with their fields). Lines that are not items are kept with
 the reason, to be recorded as skipped; the rest run. And the `report` command, fed an outcome.
 Both commands run in the project's folder without loopwright's own keys (as tools do)."""
 
@@ -16,6 +17,7 @@ import anyio
 
 from ..core.environ import child_env
 from ..core.fastclass import dataclass
+from ..core.ports import Ledger
 
 SOURCE_TIMEOUT_S = 300.0
 REPORT_TIMEOUT_S = 60.0
@@ -105,6 +107,20 @@ def folder_items(folder: str, cwd: str) -> Found:
         digest = _digest(data)
         items.append(Item(f"{shown}#{digest}", {"id": f"{shown}#{digest}", "path": shown, "name": path.name,
                                                   "content": content, "hash": digest}))
+    return Found(tuple(items))
+
+
+def queued_items(ledger: Ledger, key: str, retry_failed: int) -> Found:
+    """The items POSTed for the routine that are still to run: pending, interrupted, or failed
+    with retries left, each with the fields it was POSTed with."""
+    items = []
+    for row in ledger.items(key):
+        if row.status in ("pending", "interrupted") or (row.status == "failed" and row.tries <= retry_failed):
+            try:
+                fields = json.loads(row.fields) if row.fields else {}
+            except ValueError:
+                fields = {}
+            items.append(Item(row.item_id, {**(fields if isinstance(fields, dict) else {}), "id": row.item_id}))
     return Found(tuple(items))
 
 

@@ -1,9 +1,13 @@
 """The routine ledger, beside the schedules in `<LOOPWRIGHT_HOME>/schedules.db`: one row per
 (routine, item id). A claim is one UPDATE whose WHERE names the statuses that may be taken, so
-two processes never take the same item; a `done` item is never taken again."""
+two processes never take the same item; a `done` item is never taken again. Items POSTed to
+`loopwright serve` wait here as `pending` with their fields (JSON); each `http:` routine has a
+token of its own, made the first time it is seen."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -15,14 +19,15 @@ CREATE TABLE IF NOT EXISTS routine_items (
     routine TEXT NOT NULL, item_id TEXT NOT NULL, status TEXT NOT NULL, tries INTEGER NOT NULL DEFAULT 0,
     session_id TEXT NOT NULL DEFAULT '', cost_usd REAL NOT NULL DEFAULT 0, outcome TEXT NOT NULL DEFAULT '',
     created REAL NOT NULL, started REAL, ended REAL, owner TEXT NOT NULL DEFAULT '',
-    resumed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (routine, item_id)
+    resumed INTEGER NOT NULL DEFAULT 0, fields TEXT NOT NULL DEFAULT '', PRIMARY KEY (routine, item_id)
 );
 CREATE TABLE IF NOT EXISTS routines (
     key TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', cwd TEXT NOT NULL DEFAULT '',
     every_s INTEGER NOT NULL DEFAULT 0, cron TEXT NOT NULL DEFAULT '', paused INTEGER NOT NULL DEFAULT 0, next_at REAL
 );
+CREATE TABLE IF NOT EXISTS routine_tokens (key TEXT PRIMARY KEY, token TEXT NOT NULL, created REAL NOT NULL);
 """
-_COLUMNS = "routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner"
+_COLUMNS = "routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner, fields"
 STATUSES = ("pending", "running", "done", "failed", "skipped", "interrupted")
 
 
@@ -31,6 +36,13 @@ class SqliteLedger:
         self.path = Path(path)
         self.db = connect(self.path)
         self.db.executescript(_SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(routine_items)")}
+        if "fields" not in columns:  # a ledger made before items could be POSTed
+            try:
+                self.db.execute("ALTER TABLE routine_items ADD COLUMN fields TEXT NOT NULL DEFAULT ''")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
     def close(self) -> None:
         self.db.close()
@@ -46,6 +58,53 @@ class SqliteLedger:
                         "VALUES (?, ?, 'skipped', ?, ?, ?)", (routine, item_id, reason, now, now))
         self.db.execute("UPDATE routine_items SET status = 'skipped', outcome = ?, ended = ? "
                         "WHERE routine = ? AND item_id = ? AND status = 'pending'", (reason, now, routine, item_id))
+
+    def queue(self, routine: str, items: list[tuple[str, str]], now: float) -> dict[str, str]:
+        """Record POSTed items (id, fields as JSON) as pending, in one transaction; for each id,
+        `queued`, or the status it already had (a done item is not queued again)."""
+        answer: dict[str, str] = {}
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            for item_id, fields in items:
+                added = self.db.execute("INSERT OR IGNORE INTO routine_items (routine, item_id, status, created, "
+                                        "fields) VALUES (?, ?, 'pending', ?, ?)",
+                                        (routine, item_id, now, fields)).rowcount
+                if added:
+                    answer[item_id] = "queued"
+                else:
+                    row = self.db.execute("SELECT status FROM routine_items WHERE routine = ? AND item_id = ?",
+                                          (routine, item_id)).fetchone()
+                    answer[item_id] = row[0]
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return answer
+
+    def token(self, routine: str, *, make: bool = False) -> str | None:
+        """The routine's token for POSTing items; with `make`, one is made the first time."""
+        if make:
+            import secrets
+
+            self.db.execute("INSERT OR IGNORE INTO routine_tokens (key, token, created) VALUES (?, ?, ?)",
+                            (routine, secrets.token_urlsafe(32), time.time()))
+        row = self.db.execute("SELECT token FROM routine_tokens WHERE key = ?", (routine,)).fetchone()
+        return row[0] if row else None
+
+    def new_token(self, routine: str) -> str:
+        """A new token for the routine; the old one stops working at once."""
+        import secrets
+
+        token = secrets.token_urlsafe(32)
+        self.db.execute("INSERT INTO routine_tokens (key, token, created) VALUES (?, ?, ?) ON CONFLICT (key) "
+                        "DO UPDATE SET token = excluded.token, created = excluded.created", (routine, token, time.time()))
+        return token
+
+    def drop_token(self, routine: str) -> None:
+        self.db.execute("DELETE FROM routine_tokens WHERE key = ?", (routine,))
+
+    def token_keys(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT key FROM routine_tokens ORDER BY key").fetchall()]
 
     def get(self, routine: str, item_id: str) -> LedgerItem | None:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM routine_items WHERE routine = ? AND item_id = ?",

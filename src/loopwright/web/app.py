@@ -30,6 +30,7 @@ HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options
            (b"referrer-policy", b"same-origin"), (b"x-frame-options", b"DENY"), (b"cache-control", b"no-store")]
 STATIC = {"style.css": "text/css; charset=utf-8", "live.js": "text/javascript; charset=utf-8"}
 COOKIE = "loopwright_token"
+ITEMS = re.compile(r"/routines/[^/]+/items")  # checks a routine's own token, not the launch token
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 POLL_S = 0.25
 LIST_POLL_S = 1.0  # the list's rows are rendered again this often while a page follows them
@@ -75,9 +76,17 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
     async def act(request: Request) -> Response:
         return await _act(request, config)
 
+    async def items(request: Request) -> Response:  # its own token: the routine's (web/items.py)
+        from .items import post_items
+
+        if not same_origin(request):
+            return PlainTextResponse("forbidden: a cross-site request", 403)
+        return await post_items(request, config.root, config.cwd)
+
     routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
               Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
+              Route("/routines/{name}/items", items, methods=["POST"]),
               Route("/routines/{sid}/{action}", act, methods=["POST"]),
               Route("/cost", lambda request: HTMLResponse(cost_page(index))), Route("/static/{name}", _static)]
     app = Starlette(routes=routes)
@@ -264,8 +273,8 @@ class Guard:
     def _refusal(self, request: Request) -> Response | None:
         if self.config.local and request.headers.get("host", "") not in self.hosts:
             return PlainTextResponse("forbidden: unknown Host (this server answers only on loopback)", 403)
-        if not self.config.local and not (has_token(request, self.config.token) or _valid(
-                request.query_params.get("token"), self.config.token) or _valid(
+        if not self.config.local and not (ITEMS.fullmatch(request.url.path) or has_token(
+                request, self.config.token) or _valid(request.query_params.get("token"), self.config.token) or _valid(
                 request.headers.get("x-loopwright-token"), self.config.token)):
             return PlainTextResponse("forbidden: open the address with ?token=… that loopwright serve printed", 403)
         return None

@@ -82,6 +82,9 @@ def run_routine(args: list[str]) -> int:
     add = sub.add_parser("add", help="Have `loopwright scheduler` fire it on its `every:` or `cron:`.")
     add.add_argument("name")
     add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
+    token = sub.add_parser("token", help="An `http:` routine's token for POSTing items (with --new: a new one).")
+    token.add_argument("name")
+    token.add_argument("--new", action="store_true", help="Replace the token; the old one stops working at once.")
     for name, what in (("pause", "The scheduler stops firing it."), ("resume", "Fire it again."),
                        ("rm", "Delete its file (its ledger stays).")):
         sub.add_parser(name, help=what).add_argument("name")
@@ -92,6 +95,10 @@ def run_routine(args: list[str]) -> int:
     routine = find_routine(opts.name, cwd)
     store = ledger()
     try:
+        if routine.source_kind == "http":  # its token is made the first time it is seen
+            store.token(ledger_key(routine), make=True)
+        if opts.action == "token":
+            return _token(routine, store, opts.new)
         if opts.action == "run":
             from .fire import fire_routine
 
@@ -107,6 +114,7 @@ def run_routine(args: list[str]) -> int:
         else:
             Path(routine.path).unlink()
             store.unregister(ledger_key(routine))
+            store.drop_token(ledger_key(routine))  # a routine made again at that path gets a new one
             print(f"loopwright: removed {routine.path}; its ledger stays", file=sys.stderr)
     finally:
         store.close()
@@ -126,6 +134,16 @@ def _add(routine: Any, store: Any, now: bool) -> None:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
     print(visible(f"loopwright: routine {routine.name} ({trigger_of(routine)}) fires next at {when}; routines "
                   "fire only while `loopwright scheduler` runs"), file=sys.stderr)
+
+
+def _token(routine: Any, store: Any, new: bool) -> int:
+    if routine.source_kind != "http":
+        raise UsageError(f"routine token: {routine.path} takes its items from its `{routine.source_kind}:` source; "
+                         "only a routine with `source: {http: true}` has a token")
+    print(store.new_token(ledger_key(routine)) if new else store.token(ledger_key(routine)))
+    if new:
+        print(f"loopwright: routine {routine.name} has a new token; the old one no longer works", file=sys.stderr)
+    return 0
 
 
 def trigger_of(routine: Any) -> str:
@@ -178,6 +196,14 @@ def _show(routine: Any, store: Any) -> None:
                  f"concurrency {r.concurrency}; retry_failed {r.retry_failed}")
     if r.report:
         lines.append(f"report: {r.report}")
+    if r.source_kind == "http":
+        from ...proactive.routine import placeholders
+
+        example = json.dumps({f: "…" for f in ["id", *placeholders(r.template)]}, ensure_ascii=False)
+        lines += [f"token: {store.token(ledger_key(r))}",
+                  f"post items: curl -H 'Authorization: Bearer <token>' -H 'Content-Type: application/json' "
+                  f"-d '{example}' http://127.0.0.1:PORT/routines/{r.name}/items  "
+                  "(to `loopwright serve` run in this folder)"]
     counts: dict[str, int] = {}
     for item in store.items(ledger_key(r)):
         counts[item.status] = counts.get(item.status, 0) + 1
@@ -192,11 +218,19 @@ def _show(routine: Any, store: Any) -> None:
     print(visible("\n".join(lines)))
 
 
+def _fields(item: Any) -> dict[str, Any]:
+    """A POSTed item's fields, as they were POSTed."""
+    try:
+        return {"fields": json.loads(item.fields)} if item.fields else {}
+    except ValueError:
+        return {}
+
+
 def _items(items: list[Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps([{"id": i.item_id, "status": i.status, "tries": i.tries, "session_id": i.session_id,
                            "cost_usd": i.cost_usd, "outcome": i.outcome, "created": i.created,
-                           "started": i.started, "ended": i.ended} for i in items]))
+                           "started": i.started, "ended": i.ended, **_fields(i)} for i in items]))
         return
     for i in items:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(i.ended or i.started or i.created))

@@ -67,7 +67,7 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
     from ...core.ids import uuid4
     from ...core.owners import owner_alive, this_owner
     from ...proactive.fire import FireContext, fire
-    from ...proactive.sources import SourceError, command_items, folder_items, run_report
+    from ...proactive.sources import SourceError, command_items, folder_items, queued_items, run_report
     from ..core import load_cli_settings
     from ..options import parse_options
     from .item import item_runner
@@ -75,8 +75,11 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
     line = say(routine.name)
     cwd = os.getcwd()
     try:
-        found = (await command_items(routine.source, cwd) if routine.source_kind == "command"
-                 else folder_items(routine.source, cwd))
+        if routine.source_kind == "http":
+            found = queued_items(store, key, routine.retry_failed)
+        else:
+            found = (await command_items(routine.source, cwd) if routine.source_kind == "command"
+                     else folder_items(routine.source, cwd))
     except SourceError as exc:
         line(f"error: {exc}")
         print(visible(f"routine {routine.name}: the source failed: {exc}"), flush=True)

@@ -32,6 +32,8 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
             args.append(f"{flag}={value}")
     if routine.attempts > 1:
         args.append(f"--attempts={routine.attempts}")
+    if routine.attempt_instructions:
+        args.append(f"--attempt-instructions={routine.attempt_instructions}")
     if routine.sandbox is not None:
         args.append("--sandbox" if routine.sandbox else "--no-sandbox")
     return unattended_args(args)
@@ -89,10 +91,11 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
 async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:
     """The item done as N attempts in git worktrees, judged; the winner's changes land here."""
     from ...proactive.fire import ItemResult
-    from ..attempts import attempts_run, check_attempts
+    from ..attempts import attempts_run, print_table, check_attempts
 
     check_attempts(opts)
     result = await attempts_run(opts, prompt, settings, register)
+    print_table(result.attempts or {})  # a line per attempt: winner, eligible or out, and why
     note = "; ".join(result.errors) if result.is_error and result.errors else result.result
     status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
     return ItemResult(status, float(result.total_cost_usd or 0.0), note,

@@ -17,6 +17,8 @@ Match keys:
     system_contains     substring of the system prompt (string or text blocks)
     last_user_contains  substring of the last user message's text (text blocks and
                         tool_result contents)
+    first_user_contains substring of the first user message's text: it tells apart the
+                        conversations of agents that run at once, on every turn
     stream              bool: the request's `stream` flag
     retry_count         int: the `x-stainless-retry-count` header the SDK sends
 
@@ -80,6 +82,7 @@ _MATCH_KEYS = {
     "has_tools": bool,
     "system_contains": str,
     "last_user_contains": str,
+    "first_user_contains": str,
     "stream": bool,
     "retry_count": int,
 }
@@ -376,6 +379,13 @@ def text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
+def first_user_text(body: dict[str, Any]) -> str:
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return text_of(message.get("content"))
+    return ""
+
+
 def last_user_text(body: dict[str, Any]) -> str:
     for message in reversed(body.get("messages") or []):
         if isinstance(message, dict) and message.get("role") == "user":
@@ -397,6 +407,7 @@ _MATCHERS = {
     "has_tools": lambda v, body, h: bool(body.get("tools")) == v,
     "system_contains": lambda v, body, h: v in text_of(body.get("system") or ""),
     "last_user_contains": lambda v, body, h: v in last_user_text(body),
+    "first_user_contains": lambda v, body, h: v in first_user_text(body),
     "stream": lambda v, body, h: bool(body.get("stream")) == v,
     "retry_count": lambda v, body, h: h.get("x-stainless-retry-count", "0") == str(v),
 }
