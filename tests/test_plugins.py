@@ -212,3 +212,35 @@ def test_a_project_switching_a_plugin_on_is_said_as_what_it_widens(dirs):
         out = loopwright(["-p", "/alpha:hello you"], home, project, sim)
     assert out.returncode == 0, out.stderr
     assert "project settings in effect" in out.stderr and "plugins alpha@mkt" in out.stderr
+
+
+def keeper_plugin(root):
+    """A plugin that keeps notes in its data folder: a command whose setup step appends to it, a
+    hook that says where it is, in command text and in the environment."""
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "keeper"}))
+    for folder in ("commands", "scripts", "hooks"):
+        (root / folder).mkdir()
+    (root / "commands" / "note.md").write_text(
+        "---\ndescription: Keep a note\nallowed-tools: [\"Bash(${CLAUDE_PLUGIN_ROOT}/scripts/note.sh:*)\"]\n---\n"
+        "Notes kept in ${CLAUDE_PLUGIN_DATA}:\n\n```!\n\"${CLAUDE_PLUGIN_ROOT}/scripts/note.sh\" $ARGUMENTS\n```\n")
+    (root / "scripts" / "note.sh").write_text('#!/bin/sh\necho "$*" >> "$CLAUDE_PLUGIN_DATA/notes.txt"\n'
+                                              'cat "$CLAUDE_PLUGIN_DATA/notes.txt"\n')
+    (root / "scripts" / "note.sh").chmod(0o755)
+    (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": "echo \"${CLAUDE_PLUGIN_DATA} $CLAUDE_PLUGIN_DATA\" > data-saw.txt"}]}]}}))
+    return root
+
+
+def test_a_plugins_data_folder_is_filled_in_set_and_kept_between_sessions(dirs, tmp_path):
+    home, project = dirs
+    root = keeper_plugin(tmp_path / "plugs" / "keeper")
+    data = home / ".claude" / "plugins" / "data" / "keeper-inline"
+    with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
+        one = loopwright(["-p", "/keeper:note buy milk", "--plugin-dir", str(root)], home, project, sim)
+        two = loopwright(["-p", "/keeper:note call home", "--plugin-dir", str(root)], home, project, sim)
+        second = last_user_text(sim.message_requests[1])
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert f"Notes kept in {data}:" in second and "buy milk\ncall home" in second
+    assert (data / "notes.txt").read_text() == "buy milk\ncall home\n"
+    assert (project / "data-saw.txt").read_text().split() == [str(data), str(data)]
