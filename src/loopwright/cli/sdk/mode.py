@@ -18,6 +18,7 @@ from ...core import jsonsafe
 from ...core.errors import UsageError
 from ...context.commands import CommandError
 from ...core.events import ResultEvent, RunResult
+from ...core.types import ModelText
 from .channel import ControlChannel, SdkApprover
 from .requests import HostRequests
 from .emit import SdkOutput
@@ -89,8 +90,9 @@ class Server:
                 raise item
             text, query = item
             pending.append(text)
-            if query:
-                await self.turn("\n\n".join(pending))
+            if query:  # as written when the message that opens the turn is (stream-json `client_composed`)
+                joined = "\n\n".join(pending)
+                await self.turn(ModelText(joined) if isinstance(pending[0], ModelText) else joined)
                 pending = []
         if pending:
             print(f"loopwright: warning: {len(pending)} message(s) with shouldQuery false were never sent: no turn "
