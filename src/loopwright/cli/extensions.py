@@ -39,6 +39,22 @@ def project_plugins(opts: Options, settings: Any = None) -> tuple[list[Any], lis
     return plugins, problems
 
 
+def quiet_plugins(opts: Options) -> list[Any]:
+    """This run's plugins, loaded without a word: to learn what a `/PLUGIN:NAME` names before the
+    run itself loads them (and says their problems)."""
+    from ..context.installed import chosen
+    from ..context.plugins import load
+    from ..settings import load_settings
+    from .sdk.flags import reads_setting_files
+
+    try:
+        settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts), strict=False)
+    except UsageError:
+        return []
+    wanted = [] if opts.bare else chosen(settings.data, Path.home(), Path.cwd())[0]
+    return load(opts.plugin_dir, Path.cwd(), wanted)[0]
+
+
 def _say(problems: list[str], level: str = "error") -> None:
     for problem in problems:
         print(f"loopwright: {level}: plugin: {visible(problem)}", file=sys.stderr, flush=True)

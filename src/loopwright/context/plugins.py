@@ -1,7 +1,7 @@
 """Plugins as Claude Code loads them from `--plugin-dir DIR` (repeatable): the name from
 `.claude-plugin/plugin.json` (the folder's name without one), and the plugin's `commands/`,
-`skills/`, `agents/`, `hooks/hooks.json` and `.mcp.json` (the manifest's `commands`/`agents`
-paths replace the default folders, `skills` adds, `hooks`/`mcpServers` merge). Its components are
+`skills/`, `agents/`, `workflows/`, `hooks/hooks.json` and `.mcp.json` (the manifest's
+`commands`/`agents`/`workflows` paths replace the default folders, `skills` adds, `hooks`/`mcpServers` merge). Its components are
 named `plugin:name`; `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder and `${CLAUDE_PLUGIN_DATA}` its
 persistent data folder (`~/.claude/plugins/data/ID/`, made when first used), both filled in and set
 for the processes a plugin starts. A broken plugin is left out whole, with one line naming the file
@@ -61,6 +61,7 @@ class Plugin:
     command_dirs: tuple[str, ...] = ()
     skill_dirs: tuple[str, ...] = ()
     agent_dirs: tuple[str, ...] = ()
+    workflow_dirs: tuple[str, ...] = ()  # loopwright workflows (`NAME.py`), run as `/plugin:NAME`
     hooks: tuple[tuple[str, dict[str, Any]], ...] = ()  # (file, {event: [groups]}), checked
     mcp: tuple[tuple[str, dict[str, Any]], ...] = ()  # (file, {server: entry}), checked by mcp.config
     source: str = ""  # `name@marketplace` of an installed plugin; "" for a `--plugin-dir` one
@@ -127,7 +128,9 @@ def _plugin(root: str) -> Plugin:
     mcp = [(f, _servers(f, _json(f))) for f in [os.path.join(root, ".mcp.json")] if os.path.isfile(f)]
     mcp += [(f"{manifest_path}: mcpServers", _servers(manifest_path, m)) if isinstance(m, dict)
             else (m, _servers(m, _json(m))) for m in _inline_or_paths(root, manifest, "mcpServers", manifest_path)]
-    return Plugin(name, root, version, tuple(commands), tuple(skills), tuple(agents), tuple(hooks), tuple(mcp))
+    workflows = _paths(root, manifest, "workflows", manifest_path) or [os.path.join(root, "workflows")]
+    return Plugin(name, root, version, tuple(commands), tuple(skills), tuple(agents), tuple(workflows),
+                  tuple(hooks), tuple(mcp))
 
 
 def _json(path: str) -> dict[str, Any]:

@@ -1,0 +1,84 @@
+"""Workflows beyond the project's and the user's folders (issue 12): a plugin's `workflows/`
+named `PLUGIN:NAME` as its commands are, listed and run like any other; the real CLI and the
+simulator, with a plugin of our own in Claude Code's layout."""
+
+import json
+import textwrap
+
+from test_memory import loopwright
+from test_workflows import world
+
+from loopwright.testing import Simulator
+
+REVIEW = '''
+"""Draft, then have the plugin's helper workflow review it."""
+
+
+async def main(wf, args):
+    draft = await wf.agent(f"DRAFT {' '.join(args)}")
+    return await wf.workflow("revue:second", draft)
+'''
+
+SECOND = '''
+"""A second look."""
+
+
+async def main(wf, args):
+    return await wf.agent(f"REVIEW {args}")
+'''
+
+
+def revue_plugin(root):
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "revue", "version": "1.0.0"}))
+    (root / "workflows").mkdir()
+    (root / "workflows" / "review.py").write_text(textwrap.dedent(REVIEW))
+    (root / "workflows" / "second.py").write_text(textwrap.dedent(SECOND))
+    return root
+
+
+RULES = {"rules": [
+    {"match": {"last_user_contains": "REVIEW draft"}, "responses": [{"text": "looks right", "repeat": -1}]},
+    {"match": {"last_user_contains": "DRAFT"}, "responses": [{"text": "draft one", "repeat": -1}]}]}
+
+
+def test_a_plugins_workflows_are_listed_namespaced_and_run(tmp_path):
+    home, project = world(tmp_path)
+    root = revue_plugin(tmp_path / "plugs" / "revue")
+    with Simulator(RULES) as sim:
+        listed = loopwright(["workflow", "list", "--plugin-dir", str(root)], home, project, sim)
+        as_json = json.loads(loopwright(["workflow", "list", "--json", "--plugin-dir", str(root)],
+                                        home, project, sim).stdout)
+        without = loopwright(["workflow", "list"], home, project, sim)
+        by_prompt = loopwright(["-p", "/revue:review the plan", "--plugin-dir", str(root)], home, project, sim)
+        by_command = loopwright(["workflow", "run", "revue:review", "the", "plan", "--plugin-dir", str(root),
+                                 "--output-format", "json"], home, project, sim)
+        sent = [r.body["messages"][-1]["content"] for r in sim.message_requests]
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        f"revue:review  plugin   Draft, then have the plugin's helper workflow review it.  "
+        f"({root / 'workflows' / 'review.py'})",
+        f"revue:second  plugin   A second look.  ({root / 'workflows' / 'second.py'})"]
+    assert [w["name"] for w in as_json] == ["revue:review", "revue:second"] and as_json[0]["scope"] == "plugin"
+    assert without.stdout == "" and "no workflows" in without.stderr
+    assert by_prompt.returncode == 0 and by_prompt.stdout == "looks right\n", by_prompt.stderr
+    result = json.loads(by_command.stdout)
+    assert result["result"] == "looks right" and result["workflow"]["agents"] == 2, by_command.stderr
+    assert len(sent) == 4 and "DRAFT the plan" in json.dumps(sent[0]) and "REVIEW draft one" in json.dumps(sent[1])
+
+
+def test_an_installed_plugins_workflow_runs_when_settings_switch_it_on(tmp_path):
+    home, project = world(tmp_path)
+    root = revue_plugin(home / ".claude" / "plugins" / "cache" / "mkt" / "revue" / "1.0.0")
+    (home / ".claude" / "plugins" / "installed_plugins.json").write_text(json.dumps(
+        {"version": 2, "plugins": {"revue@mkt": [{"scope": "user", "installPath": str(root)}]}}))
+    settings = home / ".claude" / "settings.json"
+    settings.write_text(json.dumps({"enabledPlugins": {"revue@mkt": True}}))
+    with Simulator(RULES) as sim:
+        on = loopwright(["-p", "/revue:review it"], home, project, sim)
+        settings.write_text(json.dumps({"enabledPlugins": {"revue@mkt": False}}))
+        off = loopwright(["-p", "/revue:review it"], home, project, sim)
+        listed = loopwright(["workflow", "list"], home, project, sim)
+    assert on.returncode == 0 and on.stdout == "looks right\n", on.stderr
+    assert off.returncode != 0 and "Unknown command: /revue:review" in off.stderr
+    assert "revue" not in listed.stdout
