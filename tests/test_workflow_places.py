@@ -82,3 +82,34 @@ def test_an_installed_plugins_workflow_runs_when_settings_switch_it_on(tmp_path)
     assert on.returncode == 0 and on.stdout == "looks right\n", on.stderr
     assert off.returncode != 0 and "Unknown command: /revue:review" in off.stderr
     assert "revue" not in listed.stdout
+
+
+def test_slash_name_runs_a_workflow_in_the_interactive_session_and_only_its_answer_joins(tmp_path):
+    from test_interactive import Terminal
+
+    folder = tmp_path / ".loopwright" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "draft.py").write_text(textwrap.dedent('''
+        async def main(wf, args):
+            wf.log("drafting")
+            return await wf.agent(f"DRAFT {' '.join(args)}")
+    '''))
+    (tmp_path / "CLAUDE.md").write_text("PROJECT-RULE\n")
+    root = revue_plugin(tmp_path / "plugs" / "revue")
+    rules = {"rules": [*RULES["rules"], {"match": {"last_user_contains": "and now?"},
+                                         "responses": [{"text": "noted both", "repeat": -1}]}]}
+    with Simulator(rules) as sim:
+        t = Terminal(tmp_path, sim, ("--plugin-dir", str(root)))
+        try:
+            t.expect("› ").send("/draft the plan").expect("workflow draft [running]").expect("drafting")
+            t.expect("draft one").expect("› ").send("/revue:review it").expect("looks right").expect("› ")
+            t.send("and now?").expect("noted both").expect("› ").send("/exit")
+            assert t.close() == 0
+        finally:
+            t.proc.kill()
+        last = sim.message_requests[-1].body["messages"]
+    said = json.dumps(last)
+    assert "PROJECT-RULE" in said  # the conversation opened as a first prompt opens it
+    assert said.index("/draft the plan") < said.index("draft one") < said.index("/revue:review it") < said.index(
+        "looks right") < said.index("and now?")
+    assert "DRAFT the plan" not in said and "REVIEW draft" not in said  # the agents' work stays theirs

@@ -85,9 +85,10 @@ def _list(rest: list[str]) -> int:
     return 0
 
 
-def slash_workflow(prompt: str, opts: Options | None = None) -> tuple[str, list[str]] | None:
-    """`/NAME args` when a workflow NAME exists (`/PLUGIN:NAME`: one of this run's plugins'): its
-    name and arguments."""
+def slash_workflow(prompt: str, opts: Options | None = None,
+                   plugins: list[Any] | None = None) -> tuple[str, list[str]] | None:
+    """`/NAME args` when a workflow NAME exists (`/PLUGIN:NAME`: one of `plugins`, or of the
+    plugins `opts` bring): its name and arguments."""
     from ..workflows.scripts import RESERVED, find, valid
 
     head = prompt.strip()
@@ -97,12 +98,11 @@ def slash_workflow(prompt: str, opts: Options | None = None) -> tuple[str, list[
     name = name.strip()
     if name in RESERVED or not valid(name):
         return None
-    plugins: list[Any] = []
-    if ":" in name and opts is not None:
+    if plugins is None and ":" in name and opts is not None:
         from .extensions import quiet_plugins
 
         plugins = quiet_plugins(opts)
-    if find(name, Path.cwd(), Path.home(), plugins) is None:
+    if find(name, Path.cwd(), Path.home(), plugins or ()) is None:
         return None
     try:
         words = shlex.split(rest)
@@ -237,13 +237,17 @@ def _status_printer(opts: Options, session_id: str) -> Any:
         if last and last[0] == key:
             return
         last[:] = [key]
-        replayed = f" ({status['replayed']} replayed)" if status["replayed"] else ""
-        said = f": {status['message']}" if "message" in status else ""
-        print(visible(f"loopwright: workflow {status['workflow']} [{status['phase']}] {status['running']} running, "
-                      f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}"),
-              file=sys.stderr, flush=True)
+        print(visible(f"loopwright: {status_line(status)}"), file=sys.stderr, flush=True)
 
     return show
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """A workflow's progress in one line: phase, agents running and done, spend, its last log."""
+    replayed = f" ({status['replayed']} replayed)" if status["replayed"] else ""
+    said = f": {status['message']}" if "message" in status else ""
+    return (f"workflow {status['workflow']} [{status['phase']}] {status['running']} running, "
+            f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}")
 
 
 def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
