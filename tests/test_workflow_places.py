@@ -113,3 +113,57 @@ def test_slash_name_runs_a_workflow_in_the_interactive_session_and_only_its_answ
     assert said.index("/draft the plan") < said.index("draft one") < said.index("/revue:review it") < said.index(
         "looks right") < said.index("and now?")
     assert "DRAFT the plan" not in said and "REVIEW draft" not in said  # the agents' work stays theirs
+
+
+TRIAGE = '''
+"""Triage one item of a routine."""
+
+
+async def main(wf, args):
+    item = wf.item
+    first = await wf.agent(f"LOOK {item['id']}: {item['title']} (severity {item['severity']}); goal: {wf.goal}")
+    second = await wf.agent(f"DECIDE {wf.routine} {' '.join(args)} after {first}")
+    return f"{item['id']} triaged: {second}"
+'''
+
+
+def test_a_routine_item_runs_a_workflow_that_reads_the_item_and_the_goal(tmp_path):
+    from test_routines import cli, items, project
+
+    root = project(tmp_path, "triage", "source: {command: cat items.jsonl}\nworkflow: triage\n"
+                                       "goal: \"{title} is understood\"\nsandbox: false\n")
+    (root / ".loopwright" / "workflows").mkdir()
+    (root / ".loopwright" / "workflows" / "triage.py").write_text(textwrap.dedent(TRIAGE))
+    (root / "items.jsonl").write_text('{"id": "b7", "title": "crash on start", "severity": 2}\n')
+    rules = {"rules": [{"match": {"last_user_contains": "LOOK"}, "responses": [{"text": "looked"}]},
+                       {"match": {"last_user_contains": "DECIDE"}, "responses": [{"text": "minor"}]}]}
+    with Simulator(rules) as sim:
+        out = cli(["routine", "run", "triage", "--once"], tmp_path, sim)
+        sent = [json.dumps(r.body["messages"][-1]["content"]) for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    assert len(sent) == 2
+    assert "LOOK b7: crash on start (severity 2); goal: crash on start is understood" in sent[0]
+    assert "DECIDE triage crash on start is understood after looked" in sent[1]
+    done = items(tmp_path, "triage")["b7"]
+    assert done["status"] == "done" and "b7 triaged: minor" in json.dumps(done), done
+
+
+def test_outside_a_routine_the_item_and_goal_are_none(tmp_path):
+    home, project = world(tmp_path, peek="async def main(wf, args):\n    return f'{wf.item} {wf.goal} {wf.routine}'\n")
+    with Simulator([]) as sim:
+        out = loopwright(["-p", "/peek"], home, project, sim)
+    assert out.returncode == 0 and out.stdout == "None None None\n", out.stderr
+
+
+def test_a_routine_workflow_key_is_checked(tmp_path):
+    from test_routines import cli, project
+
+    for text, said in [
+        ("workflow: 'no good'\n", "workflow: expected a workflow's name such as triage"),
+        ("workflow: t\nskill: s\n", "workflow: expected one of `workflow:`, `skill:` or `attempts:`"),
+        ("workflow: t\ngoal: g\ncheck: 'true'\n", "check: expected no `check:` or `protect:` beside `workflow:`"),
+    ]:
+        body = text if "goal:" in text else text + "prompt: p\n"
+        project(tmp_path, "bad", "source: {command: cat items.jsonl}\n" + body)
+        out = cli(["routine", "run", "bad", "--once"], tmp_path)
+        assert out.returncode == 2 and said in out.stderr, out.stderr
