@@ -167,3 +167,38 @@ def test_a_routine_workflow_key_is_checked(tmp_path):
         project(tmp_path, "bad", "source: {command: cat items.jsonl}\n" + body)
         out = cli(["routine", "run", "bad", "--once"], tmp_path)
         assert out.returncode == 2 and said in out.stderr, out.stderr
+
+
+def test_a_routine_items_workflow_killed_mid_run_replays_its_finished_agent_at_the_next_fire(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_routines import cli, env_for, items, project
+
+    root = project(tmp_path, "triage", "source: {command: cat items.jsonl}\nworkflow: triage\n"
+                                       "prompt: \"look at {id}\"\nsandbox: false\n")
+    (root / ".loopwright" / "workflows").mkdir()
+    (root / ".loopwright" / "workflows" / "triage.py").write_text(textwrap.dedent(TRIAGE))
+    (root / "items.jsonl").write_text('{"id": "k1", "title": "slow one", "severity": 1}\n')
+    slow = {"rules": [{"match": {"last_user_contains": "LOOK"}, "responses": [{"text": "looked"}]},
+                      {"match": {"last_user_contains": "DECIDE"}, "responses": [{"text": "late", "delay": 60}]}]}
+    with Simulator(slow) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "triage", "--once"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while len(sim.message_requests) < 2:
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    rules = {"rules": [{"match": {"last_user_contains": "DECIDE"}, "responses": [{"text": "minor"}]}]}
+    with Simulator(rules) as sim:
+        again = cli(["routine", "run", "triage", "--once"], tmp_path, sim)
+        sent = [json.dumps(r.body["messages"][-1]["content"]) for r in sim.message_requests]
+    assert again.returncode == 0, again.stderr
+    assert len(sent) == 1 and "DECIDE triage look at k1 after looked" in sent[0]  # LOOK was not asked again
+    done = items(tmp_path, "triage")["k1"]
+    assert done["status"] == "done" and "k1 triaged: minor" in json.dumps(done), done
