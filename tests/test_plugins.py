@@ -7,6 +7,8 @@ reads the JSONL transcript and re-sends the prompt until the promise or the iter
 Real files, the real CLI, the simulator."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -244,3 +246,19 @@ def test_a_plugins_data_folder_is_filled_in_set_and_kept_between_sessions(dirs, 
     assert f"Notes kept in {data}:" in second and "buy milk\ncall home" in second
     assert (data / "notes.txt").read_text() == "buy milk\ncall home\n"
     assert (project / "data-saw.txt").read_text().split() == [str(data), str(data)]
+
+
+def test_the_agent_sdks_init_lists_the_plugins_loaded(dirs, tmp_path):
+    home, project = dirs
+    root = keeper_plugin(tmp_path / "plugs" / "keeper")
+    stdin = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n"
+    with Simulator([{"text": "ok"}]) as sim:
+        env = {"HOME": str(home), "LOOPWRIGHT_HOME": str(home / ".lw"), "ANTHROPIC_API_KEY": "k",
+               "ANTHROPIC_BASE_URL": sim.base_url}
+        out = subprocess.run([sys.executable, "-m", "loopwright", "-p", "--input-format", "stream-json",
+                              "--output-format", "stream-json", "--verbose", "--plugin-dir", str(root)],
+                             input=stdin, env={**os.environ, **env}, cwd=project, capture_output=True, text=True,
+                             timeout=60)
+    assert out.returncode == 0, out.stderr
+    init = next(e for e in map(json.loads, out.stdout.splitlines()) if e.get("subtype") == "init")
+    assert init["plugins"] == [{"name": "keeper", "path": str(root), "source": "keeper@inline"}]

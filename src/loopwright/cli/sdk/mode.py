@@ -153,7 +153,7 @@ def run_sdk(opts: Options) -> int:
     if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
         agent.system_prompt = MINIMAL_PROMPT.format(cwd=agent.cwd)
     session = open_cli_session(opts, agent)
-    out = SdkOutput(agent, bool(opts.include_hook_events), init_fields(settings, agent) | _init_extra(opts),
+    out = SdkOutput(agent, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
                     replay_prompts=opts.replay_user_messages)
     channel = ControlChannel(out.line)
