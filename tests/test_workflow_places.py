@@ -202,3 +202,28 @@ def test_a_routine_items_workflow_killed_mid_run_replays_its_finished_agent_at_t
     assert len(sent) == 1 and "DECIDE triage look at k1 after looked" in sent[0]  # LOOK was not asked again
     done = items(tmp_path, "triage")["k1"]
     assert done["status"] == "done" and "k1 triaged: minor" in json.dumps(done), done
+
+
+def test_ctrl_c_stops_a_workflow_in_the_interactive_session_and_the_session_goes_on(tmp_path):
+    import signal
+    import time
+
+    from test_interactive import Terminal
+
+    folder = tmp_path / ".loopwright" / "workflows"
+    folder.mkdir(parents=True)
+    (folder / "slow.py").write_text("async def main(wf, args):\n    return await wf.agent('SLOW step')\n")
+    rules = {"rules": [{"match": {"last_user_contains": "SLOW"}, "responses": [{"text": "late", "delay": 60}]},
+                       {"match": {"last_user_contains": "still"}, "responses": [{"text": "still here"}]}]}
+    with Simulator(rules) as sim:
+        t = Terminal(tmp_path, sim)
+        try:
+            t.expect("› ").send("/slow")
+            deadline = time.monotonic() + 30
+            while not sim.message_requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            t.proc.send_signal(signal.SIGINT)
+            t.expect("(stopped)").expect("› ").send("still there?").expect("still here").expect("› ").send("/exit")
+            assert t.close() == 0
+        finally:
+            t.proc.kill()
