@@ -262,3 +262,17 @@ def test_the_agent_sdks_init_lists_the_plugins_loaded(dirs, tmp_path):
     assert out.returncode == 0, out.stderr
     init = next(e for e in map(json.loads, out.stdout.splitlines()) if e.get("subtype") == "init")
     assert init["plugins"] == [{"name": "keeper", "path": str(root), "source": "keeper@inline"}]
+
+
+def test_a_plugins_mcp_server_gets_its_data_folder_filled_in(dirs, tmp_path):
+    pytest.importorskip("mcp")
+    home, project = dirs
+    root = keeper_plugin(tmp_path / "plugs" / "keeper")
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"tb": {
+        "command": sys.executable, "args": [str(TOOLBOX)], "env": {"TOOLBOX_LOG": "${CLAUDE_PLUGIN_DATA}/tb.log"}}}}))
+    script = [{"tool_use": {"name": "mcp__plugin_keeper_tb__record", "input": {"note": "kept"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "keep it", "--plugin-dir", str(root), "--allowedTools", "mcp__plugin_keeper_tb__record"],
+                         home, project, sim)
+    assert out.returncode == 0, out.stderr
+    assert (home / ".claude" / "plugins" / "data" / "keeper-inline" / "tb.log").read_text() == "kept\n"
