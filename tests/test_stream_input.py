@@ -52,3 +52,27 @@ def test_bad_stream_input_is_one_clear_line(tmp_path, args, stdin, needle):
         out = cli(["-p", "--input-format", "stream-json", *args], sim.base_url, stdin=stdin + "\n", cwd=tmp_path)
         requests = len(sim.message_requests)
     assert out.returncode == 2 and needle in out.stderr and requests == 0, out.stderr
+
+
+def test_a_client_composed_message_is_delivered_as_written(tmp_path):
+    """The Agent SDK's verbatim_prompts: `client_composed: true` means a leading /name is text."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / ".claude" / "commands" / "greet.md").write_text("GREET-BODY $ARGUMENTS\n")
+    stdin = "\n".join([user("/greet you", client_composed=True), user("/nothere at all", client_composed=True),
+                       user("/greet me"), user("/goal is text here", client_composed=True)]) + "\n"
+    with Simulator([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}]) as sim:
+        out = cli(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"], sim.base_url,
+                  stdin=stdin, cwd=tmp_path, env={"HOME": str(tmp_path / "home")})
+        sent = [r.body["messages"][-1]["content"] for r in sim.message_requests]
+    assert out.returncode == 0, out.stderr
+    sent = [c if isinstance(c, str) else c[-1]["text"] for c in sent]
+    assert sent[:2] == ["/greet you", "/nothere at all"] and sent[3] == "/goal is text here"
+    assert sent[2].startswith("<command-name>/greet</command-name>") and "GREET-BODY me" in sent[2]
+
+
+def test_client_composed_must_be_true_or_false(tmp_path):
+    with Simulator([]) as sim:
+        out = cli(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"], sim.base_url,
+                  stdin=user("hi", client_composed="yes") + "\n", cwd=tmp_path)
+    assert out.returncode != 0 and "stdin line 1: client_composed: expected true or false, got 'yes'" in out.stderr

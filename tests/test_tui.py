@@ -366,6 +366,8 @@ def test_the_listing_commands_and_completion_of_skills_and_files(term, tmp_path)
     (tmp_path / ".claude" / "agents" / "checker.md").write_text(
         "---\nname: checker\ndescription: checks the work\n---\nYou check.\n")
     (tmp_path / "notebook-of-ideas.txt").write_text("idea\n")
+    (tmp_path / ".loopwright" / "workflows").mkdir(parents=True)
+    (tmp_path / ".loopwright" / "workflows" / "tally-votes.py").write_text("async def main(wf, args):\n    return 1\n")
     child, sim = term([{"text": "seen"}])
     see(child, PROMPT)
     for command, answer in (("/skills", "/tidy-up: tidy the repo"), ("/agents", "checker: checks the work"),
@@ -379,6 +381,8 @@ def test_the_listing_commands_and_completion_of_skills_and_files(term, tmp_path)
         see(child, PROMPT)
     child.send("/tid\t")
     see(child, "/tidy-up")
+    child.send("\x15/tal\t")
+    see(child, "ly-votes")  # a workflow's name completes too
     child.send("\x15look at @notebook\t")
     see(child, "-of-ideas.txt")  # the rest of the name, filled in
     child.send(ENTER)

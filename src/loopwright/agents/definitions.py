@@ -49,18 +49,21 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
 
     found = builtins()
     problems: list[str] = []
-    roots = [(Path(d), f"{p.name}:", p.root) for p in plugins for d in p.agent_dirs]
+    roots = [(Path(d), f"{p.name}:", p) for p in plugins for d in p.agent_dirs]
     if project:
-        roots += [(Path(home) / ".claude" / "agents", "", ""), (Path(cwd) / ".claude" / "agents", "", "")]
-    for root, prefix, plugin_root in roots:
+        roots += [(Path(home) / ".claude" / "agents", "", None), (Path(cwd) / ".claude" / "agents", "", None)]
+    for root, prefix, plugin in roots:
         for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
             try:
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 problems.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
                 continue
-            fields, body = frontmatter(text.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root) if plugin_root else text,
-                                       str(path), [])
+            if plugin is not None:
+                from ..context.plugins import fill
+
+                text = fill(text, plugin.root, plugin.data)
+            fields, body = frontmatter(text, str(path), [])
             made = _definition(fields, body, str(path), problems)
             if made is not None:
                 found[prefix + made.name] = replace(made, name=prefix + made.name)

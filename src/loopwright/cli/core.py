@@ -160,7 +160,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
             uuid.UUID(session_id)
         except ValueError:
             raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
-    plugins, _ = project_plugins(opts)
+    plugins, _ = project_plugins(opts, settings)
     children = plugin_path(children, plugins)
     hooks = hook_runner(settings, plugins)
     model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL

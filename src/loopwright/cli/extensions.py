@@ -1,4 +1,5 @@
-"""The plugins of a run (`--plugin-dir`, `context.plugins`) wired into what `core.build_agent`
+"""The plugins of a run (`--plugin-dir`, and the installed ones settings' `enabledPlugins`
+switch on: `context.plugins`, `context.installed`) wired into what `core.build_agent`
 composes: their hooks beside the settings' hooks, their MCP servers beside the configured ones
 (`plugin:NAME:SERVER`). Each plugin left out is one error line on stderr."""
 
@@ -17,16 +18,46 @@ if TYPE_CHECKING:
     from .options import Options
 
 
-def project_plugins(opts: Options) -> tuple[list[Any], list[str]]:
-    """The plugins of `--plugin-dir` (each problem said once), and the problems."""
-    if not opts.plugin_dir:
-        return [], []
+def project_plugins(opts: Options, settings: Any = None) -> tuple[list[Any], list[str]]:
+    """The plugins of `--plugin-dir`, then the installed ones `enabledPlugins` switch on (none
+    with `--bare`); each problem said once, and returned."""
+    wanted: list[tuple[str, str]] = []
+    problems: list[str] = []
+    if settings is not None and not opts.bare and settings.data.get("enabledPlugins"):
+        from ..context.installed import chosen
+
+        wanted, problems, missing = chosen(settings.data, Path.home(), Path.cwd())
+        _say(missing, "warning")
+    if not opts.plugin_dir and not wanted:
+        _say(problems)
+        return [], problems
     from ..context.plugins import load
 
-    plugins, problems = load(opts.plugin_dir, Path.cwd())
-    for problem in problems:
-        print(f"loopwright: error: plugin: {visible(problem)}", file=sys.stderr, flush=True)
+    plugins, more = load(opts.plugin_dir, Path.cwd(), wanted)
+    problems += more
+    _say(problems)
     return plugins, problems
+
+
+def quiet_plugins(opts: Options) -> list[Any]:
+    """This run's plugins, loaded without a word: to learn what a `/PLUGIN:NAME` names before the
+    run itself loads them (and says their problems)."""
+    from ..context.installed import chosen
+    from ..context.plugins import load
+    from ..settings import load_settings
+    from .sdk.flags import reads_setting_files
+
+    try:
+        settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts), strict=False)
+    except UsageError:
+        return []
+    wanted = [] if opts.bare else chosen(settings.data, Path.home(), Path.cwd())[0]
+    return load(opts.plugin_dir, Path.cwd(), wanted)[0]
+
+
+def _say(problems: list[str], level: str = "error") -> None:
+    for problem in problems:
+        print(f"loopwright: {level}: plugin: {visible(problem)}", file=sys.stderr, flush=True)
 
 
 def hook_runner(settings: Any, plugins: Sequence[Any]) -> Any:
@@ -42,16 +73,18 @@ def hook_runner(settings: Any, plugins: Sequence[Any]) -> Any:
 
 
 def plugin_mcp_servers(plugins: Sequence[Any], env: Any) -> list[Any]:
-    """The plugins' servers, named `plugin:PLUGIN:SERVER`, `${CLAUDE_PLUGIN_ROOT}` filled in and
+    """The plugins' servers, named `plugin:PLUGIN:SERVER`, `${CLAUDE_PLUGIN_ROOT}` and
+    `${CLAUDE_PLUGIN_DATA}` filled in and
     set for the server's process; a plugin whose entries are wrong loses its servers, said once."""
     if not any(p.mcp for p in plugins):
         return []
+    from ..context.plugins import variables
     from ..mcp.config import parse_servers
 
     out = []
     for plugin in plugins:
         for source, servers in plugin.mcp:
-            root = {"CLAUDE_PLUGIN_ROOT": plugin.root}
+            root = variables(plugin.root, plugin.data)
             try:
                 specs = parse_servers(servers, source, "plugin", {**env, **root})
             except UsageError as exc:

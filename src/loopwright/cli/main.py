@@ -122,7 +122,7 @@ def _dispatch(opts: Options) -> int:
     if prompt.lstrip().startswith("/"):
         from .workflowcmd import run_named, slash_workflow
 
-        if (called := slash_workflow(prompt)) is not None:
+        if (called := slash_workflow(prompt, opts)) is not None:
             return run_named(opts, *called)
     if opts.attempts is not None or opts.attempt_instructions or opts.judge_model or opts.keep_worktrees:
         if opts.attempts is None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .options import Options
 
 USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | "
-         "loopwright workflow list")
+         "loopwright workflow list [--json] [--plugin-dir DIR]")
 
 
 def run_workflow_command(args: list[str]) -> int:
@@ -60,18 +60,24 @@ def run_workflow_command(args: list[str]) -> int:
 
 def _list(rest: list[str]) -> int:
     from ..workflows.scripts import available, describe, folders
+    from .core import load_cli_settings
+    from .extensions import project_plugins
+    from .options import parse_options
 
-    as_json = rest == ["--json"]
-    if rest and not as_json:
-        raise UsageError(f"workflow list: unexpected {' '.join(rest)!r}; expected nothing or --json")
-    found = available(Path.cwd(), Path.home())
+    as_json = "--json" in rest
+    opts = parse_options([a for a in rest if a != "--json"])
+    if opts.prompt is not None:
+        raise UsageError(f"workflow list: unexpected {opts.prompt!r}; expected nothing, --json or --plugin-dir DIR")
+    plugins, _ = project_plugins(opts, load_cli_settings(opts, announce=False))
+    found = available(Path.cwd(), Path.home(), plugins)
     if as_json:
         print(dumps([{"name": s.name, "path": str(s.path), "scope": s.scope, "description": describe(s)}
                      for s in found.values()]))
         return 0
     if not found:
         places = ", ".join(str(f) for _, f in folders(Path.cwd(), Path.home()))
-        print(f"no workflows (put NAME.py with `async def main(wf, args)` in one of: {places})", file=sys.stderr)
+        print(f"no workflows (put NAME.py with `async def main(wf, args)` in one of: {places}, or a "
+              "plugin's workflows/)", file=sys.stderr)
         return 0
     width = max(len(n) for n in found)
     for s in found.values():
@@ -79,16 +85,24 @@ def _list(rest: list[str]) -> int:
     return 0
 
 
-def slash_workflow(prompt: str) -> tuple[str, list[str]] | None:
-    """`/NAME args` when a workflow NAME exists: its name and arguments."""
-    from ..workflows.scripts import RESERVED, find
+def slash_workflow(prompt: str, opts: Options | None = None,
+                   plugins: list[Any] | None = None) -> tuple[str, list[str]] | None:
+    """`/NAME args` when a workflow NAME exists (`/PLUGIN:NAME`: one of `plugins`, or of the
+    plugins `opts` bring): its name and arguments."""
+    from ..workflows.scripts import RESERVED, find, valid
 
     head = prompt.strip()
     if not head.startswith("/"):
         return None
     name, _, rest = head[1:].partition(" ")
     name = name.strip()
-    if name in RESERVED or find(name, Path.cwd(), Path.home()) is None:
+    if name in RESERVED or not valid(name):
+        return None
+    if plugins is None and ":" in name and opts is not None:
+        from .extensions import quiet_plugins
+
+        plugins = quiet_plugins(opts)
+    if find(name, Path.cwd(), Path.home(), plugins or ()) is None:
         return None
     try:
         words = shlex.split(rest)
@@ -115,18 +129,19 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     try:
         journal = Journal(_journal_path(agent.transcript_path))
         name, args = _what_to_run(opts, journal, name, args)
-        script = find(name, Path.cwd(), Path.home())
+        plugins = list(agent.plugins)
+        script = find(name, Path.cwd(), Path.home(), plugins)
         if script is None:
             from ..workflows.scripts import available
 
-            names = ", ".join(available(Path.cwd(), Path.home())) or "none"
+            names = ", ".join(available(Path.cwd(), Path.home(), plugins)) or "none"
             raise UsageError(f"workflow {name!r} not found (workflows: {names}; see `loopwright workflow list`)")
         main = load(script)
         if session.recorder is not None:  # the conversation holds the call and the final answer only
             said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
             session.recorder(UserMessage(Message.user(said), synthetic=False))
         journal.start(name, args, str(script.path))
-        result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home())))
+        result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home(), plugins)))
         if session.recorder is not None:
             answer = result.result or "; ".join(result.errors) or "(no answer)"
             session.recorder(AssistantMessage(Message("assistant", (TextBlock(answer),)), "workflow", "end_turn",
@@ -222,13 +237,17 @@ def _status_printer(opts: Options, session_id: str) -> Any:
         if last and last[0] == key:
             return
         last[:] = [key]
-        replayed = f" ({status['replayed']} replayed)" if status["replayed"] else ""
-        said = f": {status['message']}" if "message" in status else ""
-        print(visible(f"loopwright: workflow {status['workflow']} [{status['phase']}] {status['running']} running, "
-                      f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}"),
-              file=sys.stderr, flush=True)
+        print(visible(f"loopwright: {status_line(status)}"), file=sys.stderr, flush=True)
 
     return show
+
+
+def status_line(status: dict[str, Any]) -> str:
+    """A workflow's progress in one line: phase, agents running and done, spend, its last log."""
+    replayed = f" ({status['replayed']} replayed)" if status["replayed"] else ""
+    said = f": {status['message']}" if "message" in status else ""
+    return (f"workflow {status['workflow']} [{status['phase']}] {status['running']} running, "
+            f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}")
 
 
 def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:

@@ -79,11 +79,14 @@ async def model_use(skills: Any, shell: Shell, name: str, args: str = "") -> tup
 
 def grants(skill: Skill) -> tuple[str, ...]:
     """The command's `allowed-tools` as permission rules (a list, or one comma/space-separated
-    string), `${CLAUDE_PLUGIN_ROOT}` filled in; a malformed rule stops the command."""
+    string), `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PLUGIN_DATA}` filled in; a malformed rule stops
+    the command."""
     given = (skill.fields or {}).get("allowed-tools") or ()
     given = [given] if isinstance(given, str) else [str(g) for g in given]
     if skill.plugin_root:
-        given = [g.replace("${CLAUDE_PLUGIN_ROOT}", skill.plugin_root) for g in given]
+        from .plugins import fill
+
+        given = [fill(g, skill.plugin_root, skill.plugin_data) for g in given]
     rules = parse_tool_list(given)
     for rule in rules:
         if (why := rule_error(rule)) is not None:
@@ -143,7 +146,9 @@ class _Steps:
                                f"Bash({command.split()[0] if command.split() else command}:*); nothing was sent")
         extra = {"CLAUDE_CODE_SESSION_ID": self.shell.session_id, "CLAUDE_PROJECT_DIR": str(self.shell.cwd)}
         if self.skill.plugin_root:
-            extra["CLAUDE_PLUGIN_ROOT"] = self.skill.plugin_root
+            from .plugins import variables
+
+            extra |= variables(self.skill.plugin_root, self.skill.plugin_data)
         out = await bash.run(bash.validate({"command": command}), self._context(decision, extra))
         text = out.content if isinstance(out.content, str) else str(out.content)
         if out.is_error:

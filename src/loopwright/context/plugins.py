@@ -1,15 +1,18 @@
 """Plugins as Claude Code loads them from `--plugin-dir DIR` (repeatable): the name from
 `.claude-plugin/plugin.json` (the folder's name without one), and the plugin's `commands/`,
-`skills/`, `agents/`, `hooks/hooks.json` and `.mcp.json` (the manifest's `commands`/`agents`
-paths replace the default folders, `skills` adds, `hooks`/`mcpServers` merge). Its components are
-named `plugin:name`; `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder. A broken plugin is left out
-whole, with one line naming the file and the key."""
+`skills/`, `agents/`, `workflows/`, `hooks/hooks.json` and `.mcp.json` (the manifest's
+`commands`/`agents`/`workflows` paths replace the default folders, `skills` adds, `hooks`/`mcpServers` merge). Its components are
+named `plugin:name`; `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder and `${CLAUDE_PLUGIN_DATA}` its
+persistent data folder (`~/.claude/plugins/data/ID/`, made when first used), both filled in and set
+for the processes a plugin starts. A broken plugin is left out whole, with one line naming the file
+and the key. Which installed plugins load is `context.installed`'s business."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -19,6 +22,35 @@ from ..core.fastclass import dataclass
 MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
+DATA_VAR = "${CLAUDE_PLUGIN_DATA}"
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def data_folder(plugin_id: str) -> str:
+    """Where a plugin keeps what outlives its updates, as Claude Code has it: `~/.claude/plugins/
+    data/ID/`, every character of `name@marketplace` but letters, digits, `_` and `-` made `-`."""
+    return os.path.join(os.path.expanduser("~"), ".claude", "plugins", "data", _UNSAFE.sub("-", plugin_id))
+
+
+def made(folder: str) -> str:
+    """`folder`, created when missing (a plugin's data folder on its first use)."""
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def fill(text: str, root: str, data: str) -> str:
+    """`text` with `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PLUGIN_DATA}` filled in."""
+    if root:
+        text = text.replace(ROOT_VAR, root)
+    if data and DATA_VAR in text:
+        text = text.replace(DATA_VAR, made(data))
+    return text
+
+
+def variables(root: str, data: str) -> dict[str, str]:
+    """What a plugin's processes find in their environment (its data folder made)."""
+    return {"CLAUDE_PLUGIN_ROOT": root, **({"CLAUDE_PLUGIN_DATA": made(data)} if data else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +61,23 @@ class Plugin:
     command_dirs: tuple[str, ...] = ()
     skill_dirs: tuple[str, ...] = ()
     agent_dirs: tuple[str, ...] = ()
+    workflow_dirs: tuple[str, ...] = ()  # loopwright workflows (`NAME.py`), run as `/plugin:NAME`
     hooks: tuple[tuple[str, dict[str, Any]], ...] = ()  # (file, {event: [groups]}), checked
     mcp: tuple[tuple[str, dict[str, Any]], ...] = ()  # (file, {server: entry}), checked by mcp.config
+    source: str = ""  # `name@marketplace` of an installed plugin; "" for a `--plugin-dir` one
+
+    @property
+    def id(self) -> str:
+        return self.source or f"{self.name}@inline"
+
+    @property
+    def data(self) -> str:
+        """Its `${CLAUDE_PLUGIN_DATA}` folder (not made until used)."""
+        return data_folder(self.id)
 
     def init(self) -> dict[str, Any]:
         """How system/init lists it (as Claude Code lists a `--plugin-dir` plugin)."""
-        return {"name": self.name, "path": self.root, "source": f"{self.name}@inline",
+        return {"name": self.name, "path": self.root, "source": self.id,
                 **({"version": self.version} if self.version else {})}
 
 
@@ -42,17 +85,23 @@ class Broken(Exception):
     """One problem that leaves a plugin out: `where` is the file (and key)."""
 
 
-def load(dirs: Sequence[str], cwd: str | Path) -> tuple[list[Plugin], list[str]]:
-    """The plugins of these folders (relative to `cwd`), and one line per plugin left out."""
+def load(dirs: Sequence[str], cwd: str | Path,
+         installed: Sequence[tuple[str, str]] = ()) -> tuple[list[Plugin], list[str]]:
+    """The plugins of these folders (relative to `cwd`), then the `installed` ones ((id, folder),
+    switched on in settings; a `--plugin-dir` plugin of the same name wins for the session), and
+    one line per plugin left out."""
     plugins: list[Plugin] = []
     problems: list[str] = []
-    for given in dirs:
+    for source, given in [("", d) for d in dirs] + list(installed):
         root = os.path.realpath(os.path.join(cwd, os.path.expanduser(given)))
         try:
             if not os.path.isdir(root):
-                raise Broken(f"--plugin-dir {given}: no such folder")
-            plugin = _plugin(root)
+                raise Broken(f"{source}: installed at {given}, which is no folder" if source
+                             else f"--plugin-dir {given}: no such folder")
+            plugin = replace(_plugin(root), source=source)
             if any(p.name == plugin.name for p in plugins):
+                if source and any(p.name == plugin.name and not p.source for p in plugins):
+                    continue  # the --plugin-dir copy replaces the installed one
                 raise Broken(f"{root}: a plugin named {plugin.name!r} is loaded already")
             plugins.append(plugin)
         except Broken as exc:
@@ -79,7 +128,9 @@ def _plugin(root: str) -> Plugin:
     mcp = [(f, _servers(f, _json(f))) for f in [os.path.join(root, ".mcp.json")] if os.path.isfile(f)]
     mcp += [(f"{manifest_path}: mcpServers", _servers(manifest_path, m)) if isinstance(m, dict)
             else (m, _servers(m, _json(m))) for m in _inline_or_paths(root, manifest, "mcpServers", manifest_path)]
-    return Plugin(name, root, version, tuple(commands), tuple(skills), tuple(agents), tuple(hooks), tuple(mcp))
+    workflows = _paths(root, manifest, "workflows", manifest_path) or [os.path.join(root, "workflows")]
+    return Plugin(name, root, version, tuple(commands), tuple(skills), tuple(agents), tuple(workflows),
+                  tuple(hooks), tuple(mcp))
 
 
 def _json(path: str) -> dict[str, Any]:
@@ -155,22 +206,22 @@ def _servers(where: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_hooks(runner: Any, plugins: Sequence[Plugin]) -> None:
-    """Register the plugins' hooks on a `hooks.HookRunner`: `${CLAUDE_PLUGIN_ROOT}` filled in
-    their commands, and set for their processes."""
+    """Register the plugins' hooks on a `hooks.HookRunner`: `${CLAUDE_PLUGIN_ROOT}` and
+    `${CLAUDE_PLUGIN_DATA}` filled in their commands, and set for their processes."""
     for plugin in plugins:
         for _, hooks in plugin.hooks:
             for event, groups in hooks.items():
                 for group in groups:
                     for handler in group["hooks"]:
-                        runner.add(event, _filled(handler, plugin.root), matcher=group.get("matcher"),
-                                   env={"CLAUDE_PLUGIN_ROOT": plugin.root})
+                        runner.add(event, _filled(handler, plugin.root, plugin.data), matcher=group.get("matcher"),
+                                   env=variables(plugin.root, plugin.data))
 
 
-def _filled(value: Any, root: str) -> Any:
+def _filled(value: Any, root: str, data: str) -> Any:
     if isinstance(value, str):
-        return value.replace(ROOT_VAR, root)
+        return fill(value, root, data)
     if isinstance(value, list):
-        return [_filled(v, root) for v in value]
+        return [_filled(v, root, data) for v in value]
     if isinstance(value, dict):
-        return {k: _filled(v, root) for k, v in value.items()}
+        return {k: _filled(v, root, data) for k, v in value.items()}
     return value

@@ -37,6 +37,7 @@ class Skill:
     fields: dict[str, Any] | None = None
     path: str = ""  # the SKILL.md or command file
     plugin_root: str = ""  # a plugin's folder: `${CLAUDE_PLUGIN_ROOT}`
+    plugin_data: str = ""  # its data folder: `${CLAUDE_PLUGIN_DATA}` (made when first used)
 
 
 def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None, plugins: Sequence[Any] = (),
@@ -47,17 +48,17 @@ def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None, plu
              Path(cwd) / ".claude" / "skills", Path(cwd) / ".loopwright" / "skills"] if project else []
     skills: dict[str, Skill] = {}
     problems: list[str] = []
-    for root, prefix, plugin in [(r, "", "") for r in roots] + [
-            (Path(d), f"{p.name}:", p.root) for p in plugins for d in p.skill_dirs]:
+    for root, prefix, plugin in [(r, "", None) for r in roots] + [
+            (Path(d), f"{p.name}:", p) for p in plugins for d in p.skill_dirs]:
         for path in sorted(root.glob("*/SKILL.md")):
             skill = _read(path, problems, prefix + path.parent.name, plugin)
             if skill is not None and skill.name not in skills:
                 skills[skill.name] = skill
     # Custom commands (`.claude/commands/NAME.md`, `sub/NAME.md` as `sub:NAME`) work as skills do;
     # a skill wins a name clash.
-    command_roots = [(Path(home) / ".claude" / "commands", "", ""),
-                     (Path(cwd) / ".claude" / "commands", "", "")] if project else []
-    for root, prefix, plugin in command_roots + [(Path(d), f"{p.name}:", p.root) for p in plugins
+    command_roots = [(Path(home) / ".claude" / "commands", "", None),
+                     (Path(cwd) / ".claude" / "commands", "", None)] if project else []
+    for root, prefix, plugin in command_roots + [(Path(d), f"{p.name}:", p) for p in plugins
                                                  for d in p.command_dirs]:
         for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
             name = ":".join(path.relative_to(root).with_suffix("").parts) if root.is_dir() else root.stem
@@ -67,8 +68,9 @@ def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None, plu
     return skills, problems
 
 
-def _read(path: Path, problems: list[str], name: str = "", plugin_root: str = "") -> Skill | None:
-    """A SKILL.md (named by its folder) or a command file (`name` given)."""
+def _read(path: Path, problems: list[str], name: str = "", plugin: Any = None) -> Skill | None:
+    """A SKILL.md (named by its folder) or a command file (`name` given); `plugin`: the
+    `context.plugins.Plugin` it comes with."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
@@ -82,11 +84,12 @@ def _read(path: Path, problems: list[str], name: str = "", plugin_root: str = ""
         description = description[:MAX_DESCRIPTION - 1] + "…"
     flags = {key: _flag(fields, key, default, str(path), problems) for key, default in (
         ("disable-model-invocation", False), ("user-invocable", True), ("hide-from-slash-command-tool", False))}
-    if plugin_root:
-        description = description.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
+    root, data = (plugin.root, plugin.data) if plugin is not None else ("", "")
+    if root:
+        description = description.replace("${CLAUDE_PLUGIN_ROOT}", root)
     return Skill(name or path.parent.name, str(path.parent), description, body.strip(),
                  not (flags["disable-model-invocation"] or flags["hide-from-slash-command-tool"]),
-                 flags["user-invocable"], fields, str(path), plugin_root)
+                 flags["user-invocable"], fields, str(path), root, data)
 
 
 def frontmatter(text: str, where: str, problems: list[str]) -> tuple[dict[str, Any], str]:
@@ -144,7 +147,8 @@ def listing(skills: dict[str, Skill]) -> str | None:
 
 def render(skill: Skill, args: str, values: dict[str, str]) -> str:
     """The body a use of `skill` gives, its placeholders filled: `$ARGUMENTS`, `$ARGUMENTS[N]` and
-    `$N` (the arguments split as a shell splits them, from 0), `${CLAUDE_SKILL_DIR}` and the
+    `$N` (the arguments split as a shell splits them, from 0), `${CLAUDE_SKILL_DIR}`, a plugin's
+    `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PLUGIN_DATA}`, and the
     `values` given (`${CLAUDE_SESSION_ID}`, `${CLAUDE_PROJECT_DIR}`); arguments the body does
     not place are added at its end."""
     try:
@@ -154,8 +158,11 @@ def render(skill: Skill, args: str, values: dict[str, str]) -> str:
     body = skill.body
     placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
     body = _INDEXED.sub(lambda m: _word(words, m), body).replace("$ARGUMENTS", args)
-    plugin = {"CLAUDE_PLUGIN_ROOT": skill.plugin_root} if skill.plugin_root else {}
-    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **plugin, **values}.items():
+    if skill.plugin_root:
+        from .plugins import fill
+
+        body = fill(body, skill.plugin_root, skill.plugin_data)
+    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **values}.items():
         body = body.replace("${" + name + "}", value)
     if args and not placed:
         body += f"\n\nARGUMENTS: {args}"

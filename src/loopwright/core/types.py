@@ -299,6 +299,7 @@ StreamEvent = Union[StreamStart, BlockStart, BlockDelta, BlockStop, StreamDelta,
 
 class ModelText(str):
     """Text the model wrote that becomes a prompt later (a prompt it scheduled with the cron
-    tools): data, never a command — a leading `/name` is not expanded or refused, only sent."""
+    tools), or a prompt its client composed and asks to have delivered as written (stream-json
+    `client_composed`): data, never a command — a leading `/name` is not expanded or refused, only sent."""
 
     __slots__ = ()

@@ -18,7 +18,7 @@ _DURATION = re.compile(r"\d+(\.\d+)?(ms|s|m|h|d)?")
 _MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 _KEYS = ("every", "cron", "source", "prompt", "goal", "check", "protect", "permission_mode", "allowed_tools",
          "limits", "concurrency", "retry_failed", "report", "sandbox", "model",
-         "skill", "attempts", "attempt_instructions")
+         "skill", "attempts", "attempt_instructions", "workflow")
 _ITEM_LIMITS = ("max_turns", "max_budget_usd", "max_duration")
 _FIRE_LIMITS = ("max_items", "max_budget_usd")
 
@@ -54,6 +54,7 @@ class Routine:
     attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
     skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
     attempt_instructions: str = ""  # a file of one variation per line, as --attempt-instructions
+    workflow: str = ""  # each item runs this workflow: its words as args, the item as `wf.item`
 
     @property
     def template(self) -> str:
@@ -134,12 +135,29 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
     skill = c.text(data, "skill")
     if skill and not NAME.fullmatch(skill.removeprefix("/")):
         raise c.fail("skill", "a skill's name such as fix-bug (its folder under .claude/skills)", skill)
+    workflow = _workflow(c, data, skill)
+    if workflow and (check or protect):
+        raise c.fail("check", "no `check:` or `protect:` beside `workflow:` (a workflow's goal is its own to "
+                     "reach: it reads it as wf.goal)", given=False)
     return Routine(name, path, every_s, cron, kind, source, prompt, goal, check, protect, mode,
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,
                    retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
                    skill=skill.removeprefix("/"), attempts=_attempts(c, data),
-                   attempt_instructions=_instructions(c, data))
+                   attempt_instructions=_instructions(c, data), workflow=workflow)
+
+
+def _workflow(c: _Check, data: Mapping[str, Any], skill: str) -> str:
+    """`workflow:`: a workflow's name (`NAME` or `PLUGIN:NAME`), alone (not with skill or attempts)."""
+    from ..workflows.scripts import valid
+
+    workflow = c.text(data, "workflow").removeprefix("/")
+    if workflow and not valid(workflow):
+        raise c.fail("workflow", "a workflow's name such as triage (.loopwright/workflows/triage.py)", workflow)
+    if workflow and (skill or data.get("attempts")):
+        raise c.fail("workflow", f"one of `workflow:`, `skill:` or `attempts:`, not {'skill' if skill else 'attempts'} "
+                     "too", given=False)
+    return workflow
 
 
 def _attempts(c: _Check, data: Mapping[str, Any]) -> int:

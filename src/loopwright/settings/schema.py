@@ -166,5 +166,6 @@ def _schema() -> Any:
         disableAllHooks: bool | None = None
         hookFailurePolicy: Literal["closed", "open"] | None = None
         sandbox: Sandbox | None = None
+        enabledPlugins: dict[str, bool | list[str]] | None = None
 
     return TypeAdapter(Root)

@@ -192,7 +192,14 @@ def widenings(data: Mapping[str, Any], hooks_on: bool = True) -> list[str]:
         parts.append("defaultMode acceptEdits")
     if data.get("env"):
         parts.append("env " + ", ".join(data["env"]))
+    if plugins := _switched_on(data):
+        parts.append("plugins " + ", ".join(plugins))
     return parts
+
+
+def _switched_on(data: Mapping[str, Any]) -> list[str]:
+    chosen = data.get("enabledPlugins")
+    return [k for k, on in chosen.items() if on is not False] if isinstance(chosen, dict) else []
 
 
 def untrusted(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -202,6 +209,8 @@ def untrusted(data: Mapping[str, Any]) -> dict[str, Any]:
                    if k not in ("allow", "additionalDirectories")}
     if permissions.get("defaultMode") == "acceptEdits":
         del permissions["defaultMode"]
+    if isinstance(data.get("enabledPlugins"), dict):  # switching one off still counts
+        out["enabledPlugins"] = {k: on for k, on in data["enabledPlugins"].items() if on is False}
     if "permissions" in data:
         out["permissions"] = permissions
     return out

@@ -1,6 +1,7 @@
 """The workflow runtime: a user's async Python script `main(wf, args)` orchestrating subagents
 through `wf` — `agent`, `parallel`, `pipeline`, `workflow` (one level of nesting), `log`,
-`phase`, `budget`, `now`, `random`. Each agent call is a step of the journal; a resumed run
+`phase`, `budget`, `now`, `random`, and `item`/`goal`/`routine` when a routine's item runs it.
+Each agent call is a step of the journal; a resumed run
 replays the finished ones. Agents run through an injected runner (the CLI's: a full subagent
 loop under the session's permissions), at most `max_agents` at once."""
 
@@ -83,10 +84,12 @@ class Run:
                  max_agents: int = MAX_AGENTS, on_status: Callable[[Status], None] | None = None,
                  load: Callable[[str], Callable[..., Awaitable[Any]]] | None = None,
                  clock: Callable[[], float] = time.time, rng: _random.Random | None = None,
-                 stop_agents: Callable[[], None] = lambda: None) -> None:
+                 stop_agents: Callable[[], None] = lambda: None, context: dict[str, Any] | None = None) -> None:
         """`stop_agents`: ends every running agent as aborted (with what it spent), once the
-        budget is gone or the run is interrupted."""
+        budget is gone or the run is interrupted. `context`: what a routine's item gives
+        (`item`, `goal`, `routine`)."""
         self.journal, self.runner, self.budget_usd, self.stop_agents = journal, runner, budget_usd, stop_agents
+        self.context = dict(context or {})
         self.slots = asyncio.Semaphore(max_agents)
         self.on_status, self.load, self.clock = on_status or (lambda status: None), load, clock
         self.rng = rng or _random.Random()
@@ -127,6 +130,22 @@ class Workflow:
     def budget(self) -> float:
         """What is left to spend, in USD (`math.inf` without --max-budget-usd)."""
         return self._run.remaining()
+
+    @property
+    def item(self) -> dict[str, Any] | None:
+        """The routine item this run does (its fields, `id` among them), or None outside a routine."""
+        item = self._run.context.get("item")
+        return dict(item) if item is not None else None
+
+    @property
+    def goal(self) -> str | None:
+        """The routine's goal for the item, filled in (None: a prompt routine, or no routine)."""
+        return self._run.context.get("goal")
+
+    @property
+    def routine(self) -> str | None:
+        """The name of the routine whose item this run does, or None."""
+        return self._run.context.get("routine")
 
     def log(self, text: Any) -> None:
         self._run.status(str(text))

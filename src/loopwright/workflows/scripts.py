@@ -1,6 +1,6 @@
 """Where workflows come from: `NAME.py` in the project's `.loopwright/workflows/` or
 `.claude/workflows/`, then the user's `~/.loopwright/workflows/` (the project's win a name
-clash). Listing reads each file without running it; loading runs it as a module and takes its
+clash), then each plugin's `workflows/` as `PLUGIN:NAME` (namespaced as its commands are). Listing reads each file without running it; loading runs it as a module and takes its
 `async def main(wf, args)`. A file that cannot be used is one error naming it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
@@ -23,7 +23,7 @@ RESERVED = frozenset({"goal", "loop"})  # slash commands of loopwright's own
 class Script:
     name: str
     path: Path
-    scope: str  # project | user
+    scope: str  # project | user | plugin
 
 
 def folders(cwd: Path, home: Path) -> list[tuple[str, Path]]:
@@ -31,21 +31,34 @@ def folders(cwd: Path, home: Path) -> list[tuple[str, Path]]:
             ("user", home / ".loopwright" / "workflows")]
 
 
-def available(cwd: Path, home: Path) -> dict[str, Script]:
+def available(cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> dict[str, Script]:
+    """Every workflow by name; `plugins` (`context.plugins.Plugin`) add theirs as `PLUGIN:NAME`."""
     found: dict[str, Script] = {}
     for scope, folder in reversed(folders(cwd, home)):  # earlier folders win: they are written last
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.glob("*.py")):
-            if NAME.fullmatch(path.stem) and path.is_file():
-                found[path.stem] = Script(path.stem, path, scope)
+        found |= _scripts(folder, "", scope)
+    for plugin in plugins:
+        for folder in getattr(plugin, "workflow_dirs", ()):
+            found = _scripts(Path(folder), f"{plugin.name}:", "plugin") | found
     return dict(sorted(found.items()))
 
 
-def find(name: str, cwd: Path, home: Path) -> Script | None:
-    if not NAME.fullmatch(name):
+def _scripts(folder: Path, prefix: str, scope: str) -> dict[str, Script]:
+    if not folder.is_dir():
+        return {}
+    return {prefix + path.stem: Script(prefix + path.stem, path, scope) for path in sorted(folder.glob("*.py"))
+            if NAME.fullmatch(path.stem) and path.is_file()}
+
+
+def find(name: str, cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> Script | None:
+    if not valid(name):
         return None
-    return available(cwd, home).get(name)
+    return available(cwd, home, plugins if ":" in name else ()).get(name)
+
+
+def valid(name: str) -> bool:
+    """A workflow's name: `NAME`, or `PLUGIN:NAME`."""
+    plugin, colon, rest = name.rpartition(":")
+    return bool(NAME.fullmatch(rest)) and (not colon or bool(NAME.fullmatch(plugin)))
 
 
 def describe(script: Script) -> str:
@@ -74,7 +87,8 @@ def load(script: Script) -> Callable[..., Awaitable[Any]]:
         line = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
         msg = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise UsageError(f"workflow {path}: syntax error{line}: {msg}") from None
-    namespace: dict[str, Any] = {"__name__": f"loopwright_workflow_{script.name}", "__file__": str(path)}
+    namespace: dict[str, Any] = {"__name__": f"loopwright_workflow_{script.name.replace(':', '__')}",
+                                 "__file__": str(path)}
     try:
         exec(code, namespace)  # noqa: S102 - a workflow is the user's own code, run when they name it
     except Exception as exc:  # noqa: BLE001 - whatever the file raises is one error naming it
@@ -86,13 +100,13 @@ def load(script: Script) -> Callable[..., Awaitable[Any]]:
     return main
 
 
-def loader(cwd: Path, home: Path) -> Callable[[str], Callable[..., Awaitable[Any]]]:
+def loader(cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> Callable[[str], Callable[..., Awaitable[Any]]]:
     """For `wf.workflow(name, …)`: a workflow's `main` by name, or an error naming what exists."""
 
     def by_name(name: str) -> Callable[..., Awaitable[Any]]:
-        script = find(name, cwd, home) if isinstance(name, str) else None
+        script = find(name, cwd, home, plugins) if isinstance(name, str) else None
         if script is None:
-            names = ", ".join(available(cwd, home)) or "none"
+            names = ", ".join(available(cwd, home, plugins)) or "none"
             raise UsageError(f"workflow {name!r} not found (workflows: {names})")
         return load(script)
 

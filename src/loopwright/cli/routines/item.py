@@ -60,6 +60,8 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             if run.routine.attempts > 1:
                 return await _attempted(opts, prompt or run.text, settings, register)
             agent = build_agent(opts, settings)
+            if run.routine.workflow:
+                return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
         try:
@@ -100,6 +102,42 @@ async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> An
     status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
     return ItemResult(status, float(result.total_cost_usd or 0.0), note,
                       str(result.subtype))
+
+
+async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register: Any) -> Any:
+    """The item done by the routine's workflow in the item's session: the filled prompt's (or
+    goal's) words as its `args`, the item, the goal and the routine's name as `wf.item`, `wf.goal`
+    and `wf.routine`; a resumed item replays the steps that had finished."""
+    import shlex
+
+    from ...proactive.fire import ItemResult
+    from ..workflowturn import InConversation
+
+    try:
+        words = shlex.split(run.text)
+    except ValueError:
+        words = run.text.split()
+    context = {"item": {"id": run.item.id, **run.item.fields}, "goal": run.text if run.routine.goal else None,
+               "routine": run.routine.name}
+    doing = InConversation(agent, run.routine.workflow, words, context=context, resume=carry)
+    try:
+        session = open_cli_session(opts, agent)
+    except BaseException:
+        await agent.aclose()
+        raise
+    unregister = register(doing.stop)
+    try:
+        result = await doing(lambda event: None, lambda status: None)
+        await agent.end_session("other")
+    except UsageError as exc:  # the workflow is missing or its file cannot be used
+        return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
+    finally:
+        unregister()
+        await agent.aclose()
+        session.close()
+    status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
+    note = "; ".join(result.errors) if result.is_error and result.errors else result.result
+    return ItemResult(status, float(result.total_cost_usd or 0.0), note, str(result.subtype))
 
 
 def _mode(run: Any) -> str:

@@ -18,6 +18,7 @@ from ...core import jsonsafe
 from ...core.errors import UsageError
 from ...context.commands import CommandError
 from ...core.events import ResultEvent, RunResult
+from ...core.types import ModelText
 from .channel import ControlChannel, SdkApprover
 from .requests import HostRequests
 from .emit import SdkOutput
@@ -89,8 +90,9 @@ class Server:
                 raise item
             text, query = item
             pending.append(text)
-            if query:
-                await self.turn("\n\n".join(pending))
+            if query:  # as written when the message that opens the turn is (stream-json `client_composed`)
+                joined = "\n\n".join(pending)
+                await self.turn(ModelText(joined) if isinstance(pending[0], ModelText) else joined)
                 pending = []
         if pending:
             print(f"loopwright: warning: {len(pending)} message(s) with shouldQuery false were never sent: no turn "
@@ -151,7 +153,7 @@ def run_sdk(opts: Options) -> int:
     if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
         agent.system_prompt = MINIMAL_PROMPT.format(cwd=agent.cwd)
     session = open_cli_session(opts, agent)
-    out = SdkOutput(agent, bool(opts.include_hook_events), init_fields(settings, agent) | _init_extra(opts),
+    out = SdkOutput(agent, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
                     replay_prompts=opts.replay_user_messages)
     channel = ControlChannel(out.line)

@@ -24,6 +24,7 @@ HELP = """Commands:
   /rewind [N [code|conversation|both]]  checkpoints; back to before prompt N
   /memory /hooks        the memory files loaded, the hooks that run
   /schedule --every 1h PROMPT   a persisted schedule (fired by `loopwright scheduler`)
+  /NAME args            a workflow (loopwright workflow list), a skill or a custom command
   /exit, /quit          leave (Ctrl-D too)
 Keys: Enter sends, Alt-Enter or Esc Enter a new line; Esc stops the running turn; Ctrl-C clears
 the input or stops the turn (twice on an empty prompt leaves); Shift-Tab cycles permission modes."""

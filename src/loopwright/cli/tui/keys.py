@@ -22,7 +22,8 @@ MAX_ENTRIES = 200  # a folder's names offered for one `@` completion
 
 
 class Names(Completer):
-    """`/command` and `/skill` at the start of the input; `@path` anywhere, from the session's folder."""
+    """`/command`, `/skill` and `/workflow` at the start of the input; `@path` anywhere, from the
+    session's folder."""
 
     def __init__(self, agent: Any) -> None:
         self.agent = agent
@@ -30,8 +31,11 @@ class Names(Completer):
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
+            from ...workflows.scripts import available
+
             skills = self.agent.skills.found if self.agent.skills is not None else {}
-            for name in (*NAMES, *(f"/{s}" for s in sorted(skills))):
+            flows = available(Path(self.agent.cwd), Path.home(), list(self.agent.plugins))
+            for name in (*NAMES, *(f"/{s}" for s in sorted({*skills, *flows}))):
                 if name.startswith(text):
                     yield Completion(name, start_position=-len(text))
             return

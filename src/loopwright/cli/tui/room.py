@@ -24,6 +24,7 @@ class Room:
         self.loop = IdleLoop(self)
         self.leaving = False
         self.running: asyncio.Task[RunResult] | None = None
+        self.stopping: Any = None  # how to stop what runs when it is not a turn (a workflow)
         front.attach(self)
 
     def say(self, text: str) -> None:
@@ -39,7 +40,7 @@ class Room:
     def interrupt(self) -> bool:
         """Stops the running turn; False when none runs."""
         if self.running is not None and not self.running.done():
-            self.agent.interrupt()
+            (self.stopping or self.agent.interrupt)()
             return True
         return False
 
@@ -88,6 +89,12 @@ class Room:
 
     async def handle(self, line: str) -> None:
         head = line.split(maxsplit=1)[0]
+        if head.startswith("/") and not is_command(line):
+            from ..workflowcmd import slash_workflow
+
+            if (called := slash_workflow(line, plugins=list(self.agent.plugins))) is not None:
+                await self.workflow(*called)
+                return
         skills = self.agent.skills.found if self.agent.skills is not None else {}
         if (head.startswith("/") and "/" not in head[1:] and not is_command(line) and head[1:] not in skills
                 and not head.startswith("/mcp__")):
@@ -112,6 +119,32 @@ class Room:
         finally:
             self.running = None
         if (closing := closing_line(result)) is not None:
+            self.say(visible(closing))
+
+    async def workflow(self, name: str, args: list[str]) -> None:
+        """`/NAME args` naming a workflow: it runs here, its progress said as it changes, and only
+        the call and its final answer join the conversation."""
+        from ..workflowcmd import status_line
+        from ..workflowturn import InConversation
+
+        run, last = InConversation(self.agent, name, args), [()]
+
+        def progress(status: dict[str, Any]) -> None:
+            key = (status["phase"], status["running"], status["done"], status.get("message"))
+            if key != last[0]:  # said when something other than the spend changed
+                last[0] = key
+                self.say(visible(status_line(status)))
+
+        self.running, self.stopping = asyncio.ensure_future(run(self.show, progress)), run.stop
+        try:
+            with self.front.watching():
+                result = await self.running
+        except LoopwrightError as exc:  # a workflow file that cannot be used
+            self.say(visible(f"error: {exc}"))
+            return
+        finally:
+            self.running, self.stopping = None, None
+        if result.is_error and (closing := closing_line(result)) is not None:
             self.say(visible(closing))
 
     def _on_sigint(self) -> None:
