@@ -442,6 +442,13 @@ class Agent:
 
         return await start(prompt, self.skills, self._shell(self.permissions))
 
+    async def attach_mentions(self, prompt: str) -> Any:
+        """A typed prompt with the files its `@path`s name attached, under the Read rules
+        (`context.mentions`); `UsageError` when one may not be read."""
+        from .context.mentions import attach_mentions
+
+        return await attach_mentions(prompt, self._shell(self.permissions))
+
     def _shell(self, rules: PermissionRules) -> Any:
         """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
         from .context.commands import Shell

@@ -102,7 +102,14 @@ class Room:
             if prompt is not None:
                 await self.turn(prompt)
         else:
-            await self.turn(line)
+            try:
+                mentioned = await self.agent.attach_mentions(line)
+            except LoopwrightError as exc:
+                self.say(visible(f"error: {exc}"))
+                return
+            for path in mentioned.attached:
+                self.say(visible(f"@ attached {path}"))
+            await self.turn(mentioned.prompt)
 
     async def turn(self, prompt: str) -> None:
         self.running = asyncio.ensure_future(self.agent.run(prompt, on_event=self.show))
