@@ -460,3 +460,32 @@ def test_memory_hooks_and_schedule_commands(term, tmp_path):
         see(child, answer)
         see(child, PROMPT)
     assert leave(child) == 0
+
+
+def test_custom_commands_complete_with_their_descriptions(term, tmp_path):
+    from test_plugins import RALPH
+
+    (tmp_path / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / ".claude" / "commands" / "tidy-docs.md").write_text(
+        "---\ndescription: tidy the docs folder\nargument-hint: FOLDER\n---\nTidy $ARGUMENTS\n")
+    (tmp_path / "fakehome" / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / "fakehome" / ".claude" / "commands" / "tidy-home.md").write_text("Tidy my home folder, gently.\n")
+    (tmp_path / ".claude" / "skills" / "tidy-secret").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "tidy-secret" / "SKILL.md").write_text(
+        "---\ndescription: only for the model\nuser-invocable: false\n---\nX\n")
+    child, sim = term([{"text": "tidied"}], args=("--plugin-dir", str(RALPH)))
+    see(child, PROMPT)
+    child.send("/tid\t")
+    see(child, "tidy the docs folder")  # the menu: each name with its description
+    see(child, "Tidy my home folder")
+    assert "/tidy-docs FOLDER" in shown(child) and "tidy-secret" not in shown(child)
+    child.send("\x15/r\t")
+    see(child, "Keep working on a prompt")  # a plugin's command, namespaced
+    assert "/ralph:ralph-loop" in shown(child) and "/rewind" in shown(child)
+    child.send("\x15/tidy-d\t")
+    see(child, "ocs")  # the rest of the name, filled in
+    child.send(" notes" + ENTER)
+    see(child, "tidied")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    assert "Tidy notes" in str(sim.message_requests[0].body["messages"][-1]["content"])
