@@ -489,3 +489,35 @@ def test_custom_commands_complete_with_their_descriptions(term, tmp_path):
     see(child, PROMPT)
     assert leave(child) == 0
     assert "Tidy notes" in str(sim.message_requests[0].body["messages"][-1]["content"])
+
+
+def test_a_self_paced_loop_is_paced_by_the_model_and_ends_when_it_says_so(term):
+    wake = {"tool_use": {"name": "ScheduleWakeup", "input": {"delaySeconds": 90, "reason": "the build runs"}}}
+    done = {"tool_use": {"name": "ScheduleWakeup", "input": {"stop": True, "reason": "all green"}}}
+    child, sim = term([wake, {"text": "checked once"}, {"text": "a plain answer"}, done, {"text": "finished"}])
+    see(child, PROMPT)
+    say(child, "/loop check the build")
+    see(child, "self-paced loop")
+    see(child, "checked once")
+    see(child, "next iteration at")
+    see(child, PROMPT)
+    see(child, r"loop \d\d:\d\d:\d\d")  # the next fire, in the status line
+    say(child, "/loop")
+    see(child, r"self-paced loop, 1 iteration\(s\), next at")
+    see(child, PROMPT)
+    say(child, "/loop stop")
+    see(child, "loop over after 1 iteration")
+    see(child, PROMPT)
+    say(child, "just a question")
+    see(child, "a plain answer")
+    see(child, PROMPT)
+    say(child, "/loop watch the deploy")
+    see(child, "finished")
+    see(child, r"loop over after 1 iteration\(s\): the model ended it")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    offered = [{t["name"] for t in r.body.get("tools", [])} for r in sim.message_requests]
+    systems = [str(r.body.get("system")) for r in sim.message_requests]
+    assert "ScheduleWakeup" in offered[0] and "self-paced loop" in systems[0]
+    assert "ScheduleWakeup" not in offered[2] and "self-paced loop" not in systems[2]  # gone with the loop
+    assert "ScheduleWakeup" in offered[3] and "check the build" in str(sim.message_requests[0].body["messages"][-1])

@@ -120,6 +120,7 @@ class Room:
             self.running = None
         if (closing := closing_line(result)) is not None:
             self.say(visible(closing))
+        self.loop.ended(result)
 
     def _on_sigint(self) -> None:
         if not self.interrupt():
