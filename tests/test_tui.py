@@ -521,3 +521,25 @@ def test_a_self_paced_loop_is_paced_by_the_model_and_ends_when_it_says_so(term):
     assert "ScheduleWakeup" in offered[0] and "self-paced loop" in systems[0]
     assert "ScheduleWakeup" not in offered[2] and "self-paced loop" not in systems[2]  # gone with the loop
     assert "ScheduleWakeup" in offered[3] and "check the build" in str(sim.message_requests[0].body["messages"][-1])
+
+
+def test_the_status_line_shows_background_shells_and_running_subagents(term):
+    from loopwright.app import Agent
+    from loopwright.cli.tui.status import Status
+    from loopwright.core.events import ToolFinished, ToolStarted
+
+    shell = {"command": "sleep 300", "run_in_background": True, "description": "a long wait"}
+    child, sim = term([{"tool_use": {"name": "Bash", "input": shell}}, {"text": "started it"}],
+                      args=("--allowedTools", "Bash(sleep *)"))
+    see(child, PROMPT)
+    say(child, "start the wait")
+    see(child, "started it")
+    see(child, PROMPT)
+    see(child, "1 shell: a long")  # 80 columns cut the rest
+    assert leave(child) == 0
+    status = Status(Agent())  # subagents are counted from the Agent calls of the running turn
+    status.seen(ToolStarted("t1", "Agent", {"subagent_type": "checker", "prompt": "check"}))
+    status.seen(ToolStarted("t2", "Agent", {"prompt": "look"}))
+    assert "2 agents: checker, general-purpose" in status.line(120)
+    status.seen(ToolFinished("t1", "Agent", False, "fine"))
+    assert "1 agent: general-purpose" in status.line(120) and "shell" not in status.line(120)

@@ -232,6 +232,11 @@ class Agent:
         extra = (os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
         return tuple(dict.fromkeys([str(self.cwd), *extra]))
 
+    def background_tasks(self) -> list[dict[str, Any]]:
+        """The session's background shells still running: `id`, `description`, `command`."""
+        work = self._background() if self.tools is not None else None
+        return work.running() if work is not None else []
+
     def _background(self) -> Any:
         from .tools import background_work
 
