@@ -314,14 +314,14 @@ def test_attempts_show_side_by_side_with_the_judges_verdict_and_the_winner(tmp_p
         listed = driver.execute_script("return [...document.querySelectorAll('main a')].map(a => a.href)")
         assert all(any(sid in href for href in listed) for sid in sessions.values()), listed
         driver.get(f"{other.base}/s/{sessions[2]}")
-        columns = lambda: driver.find_elements("css selector", ".attempts .attempt")  # noqa: E731
+        columns = lambda: driver.find_elements("css selector", ".attempt-grid .attempt")  # noqa: E731
         _wait(lambda: len(columns()) == 2, 10)
         first, second = (c.text for c in columns())
         assert "winner" in first and "acceptable" in first and "pass" in first
         assert "(this session)" in second and "cannot win: its checks failed" in second and "FAIL" in second
         box = driver.find_element("css selector", ".rec.attempts").text
         assert "winner: attempt 1" in box and "judge" in box and "reviewed" in box
-        driver.execute_script("document.querySelectorAll('.attempt details').forEach(d => d.open = true)")
+        driver.execute_script("document.querySelectorAll('.attempt-grid details').forEach(d => d.open = true)")
         assert "return a + b" in columns()[0].text and "return a - b" in columns()[1].text
         shot(driver, "serve-attempts")
         columns()[0].find_element("css selector", "a").click()  # to the winner's own session

@@ -20,7 +20,7 @@ def attempts_html(a: dict[str, Any]) -> str:
     else:
         head += "<p class=\"judge\">no judge: no attempt was eligible</p>"
     columns = "".join(_column(r, a, judge) for r in rows)
-    return f'{head}<div class="attempts">{columns}</div>'
+    return f'{head}<div class="attempt-grid">{columns}</div>'
 
 
 def _column(r: dict[str, Any], a: dict[str, Any], judge: dict[str, Any] | None) -> str:
