@@ -101,6 +101,8 @@ class Room:
                 return
             if prompt is not None:
                 await self.turn(prompt)
+        elif head[1:] in skills or head.startswith("/mcp__"):
+            await self.turn(line)  # a custom command: the `@file`s of its body are attached as it starts
         else:
             try:
                 mentioned = await self.agent.attach_mentions(line)
