@@ -537,6 +537,17 @@ def test_the_status_line_shows_background_shells_and_running_subagents(term):
     see(child, PROMPT)
     see(child, "1 shell: a long")  # 80 columns cut the rest
     assert leave(child) == 0
+    calls = [{"name": "Agent", "input": {"description": d, "prompt": f"{d.upper()}-TASK", "subagent_type": t}}
+             for d, t in (("red", "general-purpose"), ("blue", "general-purpose"))]
+    script = {"rules": [{"match": {"last_user_contains": "-TASK"}, "responses": [{"text": "helped", "repeat": -1}]},
+                        {"responses": [{"tool_use": calls}, {"text": "both helped"}]}]}
+    child, sim = term(script)
+    see(child, PROMPT)
+    say(child, "ask two helpers")
+    see(child, "running: 1 agent: general-purpose")
+    see(child, "both helped")
+    assert "running: 2 agents: general-purpose, general-pu" in shown(child)  # both calls, while they run
+    assert leave(child) == 0
     status = Status(Agent())  # subagents are counted from the Agent calls of the running turn
     status.seen(ToolStarted("t1", "Agent", {"subagent_type": "checker", "prompt": "check"}))
     status.seen(ToolStarted("t2", "Agent", {"prompt": "look"}))

@@ -60,6 +60,8 @@ class RichFront(KeyWatch):
             self.console.print(Text("⏺ ", style="green") + Text(visible(_call(event.name, event.input)), style="bold"))
             for line in _diff(event.name, event.input):
                 self.console.print(Text(visible(line), style="red" if line.startswith("  -") else "green"))
+            if event.name == "Agent" and self.room is not None:  # the status line is not drawn during a turn
+                self.console.print(Text("  ◦ running: " + visible(" · ".join(self.room.status.at_work())), style="dim"))
         elif isinstance(event, ToolFinished):
             self.last_output = event.output
             style = "red" if event.is_error else "dim"
