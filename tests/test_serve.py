@@ -352,6 +352,10 @@ def test_each_routine_shows_its_cost_per_fire_and_in_all(tmp_path, driver):
         items = driver.execute_script("return [...document.querySelectorAll('table.items tbody tr')]"
                                       ".map(tr => tr.cells[3].textContent)")
         shot(driver, "serve-routines")
+        driver.get(other.base + "/cost")
+        by_routine = driver.execute_script("return [...document.querySelectorAll('table.routine-totals td')]"
+                                           ".map(td => td.textContent)")
+        bars = driver.find_elements("css selector", ".routine-chart svg.chart rect")
     finally:
         other.stop()
     assert [row[1] for row in fires] == ["1", "2"]  # the newest fire first: it ran only the new item
@@ -360,3 +364,4 @@ def test_each_routine_shows_its_cost_per_fire_and_in_all(tmp_path, driver):
     in_all = float(total[1].lstrip("$"))
     assert abs(in_all - sum(costs)) < 0.0002 and abs(in_all - sum(float(c.lstrip("$")) for c in items)) < 0.0002
     assert total[2].startswith(fires[0][5])  # the last fire's cost
+    assert by_routine == ["triage", total[1]] and bars  # the cost page: per routine, as a chart too

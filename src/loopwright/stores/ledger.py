@@ -93,6 +93,13 @@ class SqliteLedger:
                             "SELECT ?, ?, ?, ?, ?, session_id, ? FROM routine_items WHERE routine = ? AND item_id = ?",
                             (routine, fire_at, item_id, status, cost_usd, now, routine, item_id))
 
+    def daily_costs(self) -> list[tuple[str, str, float]]:
+        """(UTC day, routine name, cost) of every routine's item runs, for the cost chart."""
+        rows = self.db.execute(
+            "SELECT date(r.fire_at, 'unixepoch'), COALESCE(NULLIF(e.name, ''), r.routine), SUM(r.cost_usd) "
+            "FROM routine_runs r LEFT JOIN routines e ON e.key = r.routine GROUP BY 1, 2 ORDER BY 1").fetchall()
+        return [(day, name, float(cost)) for day, name, cost in rows]
+
     def fires(self, routine: str, limit: int = 20) -> list[FireCost]:
         """The routine's latest fires, newest first: when each started, the items it ran and
         what they cost (the sum of its items' runs)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ..stores.sessionlist import _locked
 from .chart import cost_chart
@@ -208,7 +208,7 @@ def _action(schedule_id: str, name: str, token: str | None, kind: str = "schedul
             f'<button name="do" value="{name}" class="{name}">{label}</button></form>')
 
 
-def cost_page(index: SessionIndex) -> str:
+def cost_page(index: SessionIndex, routines: Sequence[tuple[str, str, float]] = ()) -> str:
     index.refresh_soon()
     points = index.costs()
     by_model: dict[str, float] = {}
@@ -219,4 +219,18 @@ def cost_page(index: SessionIndex) -> str:
     return (head("Cost", "/cost") + '<p class="note">Per day (UTC) and model, from the transcripts; “other” is what '
             "a run's result counts beyond its own messages (the goal evaluator, subagents).</p>" + cost_chart(points)
             + "<h2>By model</h2>" + table(("model", "cost"), totals) + "<h2>By day</h2>"
-            + table(("day", "model", "cost"), rows) + foot())
+            + table(("day", "model", "cost"), rows) + _routine_costs(list(routines)) + foot())
+
+
+def _routine_costs(points: list[tuple[str, str, float]]) -> str:
+    """Per day (UTC) and routine, what the routines' item runs cost (the ledger's fires)."""
+    if not points:
+        return '<h2>By routine</h2><p class="empty">No routine has run yet.</p>'
+    points = [(day, os.path.basename(name).rsplit(".", 1)[0] if "/" in name else name, cost)
+              for day, name, cost in points]  # a routine run by hand is known by its file
+    totals: dict[str, float] = {}
+    for _, name, cost in points:
+        totals[name] = totals.get(name, 0.0) + cost
+    rows = [[esc(name), money(cost)] for name, cost in sorted(totals.items(), key=lambda kv: -kv[1])]
+    return ('<h2 id="by-routine">By routine</h2><div class="routine-chart">' + cost_chart(points) + "</div>"
+            + table(("routine", "cost"), rows, "routine-totals"))
