@@ -121,6 +121,21 @@ def test_ctrl_c_stops_the_running_turn_not_the_session(terminal):
     assert t.close() == 0
 
 
+def test_esc_stops_the_running_turn_in_plain_lines_and_what_was_typed_waits(terminal):
+    t, sim = terminal([{"tool_use": {"name": "Bash", "input": {"command": "sleep 30"}}}, {"text": "after the stop"}],
+                      args=("--allowedTools", "Bash(sleep *)"))
+    t.expect("› ").send("wait a while").expect("sleep 30")
+    os.write(t.master, b"still ")  # typed while the turn runs
+    os.write(t.master, b"\x1b")
+    t.expect("(stopped)").expect("› still ")  # the typed words wait in the next prompt
+    t.send("here").expect("after the stop").expect("› ").send("/exit")
+    assert t.close() == 0
+    last = sim.message_requests[-1].body["messages"]
+    assert "still here" in str(last[-1]["content"])
+    answered = last[-2]["content"]  # the interrupted call is answered: the conversation stays valid
+    assert any(b.get("type") == "tool_result" for b in answered if isinstance(b, dict)), last
+
+
 # ---------------------------------------------------------------- workspace trust
 
 

@@ -288,3 +288,80 @@ def test_a_routines_ledger_shows_with_links_and_pauses_with_the_token(tmp_path, 
         other.stop()
     listed = cli(["routine", "list"], env, project)
     assert "paused" in listed.stdout
+
+
+def test_attempts_show_side_by_side_with_the_judges_verdict_and_the_winner(tmp_path, driver):
+    from test_attempts import CHECK, RIGHT, WRONG, git, instructions, script, verdict, write
+
+    env, repo = make_env(tmp_path), tmp_path / "repo"
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")  # the worktrees
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text("def add(a, b):\n    return 0\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "start")
+    flags = ["--permission-mode", "acceptEdits", "--output-format", "json", "--check", CHECK]
+    with Simulator(script([verdict("A")], {1: write("app.py", RIGHT), 2: write("app.py", WRONG)})) as sim:
+        out = cli(["-p", "make add() add", "--attempts", "2", *instructions(tmp_path, 2), *flags], env, repo, sim,
+                  timeout=120)
+    result = json.loads(out.stdout)
+    assert result["attempts"]["winner"] == 1, out.stderr
+    sessions = {row["attempt"]: row["session_id"] for row in result["attempts"]["attempts"]}
+    other = Server(env, repo)  # the attempts' sessions are this folder's, though each ran in a worktree
+    try:
+        driver.get(other.url)
+        listed = driver.execute_script("return [...document.querySelectorAll('main a')].map(a => a.href)")
+        assert all(any(sid in href for href in listed) for sid in sessions.values()), listed
+        driver.get(f"{other.base}/s/{sessions[2]}")
+        columns = lambda: driver.find_elements("css selector", ".attempt-grid .attempt")  # noqa: E731
+        _wait(lambda: len(columns()) == 2, 10)
+        first, second = (c.text for c in columns())
+        assert "winner" in first and "acceptable" in first and "pass" in first
+        assert "(this session)" in second and "cannot win: its checks failed" in second and "FAIL" in second
+        box = driver.find_element("css selector", ".rec.attempts").text
+        assert "winner: attempt 1" in box and "judge" in box and "reviewed" in box
+        driver.execute_script("document.querySelectorAll('.attempt-grid details').forEach(d => d.open = true)")
+        assert "return a + b" in columns()[0].text and "return a - b" in columns()[1].text
+        shot(driver, "serve-attempts")
+        columns()[0].find_element("css selector", "a").click()  # to the winner's own session
+        _wait(lambda: sessions[1] in driver.current_url, 10)
+        assert "(this session)" in columns()[0].text
+    finally:
+        other.stop()
+
+
+def test_each_routine_shows_its_cost_per_fire_and_in_all(tmp_path, driver):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "triage.yaml").write_text(
+        'source: {command: cat items.jsonl}\nprompt: "Handle report {id}"\nsandbox: false\n')
+    (project / "items.jsonl").write_text('{"id": "r1"}\n{"id": "r2"}\n')
+    with Simulator([{"text": "handled", "repeat": -1}]) as sim:
+        assert cli(["routine", "run", "triage", "--once"], env, project, sim).returncode == 0
+        (project / "items.jsonl").write_text('{"id": "r1"}\n{"id": "r2"}\n{"id": "r3"}\n')
+        assert cli(["routine", "run", "triage", "--once"], env, project, sim).returncode == 0
+    other = Server(env, project)
+    try:
+        driver.get(other.url)
+        driver.get(other.base + "/schedules")
+        fires = driver.execute_script("return [...document.querySelectorAll('section.routine table.fires tbody tr')]"
+                                      ".map(tr => [...tr.cells].map(td => td.textContent))")
+        total = driver.execute_script("return [...document.querySelectorAll('table.routine-costs td')]"
+                                      ".map(td => td.textContent)")
+        items = driver.execute_script("return [...document.querySelectorAll('table.items tbody tr')]"
+                                      ".map(tr => tr.cells[3].textContent)")
+        shot(driver, "serve-routines")
+        driver.get(other.base + "/cost")
+        by_routine = driver.execute_script("return [...document.querySelectorAll('table.routine-totals td')]"
+                                           ".map(td => td.textContent)")
+        bars = driver.find_elements("css selector", ".routine-chart svg.chart rect")
+    finally:
+        other.stop()
+    assert [row[1] for row in fires] == ["1", "2"]  # the newest fire first: it ran only the new item
+    costs = [float(row[5].lstrip("$")) for row in fires]
+    assert all(c > 0 for c in costs) and total[0] == "triage"
+    in_all = float(total[1].lstrip("$"))
+    assert abs(in_all - sum(costs)) < 0.0002 and abs(in_all - sum(float(c.lstrip("$")) for c in items)) < 0.0002
+    assert total[2].startswith(fires[0][5])  # the last fire's cost
+    assert by_routine == ["triage", total[1]] and bars  # the cost page: per routine, as a chart too

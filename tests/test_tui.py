@@ -390,7 +390,8 @@ def test_the_listing_commands_and_completion_of_skills_and_files(term, tmp_path)
     see(child, PROMPT)
     assert leave(child) == 0
     assert sim.message_requests[0].body["model"].startswith("claude-haiku")
-    assert sim.message_requests[0].body["messages"][-1]["content"][-1]["text"] == "look at @notebook-of-ideas.txt"
+    text = sim.message_requests[0].body["messages"][-1]["content"][-1]["text"]
+    assert text.startswith("look at @notebook-of-ideas.txt\n\nCalled the Read tool") and "idea" in text, text
 
 
 def test_always_for_a_tool_still_asks_about_a_write_outside_the_project(term, tmp_path):
@@ -463,3 +464,97 @@ def test_memory_hooks_and_schedule_commands(term, tmp_path):
         see(child, answer)
         see(child, PROMPT)
     assert leave(child) == 0
+
+
+def test_custom_commands_complete_with_their_descriptions(term, tmp_path):
+    from test_plugins import RALPH
+
+    (tmp_path / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / ".claude" / "commands" / "tidy-docs.md").write_text(
+        "---\ndescription: tidy the docs folder\nargument-hint: FOLDER\n---\nTidy $ARGUMENTS\n")
+    (tmp_path / "fakehome" / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / "fakehome" / ".claude" / "commands" / "tidy-home.md").write_text("Tidy my home folder, gently.\n")
+    (tmp_path / ".claude" / "skills" / "tidy-secret").mkdir(parents=True)
+    (tmp_path / ".claude" / "skills" / "tidy-secret" / "SKILL.md").write_text(
+        "---\ndescription: only for the model\nuser-invocable: false\n---\nX\n")
+    child, sim = term([{"text": "tidied"}], args=("--plugin-dir", str(RALPH)))
+    see(child, PROMPT)
+    child.send("/tid\t")
+    see(child, "tidy the docs folder")  # the menu: each name with its description
+    see(child, "Tidy my home folder")
+    assert "/tidy-docs FOLDER" in shown(child) and "tidy-secret" not in shown(child)
+    child.send("\x15/r\t")
+    see(child, "Keep working on a prompt")  # a plugin's command, namespaced
+    assert "/ralph:ralph-loop" in shown(child) and "/rewind" in shown(child)
+    child.send("\x15/tidy-d\t")
+    see(child, "ocs")  # the rest of the name, filled in
+    child.send(" notes" + ENTER)
+    see(child, "tidied")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    assert "Tidy notes" in str(sim.message_requests[0].body["messages"][-1]["content"])
+
+
+def test_a_self_paced_loop_is_paced_by_the_model_and_ends_when_it_says_so(term):
+    wake = {"tool_use": {"name": "ScheduleWakeup", "input": {"delaySeconds": 90, "reason": "the build runs"}}}
+    done = {"tool_use": {"name": "ScheduleWakeup", "input": {"stop": True, "reason": "all green"}}}
+    child, sim = term([wake, {"text": "checked once"}, {"text": "a plain answer"}, done, {"text": "finished"}])
+    see(child, PROMPT)
+    say(child, "/loop check the build")
+    see(child, "self-paced loop")
+    see(child, "checked once")
+    see(child, "next iteration at")
+    see(child, PROMPT)
+    see(child, r"loop \d\d:\d\d:\d\d")  # the next fire, in the status line
+    say(child, "/loop")
+    see(child, r"self-paced loop, 1 iteration\(s\), next at")
+    see(child, PROMPT)
+    say(child, "/loop stop")
+    see(child, "loop over after 1 iteration")
+    see(child, PROMPT)
+    say(child, "just a question")
+    see(child, "a plain answer")
+    see(child, PROMPT)
+    say(child, "/loop watch the deploy")
+    see(child, "finished")
+    see(child, r"loop over after 1 iteration\(s\): the model ended it")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    offered = [{t["name"] for t in r.body.get("tools", [])} for r in sim.message_requests]
+    systems = [str(r.body.get("system")) for r in sim.message_requests]
+    assert "ScheduleWakeup" in offered[0] and "self-paced loop" in systems[0]
+    assert "ScheduleWakeup" not in offered[2] and "self-paced loop" not in systems[2]  # gone with the loop
+    assert "ScheduleWakeup" in offered[3] and "check the build" in str(sim.message_requests[0].body["messages"][-1])
+
+
+def test_the_status_line_shows_background_shells_and_running_subagents(term):
+    from loopwright.app import Agent
+    from loopwright.cli.tui.status import Status
+    from loopwright.core.events import ToolFinished, ToolStarted
+
+    shell = {"command": "sleep 300", "run_in_background": True, "description": "a long wait"}
+    child, sim = term([{"tool_use": {"name": "Bash", "input": shell}}, {"text": "started it"}],
+                      args=("--allowedTools", "Bash(sleep *)"))
+    see(child, PROMPT)
+    say(child, "start the wait")
+    see(child, "started it")
+    see(child, PROMPT)
+    see(child, "1 shell: a long")  # 80 columns cut the rest
+    assert leave(child) == 0
+    calls = [{"name": "Agent", "input": {"description": d, "prompt": f"{d.upper()}-TASK", "subagent_type": t}}
+             for d, t in (("red", "general-purpose"), ("blue", "general-purpose"))]
+    script = {"rules": [{"match": {"last_user_contains": "-TASK"}, "responses": [{"text": "helped", "repeat": -1}]},
+                        {"responses": [{"tool_use": calls}, {"text": "both helped"}]}]}
+    child, sim = term(script)
+    see(child, PROMPT)
+    say(child, "ask two helpers")
+    see(child, "running: 1 agent: general-purpose")
+    see(child, "both helped")
+    assert "running: 2 agents: general-purpose, general-pu" in shown(child)  # both calls, while they run
+    assert leave(child) == 0
+    status = Status(Agent())  # subagents are counted from the Agent calls of the running turn
+    status.seen(ToolStarted("t1", "Agent", {"subagent_type": "checker", "prompt": "check"}))
+    status.seen(ToolStarted("t2", "Agent", {"prompt": "look"}))
+    assert "2 agents: checker, general-purpose" in status.line(120)
+    status.seen(ToolFinished("t1", "Agent", False, "fine"))
+    assert "1 agent: general-purpose" in status.line(120) and "shell" not in status.line(120)

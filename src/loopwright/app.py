@@ -234,6 +234,11 @@ class Agent:
         extra = (os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
         return tuple(dict.fromkeys([str(self.cwd), *extra]))
 
+    def background_tasks(self) -> list[dict[str, Any]]:
+        """The session's background shells still running: `id`, `description`, `command`."""
+        work = self._background() if self.tools is not None else None
+        return work.running() if work is not None else []
+
     def _background(self) -> Any:
         from .tools import background_work
 
@@ -443,6 +448,13 @@ class Agent:
         from .context.commands import start
 
         return await start(prompt, self.skills, self._shell(self.permissions))
+
+    async def attach_mentions(self, prompt: str) -> Any:
+        """A typed prompt with the files its `@path`s name attached, under the Read rules
+        (`context.mentions`); `UsageError` when one may not be read."""
+        from .context.mentions import attach_mentions
+
+        return await attach_mentions(prompt, self._shell(self.permissions))
 
     def _shell(self, rules: PermissionRules) -> Any:
         """Where a command's or skill's shell steps run (`context.commands.Shell`)."""

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .options import Options
 
 MAX_ATTEMPTS = 8
+MAX_DIFF = 20_000  # characters of an attempt's diff kept in the transcripts' record
 
 
 @dataclass
@@ -137,7 +138,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=[], protect=[]), prompt)
         a.agent.set_goal(spec)
-        a.session = open_cli_session(mine, a.agent)
+        a.session = open_cli_session(mine, a.agent, project=Path(here))  # with the folder's own sessions
         a.baseline = LocalWorkspace(a.path / where).snapshot(list(opts.protect or []))
     finally:
         os.chdir(here)
@@ -272,7 +273,18 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
                    "defects": {str(k): v for k, v in ruling.defects.items()},
                    "verdicts": {str(k): v for k, v in ruling.verdicts.items()},
                    "shown_as": describe_order(ruling.order)}}
+    _record(attempts, summary, repo, base)
     return _combined(attempts, applied, why, summary, ruling)
+
+
+def _record(attempts: list[Attempt], summary: dict[str, Any], repo: Path, base: str) -> None:
+    """The run's comparison in every attempt's transcript, as an `attempts` attachment (each
+    attempt's diff cut to MAX_DIFF characters), so the web view can show them side by side."""
+    diffs = {str(a.number): worktrees.diff(repo, base, a.head, MAX_DIFF) if a.head else "" for a in attempts}
+    for a in attempts:
+        recorder = getattr(a.agent, "recorder", None)
+        if recorder is not None and hasattr(recorder, "attach"):
+            recorder.attach({"type": "attempts", "this_attempt": a.number, **summary, "diffs": diffs})
 
 
 def _why_not(a: Attempt, aborted: bool) -> str:

@@ -341,11 +341,12 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
     return emit
 
 
-def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) -> Any:
+def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, project: Any = None) -> Any:
     """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
     agent (the recorder sees each event before the renderer) with SessionStart's `source`
     (startup, resume, fork). File checkpoints when `checkpoints` (interactive sessions) or
-    `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session."""
+    `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session. `project`: the
+    folder whose sessions it joins, when not the agent's own (an attempt's worktree)."""
     from ..session import open_session
     from ..stores.jsonl import JsonlStore
 
@@ -356,7 +357,7 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) ->
         raise UsageError("--fork-session needs --continue or --resume")
     if opts.session_id and resuming and not opts.fork_session:
         raise UsageError("--session-id can be used with --continue or --resume only with --fork-session")
-    session = open_session(JsonlStore.default(agent.cwd), str(agent.cwd), resume=opts.resume,
+    session = open_session(JsonlStore.default(project or agent.cwd), str(agent.cwd), resume=opts.resume,
                            continue_last=opts.continue_session, fork=opts.fork_session,
                            session_id=opts.session_id, persist=not opts.no_session_persistence)
     for warning in session.warnings:

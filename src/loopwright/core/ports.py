@@ -315,7 +315,8 @@ class Ledger(Protocol):
               retry_failed: int) -> tuple[str, bool] | None: ...
 
     def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str,
-               now: float) -> None: ...
+               now: float, fire_at: float | None = None) -> None:
+        """`fire_at`: the start of the fire that ran it; the run is kept per fire too."""
 
     def recover(self, routine: str, owner: str, alive: Any) -> list[str]: ...
 

@@ -58,6 +58,7 @@ class FireSummary:
     left: int = 0  # would run, but the fire's limits stopped it (taken by a later fire)
     would_take: tuple[str, ...] = ()  # --dry-run
     notes: tuple[str, ...] = ()
+    started: float = 0.0  # when the fire began: its items' runs are recorded under it
 
     def line(self, name: str) -> str:
         return (f"routine {name}: {self.found} found, {self.taken} taken, {self.done} done, {self.failed} failed"
@@ -86,7 +87,7 @@ class FireContext:
 
 
 async def fire(routine: Routine, found: Found, ctx: FireContext, *, dry_run: bool = False) -> FireSummary:
-    summary = FireSummary(found=len(found.items))
+    summary = FireSummary(found=len(found.items), started=ctx.now())
     ledger, key = ctx.ledger, ctx.key
     if not dry_run:
         for item_id in ledger.recover(key, ctx.owner, ctx.alive):
@@ -196,7 +197,8 @@ async def _take(routine: Routine, item: Item, text: str, ctx: FireContext, summa
     note = result.note[:MAX_OUTCOME]
     if result.status == "failed" and tries > routine.retry_failed:
         note = f"{note} (given up after {tries} tr{'y' if tries == 1 else 'ies'})"
-    ctx.ledger.finish(ctx.key, item.id, result.status, cost_usd=result.cost_usd, outcome=note, now=ctx.now())
+    ctx.ledger.finish(ctx.key, item.id, result.status, cost_usd=result.cost_usd, outcome=note, now=ctx.now(),
+                      fire_at=summary.started)
     summary.spend += result.cost_usd
     setattr(summary, result.status, getattr(summary, result.status) + 1)
     ctx.say(f"{item.id}: {result.status} · ${result.cost_usd:.4f} · {' '.join(note.split())[:100]}")

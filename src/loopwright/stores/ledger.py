@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..core.fastclass import dataclass
 from ..core.ports import LedgerItem, RoutineEntry
 from .schedules import connect
 
@@ -21,6 +22,11 @@ CREATE TABLE IF NOT EXISTS routine_items (
     created REAL NOT NULL, started REAL, ended REAL, owner TEXT NOT NULL DEFAULT '',
     resumed INTEGER NOT NULL DEFAULT 0, fields TEXT NOT NULL DEFAULT '', PRIMARY KEY (routine, item_id)
 );
+CREATE TABLE IF NOT EXISTS routine_runs (
+    routine TEXT NOT NULL, fire_at REAL NOT NULL, item_id TEXT NOT NULL, status TEXT NOT NULL,
+    cost_usd REAL NOT NULL DEFAULT 0, session_id TEXT NOT NULL DEFAULT '', ended REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS routine_runs_by_fire ON routine_runs (routine, fire_at);
 CREATE TABLE IF NOT EXISTS routines (
     key TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '', cwd TEXT NOT NULL DEFAULT '',
     every_s INTEGER NOT NULL DEFAULT 0, cron TEXT NOT NULL DEFAULT '', paused INTEGER NOT NULL DEFAULT 0, next_at REAL
@@ -29,6 +35,18 @@ CREATE TABLE IF NOT EXISTS routine_tokens (key TEXT PRIMARY KEY, token TEXT NOT 
 """
 _COLUMNS = "routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner, fields"
 STATUSES = ("pending", "running", "done", "failed", "skipped", "interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class FireCost:
+    """One fire of a routine as its item runs add up."""
+
+    fire_at: float
+    items: int
+    done: int
+    failed: int
+    cost_usd: float
+    ended: float
 
 
 class SqliteLedger:
@@ -125,9 +143,30 @@ class SqliteLedger:
             (owner, now, session_id, routine, item_id, retry_failed)).fetchone()
         return (row[0], bool(row[1])) if row else None
 
-    def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str, now: float) -> None:
+    def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str, now: float,
+               fire_at: float | None = None) -> None:
         self.db.execute("UPDATE routine_items SET status = ?, cost_usd = cost_usd + ?, outcome = ?, ended = ? "
                         "WHERE routine = ? AND item_id = ?", (status, cost_usd, outcome, now, routine, item_id))
+        if fire_at is not None:
+            self.db.execute("INSERT INTO routine_runs (routine, fire_at, item_id, status, cost_usd, session_id, ended) "
+                            "SELECT ?, ?, ?, ?, ?, session_id, ? FROM routine_items WHERE routine = ? AND item_id = ?",
+                            (routine, fire_at, item_id, status, cost_usd, now, routine, item_id))
+
+    def daily_costs(self) -> list[tuple[str, str, float]]:
+        """(UTC day, routine name, cost) of every routine's item runs, for the cost chart."""
+        rows = self.db.execute(
+            "SELECT date(r.fire_at, 'unixepoch'), COALESCE(NULLIF(e.name, ''), r.routine), SUM(r.cost_usd) "
+            "FROM routine_runs r LEFT JOIN routines e ON e.key = r.routine GROUP BY 1, 2 ORDER BY 1").fetchall()
+        return [(day, name, float(cost)) for day, name, cost in rows]
+
+    def fires(self, routine: str, limit: int = 20) -> list[FireCost]:
+        """The routine's latest fires, newest first: when each started, the items it ran and
+        what they cost (the sum of its items' runs)."""
+        rows = self.db.execute(
+            "SELECT fire_at, COUNT(*), SUM(status = 'done'), SUM(status = 'failed'), SUM(cost_usd), MAX(ended) "
+            "FROM routine_runs WHERE routine = ? GROUP BY fire_at ORDER BY fire_at DESC LIMIT ?",
+            (routine, limit)).fetchall()
+        return [FireCost(*r) for r in rows]
 
     def recover(self, routine: str, owner: str, alive: Callable[[str], bool]) -> list[str]:
         """Items left `running` by a process that is gone become `interrupted` (the next claim

@@ -83,12 +83,19 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
             return PlainTextResponse("forbidden: a cross-site request", 403)
         return await post_items(request, config.root, config.cwd)
 
+    def cost(request: Request) -> Response:
+        ledger = _ledger(config)
+        try:
+            return HTMLResponse(cost_page(index, ledger.daily_costs()))
+        finally:
+            ledger.close()
+
     routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
               Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
               Route("/routines/{name}/items", items, methods=["POST"]),
               Route("/routines/{sid}/{action}", act, methods=["POST"]),
-              Route("/cost", lambda request: HTMLResponse(cost_page(index))), Route("/static/{name}", _static)]
+              Route("/cost", cost), Route("/static/{name}", _static)]
     app = Starlette(routes=routes)
     app.state.config = config
     return Guard(app, config)  # type: ignore[return-value]

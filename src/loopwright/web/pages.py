@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ..stores.sessionlist import _locked
 from .chart import cost_chart
@@ -128,7 +128,18 @@ def routines_section(ledger: Any, token: str | None) -> str:
     keys = ledger.known() if ledger is not None else []
     if not keys:
         return '<h2>Routines</h2><p class="empty">No routines (see <code>loopwright routine</code>).</p>'
-    return "<h2>Routines</h2>" + "".join(_routine(ledger, key, token) for key in keys)
+    return "<h2>Routines</h2>" + _costs(ledger, keys) + "".join(_routine(ledger, key, token) for key in keys)
+
+
+def _costs(ledger: Any, keys: list[str]) -> str:
+    """Cost per routine: what all its items cost, and its last fire."""
+    rows = []
+    for key in keys:
+        entry, fires = ledger.entry(key), ledger.fires(key, 1) if hasattr(ledger, "fires") else []
+        name = entry.name if entry is not None and entry.name else os.path.basename(key).rsplit(".", 1)[0]
+        rows.append([esc(name), money(sum(i.cost_usd for i in ledger.items(key))),
+                     f"{money(fires[0].cost_usd)} at {esc(when(fires[0].fire_at))}" if fires else "-"])
+    return table(("routine", "cost in all", "last fire"), rows, "routine-costs")
 
 
 def _routine(ledger: Any, key: str, token: str | None) -> str:
@@ -151,7 +162,17 @@ def _routine(ledger: Any, key: str, token: str | None) -> str:
          link(f"/s/{i.session_id}", i.session_id[:8]) if i.session_id else "-", esc(" ".join(i.outcome.split())[:120])]
         for i in items], "items") if items else ""
     return (f'<section class="routine" id="routine-{esc(ident)}"><h3>{esc(name)}</h3><p>{facts}</p>'
-            f'<div class="actions">{actions}</div>{rows}</section>')
+            f'<div class="actions">{actions}</div>{_fires(ledger, key)}{rows}</section>')
+
+
+def _fires(ledger: Any, key: str) -> str:
+    """Cost per fire: the sum of the costs of the items each fire ran (latest fires first)."""
+    fires = ledger.fires(key) if hasattr(ledger, "fires") else []
+    if not fires:
+        return ""
+    rows = [[esc(when(f.fire_at)), esc(f.items), esc(f.done), esc(f.failed),
+             duration((f.ended - f.fire_at) * 1000), money(f.cost_usd)] for f in fires]
+    return "<h4>Fires</h4>" + table(("fire", "items run", "done", "failed", "took", "cost"), rows, "fires")
 
 
 def _anchor(key: str) -> str:
@@ -187,7 +208,7 @@ def _action(schedule_id: str, name: str, token: str | None, kind: str = "schedul
             f'<button name="do" value="{name}" class="{name}">{label}</button></form>')
 
 
-def cost_page(index: SessionIndex) -> str:
+def cost_page(index: SessionIndex, routines: Sequence[tuple[str, str, float]] = ()) -> str:
     index.refresh_soon()
     points = index.costs()
     by_model: dict[str, float] = {}
@@ -198,4 +219,18 @@ def cost_page(index: SessionIndex) -> str:
     return (head("Cost", "/cost") + '<p class="note">Per day (UTC) and model, from the transcripts; “other” is what '
             "a run's result counts beyond its own messages (the goal evaluator, subagents).</p>" + cost_chart(points)
             + "<h2>By model</h2>" + table(("model", "cost"), totals) + "<h2>By day</h2>"
-            + table(("day", "model", "cost"), rows) + foot())
+            + table(("day", "model", "cost"), rows) + _routine_costs(list(routines)) + foot())
+
+
+def _routine_costs(points: list[tuple[str, str, float]]) -> str:
+    """Per day (UTC) and routine, what the routines' item runs cost (the ledger's fires)."""
+    if not points:
+        return '<h2>By routine</h2><p class="empty">No routine has run yet.</p>'
+    points = [(day, os.path.basename(name).rsplit(".", 1)[0] if "/" in name else name, cost)
+              for day, name, cost in points]  # a routine run by hand is known by its file
+    totals: dict[str, float] = {}
+    for _, name, cost in points:
+        totals[name] = totals.get(name, 0.0) + cost
+    rows = [[esc(name), money(cost)] for name, cost in sorted(totals.items(), key=lambda kv: -kv[1])]
+    return ('<h2 id="by-routine">By routine</h2><div class="routine-chart">' + cost_chart(points) + "</div>"
+            + table(("routine", "cost"), rows, "routine-totals"))

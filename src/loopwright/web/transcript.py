@@ -98,6 +98,10 @@ class Renderer:
 
     def _attachment(self, r: dict[str, Any]) -> str:
         a = r.get("attachment") if isinstance(r.get("attachment"), dict) else {}
+        if a.get("type") == "attempts":
+            from .attempts import attempts_html
+
+            return _box("attempts", "attempts side by side", attempts_html(a), r)
         if a.get("type") != "goal_status":
             return _box("other", f"attachment {a.get('type', '')}", pre(a), r)
         if a.get("sentinel"):

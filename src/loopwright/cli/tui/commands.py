@@ -21,6 +21,7 @@ HELP = """Commands:
   /resume               pick another session of this folder to continue
   /goal CONDITION       keep working until the condition holds (/goal alone: its status; /goal clear)
   /loop INTERVAL PROMPT run PROMPT now and every INTERVAL while the prompt is idle (/loop stop)
+  /loop PROMPT          a self-paced loop: the model says when the next iteration comes
   /rewind [N [code|conversation|both]]  checkpoints; back to before prompt N
   /memory /hooks        the memory files loaded, the hooks that run
   /schedule --every 1h PROMPT   a persisted schedule (fired by `loopwright scheduler`)

@@ -19,6 +19,8 @@ from prompt_toolkit.key_binding import KeyBindings
 from .commands import NAMES
 
 MAX_ENTRIES = 200  # a folder's names offered for one `@` completion
+DESCRIBED = 50  # characters of a command's description beside its name
+HINTED = 16  # characters of its argument hint
 
 
 class Names(Completer):
@@ -31,17 +33,30 @@ class Names(Completer):
     def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterator[Completion]:
         text = document.text_before_cursor
         if text.startswith("/") and " " not in text:
-            from ...workflows.scripts import available
-
-            skills = self.agent.skills.found if self.agent.skills is not None else {}
-            flows = available(Path(self.agent.cwd), Path.home(), list(self.agent.plugins))
-            for name in (*NAMES, *(f"/{s}" for s in sorted({*skills, *flows}))):
+            for name in NAMES:
                 if name.startswith(text):
                     yield Completion(name, start_position=-len(text))
+            yield from self._custom(text)
             return
         word = text.split()[-1] if text and not text[-1].isspace() else ""
         if word.startswith("@"):
             yield from self._paths(word)
+
+    def _custom(self, text: str) -> Iterator[Completion]:
+        """Custom commands and skills the person may start (project, user, plugin), each with
+        its argument hint and description."""
+        skills = self.agent.skills.found if self.agent.skills is not None else {}
+        for name in sorted(skills):
+            skill = skills[name]
+            if skill.user_invocable and f"/{name}".startswith(text) and f"/{name}" not in NAMES:
+                hint = _one_line(str((skill.fields or {}).get("argument-hint") or ""), HINTED)
+                yield Completion(f"/{name}", start_position=-len(text), display=f"/{name} {hint}".strip(),
+                                 display_meta=_one_line(skill.description, DESCRIBED))
+        from ...workflows.scripts import available
+
+        for name in sorted(available(Path(self.agent.cwd), Path.home(), list(self.agent.plugins))):
+            if f"/{name}".startswith(text) and name not in skills and f"/{name}" not in NAMES:
+                yield Completion(f"/{name}", start_position=-len(text), display_meta="workflow")
 
     def _paths(self, word: str) -> Iterator[Completion]:
         folder, _, stem = word[1:].rpartition("/")
@@ -55,6 +70,11 @@ class Names(Completer):
                 slash = "/" if entry.is_dir() else ""
                 yield Completion(f"@{folder + '/' if folder else ''}{entry.name}{slash}", start_position=-len(word),
                                  display=entry.name + slash)
+
+
+def _one_line(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def history_file() -> FileHistory:

@@ -1,6 +1,8 @@
 """The terminal as plain lines: for NO_COLOR, a dumb terminal, or input or output that is not a
 terminal. No escape sequence is written; input is one line at a time (readline where Python has
-it); an idle `/loop` fires while a line is being waited for."""
+it); an idle `/loop` fires while a line is being waited for. While a turn runs, keys are read one
+at a time when input is a terminal: Esc stops the turn, and what else is typed waits in the next
+prompt (put there by readline; without readline it is dropped). Ctrl-C stops a turn too."""
 
 from __future__ import annotations
 
@@ -12,15 +14,17 @@ from typing import Any, Callable, Iterator
 from ...core.events import Event
 from ..render import Progress, visible
 from .idle import Fire
+from .watch import KeyWatch
 
 ASK = "  allow? [y]es / [n]o / [a]lways / [t]ell it instead: "
 
 
-class PlainFront:
+class PlainFront(KeyWatch):
     def __init__(self) -> None:
         self.progress = Progress(sys.stdout)
         self.pending: asyncio.Future[str] | None = None  # a line being read, kept across a loop firing
         self.room: Any = None
+        self.draft = ""  # typed while a turn ran
 
     def attach(self, room: Any) -> None:
         self.room = room
@@ -36,19 +40,36 @@ class PlainFront:
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
-        yield  # Ctrl-C (a signal) is the way to stop a turn here
+        """Esc stops the turn. Not while a line read is still pending from before a loop fired
+        (it holds the terminal): then Ctrl-C does."""
+        if sys.stdin.isatty() and self.pending is None:
+            self._watch()
+        try:
+            yield
+        finally:
+            self._unwatch()
+
+    def key(self, key: str) -> None:
+        if key == "esc":
+            self.room.interrupt()
+        elif key in ("\x7f", "\b"):
+            self.draft = self.draft[:-1]
+        elif key.isprintable():
+            self.draft += key
 
     def close(self) -> None:
         pass
 
     async def _line(self, prompt: str) -> str:
-        if self.pending is None:
-            self.pending = asyncio.ensure_future(asyncio.to_thread(input, prompt))
-        try:
-            return await asyncio.shield(self.pending)
-        finally:
-            if self.pending.done():
-                self.pending = None
+        with self._paused():
+            if self.pending is None:
+                self.pending = asyncio.ensure_future(asyncio.to_thread(_input, prompt, self.draft))
+                self.draft = ""
+            try:
+                return await asyncio.shield(self.pending)
+            finally:
+                if self.pending.done():
+                    self.pending = None
 
     async def read(self, due_in: Callable[[], float | None]) -> str | Fire | None:
         while True:
@@ -83,3 +104,23 @@ class PlainFront:
         if key == "t":
             return "t", await self._line("  tell the model: ")
         return (key if key in ("y", "a", "t") else "n"), ""
+
+
+def _input(prompt: str, draft: str) -> str:
+    """A line, with `draft` already typed into it where readline can put it there."""
+    if not draft:
+        return input(prompt)
+    try:
+        import readline
+    except ImportError:
+        return input(prompt)
+
+    def typed() -> None:
+        readline.insert_text(draft)
+        readline.redisplay()
+
+    readline.set_pre_input_hook(typed)
+    try:
+        return input(prompt)
+    finally:
+        readline.set_pre_input_hook()

@@ -108,8 +108,17 @@ class Room:
                 return
             if prompt is not None:
                 await self.turn(prompt)
+        elif head[1:] in skills or head.startswith("/mcp__"):
+            await self.turn(line)  # a custom command: the `@file`s of its body are attached as it starts
         else:
-            await self.turn(line)
+            try:
+                mentioned = await self.agent.attach_mentions(line)
+            except LoopwrightError as exc:
+                self.say(visible(f"error: {exc}"))
+                return
+            for path in mentioned.attached:
+                self.say(visible(f"@ attached {path}"))
+            await self.turn(mentioned.prompt)
 
     async def turn(self, prompt: str) -> None:
         self.running = asyncio.ensure_future(self.agent.run(prompt, on_event=self.show))
@@ -120,6 +129,7 @@ class Room:
             self.running = None
         if (closing := closing_line(result)) is not None:
             self.say(visible(closing))
+        self.loop.ended(result)
 
     async def workflow(self, name: str, args: list[str]) -> None:
         """`/NAME args` naming a workflow: it runs here, its progress said as it changes, and only

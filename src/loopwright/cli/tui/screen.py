@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import time
 from typing import Any, Callable, Iterator
@@ -19,6 +18,7 @@ from ...core.events import AssistantMessage, Event, PartialEvent, SystemInit, To
 from ...core.types import BlockDelta, BlockStart, BlockStop
 from ..render import Progress, _gist, _short, visible
 from .idle import Fire
+from .watch import KeyWatch
 
 REFRESH_S = 0.05  # the streaming Markdown is redrawn at most this often
 EXPAND_LINES = 200
@@ -26,7 +26,7 @@ THINKING_LINES = 6  # thinking is shown dimmed, cut to its first lines
 WORDS = {"y": "yes", "n": "no", "a": "always", "t": "tell the model instead"}
 
 
-class RichFront:
+class RichFront(KeyWatch):
     def __init__(self) -> None:
         self.console = Console(highlight=False)
         self.progress = Progress(sys.stdout)
@@ -35,7 +35,6 @@ class RichFront:
         self.live: Any = None
         self.block, self.text, self.drawn, self.streamed = "", "", 0.0, False
         self.asking: asyncio.Future[str] | None = None
-        self.tty: Any = None  # the terminal's settings while a turn is watched
         self.draft, self.last_ctrl_c, self.last_output = "", 0.0, ""
 
     def attach(self, room: Any) -> None:
@@ -61,6 +60,8 @@ class RichFront:
             self.console.print(Text("⏺ ", style="green") + Text(visible(_call(event.name, event.input)), style="bold"))
             for line in _diff(event.name, event.input):
                 self.console.print(Text(visible(line), style="red" if line.startswith("  -") else "green"))
+            if event.name == "Agent" and self.room is not None:  # the status line is not drawn during a turn
+                self.console.print(Text("  ◦ running: " + visible(" · ".join(self.room.status.at_work())), style="dim"))
         elif isinstance(event, ToolFinished):
             self.last_output = event.output
             style = "red" if event.is_error else "dim"
@@ -215,52 +216,18 @@ class RichFront:
             self._unwatch()
             self._end_live()
 
-    def _watch(self) -> None:
-        import termios
-        import tty
-
-        fd = sys.stdin.fileno()
-        self.tty = termios.tcgetattr(fd)
-        tty.setcbreak(fd)  # no echo, no line editing; Ctrl-C is still a signal
-        asyncio.get_running_loop().add_reader(fd, self._key)
-
-    def _unwatch(self) -> None:
-        import termios
-
-        if self.tty is not None:
-            fd = sys.stdin.fileno()
-            asyncio.get_running_loop().remove_reader(fd)
-            termios.tcsetattr(fd, termios.TCSADRAIN, self.tty)
-            self.tty = None
-
-    @contextlib.contextmanager
-    def _paused(self) -> Iterator[None]:
-        watched = self.tty is not None
-        if watched:
-            self._unwatch()
-        try:
-            yield
-        finally:
-            if watched:
-                self._watch()
-
-    def _key(self) -> None:
-        try:
-            data = os.read(sys.stdin.fileno(), 64).decode("utf-8", "replace")
-        except OSError:
-            return
-        for key in keys(data):
-            if key == "esc":
-                if self.asking is not None and not self.asking.done():
-                    self.asking.set_result("n")
-                self.room.interrupt()
-            elif self.asking is not None and not self.asking.done():
-                if key.lower() in WORDS:
-                    self.asking.set_result(key.lower())
-            elif key in ("\x7f", "\b"):
-                self.draft = self.draft[:-1]
-            elif key.isprintable():
-                self.draft += key
+    def key(self, key: str) -> None:
+        if key == "esc":
+            if self.asking is not None and not self.asking.done():
+                self.asking.set_result("n")
+            self.room.interrupt()
+        elif self.asking is not None and not self.asking.done():
+            if key.lower() in WORDS:
+                self.asking.set_result(key.lower())
+        elif key in ("\x7f", "\b"):
+            self.draft = self.draft[:-1]
+        elif key.isprintable():
+            self.draft += key
 
     def close(self) -> None:
         self._end_live()
@@ -272,22 +239,6 @@ def _finished(text: str) -> tuple[str, str]:
     while cut > 0 and text[:cut].count("```") % 2:
         cut = text.rfind("\n\n", 0, cut)
     return (text[:cut], text[cut + 2:]) if cut > 0 else ("", text)
-
-
-def keys(data: str) -> list[str]:
-    """The keys in what one read of the terminal gave: characters, and "esc" for Esc on its own;
-    an escape sequence (an arrow, a function key) is no key here and is left out."""
-    out, i = [], 0
-    while i < len(data):
-        if data[i] == "\x1b" and i + 1 < len(data) and data[i + 1] in "[O":
-            i += 2
-            while i < len(data) and not "@" <= data[i] <= "~":
-                i += 1
-            i += 1
-            continue
-        out.append("esc" if data[i] == "\x1b" else data[i])
-        i += 1
-    return out
 
 
 def _call(name: str, tool_input: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """What the bottom status line says: model, permission mode, turn, context used (% of the model's
-window), session spend, the active goal and its last verdict, the next `/loop` fire. Pure text."""
+window), session spend, the active goal and its last verdict, the background shells and the
+subagents running (how many, and what they are), the next `/loop` fire. Pure text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.events import AssistantMessage, Event, GoalStatus, ResultEvent
+from ...core.events import AssistantMessage, Event, GoalStatus, ResultEvent, ToolFinished, ToolStarted
 
 # Shift-Tab's cycle; `auto` and `bypassPermissions` join it only when they apply.
 CYCLE = ("default", "acceptEdits", "plan")
@@ -23,6 +24,7 @@ class Status:
     next_loop: float | None = None
     bypass: bool = False  # started with bypassPermissions: it stays in the cycle
     modes: tuple[str, ...] = field(default=CYCLE)
+    agents: dict[str, str] = field(default_factory=dict)  # the subagents running: tool_use_id -> type
 
     def __post_init__(self) -> None:
         from ...policy.rules import MODES
@@ -39,8 +41,13 @@ class Status:
                                    + u.output_tokens)
         elif isinstance(event, GoalStatus) and not event.sentinel:
             self.verdict = "met" if event.met else "impossible" if event.failed else "not met yet"
+        elif isinstance(event, ToolStarted) and event.name == "Agent":
+            self.agents[event.tool_use_id] = str(event.input.get("subagent_type") or "general-purpose")
+        elif isinstance(event, ToolFinished):
+            self.agents.pop(event.tool_use_id, None)
         elif isinstance(event, ResultEvent):
             self.spent += event.result.total_cost_usd
+            self.agents.clear()  # an interrupted turn answers its calls; none runs after it
 
     @property
     def mode(self) -> str:
@@ -66,9 +73,19 @@ class Status:
         goal = self.agent.goal
         if goal is not None:
             parts.append(f"goal{' ' + self.verdict if self.verdict else ''}: {_cut(goal.condition, 24)}")
+        parts += self.at_work()
         if self.next_loop is not None:
             parts.append("loop " + time.strftime("%H:%M:%S", time.localtime(self.next_loop)))
         return _cut(" · ".join(parts), width - 1)
+
+    def at_work(self) -> list[str]:
+        """`2 shells: npm run dev, tail -f app.log`, `1 agent: checker`: what runs besides the turn."""
+        shells = [str(t.get("description") or t.get("command") or t.get("id")) for t in self.agent.background_tasks()]
+        out = []
+        for what, names in (("shell", shells), ("agent", list(self.agents.values()))):
+            if names:
+                out.append(f"{len(names)} {what}{'s' if len(names) > 1 else ''}: {_cut(', '.join(names), 28)}")
+        return out
 
 
 def _cut(text: str, width: int) -> str:
