@@ -91,3 +91,126 @@ def test_a_loop_in_postgres_resumes_elsewhere_and_exports_what_the_jsonl_store_w
 
 def read_records_of(data):
     return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def test_a_second_writer_is_refused_as_with_jsonl(pg_db, tmp_path):
+    a, b = folders(tmp_path)
+    env = env_for(tmp_path, pg_db)
+    with Simulator([{"text": "ok"}]) as sim:
+        sid = json.loads(cli(["-p", "hi", "--output-format", "json"], env, a, sim).stdout)["session_id"]
+    holder = open_store(pg_db, a).sessions.open(sid)  # another process's writer, as far as the run can tell
+    try:
+        with Simulator([{"text": "never"}]) as sim:
+            out = cli(["-p", "again", "-r", sid], env, b, sim)
+            assert sim.message_requests == []
+        assert out.returncode != 0
+        assert f"cannot open session {sid}: " in out.stderr and "is being written by another loopwright process" in out.stderr
+        assert "password" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    finally:
+        holder.close()
+    with Simulator([{"text": "now mine"}]) as sim:
+        out = cli(["-p", "again", "-r", sid, "--output-format", "json"], env, b, sim)
+    assert json.loads(out.stdout)["result"] == "now mine"
+
+
+def test_an_export_read_back_by_the_jsonl_store_resumes_there(pg_db, tmp_path):
+    """Tools that read Claude Code transcripts read the export: here, the JSONL store itself."""
+    a, b = folders(tmp_path)
+    env = env_for(tmp_path, pg_db)
+    with Simulator(FIRST) as sim:
+        out = cli(["-p", "start here", "--output-format", "json", "--allowedTools", "Bash"], env, a, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    target = tmp_path / "home" / "projects" / project_name(a) / f"{sid}.jsonl"
+    target.parent.mkdir(parents=True)
+    assert cli(["session", "export", sid, "-o", str(target)], env, b).returncode == 0
+    records, warnings = read_records(target)
+    assert warnings == [] and "start here" in json.dumps(records[0]["message"])
+    with Simulator(SECOND) as sim:
+        out = cli(["-p", "go on", "-r", sid, "--output-format", "json", "--store", "sqlite:"], env, a, sim)
+        sent = json.dumps(sim.message_requests[0].body["messages"])
+    assert json.loads(out.stdout)["result"] == "second done" and "start here" in sent and "first done" in sent
+
+
+def test_schema_is_made_once_versioned_and_a_newer_one_is_refused(pg_db, tmp_path):
+    import psycopg
+
+    from loopwright.core.errors import LoopwrightError
+    from loopwright.stores import postgres
+
+    stores = open_store(pg_db, tmp_path)
+    assert stores.sessions.latest() is None  # first use: the schema is made
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        assert postgres.migrate(conn, "here") == len(postgres.MIGRATIONS)  # again: nothing to do
+        conn.execute("UPDATE loopwright.meta SET value = '999' WHERE key = 'schema_version'")
+    postgres._READY.clear()
+    with pytest.raises(LoopwrightError, match="schema version 999, newer than this loopwright"):
+        open_store(pg_db, tmp_path).schedules()
+
+
+def test_an_unreachable_store_is_one_clear_error_without_its_password(tmp_path):
+    env = env_for(tmp_path, "postgresql://me:hunter2@127.0.0.1:1/none")
+    out = cli(["-p", "hi"], env, tmp_path)
+    assert out.returncode != 0 and "cannot reach the store postgresql://me:***@127.0.0.1:1/none" in out.stderr
+    assert "hunter2" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_psycopg_loads_only_for_a_postgresql_store(tmp_path):
+    env = env_for(tmp_path, f"sqlite://{tmp_path}/s.db")
+    with Simulator([{"text": "hi"}]) as sim:
+        out = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwright", "-p", "hi"], cwd=tmp_path,
+                             env=env | {"ANTHROPIC_BASE_URL": sim.base_url}, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "hi", out.stderr[-2000:]
+    assert "psycopg" not in imported(out.stderr) and "loopwright.stores.jsonl" in imported(out.stderr)
+    version = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwright", "--version"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert not {"psycopg", "loopwright.stores"} & imported(version.stderr)
+
+
+def imported(importtime):
+    """The modules `python -X importtime` says were loaded."""
+    return {line.split("|")[-1].strip() for line in importtime.splitlines() if line.startswith("import time:")}
+
+
+ROUTINE = """\
+source:
+  command: cat items.jsonl
+prompt: "Handle report {id}: {title}"
+allowed_tools: [Bash]
+sandbox: false
+"""
+
+
+def bash(command):
+    return {"name": "Bash", "input": {"command": command}}
+
+
+def test_a_routine_item_killed_mid_run_resumes_from_the_database_and_runs_no_tool_twice(pg_db, tmp_path):
+    root = tmp_path / "project"
+    (root / ".loopwright" / "routines").mkdir(parents=True)
+    (root / ".loopwright" / "routines" / "long.yaml").write_text(ROUTINE)
+    (root / "items.jsonl").write_text('{"id": "k1", "title": "slow one"}\n')
+    env = env_for(tmp_path)
+    first = [{"tool_use": bash("echo a >> marks.txt")},
+             {"tool_use": bash("echo b >> marks.txt; echo $$ > tool.pid; sleep 30")}]
+    with Simulator(first) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "long", "--once", "--store",
+                                 pg_db], cwd=root, env=env | {"ANTHROPIC_BASE_URL": sim.base_url},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+    assert not (tmp_path / "home" / "projects").exists() and not (tmp_path / "home" / "schedules.db").exists()
+
+    with Simulator([{"text": "checked: both steps ran; finished"}]) as sim:
+        second = cli(["routine", "run", "long", "--once", "--store", pg_db], env, root, sim)
+        sent = json.dumps(sim.message_requests[0].body["messages"])
+    assert second.returncode == 0, second.stderr
+    assert "k1: its process died mid-run; resuming its session" in second.stderr
+    assert (root / "marks.txt").read_text() == "a\nb\n"  # every Bash call ran exactly once
+    assert json.dumps(UNKNOWN_OUTCOME.format(name="Bash"))[1:-1] in sent and "Handle report k1" in sent
+    (item,) = json.loads(cli(["routine", "items", "long", "--json", "--store", pg_db], env, root).stdout)
+    assert item["status"] == "done" and item["tries"] == 1
