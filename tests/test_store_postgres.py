@@ -214,3 +214,21 @@ def test_a_routine_item_killed_mid_run_resumes_from_the_database_and_runs_no_too
     assert json.dumps(UNKNOWN_OUTCOME.format(name="Bash"))[1:-1] in sent and "Handle report k1" in sent
     (item,) = json.loads(cli(["routine", "items", "long", "--json", "--store", pg_db], env, root).stdout)
     assert item["status"] == "done" and item["tries"] == 1
+
+
+def test_a_scheduler_on_postgres_passes_its_store_to_every_fire(pg_db, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    env = env_for(tmp_path)
+    with Simulator([{"tool_use": BASH}, {"text": "fired"}]) as sim:
+        added = cli(["schedule", "add", "keep going", "--every", "1h", "--now", "--store", pg_db, "--",
+                     "--allowedTools", "Bash"], env, project)
+        assert added.returncode == 0, added.stderr
+        served = cli(["scheduler", "--once", "--store", pg_db], env, tmp_path, sim)
+    assert served.returncode == 0, served.stderr
+    assert "active schedule(s) in postgresql://loopwright@127.0.0.1:" in served.stderr
+    (run,) = json.loads(cli(["schedule", "runs", "--json", "--store", pg_db], env, tmp_path).stdout)
+    assert run["status"] == "success", run
+    exported = cli(["session", "export", run["session_id"], "--store", pg_db], env, tmp_path)
+    assert '"text":"fired"' in exported.stdout and (project / "marks.txt").read_text() == "one\n"
+    assert not (tmp_path / "home" / "projects").exists() and not (tmp_path / "home" / "schedules.db").exists()
