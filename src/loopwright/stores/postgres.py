@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..core.errors import LoopwrightError
-from . import redact
+from .urls import redact
 from .jsonl import _SAFE_ID, _decode, encode, project_name
 
 # Each step brings the schema from the version before it to its own (1-based); never edit a
