@@ -232,3 +232,42 @@ def test_a_scheduler_on_postgres_passes_its_store_to_every_fire(pg_db, tmp_path)
     exported = cli(["session", "export", run["session_id"], "--store", pg_db], env, tmp_path)
     assert '"text":"fired"' in exported.stdout and (project / "marks.txt").read_text() == "one\n"
     assert not (tmp_path / "home" / "projects").exists() and not (tmp_path / "home" / "schedules.db").exists()
+
+
+def test_a_subagents_sidechain_is_kept_beside_its_session_and_exported_with_agent(pg_db, tmp_path):
+    import psycopg
+
+    a, _ = folders(tmp_path)
+    env = env_for(tmp_path, pg_db)
+    script = {"rules": [
+        {"match": {"last_user_contains": "SUB-TASK"}, "responses": [{"text": "SUB found nothing"}]},
+        {"match": {"last_user_contains": "SUB found nothing"}, "responses": [{"text": "all clear"}]},
+        {"responses": [{"tool_use": {"name": "Agent", "input": {"description": "look", "prompt": "SUB-TASK look"}}}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "check it", "--output-format", "json"], env, a, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    assert json.loads(out.stdout)["result"] == "all clear", out.stderr
+    with psycopg.connect(pg_db) as conn:
+        (chain,), = conn.execute("SELECT DISTINCT chain FROM loopwright.records WHERE chain <> ''").fetchall()
+    side = cli(["session", "export", sid, "--agent", chain], env, a)
+    rows = [json.loads(line) for line in side.stdout.splitlines()]
+    assert rows and all(r["isSidechain"] and r["agentId"] == chain and r["sessionId"] == sid for r in rows)
+    assert "SUB-TASK look" in side.stdout and "SUB found nothing" in side.stdout
+    main = cli(["session", "export", sid], env, a).stdout
+    assert "SUB found nothing" in main and '"isSidechain":true' not in main
+    none = cli(["session", "export", sid, "--agent", "nobody"], env, a)
+    assert none.returncode != 0 and f"no sidechain of agent nobody in session {sid}" in none.stderr
+
+
+def test_continue_picks_this_folders_latest_session_in_the_database(pg_db, tmp_path):
+    a, b = folders(tmp_path)
+    env = env_for(tmp_path, pg_db)
+    ids = {}
+    for folder, prompt in ((a, "in a first"), (b, "in b"), (a, "in a second")):
+        with Simulator([{"text": "ok"}]) as sim:
+            ids[prompt] = json.loads(cli(["-p", prompt, "--output-format", "json"], env, folder, sim).stdout)[
+                "session_id"]
+    with Simulator([{"text": "continued"}]) as sim:
+        out = cli(["-p", "more", "-c", "--output-format", "json"], env, a, sim)
+        sent = json.dumps(sim.message_requests[0].body["messages"])
+    assert json.loads(out.stdout)["session_id"] == ids["in a second"] and "in a second" in sent
