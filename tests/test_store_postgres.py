@@ -271,3 +271,15 @@ def test_continue_picks_this_folders_latest_session_in_the_database(pg_db, tmp_p
         out = cli(["-p", "more", "-c", "--output-format", "json"], env, a, sim)
         sent = json.dumps(sim.message_requests[0].body["messages"])
     assert json.loads(out.stdout)["session_id"] == ids["in a second"] and "in a second" in sent
+    listed = json.loads(cli(["sessions", "--json"], env, a).stdout)
+    assert [r["id"] for r in listed] == [ids["in a second"], ids["in a first"]]
+    assert listed[1]["first_prompt"] == "in a first" and listed[1]["outcome"] == "completed" and listed[1]["turns"] == 1
+    assert listed[1]["folder"] == str(a)
+    holder = open_store(pg_db, a).sessions.open(ids["in b"])
+    try:
+        everywhere = json.loads(cli(["sessions", "--all", "--json"], env, a).stdout)
+    finally:
+        holder.close()
+    assert len(everywhere) == 3 and everywhere[0]["id"] == ids["in a second"]  # `-c` wrote to it last
+    assert {r["id"]: r["outcome"] for r in everywhere} == {ids["in a second"]: "completed", ids["in b"]: "running",
+                                                            ids["in a first"]: "completed"}

@@ -16,15 +16,19 @@ def run_sessions(args: list[str]) -> int:
     p.add_argument("--all", action="store_true", help="Every folder's sessions.")
     p.add_argument("--json", action="store_true", help="A JSON array instead of a table.")
     p.add_argument("--limit", type=int, default=50, help="At most this many (default 50; 0: all).")
+    p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = p.parse_args(args)
-    from ..stores.jsonl import home
-    from ..stores.sessionlist import session_files, summarize
+    from .core import cli_stores
 
     cwd = os.getcwd()
-    files = session_files(home(), None if opts.all else cwd)
-    if opts.limit > 0:
-        files = files[:opts.limit]
-    rows = [summarize(f) for f in files]
+    stores = cli_stores(opts.store, cwd)
+    if stores.files:
+        from ..stores.sessionlist import session_files, summarize
+
+        files = session_files(stores.root, None if opts.all else cwd)
+        rows = [summarize(f) for f in (files[:opts.limit] if opts.limit > 0 else files)]
+    else:
+        rows = stores.sessions.summaries(not opts.all, opts.limit)
     if opts.json:
         print(json.dumps(rows, ensure_ascii=False))
         return 0

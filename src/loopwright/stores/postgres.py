@@ -192,6 +192,26 @@ class PgSessionStore:
             return None
         return b"".join(line + b"\n" for line in lines)
 
+    def summaries(self, this_folder: bool, limit: int) -> list[dict[str, Any]]:
+        """`loopwright sessions`: this project's sessions (every project's when not
+        `this_folder`), newest first, summarised as the JSONL files are."""
+        from .sessionlist import summarize_lines
+
+        where = "WHERE s.project = %s" if this_folder else ""
+        rows = self.stores.db().execute(
+            f"SELECT s.id FROM loopwright.sessions s, LATERAL (SELECT max(r.id) AS last FROM loopwright.records r "
+            f"WHERE r.session_id = s.id AND r.chain = '') x {where} ORDER BY x.last DESC NULLS LAST"
+            + (" LIMIT %s" if limit > 0 else ""),
+            ((self.project,) if this_folder else ()) + ((limit,) if limit > 0 else ())).fetchall()
+        return [summarize_lines(sid, self.lines(sid) or [], lambda sid=sid: self.locked(sid)) for (sid,) in rows]
+
+    def locked(self, session_id: str) -> bool:
+        """Whether a writer holds the session's lock (seen in pg_locks; never taken to look)."""
+        key = lock_key(session_id, "") & 0xFFFF_FFFF_FFFF_FFFF
+        return self.stores.db().execute(
+            "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid "
+            "AND objsubid = 1 AND granted", (key >> 32, key & 0xFFFF_FFFF)).fetchone() is not None
+
     def create(self, session_id: str) -> "PgLog":
         return PgLog(self, session_id)
 
