@@ -84,6 +84,3 @@ class LocalStores:
         from .ledger import SqliteLedger
 
         return SqliteLedger(self.db_path)
-
-    def close(self) -> None:
-        pass

@@ -60,11 +60,13 @@ MIGRATIONS: tuple[str, ...] = (
 )
 _SCHEMA_LOCK = 0x6C77_5343_4845_4D41  # the advisory lock that keeps two first uses from both migrating
 _READY: set[str] = set()  # URLs whose schema this process has checked
+_SHARED: dict[str, Any] = {}  # one connection a URL for this process's reads and small writes
 
 
 class PostgresStores:
-    """Everything in one PostgreSQL database: a shared connection for reads and small writes,
-    one more per session being written (it holds the session's lock)."""
+    """Everything in one PostgreSQL database: one connection a process for reads and small writes
+    (shared by every `PostgresStores` of the URL: a scheduler opens many), one more per session
+    being written (it holds the session's lock), one per schedule store or ledger handle."""
 
     files = False
 
@@ -72,7 +74,6 @@ class PostgresStores:
         self.dsn = url
         self.url = redact(url)
         self.cwd = cwd
-        self._db: Any = None
         self._sessions: PgSessionStore | None = None
 
     def connect(self) -> Any:
@@ -93,9 +94,10 @@ class PostgresStores:
         return conn
 
     def db(self) -> Any:
-        if self._db is None or self._db.closed:
-            self._db = self.connect()
-        return self._db
+        conn = _SHARED.get(self.dsn)
+        if conn is None or conn.closed or conn.broken:  # a server restarted: connect again
+            conn = _SHARED[self.dsn] = self.connect()
+        return conn
 
     @property
     def sessions(self) -> "PgSessionStore":
@@ -112,12 +114,6 @@ class PostgresStores:
         from .pgledger import PgLedger
 
         return PgLedger(self.connect(), self.url)
-
-    def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
 
 def migrate(conn: Any, where: str) -> int:
     """Make the schema, or apply the steps it lacks, under a lock; its version after."""
