@@ -283,3 +283,23 @@ def test_continue_picks_this_folders_latest_session_in_the_database(pg_db, tmp_p
     assert len(everywhere) == 3 and everywhere[0]["id"] == ids["in a second"]  # `-c` wrote to it last
     assert {r["id"]: r["outcome"] for r in everywhere} == {ids["in a second"]: "completed", ids["in b"]: "running",
                                                             ids["in a first"]: "completed"}
+
+
+def test_the_same_records_export_as_the_same_bytes_from_both_stores(pg_db, tmp_path):
+    records = [{"type": "user", "message": {"role": "user", "content": "naïve ☃ \ud800 \"q\""}, "n": 1},
+               {"type": "assistant", "message": {"content": [{"type": "text", "text": "x" * 70000}]}, "f": 0.1},
+               {"type": "system", "nested": {"a": [1, {"b": None}]}, "t": True}]
+    local = open_store("", tmp_path, {"LOOPWRIGHT_HOME": str(tmp_path / "home")}).sessions
+    database = open_store(pg_db, tmp_path).sessions
+    for store in (local, database):
+        log = store.create("same-id")
+        for i, record in enumerate(records):
+            log.append(record, sync=i == 1)
+        side = log.sidechain("a1")
+        side.append(records[0])
+        side.close()
+        log.close()
+    assert database.export("same-id") == local.export("same-id") == (tmp_path / "home" / "projects" / project_name(
+        tmp_path) / "same-id.jsonl").read_bytes()
+    assert database.export("same-id", "a1") == local.export("same-id", "a1")
+    assert database.load("same-id") == local.load("same-id") and database.load("other") is None
