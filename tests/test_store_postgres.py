@@ -303,3 +303,22 @@ def test_the_same_records_export_as_the_same_bytes_from_both_stores(pg_db, tmp_p
         tmp_path) / "same-id.jsonl").read_bytes()
     assert database.export("same-id", "a1") == local.export("same-id", "a1")
     assert database.load("same-id") == local.load("same-id") and database.load("other") is None
+
+
+def test_serve_shows_and_pauses_the_schedules_of_a_postgresql_store(pg_db, tmp_path):
+    from starlette.testclient import TestClient
+
+    from loopwright.core.ports import Schedule
+    from loopwright.web.app import Config, build
+
+    schedules = open_store(pg_db, tmp_path).schedules()
+    schedules.add(Schedule("nightly-pg", str(tmp_path), "check the build", 86400, 1.0, 2_000_000_000.0))
+    app = build(Config(tmp_path, None, "sekrit", local=False, port=80, store=pg_db))
+    with TestClient(app, base_url="http://box.example") as client:
+        page = client.get("/schedules", headers={"X-Loopwright-Token": "sekrit"})
+        assert page.status_code == 200 and "nightly-pg" in page.text
+        paused = client.post("/schedules/nightly-pg/pause", headers={"X-Loopwright-Token": "sekrit",
+                                                                       "Origin": "http://box.example"},
+                             follow_redirects=False)
+    assert paused.status_code == 303 and schedules.get("nightly-pg").paused
+    schedules.close()
