@@ -322,3 +322,14 @@ def test_serve_shows_and_pauses_the_schedules_of_a_postgresql_store(pg_db, tmp_p
                              follow_redirects=False)
     assert paused.status_code == 303 and schedules.get("nightly-pg").paused
     schedules.close()
+
+
+def test_the_store_url_is_kept_from_the_tools(pg_db, tmp_path):
+    a, _ = folders(tmp_path)
+    env = env_for(tmp_path, pg_db.replace("loopwright@", "loopwright:pw-in-url@"))
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "echo store=[$LOOPWRIGHT_STORE]"}}}, {"text": "ok"}]
+    with Simulator(script) as sim:
+        out = cli(["-p", "look", "--allowedTools", "Bash", "--output-format", "json"], env, a, sim)
+        sent = json.dumps(sim.message_requests[-1].body["messages"])
+    assert out.returncode == 0, out.stderr
+    assert "store=[]" in sent and "pw-in-url" not in sent

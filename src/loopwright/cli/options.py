@@ -160,7 +160,7 @@ def parser() -> Any:
         "settings or a schedule would.")
     add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
         help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
-        "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY); repeatable.")
+        "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY, LOOPWRIGHT_STORE); repeatable.")
     add("--mcp-config", dest="mcp_config", nargs="+", action="extend", default=[], metavar="FILE_OR_JSON",
         help='MCP servers from these files or inline JSON ({"mcpServers": {...}}), beside .mcp.json and '
         "your own; repeatable.")

@@ -78,7 +78,10 @@ class PostgresStores:
 
     def connect(self) -> Any:
         """A new autocommit connection, the schema made or brought up to date on the first."""
-        import psycopg
+        try:
+            import psycopg
+        except ImportError:
+            raise LoopwrightError(f"the store {self.url} needs psycopg 3: pip install 'psycopg[binary]'") from None
 
         try:
             conn = psycopg.connect(self.dsn, autocommit=True)
@@ -114,6 +117,7 @@ class PostgresStores:
         from .pgledger import PgLedger
 
         return PgLedger(self.connect(), self.url)
+
 
 def migrate(conn: Any, where: str) -> int:
     """Make the schema, or apply the steps it lacks, under a lock; its version after."""
