@@ -223,6 +223,9 @@ class PgSessionStore:
         return log
 
 
+_APPEND = "INSERT INTO loopwright.records (session_id, chain, line) VALUES (%s, %s, %s)"
+
+
 def lock_key(session_id: str, chain: str) -> int:
     """The advisory lock of one transcript: 64 bits of a hash, as a signed bigint."""
     digest = hashlib.sha256(f"loopwright\0{session_id}\0{chain}".encode()).digest()
@@ -270,6 +273,9 @@ class PgLog:
         self._registered = True
 
     def _insert(self, conn: Any, line: bytes, sync: bool) -> None:
+        if not sync and self._registered:  # the common case: one statement, one round trip
+            conn.execute(_APPEND, (self.session_id, self.chain, line))
+            return
         with conn.transaction():
             if sync:
                 conn.execute("SET LOCAL synchronous_commit = on")
@@ -277,8 +283,7 @@ class PgLog:
                 conn.execute("INSERT INTO loopwright.sessions (id, project, cwd, created) VALUES (%s, %s, %s, %s) "
                              "ON CONFLICT (id) DO NOTHING",
                              (self.session_id, self.store.project, self.store.cwd, time.time()))
-            conn.execute("INSERT INTO loopwright.records (session_id, chain, line) VALUES (%s, %s, %s)",
-                         (self.session_id, self.chain, line))
+            conn.execute(_APPEND, (self.session_id, self.chain, line))
 
     def sidechain(self, agent_id: str) -> "PgLog":
         if not _SAFE_ID.fullmatch(agent_id):
