@@ -74,3 +74,12 @@ def test_a_bad_store_flag_stops_a_run_before_it_starts(env, tmp_path):
     assert out.returncode != 0 and "redis://h/0" in out.stderr and "postgresql://" in out.stderr
     out = cli(["schedule", "list", "--store", "bogus"], dict(env, LOOPWRIGHT_STORE="sqlite:"), tmp_path)
     assert out.returncode != 0 and "'bogus'" in out.stderr
+
+
+def test_export_errors_are_one_line(env, tmp_path):
+    with Simulator([{"text": "ok"}]) as sim:
+        sid = json.loads(cli(["-p", "hi", "--output-format", "json"], env, tmp_path, sim).stdout)["session_id"]
+    for args, needle in ((["--agent", "../x"], "--agent ../x: agent id: expected letters"),
+                         (["--output", str(tmp_path / "no" / "such" / "t.jsonl")], "cannot write it")):
+        out = cli(["session", "export", sid, *args], env, tmp_path)
+        assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr, out.stderr

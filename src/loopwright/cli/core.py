@@ -355,7 +355,7 @@ def cli_stores(flag: str | None, cwd: Any, *, pass_on: bool = False) -> Any:
 
 
 def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) -> Any:
-    """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
+    """The session flags, composed: the store (`--store`) -> replayed history and recorder, wired into the
     agent (the recorder sees each event before the renderer) with SessionStart's `source`
     (startup, resume, fork). File checkpoints when `checkpoints` (interactive sessions) or
     `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session."""

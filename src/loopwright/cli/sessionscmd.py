@@ -58,7 +58,10 @@ def run_session(args: list[str]) -> int:
     from .core import cli_stores
 
     stores = cli_stores(opts.store, os.getcwd())
-    data = stores.sessions.export(opts.id, opts.agent)
+    try:
+        data = stores.sessions.export(opts.id, opts.agent)
+    except ValueError as exc:  # an agent id that is no id
+        raise UsageError(f"--agent {opts.agent}: {exc}") from None
     if data is None:
         what = f"sidechain of agent {opts.agent} in session" if opts.agent else "session"
         raise UsageError(f"no {what} {opts.id} in the store {stores.url} (see `loopwright sessions --all`)")
@@ -69,7 +72,11 @@ def run_session(args: list[str]) -> int:
         return 0
     from ..core.home import open_private
 
-    fd = open_private(opts.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    try:
+        fd = open_private(opts.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        raise UsageError(f"--output {opts.output}: cannot write it ({exc.strerror or exc}); expected a file path "
+                         "in a folder that exists") from None
     return 0
