@@ -83,3 +83,15 @@ def test_export_errors_are_one_line(env, tmp_path):
                          (["--output", str(tmp_path / "no" / "such" / "t.jsonl")], "cannot write it")):
         out = cli(["session", "export", sid, *args], env, tmp_path)
         assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_sqlite_url_moves_the_schedules_and_the_default_stays_where_it_was(env, tmp_path):
+    url = f"sqlite://{tmp_path}/team.db"
+    added = cli(["schedule", "add", "tidy up", "--every", "1h", "--id", "tidy", "--store", url], env, tmp_path)
+    assert added.returncode == 0, added.stderr
+    assert [s["id"] for s in json.loads(cli(["schedule", "list", "--json", "--store", url], env, tmp_path).stdout)] == [
+        "tidy"]
+    assert json.loads(cli(["schedule", "list", "--json"], env, tmp_path).stdout) == []
+    by_variable = cli(["schedule", "list", "--json"], dict(env, LOOPWRIGHT_STORE=url), tmp_path)
+    assert [s["id"] for s in json.loads(by_variable.stdout)] == ["tidy"]
+    assert sqlite3.connect(tmp_path / "team.db").execute("SELECT id FROM schedules").fetchall() == [("tidy",)]
