@@ -20,15 +20,16 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     _without_httpx_cli()
     from ..core.errors import LoopwrightError
-    from .parsing import SUBCOMMANDS, refuse_subcommand_slip
+    from .parsing import refuse_subcommand_slip, subcommand_of
 
     _escape_undecodable()
     opts = None
+    sub = subcommand_of(args)
     try:
-        if args and args[0] in SUBCOMMANDS:
+        if sub is not None:
             from . import subcommands
 
-            return subcommands.run(args[0], args[1:])
+            return subcommands.run(sub, args[1:])
         opts = _parse(args)
         if opts.version:
             print(f"{__version__} (loopwright)")
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         from .render import visible
 
         print(f"loopwright: error: {visible(str(exc))}", file=sys.stderr, flush=True)
-        if not (args and args[0] in SUBCOMMANDS):
+        if sub is None:
             early_result(opts, args, str(exc))
         return exc.exit_code
     except KeyboardInterrupt:

@@ -12,6 +12,18 @@ from ..core.errors import UsageError
 
 SUBCOMMANDS = ("attempts", "demo", "goal", "mcp", "rewind", "routine", "schedule", "scheduler", "serve", "sessions",
                "settings", "trust", "workflow")
+# Subcommands of two words: the first alone stays an ordinary prompt ("session" is one) and a slip
+# of another subcommand (`session list` means `sessions`).
+TWO_WORD_SUBCOMMANDS = (("session", "export"),)
+
+
+def subcommand_of(args: list[str]) -> str | None:
+    """The subcommand the command line names, or None (a prompt and flags)."""
+    if not args:
+        return None
+    if tuple(args[:2]) in TWO_WORD_SUBCOMMANDS:
+        return args[0]
+    return args[0] if args[0] in SUBCOMMANDS else None
 
 # argparse's own words (stable since 3.9): "invalid choice: 'lst' (choose from 'list', 'get')"
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")

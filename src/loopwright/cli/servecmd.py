@@ -22,6 +22,8 @@ def run_serve(args: list[str]) -> int:
     p.add_argument("--host", default="127.0.0.1", help="The address to bind (default 127.0.0.1; any other "
                    "address needs the token for every request).")
     p.add_argument("--all", action="store_true", help="Every folder's sessions (default: this folder's).")
+    p.add_argument("--store", metavar="URL", help="Where the schedules and routine ledgers shown live (default: "
+                   "$LOOPWRIGHT_STORE, else the home's SQLite file); sessions are the home's transcript files.")
     opts = p.parse_args(args)
     if not 0 <= opts.port < 65536:
         raise UsageError(f"--port: expected 0 (a free port) to 65535, got {opts.port}")
@@ -31,13 +33,16 @@ def run_serve(args: list[str]) -> int:
         from ..web.app import Config, build
     except ImportError as exc:
         raise UsageError(f"loopwright serve needs the `serve` extra (pip install 'loopwright[serve]'): {exc}") from None
+    from ..stores import open_store, store_url
     from ..stores.jsonl import home
 
+    url = store_url(opts.store)
+    open_store(url, os.getcwd())  # a bad URL is said now, not on the first page
     local = _loopback(opts.host)
     sock = _bind(opts.host, opts.port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
-    config = Config(home(), None if opts.all else os.getcwd(), token, local, port)
+    config = Config(home(), None if opts.all else os.getcwd(), token, local, port, url)
     shown = f"[{opts.host.strip('[]')}]" if ":" in opts.host else opts.host
     scope = "every folder" if opts.all else os.getcwd()
     print(f"loopwright serve: sessions of {scope}; Ctrl-C stops it\n"

@@ -10,7 +10,9 @@ from typing import Iterable, Mapping
 # Every key a model provider of ours reads (providers/anthropic.py, providers/openai.py; a test
 # reads their source and fails when one names a key missing here). They are the harness's, not
 # the tools': a prompt-injected `env` or `curl -H "x-api-key: $ANTHROPIC_API_KEY"` must find none.
-CREDENTIALS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"})
+# LOOPWRIGHT_STORE too: a database URL may carry its password, and with it a tool could rewrite
+# any session (the runs loopwright starts itself, schedule fires, still get it).
+CREDENTIALS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "LOOPWRIGHT_STORE"})
 
 
 def child_env(base: Mapping[str, str] | None = None, *, add: Mapping[str, str] | None = None,

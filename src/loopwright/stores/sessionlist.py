@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .jsonl import _decode, project_name
 
@@ -29,10 +29,24 @@ def session_files(root: Path, cwd: str | None) -> list[Path]:
 def summarize(path: Path) -> dict[str, Any]:
     """One session's summary; `outcome` is the last run's terminal reason, `running` while
     another process writes it, or `interrupted` when its last prompt got no result."""
-    out: dict[str, Any] = {"id": path.stem, "folder": "", "started": "", "turns": 0, "cost_usd": 0.0,
-                           "outcome": "", "first_prompt": "", "damaged_lines": 0}
+    out = _empty(path.stem)
+    return _summary(out, _records(path, out), lambda: _locked(path))
+
+
+def summarize_lines(session_id: str, lines: list[bytes], locked: Callable[[], bool]) -> dict[str, Any]:
+    """The same summary of a session kept elsewhere (a database) as its JSONL lines."""
+    out = _empty(session_id)
+    return _summary(out, _decoded(lines, out), locked)
+
+
+def _empty(session_id: str) -> dict[str, Any]:
+    return {"id": session_id, "folder": "", "started": "", "turns": 0, "cost_usd": 0.0, "outcome": "",
+            "first_prompt": "", "damaged_lines": 0}
+
+
+def _summary(out: dict[str, Any], records: Iterable[dict[str, Any]], locked: Callable[[], bool]) -> dict[str, Any]:
     waiting = False
-    for record in _records(path, out):
+    for record in records:
         if not out["started"]:
             out["started"] = str(record.get("timestamp") or "")
             out["folder"] = str(record.get("cwd") or "")
@@ -45,11 +59,20 @@ def summarize(path: Path) -> dict[str, Any]:
             out["cost_usd"] += _number(record.get("totalCostUsd"))
             out["outcome"], waiting = str(record.get("terminalReason") or ""), False
     out["cost_usd"] = round(out["cost_usd"], 6)
-    if _locked(path):
+    if locked():
         out["outcome"] = "running"
     elif waiting:
         out["outcome"] = "interrupted"
     return out
+
+
+def _decoded(lines: list[bytes], out: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        record = _decode(line)
+        if record is None:
+            out["damaged_lines"] += 1
+            continue
+        yield record
 
 
 def _records(path: Path, out: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -43,6 +43,7 @@ class Config:
     token: str
     local: bool  # bound to loopback: reads need no token, but the Host must be ours
     port: int
+    store: str = ""  # the store URL of the schedules and routine ledgers ('': the home's SQLite file)
 
 
 def build(config: Config, index: SessionIndex | None = None) -> Starlette:
@@ -178,10 +179,14 @@ def _sse(event: str, html: str, event_id: str = "") -> bytes:
             "".join(f"data: {line}\n" for line in data.split("\n")) + "\n").encode()
 
 
-def _schedule_store(config: Config) -> Any:
-    from ..stores.schedules import SqliteScheduleStore
+def _stores(config: Config) -> Any:
+    from ..stores import open_store
 
-    return SqliteScheduleStore(config.root / "schedules.db")
+    return open_store(config.store, config.cwd or config.root, {"LOOPWRIGHT_HOME": str(config.root)})
+
+
+def _schedule_store(config: Config) -> Any:
+    return _stores(config).schedules()
 
 
 async def _act(request: Request, config: Config) -> Response:
@@ -208,9 +213,7 @@ async def _act(request: Request, config: Config) -> Response:
 
 
 def _ledger(config: Config) -> Any:
-    from ..stores.ledger import SqliteLedger
-
-    return SqliteLedger(config.root / "schedules.db")
+    return _stores(config).ledger()
 
 
 def _routine_act(config: Config, anchor: str, action: str) -> Response:
