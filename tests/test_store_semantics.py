@@ -86,3 +86,25 @@ def test_eight_schedulers_at_once_claim_a_fire_once(any_store, tmp_path):
     assert stores[0].run_now("s", 130.0) and stores[0].due(130.0)[0].next_at == 130.0
     for store in stores:
         store.close()
+
+
+def test_posted_items_tokens_and_the_cost_of_each_fire(any_store, tmp_path):
+    ledger = open_store(any_store, tmp_path).ledger()
+    assert ledger.queue("r", [("a", '{"id": "a", "t": 1}'), ("b", '{"id": "b"}')], 1.0) == {"a": "queued", "b": "queued"}
+    assert ledger.get("r", "a").fields == '{"id": "a", "t": 1}'
+    assert ledger.claim("r", "a", owner="h:1", session_id="s1", now=2.0, retry_failed=0) == ("s1", False)
+    ledger.finish("r", "a", "done", cost_usd=0.5, outcome="ok", now=3.0, fire_at=86400.0)
+    ledger.claim("r", "b", owner="h:1", session_id="s2", now=2.0, retry_failed=0)
+    ledger.finish("r", "b", "failed", cost_usd=0.25, outcome="no", now=4.0, fire_at=86400.0)
+    assert ledger.queue("r", [("a", "{}"), ("c", "{}")], 5.0) == {"a": "done", "c": "queued"}  # done stays done
+    [fire] = ledger.fires("r")
+    assert (fire.fire_at, fire.items, fire.done, fire.failed, fire.cost_usd, fire.ended) == (86400.0, 2, 1, 1, 0.75, 4.0)
+    assert ledger.daily_costs() == [("1970-01-02", "r", 0.75)]
+    assert ledger.token("r") is None
+    first = ledger.token("r", make=True)
+    assert first and ledger.token("r", make=True) == first
+    second = ledger.new_token("r")
+    assert second != first and ledger.token("r") == second and ledger.token_keys() == ["r"]
+    ledger.drop_token("r")
+    assert ledger.token("r") is None and ledger.token_keys() == []
+    ledger.close()

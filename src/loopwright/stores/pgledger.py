@@ -6,13 +6,16 @@ item, and the others pass on at once instead of waiting."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Callable
 
 from ..core.ports import LedgerItem, RoutineEntry, Schedule, ScheduledRun
+from .ledger import FireCost
 
 _SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, options, cron"
 _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, cost_usd, note"
-_LEDGER_COLUMNS = "routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner"
+_LEDGER_COLUMNS = ("routine, item_id, status, tries, session_id, cost_usd, outcome, created, started, ended, owner, "
+                   "fields")
 _ENTRY = "key, name, cwd, every_s, cron, paused, next_at"
 
 
@@ -129,6 +132,49 @@ class PgLedger(_Tables):
             self.db.execute("UPDATE loopwright.routine_items SET status = 'skipped', outcome = %s, ended = %s "
                             "WHERE routine = %s AND item_id = %s AND status = 'pending'", (reason, now, routine, item_id))
 
+    def queue(self, routine: str, items: list[tuple[str, str]], now: float) -> dict[str, str]:
+        """Record POSTed items (id, fields as JSON) as pending, in one transaction; for each id,
+        `queued`, or the status it already had (a done item is not queued again)."""
+        answer: dict[str, str] = {}
+        with self.db.transaction():
+            for item_id, fields in items:
+                row = self._one("INSERT INTO loopwright.routine_items (routine, item_id, status, created, fields) "
+                                "VALUES (%s, %s, 'pending', %s, %s) ON CONFLICT DO NOTHING RETURNING status",
+                                (routine, item_id, now, fields))
+                if row is None:
+                    row = self._one("SELECT status FROM loopwright.routine_items WHERE routine = %s AND item_id = %s",
+                                    (routine, item_id))
+                    answer[item_id] = row[0]
+                else:
+                    answer[item_id] = "queued"
+        return answer
+
+    def token(self, routine: str, *, make: bool = False) -> str | None:
+        """The routine's token for POSTing items; with `make`, one is made the first time."""
+        if make:
+            import secrets
+
+            self.db.execute("INSERT INTO loopwright.routine_tokens (key, token, created) VALUES (%s, %s, %s) "
+                            "ON CONFLICT DO NOTHING", (routine, secrets.token_urlsafe(32), time.time()))
+        row = self._one("SELECT token FROM loopwright.routine_tokens WHERE key = %s", (routine,))
+        return row[0] if row else None
+
+    def new_token(self, routine: str) -> str:
+        """A new token for the routine; the old one stops working at once."""
+        import secrets
+
+        token = secrets.token_urlsafe(32)
+        self.db.execute("INSERT INTO loopwright.routine_tokens (key, token, created) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (key) DO UPDATE SET token = excluded.token, created = excluded.created",
+                        (routine, token, time.time()))
+        return token
+
+    def drop_token(self, routine: str) -> None:
+        self.db.execute("DELETE FROM loopwright.routine_tokens WHERE key = %s", (routine,))
+
+    def token_keys(self) -> list[str]:
+        return [r[0] for r in self._all("SELECT key FROM loopwright.routine_tokens ORDER BY key")]
+
     def get(self, routine: str, item_id: str) -> LedgerItem | None:
         row = self._one(f"SELECT {_LEDGER_COLUMNS} FROM loopwright.routine_items WHERE routine = %s AND item_id = %s",
                         (routine, item_id))
@@ -149,10 +195,35 @@ class PgLedger(_Tables):
             (owner, now, session_id, routine, item_id, retry_failed))
         return (row[0], bool(row[1])) if row else None
 
-    def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str, now: float) -> None:
-        self.db.execute("UPDATE loopwright.routine_items SET status = %s, cost_usd = cost_usd + %s, outcome = %s, "
-                        "ended = %s WHERE routine = %s AND item_id = %s",
-                        (status, cost_usd, outcome, now, routine, item_id))
+    def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str, now: float,
+               fire_at: float | None = None) -> None:
+        with self.db.transaction():
+            self.db.execute("UPDATE loopwright.routine_items SET status = %s, cost_usd = cost_usd + %s, "
+                            "outcome = %s, ended = %s WHERE routine = %s AND item_id = %s",
+                            (status, cost_usd, outcome, now, routine, item_id))
+            if fire_at is not None:
+                self.db.execute(
+                    "INSERT INTO loopwright.routine_runs (routine, fire_at, item_id, status, cost_usd, session_id, "
+                    "ended) SELECT %s, %s, %s, %s, %s, session_id, %s FROM loopwright.routine_items "
+                    "WHERE routine = %s AND item_id = %s",
+                    (routine, fire_at, item_id, status, cost_usd, now, routine, item_id))
+
+    def daily_costs(self) -> list[tuple[str, str, float]]:
+        """(UTC day, routine name, cost) of every routine's item runs, for the cost chart."""
+        rows = self._all(
+            "SELECT to_char(to_timestamp(r.fire_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, "
+            "COALESCE(NULLIF(e.name, ''), r.routine) AS name, SUM(r.cost_usd) FROM loopwright.routine_runs r "
+            "LEFT JOIN loopwright.routines e ON e.key = r.routine GROUP BY 1, 2 ORDER BY 1")
+        return [(day, name, float(cost)) for day, name, cost in rows]
+
+    def fires(self, routine: str, limit: int = 20) -> list[FireCost]:
+        """The routine's latest fires, newest first: when each started, the items it ran and
+        what they cost (the sum of its items' runs)."""
+        rows = self._all(
+            "SELECT fire_at, COUNT(*), COUNT(*) FILTER (WHERE status = 'done'), "
+            "COUNT(*) FILTER (WHERE status = 'failed'), SUM(cost_usd), MAX(ended) FROM loopwright.routine_runs "
+            "WHERE routine = %s GROUP BY fire_at ORDER BY fire_at DESC LIMIT %s", (routine, limit))
+        return [FireCost(*r) for r in rows]
 
     def recover(self, routine: str, owner: str, alive: Callable[[str], bool]) -> list[str]:
         """Items left `running` by a process that is gone become `interrupted` (the next claim

@@ -17,9 +17,7 @@ from .urls import redact
 from .jsonl import _SAFE_ID, _decode, encode, project_name
 
 # Each step brings the schema from the version before it to its own (1-based); never edit a
-# shipped step, append one. The next one is where the routine ledger's `fields` column goes
-# (branch routinehttp adds it to SQLite): "ALTER TABLE loopwright.routine_items ADD COLUMN fields
-# text NOT NULL DEFAULT '{}'", with `_LEDGER_COLUMNS` in pgledger.py to match.
+# shipped step, append one.
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE loopwright.sessions (
@@ -55,6 +53,19 @@ MIGRATIONS: tuple[str, ...] = (
         key text PRIMARY KEY, name text NOT NULL DEFAULT '', cwd text NOT NULL DEFAULT '',
         every_s integer NOT NULL DEFAULT 0, cron text NOT NULL DEFAULT '', paused boolean NOT NULL DEFAULT false,
         next_at double precision
+    );
+    """,
+    # 2: items POSTed to `loopwright serve` (their fields), each routine's token, and item runs per fire
+    """
+    ALTER TABLE loopwright.routine_items ADD COLUMN fields text NOT NULL DEFAULT '';
+    CREATE TABLE loopwright.routine_runs (
+        routine text NOT NULL, fire_at double precision NOT NULL, item_id text NOT NULL, status text NOT NULL,
+        cost_usd double precision NOT NULL DEFAULT 0, session_id text NOT NULL DEFAULT '',
+        ended double precision NOT NULL
+    );
+    CREATE INDEX routine_runs_by_fire ON loopwright.routine_runs (routine, fire_at);
+    CREATE TABLE loopwright.routine_tokens (
+        key text PRIMARY KEY, token text NOT NULL, created double precision NOT NULL
     );
     """,
 )

@@ -82,7 +82,7 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
 
         if not same_origin(request):
             return PlainTextResponse("forbidden: a cross-site request", 403)
-        return await post_items(request, config.root, config.cwd)
+        return await post_items(request, lambda: _ledger(config), config.cwd)
 
     def cost(request: Request) -> Response:
         ledger = _ledger(config)

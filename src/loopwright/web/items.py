@@ -12,7 +12,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -30,13 +30,13 @@ class Refusal(Exception):
         self.status, self.message = status, message
 
 
-async def post_items(request: Request, root: Path, cwd: str | None) -> Response:
+async def post_items(request: Request, open_ledger: Callable[[], Any], cwd: str | None) -> Response:
     name = request.path_params["name"]
     try:
-        routine, key = await run_in_threadpool(_routine, root, cwd, name)
-        await run_in_threadpool(_authorize, root, key, name, request.headers.get("authorization"))
+        routine, key = await run_in_threadpool(_routine, open_ledger, cwd, name)
+        await run_in_threadpool(_authorize, open_ledger, key, name, request.headers.get("authorization"))
         items = _items(await _body(request), routine)
-        answer = await run_in_threadpool(_queue, root, key, items)
+        answer = await run_in_threadpool(_queue, open_ledger, key, items)
     except Refusal as no:
         headers = {"www-authenticate": 'Bearer realm="loopwright"'} if no.status == 401 else None
         return JSONResponse({"error": no.message}, no.status, headers=headers)
@@ -46,13 +46,7 @@ async def post_items(request: Request, root: Path, cwd: str | None) -> Response:
                          "already_done": [i for i, status in already.items() if status == "done"]}, 202)
 
 
-def _ledger(root: Path) -> Any:
-    from ..stores.ledger import SqliteLedger
-
-    return SqliteLedger(root / "schedules.db")
-
-
-def _routine(root: Path, cwd: str | None, name: str) -> tuple[Any, str]:
+def _routine(open_ledger: Callable[[], Any], cwd: str | None, name: str) -> tuple[Any, str]:
     """The routine named in the address: its file in the served folder (with `serve --all`, the
     one `http:` routine of that name any project has shown), read and checked."""
     import yaml
@@ -66,7 +60,7 @@ def _routine(root: Path, cwd: str | None, name: str) -> tuple[Any, str]:
     if cwd is not None:
         paths = [Path(cwd) / FOLDER / f"{name}.yaml"]
     else:
-        ledger = _ledger(root)
+        ledger = open_ledger()
         try:
             paths = [Path(k) for k in ledger.token_keys() if Path(k).stem == name]
         finally:
@@ -88,8 +82,8 @@ def _routine(root: Path, cwd: str | None, name: str) -> tuple[Any, str]:
     return routine, os.path.abspath(routine.path)
 
 
-def _authorize(root: Path, key: str, name: str, header: str | None) -> None:
-    ledger = _ledger(root)
+def _authorize(open_ledger: Callable[[], Any], key: str, name: str, header: str | None) -> None:
+    ledger = open_ledger()
     try:
         token = ledger.token(key)
     finally:
@@ -157,8 +151,8 @@ def _items(body: Any, routine: Any) -> list[tuple[str, str]]:
     return out
 
 
-def _queue(root: Path, key: str, items: list[tuple[str, str]]) -> dict[str, str]:
-    ledger = _ledger(root)
+def _queue(open_ledger: Callable[[], Any], key: str, items: list[tuple[str, str]]) -> dict[str, str]:
+    ledger = open_ledger()
     try:
         return ledger.queue(key, items, time.time())
     finally:
