@@ -341,13 +341,25 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
     return emit
 
 
+def cli_stores(flag: str | None, cwd: Any, *, pass_on: bool = False) -> Any:
+    """The stores `--store` names, else `LOOPWRIGHT_STORE`, else the embedded default, for the
+    project in `cwd`. `pass_on`: a flag given is also set in LOOPWRIGHT_STORE, so the runs this
+    process starts (schedule fires, routine items) use the same store."""
+    from ..stores import ENV, open_store, store_url
+
+    url = store_url(flag)
+    stores = open_store(url, cwd)
+    if pass_on and flag is not None:
+        os.environ[ENV] = url
+    return stores
+
+
 def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) -> Any:
     """The session flags, composed: JSONL store -> replayed history and recorder, wired into the
     agent (the recorder sees each event before the renderer) with SessionStart's `source`
     (startup, resume, fork). File checkpoints when `checkpoints` (interactive sessions) or
     `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session."""
     from ..session import open_session
-    from ..stores.jsonl import JsonlStore
 
     resuming = opts.resume is not None or opts.continue_session
     if opts.resume is not None and opts.continue_session:
@@ -356,7 +368,8 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) ->
         raise UsageError("--fork-session needs --continue or --resume")
     if opts.session_id and resuming and not opts.fork_session:
         raise UsageError("--session-id can be used with --continue or --resume only with --fork-session")
-    session = open_session(JsonlStore.default(agent.cwd), str(agent.cwd), resume=opts.resume,
+    stores = cli_stores(opts.store, agent.cwd)
+    session = open_session(stores.sessions, str(agent.cwd), resume=opts.resume,
                            continue_last=opts.continue_session, fork=opts.fork_session,
                            session_id=opts.session_id, persist=not opts.no_session_persistence)
     for warning in session.warnings:
@@ -365,7 +378,7 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False) ->
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
     agent.session_source = session.source
     wanted = checkpoints or os.environ.get("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "").lower() in ("1", "true")
-    if wanted and session.transcript_path:
+    if wanted and session.transcript_path and stores.files:  # checkpoints sit beside a transcript file
         from ..session.checkpoints import Checkpoints, folder_of
 
         agent.checkpoints = Checkpoints(folder_of(session.transcript_path))

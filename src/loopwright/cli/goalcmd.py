@@ -17,12 +17,13 @@ def run(args: list[str]) -> int:
     parser = Parser(prog="loopwright goal", description="Show or clear a session's goal.")
     parser.add_argument("action", choices=["status", "clear"])
     parser.add_argument("--session", help="Session id (default: the most recent session of this directory).")
+    parser.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = parser.parse_args(args)
     from ..session import open_session
-    from ..stores.jsonl import JsonlStore
+    from .core import cli_stores
 
     cwd = Path.cwd().resolve()
-    store = JsonlStore.default(cwd)
+    store = cli_stores(opts.store, cwd).sessions
     session_id = opts.session or store.latest()
     if session_id is None:
         raise SessionError(f"No session found for {cwd}")

@@ -52,6 +52,7 @@ class Options:
     resume: str | None = None
     fork_session: bool = False
     no_session_persistence: bool = False
+    store: str | None = None
     goal: str | None = None
     goal_file: str | None = None
     check: tuple[str, ...] = ()
@@ -120,7 +121,7 @@ def parser() -> Any:
                epilog="Subcommands: `loopwright demo` (offline, no key), `loopwright goal status|clear`, "
                "`loopwright schedule add|list|pause|resume|rm|runs`, `loopwright scheduler`, "
                "`loopwright routine list|show|run|items|add|pause|resume|rm`, "
-               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright rewind`, "
+               "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, `loopwright session export ID`, `loopwright rewind`, "
                "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`, "
                "`loopwright workflow run|list`; each takes --help.")
     add = p.add_argument
@@ -185,6 +186,8 @@ def parser() -> Any:
     add("-r", "--resume", metavar="ID", help="Resume the session with this id.")
     add("--fork-session", action="store_true", help="With -c or -r: continue under a new session id.")
     add("--no-session-persistence", action="store_true", help="Write no transcript for this run.")
+    add("--store", metavar="URL", help="Where sessions live: sqlite:///PATH (the default: JSONL transcripts "
+        "under the home) or postgresql://… (every session in one database); default: $LOOPWRIGHT_STORE.")
     goal = p.add_argument_group("goal loops")
     goal.add_argument("--goal", help="Keep working until this condition holds (like -p \"/goal COND\").")
     goal.add_argument("--goal-file", help="Read the condition from a file; `check:` and `protect:` lines add checks.")

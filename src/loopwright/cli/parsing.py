@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from ..core.errors import UsageError
 
 SUBCOMMANDS = ("attempts", "demo", "enqueue", "goal", "mcp", "rewind", "routine", "schedule", "scheduler", "serve",
-               "sessions", "settings", "trust", "worker", "workers", "workflow")
+               "session", "sessions", "settings", "trust", "worker", "workers", "workflow")
 
 # argparse's own words (stable since 3.9): "invalid choice: 'lst' (choose from 'list', 'get')"
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")

@@ -27,9 +27,13 @@ def run_rewind(args: list[str]) -> int:
     p.add_argument("--dry-run", action="store_true", help="Say what would change, change nothing.")
     opts = p.parse_args(args)
     from ..session.checkpoints import Checkpoints, folder_of
-    from ..stores.jsonl import JsonlStore
+    from .core import cli_stores
 
-    transcript = JsonlStore.default(os.getcwd()).find(opts.session)
+    stores = cli_stores(None, os.getcwd())
+    if not stores.files:
+        raise UsageError(f"rewind works on JSONL transcripts with file checkpoints; the store {stores.url} keeps "
+                         "sessions in a database (`loopwright session export ID` gives the transcript)")
+    transcript = stores.sessions.find(opts.session)
     if transcript is None:
         raise UsageError(f"--session {opts.session}: no such session (see `loopwright sessions --all`)")
     store = Checkpoints(folder_of(str(transcript)))

@@ -35,11 +35,14 @@ class _Parser(Parser):
         super().error(message)
 
 
-def _store() -> Any:
-    from ..stores.jsonl import home
-    from ..stores.schedules import SqliteScheduleStore
+def _stores(flag: str | None) -> Any:
+    """The stores of `--store` (else LOOPWRIGHT_STORE), passed on to every fire."""
+    from .core import cli_stores
 
-    return SqliteScheduleStore(home() / "schedules.db")
+    return cli_stores(flag, os.getcwd(), pass_on=True)
+
+
+STORE_HELP = "Where schedules and sessions live (default: $LOOPWRIGHT_STORE, else the home's SQLite file)."
 
 
 def run_schedule(args: list[str]) -> int:
@@ -71,10 +74,12 @@ def run_schedule(args: list[str]) -> int:
     runs.add_argument("id", nargs="?")
     runs.add_argument("--limit", type=int, default=50)
     runs.add_argument("--json", action="store_true")
+    for each in sub.choices.values():
+        each.add_argument("--store", metavar="URL", help=STORE_HELP)
     opts = p.parse_args(args)
     if extra and opts.action != "add":
         raise UsageError("flags after `--` go with `schedule add` only")
-    store = _store()
+    store = _stores(opts.store).schedules()
     try:
         if opts.action == "add":
             print(_add(store, opts, extra))
@@ -201,18 +206,20 @@ def run_scheduler(args: list[str]) -> int:
                 "Ctrl-C. Several schedulers may share the store; each fire runs once.")
     p.add_argument("--once", action="store_true", help="Run what is due now, wait for it, and exit.")
     p.add_argument("--max-concurrent", type=int, default=4, help="Fires running at once (default 4).")
+    p.add_argument("--store", metavar="URL", help=STORE_HELP)
     opts = p.parse_args(args)
     from ..config import positive
 
     positive(opts.max_concurrent, "--max-concurrent")
-    store = _store()
+    stores = _stores(opts.store)
+    store = stores.schedules()
     try:
-        return asyncio.run(_serve(store, opts.once, opts.max_concurrent))
+        return asyncio.run(_serve(store, stores.ledger(), opts.once, opts.max_concurrent))
     finally:
         store.close()
 
 
-async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
+async def _serve(store: Any, ledger: Any, once: bool, max_concurrent: int) -> int:
     from ..core.clock import SystemClock
     from ..core.owners import owner_alive, this_owner
     from ..proactive.scheduler import Scheduler
@@ -223,11 +230,9 @@ async def _serve(store: Any, once: bool, max_concurrent: int) -> int:
     import anyio
 
     from ..proactive.routinetimer import RoutineTimer
-    from ..stores.ledger import SqliteLedger
 
     scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
                           alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
-    ledger = SqliteLedger(store.path)
     timer = RoutineTimer(ledger, _run_routine_fire, SystemClock(), notify=_report_routine)
     routines = len(ledger.registered())
     print(visible(f"loopwright: scheduler {'running what is due' if once else 'started'}: {_overview(store)}"

@@ -37,3 +37,35 @@ def run_sessions(args: list[str]) -> int:
         print(visible(f"{r['id']}  {r['started'][:19].replace('T', ' ')}  {r['turns']:>4} turns  "
                       f"${r['cost_usd']:.4f}  {r['outcome'] or '-':<14}{where}  {r['first_prompt']}{damaged}"))
     return 0
+
+
+def run_session(args: list[str]) -> int:
+    """`loopwright session export ID [--output FILE]`: the session as a Claude Code JSONL transcript."""
+    p = Parser(prog="loopwright session", description="One session, from whichever store holds it.")
+    sub = p.add_subparsers(dest="action", required=True)
+    export = sub.add_parser("export", help="Write the session as a Claude Code JSONL transcript (stdout by "
+                            "default), from any store.")
+    export.add_argument("id", help="The session id.")
+    export.add_argument("--output", "-o", metavar="FILE", help="Write it to this file (created 0600) instead.")
+    export.add_argument("--agent", metavar="AGENT_ID", help="A subagent's sidechain transcript instead.")
+    export.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
+    opts = p.parse_args(args)
+    from ..core.errors import UsageError
+    from .core import cli_stores
+
+    stores = cli_stores(opts.store, os.getcwd())
+    data = stores.sessions.export(opts.id, opts.agent)
+    if data is None:
+        what = f"sidechain of agent {opts.agent} in session" if opts.agent else "session"
+        raise UsageError(f"no {what} {opts.id} in the store {stores.url} (see `loopwright sessions --all`)")
+    if opts.output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return 0
+    from ..core.home import open_private
+
+    fd = open_private(opts.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return 0

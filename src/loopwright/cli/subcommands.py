@@ -32,6 +32,10 @@ def run(name: str, args: list[str]) -> int:
         from .rewindcmd import run_rewind
 
         return run_rewind(args)
+    if name == "session":
+        from .sessionscmd import run_session
+
+        return run_session(args)
     if name == "sessions":
         from .sessionscmd import run_sessions
 

@@ -341,3 +341,59 @@ class Crons(Protocol):
     def describe(self) -> str: ...
 
     def delete(self, task_id: str) -> bool: ...
+
+
+class SessionLog(Protocol):
+    """One session's append-only log. `append` writes one record durably enough that a killed
+    process loses nothing already appended; `sync=True` also survives power loss. A log that
+    has a `sidechain(agent_id)` method keeps subagents' transcripts beside the session's."""
+
+    @property
+    def location(self) -> str: ...
+
+    def append(self, record: dict[str, Any], *, sync: bool = False) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SessionStore(Protocol):
+    """Where sessions live. `load` gives a session's raw records and warnings (a torn last line),
+    None for an unknown id, and raises ValueError for a damaged session. `open` gives the append
+    handle: an existing session is locked against other writers at once (OSError — BlockingIOError
+    when another process writes it — if it cannot be), a new one is created on its first append.
+    `create` gives the handle of a new session without searching for the id (the caller knows it
+    is unused). `location` names the session for people and hooks (`transcript_path`)."""
+
+    def latest(self) -> str | None: ...
+
+    def exists(self, session_id: str) -> bool: ...
+
+    def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None: ...
+
+    def open(self, session_id: str) -> SessionLog: ...
+
+    def create(self, session_id: str) -> SessionLog: ...
+
+    def location(self, session_id: str) -> str: ...
+
+    def export(self, session_id: str, agent_id: str | None = None) -> bytes | None:
+        """The session (or its subagent `agent_id`'s sidechain) as Claude Code's JSONL transcript:
+        one compact JSON record a line; None when there is no such session."""
+        ...
+
+
+class Stores(Protocol):
+    """Everything a URL names (`stores.open_store`): `url` as given with any password hidden,
+    `files` when sessions are JSONL files on this machine (transcript paths, checkpoints, rewind),
+    the sessions of one project (`cwd`), and new handles on the schedules and the routine ledger,
+    each closed by its user."""
+
+    url: str
+    files: bool
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    def schedules(self) -> ScheduleStore: ...
+
+    def ledger(self) -> Ledger: ...

@@ -4,35 +4,16 @@ injected; what a run needs comes back as a `Session` (id, history, transcript pa
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Callable, Literal
 
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
 from ..core.types import Message
-from .recorder import Recorder, SessionLog
+from ..core.ports import SessionLog, SessionStore
+from .recorder import Recorder
 from .records import Record, Restored, SessionError, UserEntry, restore
 
 Source = Literal["startup", "resume", "fork"]  # SessionStart's `source`
-
-
-class SessionStore(Protocol):
-    """Where sessions live. `load` gives a session's raw records and warnings (a torn last line),
-    None for an unknown id, and raises ValueError for a damaged file. `open` gives the append
-    handle: an existing session is locked against other writers at once (OSError if it cannot
-    be), a new one is created on its first append. `create` gives the handle of a new session
-    without searching for the id (the caller knows it is unused)."""
-
-    def latest(self) -> str | None: ...
-
-    def exists(self, session_id: str) -> bool: ...
-
-    def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None: ...
-
-    def open(self, session_id: str) -> SessionLog: ...
-
-    def create(self, session_id: str) -> SessionLog: ...
-
-    def location(self, session_id: str) -> str: ...
 
 
 @dataclass

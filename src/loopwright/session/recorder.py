@@ -4,30 +4,19 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Protocol, assert_never
+from typing import Any, Callable, Mapping, assert_never
 
 from ..core.events import (
     ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
 )
 from ..core.ids import uuid4
+from ..core.ports import SessionLog
 from ..core.types import ToolResultBlock
 from .records import (
     AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,
     ToolStartedEntry, UserEntry,
 )
-
-
-class SessionLog(Protocol):
-    """One session's append-only log. `append` writes one record durably enough that a killed
-    process loses nothing already appended; `sync=True` also survives power loss (fsync)."""
-
-    @property
-    def location(self) -> str: ...
-
-    def append(self, record: dict[str, Any], *, sync: bool = False) -> None: ...
-
-    def close(self) -> None: ...
 
 
 def iso_timestamp(seconds: float) -> str:

@@ -1,0 +1,104 @@
+"""Where sessions, schedules and routine ledgers live, named by one URL (`--store`, else
+`LOOPWRIGHT_STORE`): unset or `sqlite:` is the embedded default (JSONL transcripts under the home,
+schedules and ledgers in `<home>/schedules.db`), `sqlite:///PATH` the same with the SQLite file at
+PATH, `postgresql://…` everything in one PostgreSQL database. Adapters are imported only when a URL
+needs them: psycopg never loads for the default store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.errors import UsageError
+
+SCHEMES = ("sqlite", "postgresql")
+ENV = "LOOPWRIGHT_STORE"
+_EXPECTED = "expected sqlite:///PATH (the default: JSONL transcripts and a SQLite file) or postgresql://…"
+
+
+def store_url(flag: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The store's URL: the `--store` flag wins over `LOOPWRIGHT_STORE`; '' is the default."""
+    if flag is not None:
+        return flag.strip()
+    return ((os.environ if env is None else env).get(ENV) or "").strip()
+
+
+def redact(url: str) -> str:
+    """The URL with any password hidden, fit for messages and `transcript_path`."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:  # not a URL's shape: what comes before an '@' may be a user and password
+        head, at, host = url.rpartition("@")
+        return f"{head.partition(':')[0]}:***@{host}" if at else url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    tail, q, query = tail.partition("?")
+    if "password=" in query:
+        query = "&".join("password=***" if p.startswith("password=") else p for p in query.split("&"))
+    return f"{scheme}{sep}{netloc}{slash}{tail}{q}{query}"
+
+
+def open_store(url: str | None, cwd: str | Path, env: Mapping[str, str] | None = None) -> Any:
+    """The stores the URL names, for the project in `cwd` (a `core.ports.Stores`); a URL of any
+    other shape is a UsageError naming it and the schemes taken."""
+    url = (url or "").strip()
+    scheme = url.partition(":")[0].lower() if ":" in url else url.lower()
+    where = f"--store/{ENV} {redact(url)!r}"
+    if not url or scheme == "sqlite":
+        return LocalStores(_sqlite_path(url, where), cwd, env, url)
+    if scheme in ("postgresql", "postgres"):
+        if not url.partition(":")[2].startswith("//"):
+            raise UsageError(f"{where}: {_EXPECTED}")
+        from .postgres import PostgresStores
+
+        return PostgresStores(url, cwd)
+    raise UsageError(f"{where}: unknown scheme {scheme!r}; {_EXPECTED}")
+
+
+def _sqlite_path(url: str, where: str) -> Path | None:
+    """`sqlite:` or `sqlite://` alone: None (the home's schedules.db); `sqlite:///PATH`: PATH."""
+    rest = url.partition(":")[2]
+    if rest in ("", "//"):
+        return None
+    if not rest.startswith("///") or rest == "///":
+        raise UsageError(f"{where}: expected sqlite:///PATH with an absolute PATH to the SQLite file "
+                         f"(e.g. sqlite:///home/me/loops.db), or sqlite: for the default")
+    return Path(rest[2:])
+
+
+class LocalStores:
+    """The embedded default: JSONL transcripts under the home, a SQLite file for schedules and ledgers."""
+
+    files = True
+
+    def __init__(self, db: Path | None, cwd: str | Path, env: Mapping[str, str] | None, url: str = "") -> None:
+        from ..core.home import home
+
+        self.url = url or "sqlite:"
+        self.root = home(env)
+        self.db_path = db if db is not None else self.root / "schedules.db"
+        self.cwd = Path(cwd)
+        self._sessions: Any = None
+
+    @property
+    def sessions(self) -> Any:
+        if self._sessions is None:
+            from .jsonl import JsonlStore
+
+            self._sessions = JsonlStore(self.root, self.cwd)
+        return self._sessions
+
+    def schedules(self) -> Any:
+        from .schedules import SqliteScheduleStore
+
+        return SqliteScheduleStore(self.db_path)
+
+    def ledger(self) -> Any:
+        from .ledger import SqliteLedger
+
+        return SqliteLedger(self.db_path)
+
+    def close(self) -> None:
+        pass

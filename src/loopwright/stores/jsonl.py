@@ -84,6 +84,13 @@ class JsonlStore:
         path = self.find(session_id)
         return None if path is None else read_records(path)
 
+    def export(self, session_id: str, agent_id: str | None = None) -> bytes | None:
+        """The session's transcript as it is on disk (a subagent's sidechain with `agent_id`)."""
+        path = self.find(session_id)
+        if path is not None and agent_id is not None:
+            path = JsonlLog(path).sidechain(agent_id).path
+        return path.read_bytes() if path is not None and path.is_file() else None
+
     def create(self, session_id: str) -> "JsonlLog":
         """The append handle of a new session of this project, without looking anywhere else
         (other projects are searched by `find`, one stat per project)."""

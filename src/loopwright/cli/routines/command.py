@@ -51,11 +51,11 @@ def find_routine(name: str, cwd: Path) -> Any:
         raise UsageError(str(exc)) from None
 
 
-def ledger() -> Any:
-    from ...stores.jsonl import home
-    from ...stores.ledger import SqliteLedger
+def ledger(flag: str | None = None) -> Any:
+    """The routine ledger of `--store` (else LOOPWRIGHT_STORE), which the items' runs use too."""
+    from ..core import cli_stores
 
-    return SqliteLedger(home() / "schedules.db")
+    return cli_stores(flag, Path.cwd(), pass_on=True).ledger()
 
 
 def ledger_key(routine: Any) -> str:
@@ -85,12 +85,15 @@ def run_routine(args: list[str]) -> int:
     for name, what in (("pause", "The scheduler stops firing it."), ("resume", "Fire it again."),
                        ("rm", "Delete its file (its ledger stays).")):
         sub.add_parser(name, help=what).add_argument("name")
+    for each in sub.choices.values():
+        each.add_argument("--store", metavar="URL", help="Where ledgers and sessions live (default: "
+                          "$LOOPWRIGHT_STORE, else the home's SQLite file).")
     opts = p.parse_args(args)
     cwd = Path.cwd()
     if opts.action == "list":
-        return _list(cwd, opts.json)
+        return _list(cwd, opts.json, opts.store)
     routine = find_routine(opts.name, cwd)
-    store = ledger()
+    store = ledger(opts.store)
     try:
         if opts.action == "run":
             from .fire import fire_routine
@@ -134,11 +137,11 @@ def trigger_of(routine: Any) -> str:
     return routine.cron or (cadence(routine.every_s).cron if routine.every_s else "run by hand")
 
 
-def _list(cwd: Path, as_json: bool) -> int:
+def _list(cwd: Path, as_json: bool, flag: str | None = None) -> int:
     from ...proactive.routine import RoutineError
 
     rows = []
-    store = ledger()
+    store = ledger(flag)
     try:
         for path in routine_files(cwd):
             try:

@@ -106,9 +106,9 @@ def _mode(run: Any) -> str:
         return "new"
     from pathlib import Path
 
-    from ...stores.jsonl import JsonlStore
+    from ..core import cli_stores
 
-    store = JsonlStore.default(Path.cwd())
+    store = cli_stores(None, Path.cwd()).sessions
     if not store.exists(run.session_id):
         return "new"
     loaded = store.load(run.session_id)
