@@ -99,6 +99,8 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def _session_flags(job: dict[str, Any]) -> list[str]:
-    args = ["-p", *job["args"]]  # a resumed session's --resume is among them
+    # Sessions stay in the embedded store (JSONL files the workers share): a replay cuts a
+    # transcript file back before it writes it again (`_cut_back`).
+    args = ["-p", *job["args"], "--store", "sqlite:"]  # a resumed session's --resume is among them
     return args if job["resume"] else [*args, "--session-id", job["session_id"]]
 
