@@ -35,11 +35,12 @@ def loop_rules(i, work_delay=0.2, answer_delay=1.0):
     ]
 
 
-def script(n, **delays):
+def script(n, slow=(), **delays):
+    """`slow`: loops whose answer takes long (a worker is stopped while it waits)."""
     rules = [{"match": JUDGE, "responses": [{"text": json.dumps({"ok": True, "reason": "marker written"}),
                                              "repeat": -1}]}]
     for i in range(n):
-        rules += loop_rules(i, **delays)
+        rules += loop_rules(i, **(dict(delays, answer_delay=4.0) if i in slow else delays))
     return {"rules": rules}
 
 
@@ -205,6 +206,60 @@ def test_a_lone_sqlite_worker_survives_its_own_kill_and_restart(project, env, tm
     assert not sim.unmatched
     log_text = (tmp_path / "worker.log").read_text()
     assert "is gone; 2 of its loops taken over" in log_text, log_text
+
+
+def most_at_once(executions):
+    """The most executions that overlapped, from their recorded start and end."""
+    edges = sorted([(e.started, 1) for e in executions] + [(e.ended, -1) for e in executions])
+    now = peak = 0
+    for _, step in edges:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def test_queue_concurrency_holds_across_workers_and_ctrl_c_drains(pg_db, project, env, tmp_path):
+    store = pg_db
+    with Simulator(script(6, slow=(4, 5))) as sim, open(tmp_path / "workers.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        limits = ("--concurrency", "2", "--queue-concurrency", "2")
+        a, b = (start_worker(store, env, project, log, *limits, "--id", name) for name in ("a", "b"))
+        try:
+            for i in range(4):
+                enqueue(store, env, project, i)
+            wait_for(lambda: all_done(store, 4), 120, "four loops")
+            reg = registry(store)
+            assert most_at_once(reg.executions()) <= 2  # two workers could run four; the queue allows two
+            stop(b)  # idle: it leaves at once
+
+            # Ctrl-C while a loop runs: no new work is taken, the running loop finishes, then it exits
+            slow, _ = enqueue(store, env, project, 4)
+            wait_for(lambda: reg.executions_of("a"), 60, "worker a to take loop 4")
+            stop(a)
+            assert [(e.executor_id, e.status) for e in reg.executions() if e.workflow_id == slow] == [("a", "done")]
+        finally:
+            for proc in (a, b):
+                if proc.poll() is None:
+                    stop(proc)
+        # a drain shorter than the loop: the loop is handed back and the next worker finishes it
+        quick = start_worker(store, env, project, log, "--drain", "0.3", "--id", "c")
+        try:
+            handed, _ = enqueue(store, env, project, 5)
+            wait_for(lambda: "L5" in marker_lines(project), 60, "loop 5's tool call")
+            stop(quick)
+        finally:
+            if quick.poll() is None:
+                stop(quick)
+        last = start_worker(store, env, project, log, "--id", "d")
+        try:
+            wait_for(lambda: statuses(store).get(handed) == "SUCCESS", 60, "the handed-back loop")
+        finally:
+            stop(last)
+        runs = [(e.executor_id, e.status) for e in reg.executions() if e.workflow_id == handed]
+        assert runs == [("c", "handed back"), ("d", "done")]
+        assert marker_lines(project) == {f"L{i}": 1 for i in range(6)}
+        reg.close()
+    assert not sim.unmatched
 
 
 def test_enqueue_refuses_a_store_it_cannot_use(project, env):
