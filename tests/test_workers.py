@@ -267,3 +267,31 @@ def test_enqueue_refuses_a_store_it_cannot_use(project, env):
                          cwd=project, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "--store: expected a postgresql://… or sqlite:///… URL, got 'mysql://x/y'" in out.stderr
+
+
+def test_a_tool_call_cut_off_by_a_kill_is_not_run_again(project, env, tmp_path):
+    """The worker dies while a tool runs: after the restart the call is answered as the session
+    ledger answers a call a crash left running (outcome unknown), never run a second time."""
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    rules = [{"match": JUDGE, "responses": [{"text": json.dumps({"ok": True, "reason": "ok"}), "repeat": -1}]},
+             {"match": {"last_user_contains": "Outcome unknown"}, "responses": [{"text": "checked", "repeat": -1}]},
+             {"match": {"last_user_contains": "go L0."}, "responses": [
+                 {"tool_use": {"name": "Bash", "input": {"command": "echo x >> markers/L0; sleep 10"}},
+                  "repeat": -1}]}]
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        _, session_id = enqueue(store, env, project, 0)
+        with open(tmp_path / "worker.log", "w") as log:
+            first = start_worker(store, env, project, log)
+            wait_for(lambda: marker_lines(project), 60, "the tool call to start")
+            first.send_signal(signal.SIGKILL)
+            assert gone(first.pid, 10)
+            again = start_worker(store, env, project, log)
+            try:
+                wait_for(lambda: all_done(store, 1), 120, "the loop after the restart")
+            finally:
+                stop(again)
+    assert marker_lines(project) == {"L0": 1}
+    results = json.dumps(transcript_users(env, session_id))
+    assert "Outcome unknown: the session crashed while this Bash call was running" in results
+    assert not sim.unmatched
