@@ -15,6 +15,7 @@ import pytest
 
 from loopwright.session import UNKNOWN_OUTCOME
 from loopwright.testing import Simulator
+from storekinds import any_store  # noqa: F401  (a fixture)
 
 
 def env_for(tmp_path, sim=None):
@@ -430,10 +431,10 @@ def test_an_item_past_its_duration_fails(tmp_path):
     assert row["status"] == "failed" and "duration" in row["outcome"], row
 
 
-def test_the_ledger_gives_an_item_to_one_claimant_and_never_takes_a_done_one(tmp_path):
-    from loopwright.stores.ledger import SqliteLedger
+def test_the_ledger_gives_an_item_to_one_claimant_and_never_takes_a_done_one(any_store, tmp_path):
+    from loopwright.stores import open_store
 
-    one, two = SqliteLedger(tmp_path / "s.db"), SqliteLedger(tmp_path / "s.db")
+    one, two = open_store(any_store, tmp_path).ledger(), open_store(any_store, tmp_path).ledger()
     one.note("r", "x", 1.0)
     two.note("r", "x", 1.5)  # seen again: the row stays as it was
     claims = [one.claim("r", "x", owner="h:1", session_id="s1", now=2.0, retry_failed=3),

@@ -1,4 +1,4 @@
-"""Persisted schedules: the SQLite store's claim (each fire once, even across processes), the
+"""Persisted schedules: the store's claim (SQLite and PostgreSQL) (each fire once, even across processes), the
 scheduler's decisions on a fake clock (overlap, misfire, max runs, pause, crash recovery), and
 the real `loopwright schedule` / `loopwright scheduler` processes against the simulator."""
 
@@ -16,17 +16,19 @@ import pytest
 
 from loopwright.core.ports import Schedule, ScheduledRun
 from loopwright.proactive.scheduler import FireOutcome, Scheduler
+from loopwright.stores import open_store
 from loopwright.stores.schedules import SqliteScheduleStore
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from procs import gone
+from storekinds import any_store  # noqa: F401  (a fixture)
 
 T0 = 1_800_000_000.0  # on the hour
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = SqliteScheduleStore(tmp_path / "schedules.db")
+def store(any_store, tmp_path):
+    s = open_store(any_store, tmp_path).schedules()
     yield s
     s.close()
 
@@ -49,8 +51,8 @@ def test_schedules_round_trip_and_ids_are_unique(store):
     assert store.remove("s1") and not store.remove("s1") and store.get("s1") is None
 
 
-def test_a_fire_is_claimed_once_even_by_two_stores(store, tmp_path):
-    other = SqliteScheduleStore(tmp_path / "schedules.db")
+def test_a_fire_is_claimed_once_even_by_two_stores(store, any_store, tmp_path):
+    other = open_store(any_store, tmp_path).schedules()
     store.add(schedule())
     seen_by_both = store.due(T0)[0]
     assert other.due(T0)[0] == seen_by_both

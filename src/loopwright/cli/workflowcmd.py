@@ -100,8 +100,11 @@ def slash_workflow(prompt: str) -> tuple[str, list[str]] | None:
 def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     from ..workflows.journal import Journal
     from ..workflows.scripts import find, load, loader
-    from .core import build_agent, load_cli_settings, open_cli_session
+    from .core import build_agent, cli_stores, load_cli_settings, open_cli_session
 
+    if not (stores := cli_stores(opts.store, Path.cwd())).files:
+        raise UsageError(f"a workflow keeps its journal beside a JSONL transcript, not yet in the store "
+                         f"{stores.url}: run it with --store sqlite:")
     if opts.continue_session or opts.fork_session:
         raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
     if opts.attempts is not None or opts.goal or opts.goal_file:
