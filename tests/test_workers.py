@@ -114,14 +114,11 @@ def stop(proc):
         assert proc.wait(timeout=60) == 0
 
 
-def transcript_users(env, session_id):
-    root = os.path.join(env["LOOPWRIGHT_HOME"], "projects")
-    for folder in os.listdir(root):
-        path = os.path.join(root, folder, f"{session_id}.jsonl")
-        if os.path.exists(path):
-            records = [json.loads(line) for line in open(path)]
-            return [r["message"]["content"] for r in records if r.get("type") == "user"]
-    raise AssertionError(f"no transcript for {session_id}")
+def transcript_users(store, env, cwd, session_id):
+    """The user messages of a session, as `loopwright session export` gives its transcript."""
+    out = cli(["session", "export", session_id, "--store", store], env, cwd)
+    records = [json.loads(line) for line in out.splitlines()]
+    return [r["message"]["content"] for r in records if r.get("type") == "user"]
 
 
 def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, tmp_path):
@@ -161,7 +158,7 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
             assert marker_lines(project) == {f"L{i}": 1 for i in range(LOOPS)}
             # the replayed transcript of a taken-over loop holds its prompt once
             victim_session = next(s for w, s in jobs if w in taken_ids)
-            prompts = [u for u in transcript_users(env, victim_session) if "go L" in json.dumps(u)]
+            prompts = [u for u in transcript_users(store, env, project, victim_session) if "go L" in json.dumps(u)]
             assert len(prompts) == 1, prompts
 
             # a session started on the dead worker is resumed by a live one, from the queue
@@ -170,7 +167,7 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
             wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the resumed session")
             resumed = [e for e in reg.executions() if e.workflow_id == workflow_id]
             assert [e.executor_id in ("w1", "w2") for e in resumed] == [True]
-            users = json.dumps(transcript_users(env, victim_session))
+            users = json.dumps(transcript_users(store, env, project, victim_session))
             assert users.count(f"go L{i}.") == 2  # the first prompt and the resumed one, in one session
 
             listing = cli(["workers", "--store", store, "--all"], env, project)
@@ -202,7 +199,7 @@ def test_a_lone_sqlite_worker_survives_its_own_kill_and_restart(project, env, tm
                 stop(again)
         assert marker_lines(project) == {"L0": 1, "L1": 1}
         for _, session_id in jobs:
-            assert len([u for u in transcript_users(env, session_id) if "go L" in json.dumps(u)]) == 1
+            assert len([u for u in transcript_users(store, env, project, session_id) if "go L" in json.dumps(u)]) == 1
     assert not sim.unmatched
     log_text = (tmp_path / "worker.log").read_text()
     assert "is gone; 2 of its loops taken over" in log_text, log_text
@@ -292,6 +289,6 @@ def test_a_tool_call_cut_off_by_a_kill_is_not_run_again(project, env, tmp_path):
             finally:
                 stop(again)
     assert marker_lines(project) == {"L0": 1}
-    results = json.dumps(transcript_users(env, session_id))
+    results = json.dumps(transcript_users(store, env, project, session_id))
     assert "Outcome unknown: the session crashed while this Bash call was running" in results
     assert not sim.unmatched

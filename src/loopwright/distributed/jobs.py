@@ -12,6 +12,8 @@ from typing import Any
 
 from dbos import DBOS
 
+from . import transcripts
+
 WORKFLOW_NAME = "loopwright.goal_loop"
 
 # The worker of this process (worker.run_worker sets it): it records each execution it starts.
@@ -28,23 +30,19 @@ def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, labe
 
 
 @DBOS.step(name="loopwright.transcript_mark")
-async def _transcript_mark(path: str) -> int:
-    """The transcript's size when the workflow first began (0: none yet)."""
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+async def _transcript_mark(store: str, cwd: str, session_id: str) -> int:
+    """Where the transcript stood when the workflow first began (recorded: a replay gets it back)."""
+    return _with_stores(store, cwd, lambda stores: transcripts.mark(stores, session_id))
 
 
-def _cut_back(path: str, size: int) -> None:
-    """Undo what an earlier execution of this workflow wrote to the transcript."""
+def _with_stores(store: str, cwd: str, use: Any) -> Any:
+    from ..stores import open_store
+
+    stores = open_store(store, cwd)
     try:
-        if size == 0:
-            os.unlink(path)
-        elif os.path.getsize(path) > size:
-            os.truncate(path, size)
-    except FileNotFoundError:
-        pass
+        return use(stores)
+    finally:
+        stores.close()
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
@@ -67,13 +65,12 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     from ..cli.goals import goal_from_options
     from ..cli.headless import _arm_goal
     from ..cli.options import parse_options
-    from ..stores.jsonl import JsonlStore
     from .durable import DurableModel, durable_tools
 
-    opts = parse_options(_session_flags(job))
-    cwd = job["cwd"]
-    path = JsonlStore.default(cwd).location(job["resume"] or job["session_id"])
-    _cut_back(path, await _transcript_mark(path))
+    store, cwd, sid = _worker[0].config.store, job["cwd"], job["resume"] or job["session_id"]
+    opts = parse_options(_session_flags(job, store))
+    at = await _transcript_mark(store, cwd, sid)
+    _with_stores(store, cwd, lambda stores: transcripts.cut_back(stores, sid, at))
     here = os.getcwd()
     os.chdir(cwd)  # the flags are read against the job's folder; nothing else runs during this
     try:
@@ -98,9 +95,9 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     return dict(result.to_json())
 
 
-def _session_flags(job: dict[str, Any]) -> list[str]:
-    # Sessions stay in the embedded store (JSONL files the workers share): a replay cuts a
-    # transcript file back before it writes it again (`_cut_back`).
-    args = ["-p", *job["args"], "--store", "sqlite:"]  # a resumed session's --resume is among them
+def _session_flags(job: dict[str, Any], store: str) -> list[str]:
+    """The run's flags: its session in the worker's store (PostgreSQL: any worker can resume it;
+    SQLite: the JSONL files of this machine)."""
+    args = ["-p", *job["args"], "--store", store]  # a resumed session's --resume is among them
     return args if job["resume"] else [*args, "--session-id", job["session_id"]]
 

@@ -73,13 +73,22 @@ class Registry:
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 30}
         self.engine = sa.create_engine(engine_url(url), **kwargs)
+        # PostgreSQL: in the store's own schema, named in every statement (an unqualified name would
+        # land in whichever schema the search path finds first, which changes once `loopwright` exists)
+        self._schema = "" if url.startswith("sqlite") else "loopwright."
         with self.engine.begin() as conn:
+            if self._schema:
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7450196)"))  # one creator at a time
+                conn.execute(sa.text("CREATE SCHEMA IF NOT EXISTS loopwright"))
             for ddl in _TABLES:
-                conn.execute(sa.text(ddl))
+                conn.execute(sa.text(self._named(ddl)))
+
+    def _named(self, sql: str) -> str:
+        return sql.replace(" lw_", f" {self._schema}lw_")
 
     def _run(self, sql: str, **params: Any) -> Any:
         with self.engine.begin() as conn:
-            result = conn.execute(self._sa.text(sql), params)
+            result = conn.execute(self._sa.text(self._named(sql)), params)
             return result.rowcount if not result.returns_rows else result.fetchall()
 
     def join(self, executor_id: str, host: str, pid: int, queue: str, concurrency: int) -> None:
@@ -104,6 +113,11 @@ class Registry:
         """One survivor wins the recovery of a gone worker (the update that finds it still unclaimed)."""
         return bool(self._run("UPDATE lw_workers SET state = 'recovered' WHERE executor_id = :e AND state IN "
                               "('alive', 'draining', 'left')", e=executor_id))
+
+    def taken_over(self, executor_id: str) -> None:
+        """A gone worker's executions, closed: a survivor runs them now."""
+        self._run("UPDATE lw_executions SET ended = :now, status = 'taken over' WHERE executor_id = :e AND "
+                  "ended IS NULL", now=time.time(), e=executor_id)
 
     def workers(self) -> list[Worker]:
         return [Worker(*r) for r in self._run("SELECT * FROM lw_workers ORDER BY started")]

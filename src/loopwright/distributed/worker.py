@@ -67,6 +67,7 @@ class Worker:
                 for gone in self.registry.gone(self.config.dead_after_s):
                     if gone != me and self.registry.claim_recovery(gone):
                         handles = DBOS._recover_pending_workflows([gone])  # public in older DBOS releases
+                        self.registry.taken_over(gone)
                         print(f"loopwright worker: {gone} is gone; {len(handles)} of its loops taken over",
                               file=sys.stderr, flush=True)
             except Exception as exc:  # a database hiccup: said, and tried again at the next beat
