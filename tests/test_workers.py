@@ -264,6 +264,14 @@ def test_enqueue_refuses_a_store_it_cannot_use(project, env):
                          cwd=project, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "--store: expected a postgresql://… or sqlite:///… URL, got 'mysql://x/y'" in out.stderr
+    attempts = subprocess.run([sys.executable, "-m", "loopwright", "enqueue", "--store", "sqlite:////tmp/x.db",
+                               "go", "--attempts", "2"], env=env, cwd=project, capture_output=True, text=True,
+                              timeout=60)
+    assert attempts.returncode != 0 and "--attempts, /loop and --input-format stream-json do not run on " \
+        "workers yet" in attempts.stderr
+    unset = subprocess.run([sys.executable, "-m", "loopwright", "worker"], env=env, cwd=project,
+                           capture_output=True, text=True, timeout=60)
+    assert unset.returncode != 0 and "--store: a durable store is needed" in unset.stderr
 
 
 def test_a_tool_call_cut_off_by_a_kill_is_not_run_again(project, env, tmp_path):

@@ -75,6 +75,9 @@ def run_enqueue(args: list[str]) -> int:
     if run.session_id or run.continue_session or run.fork_session:
         raise UsageError("enqueue: --session-id, --continue and --fork-session are not for queued loops; "
                          "a new loop gets its own session id, --resume ID continues one")
+    if run.attempts is not None or run.input_format == "stream-json" or (run.prompt or "").lstrip().startswith("/loop"):
+        raise UsageError("enqueue: --attempts, /loop and --input-format stream-json do not run on workers yet; "
+                         "expected a prompt or a goal loop (--goal, --check, limits, --resume)")
     if not (run.prompt or run.goal or run.goal_file):
         raise UsageError("enqueue: no prompt: give one (loopwright enqueue \"…\") or a --goal")
     goal_from_options(run, run.prompt, resuming=run.resuming)
