@@ -300,3 +300,32 @@ def test_a_tool_call_cut_off_by_a_kill_is_not_run_again(project, env, tmp_path):
     results = json.dumps(transcript_users(store, env, project, session_id))
     assert "Outcome unknown: the session crashed while this Bash call was running" in results
     assert not sim.unmatched
+
+
+def test_a_routine_fire_splits_its_items_across_workers(pg_db, project, env, tmp_path):
+    store = pg_db
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "spread.yaml").write_text(
+        'source: {command: cat items.jsonl}\nprompt: "go {id}."\nallowed_tools: [Bash]\nsandbox: false\n'
+        "concurrency: 4\n")
+    (project / "items.jsonl").write_text("".join(f'{{"id": "L{i}"}}\n' for i in range(4)))
+    with Simulator(script(4)) as sim, open(tmp_path / "workers.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        workers = [start_worker(store, env, project, log, "--concurrency", "1", "--id", f"r{k}") for k in range(2)]
+        try:
+            fire = subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "spread", "--once", "--queue",
+                                   "loopwright", "--store", store], env=env, cwd=project, capture_output=True,
+                                  text=True, timeout=180)
+        finally:
+            for proc in workers:
+                stop(proc)
+    assert "routine spread: 4 found, 4 taken, 4 done, 0 failed" in fire.stdout, fire.stderr
+    assert marker_lines(project) == {f"L{i}": 1 for i in range(4)}
+    reg = registry(store)
+    ran = [(e.executor_id, e.status) for e in reg.executions()]
+    reg.close()
+    assert len(ran) == 4 and {status for _, status in ran} == {"done"}
+    assert {executor for executor, _ in ran} == {"r0", "r1"}  # one at a time each: both took items
+    ledger = json.loads(cli(["routine", "items", "spread", "--json", "--store", store], env, project))
+    assert [(i["status"], i["tries"]) for i in ledger] == [("done", 1)] * 4
+    assert not sim.unmatched

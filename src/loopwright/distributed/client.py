@@ -49,3 +49,29 @@ def statuses(store: str, workflow_ids: list[str] | None = None) -> dict[str, str
         return {w.workflow_id: w.status for w in found}
     finally:
         client.destroy()
+
+
+async def run_queued(store: str, queue: str, job: dict[str, Any], workflow_id: str,
+                     stop: Any) -> tuple[str, Any]:
+    """Enqueue `job` (or find the workflow of that id, enqueued before) and wait for its end:
+    ("done", the run's result JSON), ("error", why) or ("interrupted", None) once `stop` is set."""
+    import asyncio
+
+    from dbos import DBOSClient
+
+    await asyncio.to_thread(enqueue, store, queue, job, workflow_id)
+    client = await asyncio.to_thread(DBOSClient, system_database_url=store, application_name=APP_NAME)
+    try:
+        while not stop.is_set():
+            found = await asyncio.to_thread(client.list_workflows, workflow_ids=[workflow_id])
+            if found and found[0].status == "SUCCESS":
+                return "done", found[0].output
+            if found and found[0].status in ("ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
+                return "error", str(found[0].error or found[0].status)
+            try:
+                await asyncio.wait_for(stop.wait(), 0.5)
+            except asyncio.TimeoutError:
+                pass
+        return "interrupted", None
+    finally:
+        await asyncio.to_thread(client.destroy)

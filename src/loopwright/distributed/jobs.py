@@ -24,9 +24,12 @@ def use_worker(worker: Any) -> None:
     _worker[:] = [worker]
 
 
-def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, label: str) -> dict[str, Any]:
-    """What `loopwright enqueue` stores: JSON only, so any worker of any version can read it."""
-    return {"args": list(args), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label}
+def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, label: str, *,
+            own_session: bool = False) -> dict[str, Any]:
+    """What `loopwright enqueue` stores: JSON only, so any worker of any version can read it.
+    `own_session`: the args name the session themselves (a routine item's --session-id/--resume)."""
+    return {"args": list(args), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,
+            "own_session": own_session}
 
 
 @DBOS.step(name="loopwright.transcript_mark")
@@ -98,6 +101,8 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
 def _session_flags(job: dict[str, Any], store: str) -> list[str]:
     """The run's flags: its session in the worker's store (PostgreSQL: any worker can resume it;
     SQLite: the JSONL files of this machine)."""
-    args = ["-p", *job["args"], "--store", store]  # a resumed session's --resume is among them
-    return args if job["resume"] else [*args, "--session-id", job["session_id"]]
+    args = ["-p", "--store", store]
+    if not (job["resume"] or job.get("own_session")):  # a resumed session's --resume is among the args
+        args += ["--session-id", job["session_id"]]
+    return [*args, *job["args"]]
 
