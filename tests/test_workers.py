@@ -66,11 +66,31 @@ def cli(args, env, cwd, timeout=120):
     return out.stdout
 
 
+def loop_flags(i):
+    return [f"go L{i}.", "--goal", f"markers/L{i} exists", "--check", f"test -f markers/L{i}", "--allowedTools", "Bash",
+            "--max-turns", "6"]
+
+
 def enqueue(store, env, cwd, i, *more):
-    out = cli(["enqueue", "--store", store, f"go L{i}.", "--goal", f"markers/L{i} exists", "--check",
-               f"test -f markers/L{i}", "--allowedTools", "Bash", "--max-turns", "6", *more], env, cwd)
+    out = cli(["enqueue", "--store", store, *loop_flags(i), *more], env, cwd)
     workflow_id, _, session_id = out.split()
     return workflow_id, session_id
+
+
+def enqueue_many(store, env, cwd, n):
+    """Loop 0 by `loopwright enqueue`, the rest as it enqueues them but in this process (a process
+    per loop would spend most of the test starting Python)."""
+    import uuid
+
+    from loopwright.distributed.client import enqueue as put
+    from loopwright.distributed.jobs import new_job
+
+    jobs = [enqueue(store, env, cwd, 0)]
+    for i in range(1, n):
+        session_id = str(uuid.uuid4())
+        job = new_job(loop_flags(i), str(cwd), session_id, None, f"go L{i}.")
+        jobs.append((put(store, "loopwright", job, f"loop-{session_id}"), session_id))
+    return jobs
 
 
 def start_worker(store, env, cwd, log, *more):
@@ -121,11 +141,12 @@ def transcript_users(store, env, cwd, session_id):
     return [r["message"]["content"] for r in records if r.get("type") == "user"]
 
 
+@pytest.mark.timeout(240 + 3 * LOOPS)
 def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, tmp_path):
     store = pg_db
     with Simulator(script(LOOPS)) as sim:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
-        jobs = [enqueue(store, env, project, i) for i in range(LOOPS)]
+        jobs = enqueue_many(store, env, project, LOOPS)
         logs = [open(tmp_path / f"worker{k}.log", "w") for k in range(3)]
         workers = [start_worker(store, env, project, logs[k], "--concurrency", "3", "--id", f"w{k}")
                    for k in range(3)]
@@ -139,7 +160,7 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
             taken = wait_for(victim_busy, 120, "worker w0 to be mid-loop")
             workers[0].send_signal(signal.SIGKILL)
             assert gone(workers[0].pid, 10)
-            wait_for(lambda: all_done(store, LOOPS), 240, "every loop to finish")
+            wait_for(lambda: all_done(store, LOOPS), 120 + 3 * LOOPS, "every loop to finish")
 
             executions = reg.executions()
             by_loop = {}
@@ -215,6 +236,7 @@ def most_at_once(executions):
     return peak
 
 
+@pytest.mark.timeout(300)
 def test_queue_concurrency_holds_across_workers_and_ctrl_c_drains(pg_db, project, env, tmp_path):
     store = pg_db
     with Simulator(script(6, slow=(4, 5))) as sim, open(tmp_path / "workers.log", "w") as log:
@@ -230,8 +252,11 @@ def test_queue_concurrency_holds_across_workers_and_ctrl_c_drains(pg_db, project
             stop(b)  # idle: it leaves at once
 
             # Ctrl-C while a loop runs: no new work is taken, the running loop finishes, then it exits
-            slow, _ = enqueue(store, env, project, 4)
+            slow, session = enqueue(store, env, project, 4)
             wait_for(lambda: reg.executions_of("a"), 60, "worker a to take loop 4")
+            listing = cli(["workers", "--store", store], env, project)  # what each live worker runs
+            assert listing.startswith("a  alive  queue loopwright") and f"{slow}  session {session}  go L4." in listing
+            assert "b  " not in listing
             stop(a)
             assert [(e.executor_id, e.status) for e in reg.executions() if e.workflow_id == slow] == [("a", "done")]
         finally:

@@ -64,7 +64,7 @@ async def goal_loop(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(job: dict[str, Any]) -> dict[str, Any]:
-    from ..cli.core import build_agent, init_fields, load_cli_settings, make_emitter, open_cli_session
+    from ..cli.core import attachments, build_agent, init_fields, load_cli_settings, make_emitter, open_cli_session
     from ..cli.goals import goal_from_options
     from ..cli.headless import _arm_goal
     from ..cli.options import parse_options
@@ -86,7 +86,10 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     finally:
         os.chdir(here)
     try:
-        _arm_goal(agent, spec, None, opts)
+        from ..engine.goal import saved_goal
+
+        saved = saved_goal(attachments(session.records)) if session.records else None  # a resumed goal
+        _arm_goal(agent, spec, saved, opts)
         emit = make_emitter("json", False, agent.session_id, False, init_fields(settings, agent))
         result = await agent.run(prompt or "", on_event=emit)
         await agent.end_session("other", on_event=emit)
