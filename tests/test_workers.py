@@ -297,6 +297,17 @@ def test_enqueue_refuses_a_store_it_cannot_use(project, env):
     unset = subprocess.run([sys.executable, "-m", "loopwright", "worker"], env=env, cwd=project,
                            capture_output=True, text=True, timeout=60)
     assert unset.returncode != 0 and "--store: a durable store is needed" in unset.stderr
+    down = subprocess.run([sys.executable, "-m", "loopwright", "worker", "--store",
+                           "postgresql://nobody:secret@127.0.0.1:1/none"], env=env, cwd=project, capture_output=True,
+                          text=True, timeout=60)
+    assert down.returncode != 0 and down.stderr.startswith(
+        "loopwright: error: cannot reach the store postgresql://nobody:***@127.0.0.1:1/none: "), down.stderr
+    assert "Traceback" not in down.stderr and "secret" not in down.stderr
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "r.yaml").write_text('source: {command: "true"}\nprompt: "x"\n')
+    local = subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "r", "--once", "--queue", "q"],
+                           env=env, cwd=project, capture_output=True, text=True, timeout=60)
+    assert local.returncode != 0 and "--queue: items go to workers through a durable store" in local.stderr
 
 
 def test_a_tool_call_cut_off_by_a_kill_is_not_run_again(project, env, tmp_path):

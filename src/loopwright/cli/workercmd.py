@@ -23,6 +23,11 @@ def _store(given: str | None) -> str:
     from ..distributed.registry import engine_url
 
     engine_url(store)
+    import importlib.util
+
+    wanted = ["dbos", "sqlalchemy"] + (["psycopg"] if not store.startswith("sqlite") else [])
+    if missing := [m for m in wanted if importlib.util.find_spec(m) is None]:
+        raise UsageError(f"workers need {', '.join(missing)}: pip install 'loopwright[durable]'")
     return store
 
 

@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import LoopwrightError
+from ..stores import redact
 from .registry import Registry
 
 APP_NAME = "loopwright"
@@ -86,7 +88,11 @@ def run_worker(config: WorkerConfig) -> int:
     from .durable import use_registry
     from .jobs import use_worker  # and with it the workflow and its steps are registered
 
-    registry = Registry(config.store)
+    try:
+        registry = Registry(config.store)
+    except Exception as exc:  # SQLAlchemy's errors: the database is down, or the URL names none
+        raise LoopwrightError(f"cannot reach the store {redact(config.store)}: "
+                              f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from None
     use_registry(registry)
     worker = Worker(config, registry)
     use_worker(worker)
