@@ -1,6 +1,7 @@
 """Subcommands beside the headless interface: `loopwright demo` (offline, no key), `loopwright goal
 status|clear`, `schedule …`, `scheduler`, `routine …`, `workflow run|list`, `attempts clean`,
-`rewind`, `sessions`, `trust`, `mcp …`, `serve` and `settings check`."""
+`rewind`, `sessions`, `trust`, `mcp …`, `serve`, `settings check`, and on a durable store
+`worker`, `enqueue` and `workers`."""
 
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def run(name: str, args: list[str]) -> int:
         from .workflowcmd import run_workflow_command
 
         return run_workflow_command(args)
+    if name in ("worker", "enqueue", "workers"):
+        from . import workercmd
+
+        return {"worker": workercmd.run_worker_command, "enqueue": workercmd.run_enqueue,
+                "workers": workercmd.run_workers}[name](args)
     if name == "settings":
         from .settingscmd import run_settings
 

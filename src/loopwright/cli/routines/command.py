@@ -58,6 +58,19 @@ def ledger(flag: str | None = None) -> Any:
     return cli_stores(flag, Path.cwd(), pass_on=True).ledger()
 
 
+def _queue(name: str | None) -> tuple[str, str] | None:
+    """(store URL, queue) for items sent to workers: the store of this run, which must be durable."""
+    if name is None:
+        return None
+    from ...stores import store_url
+
+    url = store_url(None)  # --store was passed on to LOOPWRIGHT_STORE
+    if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+        raise UsageError(f"--queue: items go to workers through a durable store; expected --store postgresql://… or "
+                         f"sqlite:///PATH, got {url or 'the default store'!r}")
+    return url, name
+
+
 def ledger_key(routine: Any) -> str:
     """A routine's rows are keyed by its file's absolute path: two projects may name one alike."""
     return os.path.abspath(routine.path)
@@ -75,6 +88,8 @@ def run_routine(args: list[str]) -> int:
     run.add_argument("name")
     run.add_argument("--once", action="store_true", help="Fire once and exit.")
     run.add_argument("--dry-run", action="store_true", help="List the items a fire would take; run nothing.")
+    run.add_argument("--queue", help="Send each item to this queue of `loopwright worker`s, which run it durably "
+                     "(needs a postgresql:// or sqlite:/// --store or LOOPWRIGHT_STORE).")
     items = sub.add_parser("items", help="The ledger of its items.")
     items.add_argument("name")
     items.add_argument("--status", choices=STATUSES)
@@ -105,7 +120,8 @@ def run_routine(args: list[str]) -> int:
         if opts.action == "run":
             from .fire import fire_routine
 
-            return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run)
+            return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run,
+                                queue=_queue(opts.queue))
         if opts.action == "show":
             _show(routine, store)
         elif opts.action == "items":

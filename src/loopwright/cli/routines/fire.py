@@ -14,8 +14,9 @@ from typing import Any, Callable
 from ..render import visible
 
 
-def fire_routine(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool) -> int:
-    return asyncio.run(_serve(routine, key, store, once=once or dry_run, dry_run=dry_run))
+def fire_routine(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool, queue: Any = None) -> int:
+    """`queue`: (store URL, queue name) to send each item to `loopwright worker`s; None: run here."""
+    return asyncio.run(_serve(routine, key, store, once=once or dry_run, dry_run=dry_run, queue=queue))
 
 
 def say(name: str) -> Callable[[str], None]:
@@ -25,7 +26,7 @@ def say(name: str) -> Callable[[str], None]:
     return line
 
 
-async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool) -> int:
+async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool, queue: Any = None) -> int:
     from ...policy.cadence import schedule_step
 
     interrupts: dict[int, Callable[[], None]] = {}
@@ -43,7 +44,7 @@ async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: boo
         loop.add_signal_handler(sig, on_signal)
     try:
         while True:
-            code = await fire_once(routine, key, store, interrupts, stopping.is_set, dry_run=dry_run)
+            code = await fire_once(routine, key, store, interrupts, stopping.is_set, dry_run=dry_run, queue=queue)
             if once or stopping.is_set():
                 return 130 if stopping.is_set() else code
             if not (routine.every_s or routine.cron):
@@ -62,7 +63,7 @@ async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: boo
 
 
 async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Callable[[], None]],
-                    stopping: Callable[[], bool], *, dry_run: bool = False) -> int:
+                    stopping: Callable[[], bool], *, dry_run: bool = False, queue: Any = None) -> int:
     """One fire; 0, or 1 when the source could not be read."""
     from ...core.ids import uuid4
     from ...core.owners import owner_alive, this_owner
@@ -93,7 +94,7 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
         return await run_report(routine.report, outcome, cwd)
 
     settings = None if dry_run else load_cli_settings(parse_options(["-p"]))
-    ctx = FireContext(store, key, this_owner(), owner_alive, time.time, uuid4, item_runner(settings, register),
+    ctx = FireContext(store, key, this_owner(), owner_alive, time.time, uuid4, item_runner(settings, register, queue),
                       report if routine.report else None, line, stopping)
     summary = await fire(routine, found, ctx, dry_run=dry_run)
     if dry_run:

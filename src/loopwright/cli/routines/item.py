@@ -4,6 +4,7 @@ a resumed item carries on its session (finished tool calls are not run again).""
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from ...core.errors import UsageError
@@ -39,9 +40,11 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
     return unattended_args(args)
 
 
-def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]]) -> Any:
+def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]],
+                queue: tuple[str, str] | None = None) -> Any:
     """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
-    Ctrl-C reach every running item (it answers the function that unregisters)."""
+    Ctrl-C reach every running item (it answers the function that unregisters). `queue`: (store
+    URL, queue name) to send items to workers (an item of attempts still runs here)."""
     from ...proactive.fire import ItemResult
 
     async def run_item(run: Any) -> Any:
@@ -59,6 +62,10 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                 prompt = f"/{run.routine.skill} {run.text}"
             if run.routine.attempts > 1:
                 return await _attempted(opts, prompt or run.text, settings, register)
+            if queue is not None:
+                args = item_args(run.routine, run.session_id, mode, run.budget_usd, run.text)[1:]
+                said = CARRY_ON if mode == "carry" else None if run.routine.goal else prompt or run.text
+                return await _queued(queue, args, said, run, register)  # a goal's directive: from --goal
             agent = build_agent(opts, settings)
             if run.routine.workflow:
                 return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
@@ -88,6 +95,35 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
         return ItemResult(status, float(result.total_cost_usd or 0.0), note, str(result.subtype))
 
     return run_item
+
+
+async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, run: Any, register: Any) -> Any:
+    """The item as a workflow on a worker's queue; this fire waits for its outcome. The workflow's
+    id is the item's session's, so a later fire that resumes the item finds the same workflow."""
+    import asyncio
+
+    from ...distributed.client import run_queued
+    from ...distributed.jobs import new_job
+    from ...proactive.fire import ItemResult
+
+    if prompt:
+        args = [*args, "--", prompt]
+    job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True)
+    stop = asyncio.Event()
+    unregister = register(stop.set)
+    try:
+        outcome, value = await run_queued(*queue, job, f"item-{run.session_id}", stop)
+    finally:
+        unregister()
+    if outcome == "interrupted":
+        return ItemResult("interrupted", note="the fire stopped; a worker may still be running it")
+    if outcome == "error":
+        return ItemResult("failed", note=f"its workflow failed: {value}", subtype="workflow")
+    status = "interrupted" if value.get("terminal_reason") == "aborted" else (
+        "failed" if value.get("is_error") else "done")
+    errors = value.get("errors") or []
+    note = "; ".join(errors) if value.get("is_error") and errors else str(value.get("result") or "")
+    return ItemResult(status, float(value.get("total_cost_usd") or 0.0), note, str(value.get("subtype") or ""))
 
 
 async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:

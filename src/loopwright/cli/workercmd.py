@@ -1,0 +1,126 @@
+"""`loopwright worker` (take goal loops from a queue), `loopwright enqueue` (put one there) and
+`loopwright workers` (who runs what), on a durable store named by `--store` or LOOPWRIGHT_STORE:
+PostgreSQL for many workers on many machines, SQLite for one machine."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..core.errors import UsageError
+from .parsing import Parser
+from .render import visible
+
+STORE_HELP = "The durable store: postgresql://… (many workers) or sqlite:///path (one machine); " \
+             "default $LOOPWRIGHT_STORE."
+
+
+def _store(given: str | None) -> str:
+    store = given or os.environ.get("LOOPWRIGHT_STORE", "")
+    if not store:
+        raise UsageError("--store: a durable store is needed (postgresql://… or sqlite:///path), "
+                         "or set LOOPWRIGHT_STORE")
+    from ..distributed.registry import engine_url
+
+    engine_url(store)
+    import importlib.util
+
+    wanted = ["dbos", "sqlalchemy"] + (["psycopg"] if not store.startswith("sqlite") else [])
+    if missing := [m for m in wanted if importlib.util.find_spec(m) is None]:
+        raise UsageError(f"workers need {', '.join(missing)}: pip install 'loopwright[durable]'")
+    return store
+
+
+def _positive(value: str, flag: str, whole: bool = True) -> float:
+    try:
+        number = int(value) if whole else float(value)
+    except ValueError:
+        number = 0
+    if number <= 0:
+        raise UsageError(f"{flag}: expected a {'whole number' if whole else 'number'} above 0, got {value!r}")
+    return number
+
+
+def run_worker_command(args: list[str]) -> int:
+    parser = Parser(prog="loopwright worker", description="Take goal loops from a queue and run them durably.")
+    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--queue", default="loopwright", help="The queue to take work from (default loopwright).")
+    parser.add_argument("--concurrency", default="4", help="Loops this worker runs at once (default 4).")
+    parser.add_argument("--queue-concurrency", help="Loops of the queue running at once across all workers.")
+    parser.add_argument("--id", help="This worker's executor id (default: host-pid-random).")
+    parser.add_argument("--dead-after", default="10", help="Seconds without a heartbeat before a worker counts "
+                        "as dead and its loops are taken over (default 10).")
+    parser.add_argument("--drain", default="30", help="Seconds Ctrl-C waits for running loops before handing "
+                        "them back (default 30).")
+    opts = parser.parse_args(args)
+    from ..distributed.worker import WorkerConfig, default_executor_id, run_worker
+
+    config = WorkerConfig(
+        store=_store(opts.store), queue=opts.queue, concurrency=int(_positive(opts.concurrency, "--concurrency")),
+        queue_concurrency=int(_positive(opts.queue_concurrency, "--queue-concurrency"))
+        if opts.queue_concurrency else None,
+        dead_after_s=_positive(opts.dead_after, "--dead-after", whole=False),
+        drain_s=_positive(opts.drain, "--drain", whole=False), executor_id=opts.id or default_executor_id())
+    return run_worker(config)
+
+
+def run_enqueue(args: list[str]) -> int:
+    parser = Parser(prog="loopwright enqueue", description="Put a goal loop on a queue; the flags after the "
+                    "prompt are those of `loopwright -p` (--goal, --check, --max-turns, --resume, …).")
+    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--queue", default="loopwright", help="The queue (default loopwright).")
+    parser.add_argument("--label", help="A name for the loop in `loopwright workers` (default: the prompt).")
+    opts, rest = parser.parse_known_args(args)
+    store = _store(opts.store)
+    from ..core.ids import uuid4
+    from .goals import goal_from_options
+    from .options import parse_options
+
+    run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker
+    if run.session_id or run.continue_session or run.fork_session:
+        raise UsageError("enqueue: --session-id, --continue and --fork-session are not for queued loops; "
+                         "a new loop gets its own session id, --resume ID continues one")
+    if run.attempts is not None or run.input_format == "stream-json" or (run.prompt or "").lstrip().startswith("/loop"):
+        raise UsageError("enqueue: --attempts, /loop and --input-format stream-json do not run on workers yet; "
+                         "expected a prompt or a goal loop (--goal, --check, limits, --resume)")
+    if not (run.prompt or run.goal or run.goal_file):
+        raise UsageError("enqueue: no prompt: give one (loopwright enqueue \"…\") or a --goal")
+    goal_from_options(run, run.prompt, resuming=run.resuming)
+    from ..distributed.client import enqueue
+    from ..distributed.jobs import new_job
+
+    session_id = uuid4()
+    label = opts.label or (run.prompt or run.goal or run.goal_file or "")[:60]
+    job = new_job(rest, os.getcwd(), session_id, run.resume, label)
+    workflow_id = enqueue(store, opts.queue, job, f"loop-{session_id}")
+    print(f"{workflow_id} session {run.resume or session_id}")
+    return 0
+
+
+def run_workers(args: list[str]) -> int:
+    parser = Parser(prog="loopwright workers", description="The workers of a store and what each runs.")
+    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
+    opts = parser.parse_args(args)
+    from ..distributed.registry import Registry
+
+    registry = Registry(_store(opts.store))
+    try:
+        workers, running = registry.workers(), registry.executions(running_only=True)
+    finally:
+        registry.close()
+    now = time.time()
+    shown = [w for w in workers if opts.all or w.state in ("alive", "draining")]
+    if not shown:
+        print("No workers")
+        return 0
+    for w in shown:
+        mine = [e for e in running if e.executor_id == w.executor_id]
+        print(f"{w.executor_id}  {w.state}  queue {w.queue}  pid {w.pid} on {w.host}  "
+              f"beat {max(0.0, now - w.beat):.0f}s ago  running {len(mine)}/{w.concurrency}")
+        if w.state in ("alive", "draining"):
+            for e in mine:
+                print(f"  {e.workflow_id}  session {e.session_id}  {visible(e.label)}  "
+                      f"for {max(0.0, now - e.started):.0f}s")
+    return 0
+

@@ -1,0 +1,108 @@
+"""The ports made durable: a `Model` whose every call is a DBOS step (its stream events recorded
+whole, then replayed) and a `Tool` whose every call is a step (its output recorded). Inside a
+recovered workflow the engine runs again from the top; each finished step answers from the record,
+so the loop takes the same path without calling the model or running a tool again. A tool step
+that started but never finished is not run again: it answers as the session ledger answers a
+call a crash left running (`session.records.UNKNOWN_OUTCOME`)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+from dbos import DBOS
+
+from ..core.errors import ModelError
+from ..core.ports import Model, Tool, ToolContext, ToolOutput
+from ..core.types import ModelRequest, StreamEvent
+from ..session.records import UNKNOWN_OUTCOME
+from .registry import Registry
+
+# The registry of this worker process, set once before DBOS launches (steps run on DBOS's own
+# event-loop thread, so this is a plain module global, not a context variable).
+_registry: list[Registry] = []
+
+
+def use_registry(registry: Registry) -> None:
+    _registry[:] = [registry]
+
+_ERROR_FIELDS = ("status", "retry_after", "should_retry", "request_id", "error_type")
+
+
+@DBOS.step(name="loopwright.model_call")
+async def _model_call(model: Model, request: ModelRequest) -> tuple[str, Any]:
+    """One model call, whole: ("ok", events) or ("error", the ModelError's fields). A failure is
+    recorded too, so a replay takes the same retry or fallback the first run took."""
+    events: list[StreamEvent] = []
+    try:
+        async for event in model.stream(request):
+            events.append(event)
+    except ModelError as exc:
+        return "error", {"kind": exc.kind, "message": exc.message, **{k: getattr(exc, k) for k in _ERROR_FIELDS}}
+    return "ok", events
+
+
+@DBOS.step(name="loopwright.tool_call")
+async def _tool_call(tool: Tool, args: Any, ctx: ToolContext) -> ToolOutput:
+    for registry in _registry:
+        key = f"{DBOS.workflow_id}:{DBOS.step_id}"
+        if not await asyncio.to_thread(registry.mark_tool_start, key):
+            return ToolOutput(UNKNOWN_OUTCOME.format(name=tool.name), is_error=True)
+    return await tool.run(args, ctx)
+
+
+class DurableModel:
+    """`inner` behind recorded steps. Other attributes (a router's `client_for`) pass through."""
+
+    def __init__(self, inner: Model) -> None:
+        self.inner = inner
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        outcome, value = await _model_call(self.inner, request)
+        if outcome == "error":
+            fields = dict(value)
+            raise ModelError(fields.pop("kind"), fields.pop("message"), **fields)
+        for event in value:
+            yield event
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class DurableTool:
+    """`inner` with each call a recorded step. Calls of one workflow take their steps one at a
+    time, in the order the engine starts them, so a replay meets each record where it was made
+    (read-only tools that would run side by side run one after another)."""
+
+    def __init__(self, inner: Tool, lock: asyncio.Lock) -> None:
+        self.inner = inner
+        self.name, self.description, self.read_only = inner.name, inner.description, inner.read_only
+        self._lock = lock
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.inner.input_schema
+
+    @property
+    def shells(self) -> Any:  # the session's background work, as tools.background_work looks for it
+        from ..tools import background_work
+
+        return background_work([self.inner])
+
+    def validate(self, raw: dict[str, Any]) -> Any:
+        return self.inner.validate(raw)
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        async with self._lock:
+            return await _tool_call(self.inner, args, ctx)
+
+    def __getattr__(self, name: str) -> Any:  # access(), and anything else a tool offers
+        return getattr(self.inner, name)
+
+
+def durable_tools(tools: list[Tool]) -> list[Tool]:
+    lock = asyncio.Lock()
+    return [DurableTool(t, lock) for t in tools]  # type: ignore[misc]

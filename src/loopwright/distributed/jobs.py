@@ -1,0 +1,111 @@
+"""A goal loop as a DBOS workflow: the job (the `-p` flags of the run, its folder, its session id,
+fixed when it was enqueued) runs as `loopwright -p` would run it, with the model and the tools
+behind recorded steps (durable.py). A recovered workflow runs again from the top: its transcript
+is first cut back to where it stood when the workflow first began, and the replay writes the same
+records again from the steps' records."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from dbos import DBOS
+
+from . import transcripts
+
+WORKFLOW_NAME = "loopwright.goal_loop"
+
+# The worker of this process (worker.run_worker sets it): it records each execution it starts.
+_worker: list[Any] = []
+
+
+def use_worker(worker: Any) -> None:
+    _worker[:] = [worker]
+
+
+def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, label: str, *,
+            own_session: bool = False) -> dict[str, Any]:
+    """What `loopwright enqueue` stores: JSON only, so any worker of any version can read it.
+    `own_session`: the args name the session themselves (a routine item's --session-id/--resume)."""
+    return {"args": list(args), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,
+            "own_session": own_session}
+
+
+@DBOS.step(name="loopwright.transcript_mark")
+async def _transcript_mark(store: str, cwd: str, session_id: str) -> int:
+    """Where the transcript stood when the workflow first began (recorded: a replay gets it back)."""
+    return _with_stores(store, cwd, lambda stores: transcripts.mark(stores, session_id))
+
+
+def _with_stores(store: str, cwd: str, use: Any) -> Any:
+    from ..stores import open_store
+
+    stores = open_store(store, cwd)
+    try:
+        return use(stores)
+    finally:
+        stores.close()
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def goal_loop(job: dict[str, Any]) -> dict[str, Any]:
+    worker = _worker[0]
+    workflow_id = DBOS.workflow_id or ""
+    sid = job["resume"] or job["session_id"]
+    started = await worker.started(workflow_id, job["label"], sid)
+    status = "crashed"
+    try:
+        result = await _run(job)
+        status = "done"
+        return result
+    finally:
+        await worker.ended(workflow_id, started, status)
+
+
+async def _run(job: dict[str, Any]) -> dict[str, Any]:
+    from ..cli.core import attachments, build_agent, init_fields, load_cli_settings, make_emitter, open_cli_session
+    from ..cli.goals import goal_from_options
+    from ..cli.headless import _arm_goal
+    from ..cli.options import parse_options
+    from .durable import DurableModel, durable_tools
+
+    store, cwd, sid = _worker[0].config.store, job["cwd"], job["resume"] or job["session_id"]
+    opts = parse_options(_session_flags(job, store))
+    at = await _transcript_mark(store, cwd, sid)
+    _with_stores(store, cwd, lambda stores: transcripts.cut_back(stores, sid, at))
+    here = os.getcwd()
+    os.chdir(cwd)  # the flags are read against the job's folder; nothing else runs during this
+    try:
+        spec, prompt = goal_from_options(opts, opts.prompt or "", resuming=opts.resuming)
+        settings = load_cli_settings(opts, announce=False)
+        agent = build_agent(opts, settings)
+        agent.model_client = DurableModel(agent._client())
+        agent.tools = durable_tools(list(agent._tools()))
+        session = open_cli_session(opts, agent)
+    finally:
+        os.chdir(here)
+    try:
+        from ..engine.goal import saved_goal
+
+        saved = saved_goal(attachments(session.records)) if session.records else None  # a resumed goal
+        _arm_goal(agent, spec, saved, opts)
+        emit = make_emitter("json", False, agent.session_id, False, init_fields(settings, agent))
+        result = await agent.run(prompt or "", on_event=emit)
+        await agent.end_session("other", on_event=emit)
+    finally:
+        await agent.aclose()
+        session.close()
+    print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {agent.session_id})",
+          file=sys.stderr, flush=True)
+    return dict(result.to_json())
+
+
+def _session_flags(job: dict[str, Any], store: str) -> list[str]:
+    """The run's flags: its session in the worker's store (PostgreSQL: any worker can resume it;
+    SQLite: the JSONL files of this machine)."""
+    args = ["-p", "--store", store]
+    if not (job["resume"] or job.get("own_session")):  # a resumed session's --resume is among the args
+        args += ["--session-id", job["session_id"]]
+    return [*args, *job["args"]]
+

@@ -1,0 +1,152 @@
+"""Loopwright's own tables beside DBOS's, in the same database: the workers and their heartbeats
+(how survivors notice a dead executor), each execution of a workflow on a worker (what
+`loopwright workers` shows, and who took over whom), and the start marks of tool calls (a call
+that started but never finished is not run again)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import UsageError
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS lw_workers (
+        executor_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, queue TEXT NOT NULL,
+        concurrency INTEGER NOT NULL, started DOUBLE PRECISION NOT NULL, beat DOUBLE PRECISION NOT NULL,
+        state TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS lw_executions (
+        workflow_id TEXT NOT NULL, executor_id TEXT NOT NULL, label TEXT NOT NULL, session_id TEXT NOT NULL,
+        started DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION, status TEXT NOT NULL,
+        PRIMARY KEY (workflow_id, executor_id, started))""",
+    """CREATE TABLE IF NOT EXISTS lw_tool_starts (
+        step_key TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL)""",
+)
+
+# A worker's states: alive (beating), draining (taking no new work), left (gone cleanly: what it
+# still ran is handed back now), recovered (gone: a survivor has recovered its workflows).
+LIVE_STATES = ("alive", "draining")
+
+
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL of a store URL: psycopg (v3) for PostgreSQL, the stdlib for SQLite."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    if url.startswith(("postgresql+psycopg://", "sqlite:///")):
+        return url
+    raise UsageError(f"--store: expected a postgresql://… or sqlite:///… URL, got {url!r}")
+
+
+@dataclass(frozen=True)
+class Worker:
+    executor_id: str
+    host: str
+    pid: int
+    queue: str
+    concurrency: int
+    started: float
+    beat: float
+    state: str
+
+
+@dataclass(frozen=True)
+class Execution:
+    workflow_id: str
+    executor_id: str
+    label: str
+    session_id: str
+    started: float
+    ended: float | None
+    status: str
+
+
+class Registry:
+    """The tables, on one SQLAlchemy engine of the store's database."""
+
+    def __init__(self, url: str) -> None:
+        import sqlalchemy as sa
+
+        self._sa = sa
+        kwargs: dict[str, Any] = {"pool_pre_ping": True}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": 30}
+        self.engine = sa.create_engine(engine_url(url), **kwargs)
+        # PostgreSQL: in the store's own schema, named in every statement (an unqualified name would
+        # land in whichever schema the search path finds first, which changes once `loopwright` exists)
+        self._schema = "" if url.startswith("sqlite") else "loopwright."
+        with self.engine.begin() as conn:
+            if self._schema:
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(7450196)"))  # one creator at a time
+                conn.execute(sa.text("CREATE SCHEMA IF NOT EXISTS loopwright"))
+            for ddl in _TABLES:
+                conn.execute(sa.text(self._named(ddl)))
+
+    def _named(self, sql: str) -> str:
+        return sql.replace(" lw_", f" {self._schema}lw_")
+
+    def _run(self, sql: str, **params: Any) -> Any:
+        with self.engine.begin() as conn:
+            result = conn.execute(self._sa.text(self._named(sql)), params)
+            return result.rowcount if not result.returns_rows else result.fetchall()
+
+    def join(self, executor_id: str, host: str, pid: int, queue: str, concurrency: int) -> None:
+        now = time.time()
+        self._run("INSERT INTO lw_workers VALUES (:e, :h, :p, :q, :c, :now, :now, 'alive')",
+                  e=executor_id, h=host, p=pid, q=queue, c=concurrency, now=now)
+
+    def beat(self, executor_id: str, state: str | None = None) -> None:
+        if state is None:
+            self._run("UPDATE lw_workers SET beat = :now WHERE executor_id = :e", now=time.time(), e=executor_id)
+        else:
+            self._run("UPDATE lw_workers SET beat = :now, state = :s WHERE executor_id = :e",
+                      now=time.time(), s=state, e=executor_id)
+
+    def gone(self, dead_after_s: float) -> list[str]:
+        """Workers that left, or whose last heartbeat is older than `dead_after_s`."""
+        rows = self._run("SELECT executor_id FROM lw_workers WHERE state = 'left' OR "
+                         "(state IN ('alive', 'draining') AND beat < :cut)", cut=time.time() - dead_after_s)
+        return [r[0] for r in rows]
+
+    def claim_recovery(self, executor_id: str) -> bool:
+        """One survivor wins the recovery of a gone worker (the update that finds it still unclaimed)."""
+        return bool(self._run("UPDATE lw_workers SET state = 'recovered' WHERE executor_id = :e AND state IN "
+                              "('alive', 'draining', 'left')", e=executor_id))
+
+    def taken_over(self, executor_id: str) -> None:
+        """A gone worker's executions, closed: a survivor runs them now."""
+        self._run("UPDATE lw_executions SET ended = :now, status = 'taken over' WHERE executor_id = :e AND "
+                  "ended IS NULL", now=time.time(), e=executor_id)
+
+    def workers(self) -> list[Worker]:
+        return [Worker(*r) for r in self._run("SELECT * FROM lw_workers ORDER BY started")]
+
+    def started(self, workflow_id: str, executor_id: str, label: str, session_id: str) -> float:
+        now = time.time()
+        self._run("INSERT INTO lw_executions VALUES (:w, :e, :l, :s, :now, NULL, 'running')",
+                  w=workflow_id, e=executor_id, l=label, s=session_id, now=now)
+        return now
+
+    def ended(self, workflow_id: str, executor_id: str, started: float, status: str) -> None:
+        self._run("UPDATE lw_executions SET ended = :now, status = :st WHERE workflow_id = :w AND "
+                  "executor_id = :e AND started = :s", now=time.time(), st=status, w=workflow_id, e=executor_id,
+                  s=started)
+
+    def executions(self, running_only: bool = False) -> list[Execution]:
+        where = " WHERE ended IS NULL" if running_only else ""
+        return [Execution(*r) for r in self._run(f"SELECT * FROM lw_executions{where} ORDER BY started")]
+
+    def executions_of(self, executor_id: str) -> list[tuple[str, float]]:
+        """(workflow id, started) of what `executor_id` runs now."""
+        rows = self._run("SELECT workflow_id, started FROM lw_executions WHERE executor_id = :e AND ended IS NULL",
+                         e=executor_id)
+        return [(r[0], r[1]) for r in rows]
+
+    def mark_tool_start(self, step_key: str) -> bool:
+        """True the first time a tool step starts; False when it started before (and never finished)."""
+        return bool(self._run("INSERT INTO lw_tool_starts VALUES (:k, :now) ON CONFLICT (step_key) DO NOTHING",
+                              k=step_key, now=time.time()))
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,154 @@
+"""`loopwright worker`: one DBOS executor that takes goal loops from a queue. It beats in
+`lw_workers` every second; every beat it also looks for workers that left or stopped beating and,
+when it wins the claim on one, has DBOS recover that executor's workflows (they go back on a
+queue and any live worker takes them). SIGINT/SIGTERM drain: no new work is taken, what runs may
+finish within the drain time, and what is still running then is handed back to the others."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import LoopwrightError
+from ..stores import redact
+from .registry import Registry
+
+APP_NAME = "loopwright"
+# One version for every worker, so any of them may recover any other's workflows (DBOS's default
+# is a hash of the workflow code, which would split workers of different installs).
+APP_VERSION = "loopwright-1"
+
+
+@dataclass
+class WorkerConfig:
+    store: str
+    queue: str = "loopwright"
+    concurrency: int = 4
+    queue_concurrency: int | None = None
+    beat_s: float = 1.0
+    dead_after_s: float = 10.0
+    drain_s: float = 30.0
+    executor_id: str = ""
+
+
+def dbos_config(store: str, executor_id: str | None = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"name": APP_NAME, "system_database_url": store, "application_version": APP_VERSION,
+                              "log_level": "WARNING", "run_admin_server": False}
+    if executor_id:
+        config["executor_id"] = executor_id
+    return config
+
+
+@dataclass
+class Worker:
+    config: WorkerConfig
+    registry: Registry
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    async def started(self, workflow_id: str, label: str, session_id: str) -> float:
+        return await asyncio.to_thread(self.registry.started, workflow_id, self.config.executor_id, label, session_id)
+
+    async def ended(self, workflow_id: str, started: float, status: str) -> None:
+        await asyncio.to_thread(self.registry.ended, workflow_id, self.config.executor_id, started, status)
+
+    def watch(self) -> None:
+        """Heartbeats and the recovery of gone workers, until `stop` is set."""
+        from dbos import DBOS
+
+        me = self.config.executor_id
+        while not self.stop.wait(self.config.beat_s):
+            try:
+                self.registry.beat(me)
+                for gone in self.registry.gone(self.config.dead_after_s):
+                    if gone != me and self.registry.claim_recovery(gone):
+                        handles = DBOS._recover_pending_workflows([gone])  # public in older DBOS releases
+                        self.registry.taken_over(gone)
+                        print(f"loopwright worker: {gone} is gone; {len(handles)} of its loops taken over",
+                              file=sys.stderr, flush=True)
+            except Exception as exc:  # a database hiccup: said, and tried again at the next beat
+                print(f"loopwright worker: warning: heartbeat failed: {exc}", file=sys.stderr, flush=True)
+
+
+def default_executor_id() -> str:
+    from ..core.ids import uuid4
+
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid4()[:8]}"
+
+
+def run_worker(config: WorkerConfig) -> int:
+    from dbos import DBOS
+
+    from .durable import use_registry
+    from .jobs import use_worker  # and with it the workflow and its steps are registered
+
+    try:
+        registry = Registry(config.store)
+    except Exception as exc:  # SQLAlchemy's errors: the database is down, or the URL names none
+        raise LoopwrightError(f"cannot reach the store {redact(config.store)}: "
+                              f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from None
+    use_registry(registry)
+    worker = Worker(config, registry)
+    use_worker(worker)
+    DBOS(config=dbos_config(config.store, config.executor_id))  # type: ignore[arg-type]
+    DBOS.listen_queues([config.queue])
+    DBOS.launch()
+    DBOS.register_queue(config.queue, worker_concurrency=config.concurrency,
+                        global_concurrency=config.queue_concurrency, on_conflict="always_update")
+    registry.join(config.executor_id, socket.gethostname(), os.getpid(), config.queue, config.concurrency)
+    print(f"loopwright worker: {config.executor_id} takes goal loops from queue {config.queue!r} "
+          f"({config.concurrency} at a time)", file=sys.stderr, flush=True)
+    watcher = threading.Thread(target=worker.watch, name="loopwright-heartbeat", daemon=True)
+    watcher.start()
+    signals = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: _on_signal(signals))
+    signals.wait()
+    _drain(worker, registry)
+    return 0
+
+
+def _on_signal(signals: threading.Event) -> None:
+    if signals.is_set():
+        os._exit(130)  # a second signal: leave now (what runs is recovered as a dead worker's)
+    signals.set()
+
+
+def _drain(worker: Worker, registry: Registry) -> None:
+    """Take no more work; let what runs finish within the drain time; hand back the rest."""
+    from dbos import DBOS
+
+    me = worker.config.executor_id
+    registry.beat(me, "draining")
+    print(f"loopwright worker: draining (up to {worker.config.drain_s:g}s; again to leave now)",
+          file=sys.stderr, flush=True)
+    deadline = time.monotonic() + worker.config.drain_s
+    _stop_taking_work()
+    while time.monotonic() < deadline and registry.executions_of(me):
+        registry.beat(me)
+        time.sleep(0.2)
+    left = registry.executions_of(me)
+    worker.stop.set()
+    DBOS.destroy()  # what still runs stops here, before anyone else may take it
+    for workflow_id, started in left:
+        registry.ended(workflow_id, me, started, "handed back")
+    registry.beat(me, "left")  # the others recover at once what was still running here
+    if left:
+        print(f"loopwright worker: handed back {len(left)} running loop(s)", file=sys.stderr, flush=True)
+
+
+def _stop_taking_work() -> None:
+    """DBOS's queue threads share one stop event with its other background threads; setting the
+    queue manager's alone stops dequeuing while running workflows go on."""
+    from dbos._dbos import _get_dbos_instance
+
+    dbos = _get_dbos_instance()
+    dbos._listening_queues = []
+    for event in list(dbos.background_thread_stop_events):
+        event.set()
