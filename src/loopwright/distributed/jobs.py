@@ -41,11 +41,7 @@ async def _transcript_mark(store: str, cwd: str, session_id: str) -> int:
 def _with_stores(store: str, cwd: str, use: Any) -> Any:
     from ..stores import open_store
 
-    stores = open_store(store, cwd)
-    try:
-        return use(stores)
-    finally:
-        stores.close()
+    return use(open_store(store, cwd))  # a database store shares one connection a process: nothing to close
 
 
 @DBOS.workflow(name=WORKFLOW_NAME)
