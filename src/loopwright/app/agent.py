@@ -1,5 +1,5 @@
-"""Composition for library users: `Agent` wires a model, tools, limits and permissions into
-the loop. `await agent.run("…")` returns a `RunResult`; `agent.stream("…")` yields events."""
+"""`Agent`: a model, tools, limits and permissions wired into the loop, for library users.
+`await agent.run("…")` returns a `RunResult`; `agent.stream("…")` yields events."""
 
 from __future__ import annotations
 
@@ -11,25 +11,26 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
-from .core.errors import LoopwrightError
-from .core.events import Event, ResultEvent, RunResult, UserMessage
-from .core.fastclass import dataclass
-from .core.ids import uuid4
-from .engine.hookcalls import StopHook
-from .engine.loop import AgentLoop
-from .engine.loopconfig import LoopConfig
-from .engine.sizes import bounded_context
-from .policy.budget import Budget
-from .policy.models import DEFAULT_MODEL, resolve_model
-from .policy.rules import PermissionRules, normalise_mode
-from .policy.stop import Limits
-from .core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
-from .sandbox import SandboxConfig
-from .settings import default_limits
-from .core.types import Message, ModelText, TextBlock
+from ..core.errors import LoopwrightError
+from ..core.events import Event, ResultEvent, RunResult, UserMessage
+from ..core.fastclass import dataclass
+from ..core.ids import uuid4
+from ..engine.hookcalls import StopHook
+from ..engine.loop import AgentLoop
+from ..engine.loopconfig import LoopConfig
+from ..engine.sizes import bounded_context
+from ..policy.budget import Budget
+from ..policy.models import DEFAULT_MODEL, resolve_model
+from ..policy.rules import PermissionRules, normalise_mode
+from ..policy.stop import Limits
+from ..core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
+from ..sandbox import SandboxConfig
+from ..settings import default_limits
+from . import sandboxing, transport
+from ..core.types import Message, ModelText, TextBlock
 
 if TYPE_CHECKING:
-    from .engine.goal import GoalJudge, GoalSpec
+    from ..engine.goal import GoalJudge, GoalSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are loopwright, an agent that finishes software tasks by working with tools. \
@@ -101,14 +102,14 @@ class Agent:
         self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
         self._auto: Any = None  # engine.automode.AutoClassifier: one per session, its counts kept across turns
         if self.output_schema is not None:
-            from .engine.structured import StructuredAnswer
+            from ..engine.structured import StructuredAnswer
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
 
     def _client(self) -> Model:
         if self.model_client is None:
-            from .providers.routing import ModelRouter
+            from ..providers.routing import ModelRouter
 
             router = ModelRouter(os.environ, self.env_origins)
             router.client_for(self.model)  # a missing key is said now, before the run starts
@@ -117,7 +118,7 @@ class Agent:
 
     def _subagents(self) -> Any:
         if self._subs is None:
-            from .agents.runner import Subagents
+            from ..agents.runner import Subagents
 
             self._subs = Subagents(self)
         return self._subs
@@ -126,52 +127,24 @@ class Agent:
         if normalise_mode(self.permissions.mode) != "auto":
             return None
         if self._auto is None:
-            from .engine.automode import classifier_for
+            from ..engine.automode import classifier_for
 
             self._auto = classifier_for(self._client(), self.model, self.classifier_model, self.memory, self._tools())
         return self._auto
 
     def _tools(self) -> Sequence[Tool]:
         if self.tools is None:
-            from .tools import builtin_tools
+            from ..tools import builtin_tools
 
             self.tools = builtin_tools(sandbox=self.sandbox_config())
         return self.tools
 
     def sandbox_config(self) -> SandboxConfig | None:
         """The sandbox, with the permission rules' added directories writable inside it too."""
-        if self.sandbox is None:
-            return None
-        extra = tuple(os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
-        return replace(self.sandbox, writable=tuple(dict.fromkeys(self.sandbox.writable + extra)))
+        return sandboxing.configured(self.sandbox, self.permissions, self.cwd)
 
     def _refuse_root_bypass(self) -> None:
-        from .core.errors import UsageError
-        from .policy.rules import bypass_refusal
-        from .sandbox import active
-
-        if self.permissions.mode != "bypassPermissions" or os.geteuid() != 0:
-            return  # the sandbox probe below runs a process: only when it matters
-        why = bypass_refusal(self.permissions.mode, is_root=True, sandboxed=active(self.sandbox),
-                             override=os.environ.get("LOOPWRIGHT_ALLOW_ROOT_BYPASS") == "1")
-        if why is not None:
-            raise UsageError(why)
-
-    def _sandbox_notice(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-        """Say right after system/init when the sandbox was asked for but cannot run."""
-        from .core.events import Notice, SystemInit
-        from .sandbox import unavailable_warning
-
-        warning = unavailable_warning(self.sandbox)
-        if warning is None:
-            return emit
-
-        def with_notice(event: Event) -> None:
-            emit(event)
-            if isinstance(event, SystemInit):
-                emit(Notice("warning", warning))
-
-        return with_notice
+        sandboxing.refuse_root_bypass(self.permissions.mode, self.sandbox)
 
     def system(self) -> str:
         base = self.system_prompt if self.system_prompt is not None else default_system_prompt(self.cwd)
@@ -188,9 +161,9 @@ class Agent:
         if self.goal is None:
             return None
         if self._judge is None:
-            from .core.clock import SystemClock
-            from .engine.goal import GoalJudge
-            from .tools.workspace import LocalWorkspace
+            from ..core.clock import SystemClock
+            from ..engine.goal import GoalJudge
+            from ..tools.workspace import LocalWorkspace
 
             self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
                                     self.workspace or LocalWorkspace(self.cwd, self._check_wrapper(),
@@ -204,35 +177,17 @@ class Agent:
             self._judge.new_run()
         return self._judge if self._judge.active else None
 
-    def _check_wrapper(self) -> Callable[[str], list[str]] | None:
-        """Goal checks run in the Bash sandbox when it is on and works here."""
-        from .sandbox import active, wrap
-
-        config = self.sandbox_config()
-        if not active(config):
-            return None
-        assert config is not None
-
-        def wrapped(command: str) -> list[str]:
-            from .sandbox.protect import Unprotectable
-            from .sandbox.seccomp import UnsupportedMachine
-
-            try:
-                return wrap(["/bin/bash", "-c", command], cwd=str(self.cwd), roots=self._writable_roots(),
-                            network=config.network, sockets_open=config.sockets_open)
-            except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
-                return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
-
-        return wrapped
-
     def _child_environment(self) -> dict[str, str]:
-        from .core.environ import child_env
+        from ..core.environ import child_env
 
         return dict(self.child_env) if self.child_env is not None else child_env()
 
     def _writable_roots(self) -> tuple[str, ...]:
-        extra = (os.path.join(self.cwd, os.path.expanduser(d)) for d in self.permissions.additional_dirs)
-        return tuple(dict.fromkeys([str(self.cwd), *extra]))
+        return sandboxing.writable_roots(self.cwd, self.permissions)
+
+    def _check_wrapper(self) -> Callable[[str], list[str]] | None:
+        """Goal checks run in the Bash sandbox when it is on and works here."""
+        return sandboxing.check_wrapper(self.sandbox_config(), self.cwd, self._writable_roots())
 
     def background_tasks(self) -> list[dict[str, Any]]:
         """The session's background shells still running: `id`, `description`, `command`."""
@@ -240,7 +195,7 @@ class Agent:
         return work.running() if work is not None else []
 
     def _background(self) -> Any:
-        from .tools import background_work
+        from ..tools import background_work
 
         return background_work(self._tools())
 
@@ -251,18 +206,19 @@ class Agent:
         bind = getattr(hooks, "bind", None)
         if bind is None:
             return hooks
-        return bind(emit=emit, model=self._client(), post_json=http_post_json, base_env=self._child_environment())
+        return bind(emit=emit, model=self._client(), post_json=transport.http_post_json,
+                    base_env=self._child_environment())
 
     def _hook_payload(self, event: str) -> dict[str, Any]:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
                 "permission_mode": self.permissions.mode, "hook_event_name": event}
 
     def _build(self, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
-        emit = self._sandbox_notice(emit)
+        emit = sandboxing.with_notice(self.sandbox, emit)
         rules = replace(self.permissions, allow=self.permissions.allow + turn.allow) if turn else self.permissions
         hooks, approver = self._hooks(emit), self.approver
         if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
-            from .hooks import NotifyingApprover
+            from ..hooks import NotifyingApprover
 
             approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
         tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
@@ -270,21 +226,21 @@ class Agent:
             only = self.subagent.allows if self.subagent is not None else None
             tools, emit = self._mcp.with_tools(tools, only), self._mcp.reporting(emit)
         if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
-            from .context.commands import model_use
-            from .tools.skill import SkillTool
+            from ..context.commands import model_use
+            from ..tools.skill import SkillTool
 
             tools.append(SkillTool(functools.partial(model_use, self.skills, self._shell(rules))))
         if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
             tools.append(agent_tool)
             if self.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
-                from .sandbox.pyjail import python_jail
-                from .workflows.tool import WorkflowTool
+                from ..sandbox.pyjail import python_jail
+                from ..workflows.tool import WorkflowTool
 
                 tools.append(WorkflowTool(self._subagents().workflow_runner(), python_jail,
                                           lambda: self.budget.max_budget_usd))
         if self.output_schema is not None:  # a fresh answer for every run
-            from .engine.structured import StructuredAnswer
-            from .tools.structured import StructuredOutputTool
+            from ..engine.structured import StructuredAnswer
+            from ..tools.structured import StructuredOutputTool
 
             answer = StructuredAnswer(self.output_schema)
             tools.append(StructuredOutputTool(answer))
@@ -299,7 +255,7 @@ class Agent:
             before_write=self.checkpoints.before_write if self.checkpoints is not None else None,
             goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
             background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
-            crash_log=self.crash_log or _crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
+            crash_log=self.crash_log or transport.crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
             elsewhere=self._subagents().elsewhere if self.agents else None,
             subagent=self.subagent.fields() if self.subagent is not None else None,
         )
@@ -358,7 +314,7 @@ class Agent:
             if self.memory is not None:
                 self.memory.remember(self.history)
         else:
-            from .context import opening_messages
+            from ..context import opening_messages
 
             opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None,
                                        len(self.plugins))
@@ -432,65 +388,42 @@ class Agent:
         """Connect the configured MCP servers, once (each bounded by MCP_TIMEOUT, 30 s)."""
         if not self.mcp_servers or self._mcp is not None:
             return
-        from .mcp.toolset import McpServers
+        from ..mcp.toolset import McpServers
 
         self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
         await self._mcp.start()
 
     async def _typed(self, prompt: str) -> Any:
         """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
-        from .context import Turn
+        from ..context import Turn
 
         if isinstance(prompt, ModelText) or not prompt.lstrip().startswith("/"):
             return Turn(prompt)  # what the model scheduled is text, whatever it starts with
         if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
             return Turn(await self._mcp_prompt(prompt))
-        from .context.commands import start
+        from ..context.commands import start
 
         return await start(prompt, self.skills, self._shell(self.permissions))
 
     async def attach_mentions(self, prompt: str) -> Any:
         """A typed prompt with the files its `@path`s name attached, under the Read rules
         (`context.mentions`); `UsageError` when one may not be read."""
-        from .context.mentions import attach_mentions
+        from ..context.mentions import attach_mentions
 
         return await attach_mentions(prompt, self._shell(self.permissions))
 
     def _shell(self, rules: PermissionRules) -> Any:
         """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
-        from .context.commands import Shell
+        from ..context.commands import Shell
 
         return Shell(self._tools(), rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
-        from .core.errors import UsageError
+        from ..core.errors import UsageError
 
         try:
             expanded = await self._mcp.expand_prompt(text)
         except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
             raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
         return text if expanded is None else expanded
-
-
-def _crash_log(exc: BaseException) -> str | None:
-    from .stores.crashlog import write_crash_log
-
-    return write_crash_log(exc)
-
-
-async def http_post_json(url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:
-    """The transport of http hooks (`loopwright.hooks.PostJson`). A body longer than a command
-    hook's output may be is refused (ValueError) as soon as it is, not read to its end."""
-    import httpx
-
-    from .hooks.command import MAX_OUTPUT_BYTES
-
-    async with httpx.AsyncClient(timeout=timeout) as client:
-        async with client.stream("POST", url, content=body, headers=dict(headers)) as response:
-            content = bytearray()
-            async for chunk in response.aiter_bytes():
-                content += chunk
-                if len(content) > MAX_OUTPUT_BYTES:
-                    raise ValueError(f"the response body went past {MAX_OUTPUT_BYTES} bytes")
-            return response.status_code, bytes(content)

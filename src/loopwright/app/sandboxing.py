@@ -1,0 +1,79 @@
+"""An agent's OS sandbox: what it may write, the refusal of bypassPermissions as root without
+one, the notice when one was asked for and cannot run, and goal checks run inside it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from ..core.events import Event
+from ..policy.rules import PermissionRules
+from ..sandbox import SandboxConfig
+
+
+def writable_roots(cwd: Path, permissions: PermissionRules) -> tuple[str, ...]:
+    """The working folder and the permission rules' added directories."""
+    extra = (os.path.join(cwd, os.path.expanduser(d)) for d in permissions.additional_dirs)
+    return tuple(dict.fromkeys([str(cwd), *extra]))
+
+
+def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd: Path) -> SandboxConfig | None:
+    """The sandbox, with the permission rules' added directories writable inside it too."""
+    if sandbox is None:
+        return None
+    extra = tuple(os.path.join(cwd, os.path.expanduser(d)) for d in permissions.additional_dirs)
+    return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + extra)))
+
+
+def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
+    """bypassPermissions as root only inside a working sandbox (or with the explicit override)."""
+    from ..core.errors import UsageError
+    from ..policy.rules import bypass_refusal
+    from ..sandbox import active
+
+    if mode != "bypassPermissions" or os.geteuid() != 0:
+        return  # the sandbox probe below runs a process: only when it matters
+    why = bypass_refusal(mode, is_root=True, sandboxed=active(sandbox),
+                         override=os.environ.get("LOOPWRIGHT_ALLOW_ROOT_BYPASS") == "1")
+    if why is not None:
+        raise UsageError(why)
+
+
+def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+    """`emit`, saying right after system/init when the sandbox was asked for but cannot run."""
+    from ..core.events import Notice, SystemInit
+    from ..sandbox import unavailable_warning
+
+    warning = unavailable_warning(sandbox)
+    if warning is None:
+        return emit
+
+    def noticed(event: Event) -> None:
+        emit(event)
+        if isinstance(event, SystemInit):
+            emit(Notice("warning", warning))
+
+    return noticed
+
+
+def check_wrapper(config: SandboxConfig | None, cwd: Path,
+                  roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    """Goal checks run in the Bash sandbox when it is on and works here."""
+    from ..sandbox import active, wrap
+
+    if config is None or not active(config):
+        return None
+
+    def wrapped(command: str) -> list[str]:
+        from ..sandbox.protect import Unprotectable
+        from ..sandbox.seccomp import UnsupportedMachine
+
+        try:
+            return wrap(["/bin/bash", "-c", command], cwd=str(cwd), roots=roots,
+                        network=config.network, sockets_open=config.sockets_open)
+        except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
+            return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
+
+    return wrapped
