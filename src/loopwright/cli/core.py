@@ -20,7 +20,8 @@ from ..core.ids import uuid4
 from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins
 from .modelcheck import check_models
 from .options import limit
-from .render import Progress, denied_line, dumps, print_result, stream_json, visible  # noqa: F401 (re-exported)
+from .project import mcp_servers, project_agents, project_memory, project_skills
+from .render import Progress, denied_line, dumps, print_result, printable, stream_json, visible  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from ..engine.goal import SavedGoal
@@ -57,12 +58,6 @@ def load_cli_settings(opts: Options, *, announce: bool = True) -> Any:
     if announce and (line := widened_line(settings)):
         print(f"loopwright: {printable(line)}", file=sys.stderr, flush=True)
     return settings
-
-
-def printable(text: str) -> str:
-    """Text from a settings file made safe for a terminal: control characters (an escape
-    sequence could rewrite what the screen shows) appear as escapes."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def widened(settings: Any) -> str:
@@ -182,56 +177,6 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
-
-
-def project_memory(opts: Options, settings: Any) -> Any:
-    """The memory files of this session (off with `--bare` or settings `"memoryFiles": false`)."""
-    if opts.bare or settings.data.get("memoryFiles") is False:
-        return None
-    from ..context.memory import Memory
-    from ..stores.jsonl import home
-
-    excludes = settings.data.get("claudeMdExcludes")
-    return Memory(Path.cwd(), Path.home(), home(),
-                  excludes=[g for g in excludes if isinstance(g, str)] if isinstance(excludes, list) else ())
-
-
-def project_skills(opts: Options, session_id: str, plugins: list[Any]) -> Any:
-    """The skills of this session (with `--bare` only the plugins')."""
-    if opts.bare and not plugins:
-        return None
-    from ..context.skills import Skills
-    from ..stores.jsonl import home
-
-    return Skills(Path.cwd(), Path.home(), home(), session_id, plugins, project=not opts.bare)
-
-
-def project_agents(opts: Options, plugins: list[Any]) -> Any:
-    """The subagent definitions of this session (with `--bare` the built-in one, the plugins' and
-    `--agents` only); each problem with a definition file said on stderr."""
-    from ..agents.definitions import definitions, from_json
-
-    given = from_json(opts.agents) if opts.agents is not None else {}
-    found, problems = definitions(Path.cwd(), Path.home(), plugins, project=not opts.bare)
-    for problem in problems:
-        print(f"loopwright: warning: agents: {printable(problem)}", file=sys.stderr, flush=True)
-    return found | given
-
-
-def mcp_servers(opts: Options, settings: Any) -> list[Any]:
-    """The MCP servers of this session (docs/mcp.md); each unset `${VAR}` said once on stderr."""
-    from ..settings.mcpfiles import any_config, load_mcp_servers
-
-    if not opts.mcp_config and (opts.bare or opts.strict_mcp_config or not any_config(Path.cwd(), os.environ)):
-        return []
-
-    specs = load_mcp_servers(Path.cwd(), flags=opts.mcp_config, strict=opts.strict_mcp_config or bool(opts.bare),
-                             project=not settings.declined,
-                             disabled=tuple(settings.data.get("disabledMcpjsonServers") or ()))
-    for spec in specs:
-        for warning in spec.warnings:
-            print(f"loopwright: warning: {printable(warning)}", file=sys.stderr, flush=True)
-    return specs
 
 
 def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:

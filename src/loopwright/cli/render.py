@@ -252,3 +252,9 @@ def denied_line(denial: Any) -> str:
     target = target if len(target) <= 80 else target[:79] + "…"
     line = f"denied {denial.tool_name}({target}): {denial.reason or 'permission was not given'}"
     return visible(line + (f"; to allow it: {denial.hint}" if denial.hint else ""))
+
+
+def printable(text: str) -> str:
+    """Text from a settings file made safe for a terminal: control characters (an escape
+    sequence could rewrite what the screen shows) appear as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
