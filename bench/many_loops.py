@@ -60,9 +60,21 @@ def tick_tool():
     return tick
 
 
-async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 1) -> list:
-    """Run `n` loopwright loops at once in this process; each loop's RunResult. `store` is where
-    sessions are written: "jsonl" (a transcript file each, as the CLI writes them) or "none".
+async def staggered(n: int, spread: float, loop) -> list:
+    """`n` copies of `loop()` at once; with `spread`, their starts evenly over that many seconds."""
+    async def one(i: int) -> object:
+        if spread:
+            await asyncio.sleep(spread * i / n)
+        return await loop()
+
+    return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 1,
+                    spread: float = 0.0) -> list:
+    """Run `n` loopwright loops at once in this process (their starts spread over `spread` seconds);
+    each loop's RunResult. `store` is where sessions are written: "jsonl" (a transcript file each,
+    as the CLI writes them) or "none".
     The seam for the multi-worker part: `workers` > 1 (loops spread over worker processes
     sharing a PostgreSQL store) is not built yet."""
     if workers != 1:
@@ -92,7 +104,7 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
             if session is not None:
                 session.close()
 
-    results = await asyncio.gather(*(one() for _ in range(n)))
+    results = await staggered(n, spread, one)
     for result in results:
         assert result.num_turns == CALLS and result.result == "done", result.to_json()
     return results
@@ -129,8 +141,44 @@ async def bare_loop(base_url: str) -> None:
     raise AssertionError("the bare loop never finished")
 
 
-async def run_bare(n: int, base_url: str) -> None:
-    await asyncio.gather(*(bare_loop(base_url) for _ in range(n)))
+async def run_bare(n: int, base_url: str, spread: float = 0.0) -> None:
+    await staggered(n, spread, lambda: bare_loop(base_url))
+
+
+async def raw_loop(base_url: str) -> None:
+    """The same requests over asyncio streams with HTTP/1.1 written by hand: no client library,
+    so what is left is the simulator's and the kernel's share (the simulator's own ceiling)."""
+    host, port = base_url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    messages: list[dict] = [{"role": "user", "content": PROMPT}]
+    try:
+        for turn in range(1, CALLS + 1):
+            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You tick.",
+                               "tools": [TICK_TOOL], "messages": messages, "stream": True}).encode()
+            writer.write(b"POST /v1/messages HTTP/1.1\r\nhost: sim\r\nx-api-key: sk-bench\r\n"
+                         b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+            await reader.readuntil(b"\r\n\r\n")
+            blocks: list[dict] = []
+            while size := int((await reader.readline()).strip(), 16):
+                for line in (await reader.readexactly(size)).decode().splitlines():
+                    if line.startswith("data: ") and '"content_block_start"' in line:
+                        blocks.append(json.loads(line[6:])["content_block"])
+                await reader.readline()
+            await reader.readline()  # the end of the chunked body
+            uses = [b for b in blocks if b["type"] == "tool_use"]
+            if not uses:
+                assert turn == CALLS, turn
+                return
+            messages.append({"role": "assistant", "content": blocks})
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
+    finally:
+        writer.close()
+    raise AssertionError("the raw loop never finished")
+
+
+async def run_raw(n: int, base_url: str, spread: float = 0.0) -> None:
+    await staggered(n, spread, lambda: raw_loop(base_url))
 
 
 # --- one side in a child process ----------------------------------------------------------------
@@ -146,22 +194,23 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def child(kind: str, n: int, url: str, store: str) -> dict:
+def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp).resolve()
-        work = (lambda k: run_loops(k, url, folder, store=store)) if kind == "loopwright" else (
-            lambda k: run_bare(k, url))
-        asyncio.run(work(1))  # warm-up: imports and first-use set-up are not the loops' cost
+        sides = {"loopwright": lambda k, s: run_loops(k, url, folder, store=store, spread=s),
+                 "bare": lambda k, s: run_bare(k, url, s), "raw": lambda k, s: run_raw(k, url, s)}
+        work = sides[kind]
+        asyncio.run(work(1, 0.0))  # warm-up: imports and first-use set-up are not the loops' cost
         base_rss, cpu0, t0 = rss_kb(), cpu(), time.perf_counter()
-        asyncio.run(work(n))
+        asyncio.run(work(n, spread))
         wall, used = time.perf_counter() - t0, cpu() - cpu0
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     return {"wall": wall, "cpu": used, "rss_per_loop_kb": (peak - base_rss) / n}
 
 
-def side(kind: str, n: int, url: str, store: str) -> dict:
+def side(kind: str, n: int, url: str, store: str, spread: float) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url,
-                          "--store", store], capture_output=True, text=True, timeout=3600)
+                          "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise SystemExit(f"{kind} child failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -185,30 +234,31 @@ class Served:
         self.proc.wait(timeout=30)
 
 
-def measure(loops: int, delay: float, runs: int, store: str) -> dict[str, list[dict]]:
+def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> dict[str, list[dict]]:
     """Both sides, interleaved `runs` times against one simulator process."""
-    got: dict[str, list[dict]] = {"loopwright": [], "bare": []}
+    got: dict[str, list[dict]] = {"loopwright": [], "bare": [], "raw": []}
     with tempfile.TemporaryDirectory() as tmp:
         served = Served(delay, Path(tmp))
         try:
             for _ in range(runs):
                 for kind in got:
-                    got[kind].append(side(kind, loops, served.url, store))
+                    got[kind].append(side(kind, loops, served.url, store, spread))
         finally:
             served.close()
     return got
 
 
-def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, store: str) -> None:
-    ideal = CALLS * delay
+def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, store: str, spread: float) -> None:
+    ideal = CALLS * delay + spread * (loops - 1) / loops
     med = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in got.items()}
     print(f"{loops} concurrent loops x {TURNS} tool turns ({CALLS} model calls each), model delay {delay} s, "
-          f"sessions: {store}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
+          f"starts spread over {spread} s, sessions: {store}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
     for kind, m in med.items():
         print(f"  {kind:10} wall {m['wall']:7.2f} s  ({ideal / m['wall']:6.1%} of ideal)  "
               f"{loops * CALLS / m['wall']:7.0f} requests/s  CPU/turn {m['cpu'] / (loops * CALLS) * 1000:6.2f} ms  "
               f"RSS/loop {m['rss_per_loop_kb']:6.0f} KB")
-    print(f"  loopwright / bare wall time: {med['loopwright']['wall'] / med['bare']['wall']:.2f}x")
+    print(f"  loopwright / bare wall time: {med['loopwright']['wall'] / med['bare']['wall']:.2f}x   "
+          f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x")
 
 
 def main() -> None:
@@ -217,13 +267,16 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.2, help="model delay per reply, seconds")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--store", choices=("jsonl", "none"), default="jsonl", help="where sessions are written")
-    parser.add_argument("--child", choices=("loopwright", "bare"), help=argparse.SUPPRESS)
+    parser.add_argument("--spread", type=float, default=0.0,
+                        help="spread the loops' starts evenly over this many seconds (default 0: all at once)")
+    parser.add_argument("--child", choices=("loopwright", "bare", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.loops, args.url, args.store)))
+        print(json.dumps(child(args.child, args.loops, args.url, args.store, args.spread)))
         return
-    report(measure(args.loops, args.delay, args.runs, args.store), args.loops, args.delay, args.runs, args.store)
+    got = measure(args.loops, args.delay, args.runs, args.store, args.spread)
+    report(got, args.loops, args.delay, args.runs, args.store, args.spread)
 
 
 if __name__ == "__main__":
