@@ -12,7 +12,7 @@ and each side in a fresh child process, so the CPU and memory figures are the cl
   against the loops. tracemalloc is not used: it slows every allocation several times and
   misses what C libraries allocate.
 
-Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|none]
+Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from loopwright.core.ports import ToolContext
 TURNS = 5  # tool turns per loop; a loop makes TURNS + 1 model calls
 CALLS = TURNS + 1
 PROMPT = "tick until it says done"
+STORES = ("jsonl", "jsonl-deferred", "none")
 
 
 def script() -> dict:
@@ -74,7 +75,9 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
                     spread: float = 0.0) -> list:
     """Run `n` loopwright loops at once in this process (their starts spread over `spread` seconds);
     each loop's RunResult. `store` is where sessions are written: "jsonl" (a transcript file each,
-    as the CLI writes them) or "none".
+    as the CLI writes them: each record that must survive a power cut fsynced as it is written),
+    "jsonl-deferred" (the same files, those fsyncs done in worker threads before the loop's next
+    model call or tool run: `open_session(defer_sync=True)`) or "none".
     The seam for the multi-worker part: `workers` > 1 (loops spread over worker processes
     sharing a PostgreSQL store) is not built yet."""
     if workers != 1:
@@ -86,13 +89,14 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
     from loopwright.session.opening import open_session
     from loopwright.stores.jsonl import JsonlStore
 
-    if store not in ("jsonl", "none"):
-        raise ValueError(f"store: expected 'jsonl' or 'none', got {store!r}")
-    sessions = JsonlStore(folder / "home", folder) if store == "jsonl" else None
+    if store not in STORES:
+        raise ValueError(f"store: expected one of {STORES}, got {store!r}")
+    sessions = JsonlStore(folder / "home", folder) if store != "none" else None
+    defer = store == "jsonl-deferred"
     tools, rules = [tick_tool()], PermissionRules(allow=("tick",))
 
     async def one() -> object:
-        session = open_session(sessions, str(folder)) if sessions is not None else None
+        session = open_session(sessions, str(folder), defer_sync=defer) if sessions is not None else None
         agent = Agent(model_client=AnthropicModel(base_url=base_url, api_key="sk-bench"), cwd=folder, tools=tools,
                       permissions=rules, system_prompt="You tick.", limits=Limits(max_turns=CALLS + 1),
                       **({"session_id": session.session_id, "transcript_path": session.transcript_path,
@@ -266,7 +270,7 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=200)
     parser.add_argument("--delay", type=float, default=0.2, help="model delay per reply, seconds")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--store", choices=("jsonl", "none"), default="jsonl", help="where sessions are written")
+    parser.add_argument("--store", choices=STORES, default="jsonl", help="where sessions are written")
     parser.add_argument("--spread", type=float, default=0.0,
                         help="spread the loops' starts evenly over this many seconds (default 0: all at once)")
     parser.add_argument("--child", choices=("loopwright", "bare", "raw"), help=argparse.SUPPRESS)

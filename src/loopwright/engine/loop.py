@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, assert_never
 
 import anyio
 
@@ -86,6 +86,9 @@ class LoopConfig:
     before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
+    # awaited before every model call and tool run: the session's records made durable off the
+    # event loop (a deferred-sync Recorder's `settle`); None: each record is durable as written
+    settle: Callable[[], Awaitable[None]] | None = None
 
 
 def caps_for(model: str) -> Caps:
@@ -110,7 +113,7 @@ class AgentLoop:
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
                           before_write=config.before_write)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
-                                       self.calls.payload, config.parallel_tools, self.clock)
+                                       self.calls.payload, config.parallel_tools, self.clock, config.settle)
         self.messages: list[Message] = []
         self.tally = Tally()
         self._scope: anyio.CancelScope | None = None
@@ -293,6 +296,8 @@ class AgentLoop:
 
     async def _stream(self, request: ModelRequest, role: str, partial: bool = False) -> Response | ModelError:
         acc = Accumulator()
+        if self.cfg.settle is not None:
+            await self.cfg.settle()  # what the request says is on disk before it is sent
         started = self.clock.monotonic()
         try:
             async for event in self.client.stream(request):
