@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from dataclasses import field, replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import anyio
 
@@ -45,11 +45,11 @@ class Batch:
 class ToolDispatcher:
     def __init__(self, tools: Sequence[Tool], gate: Callable[[], ToolGate], hooks: HookRunner, ctx: ToolContext,
                  emit: Callable[[Event], None], payload: Payload, parallel: int = 10,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, settle: Callable[[], Awaitable[None]] | None = None) -> None:
         self.tools = {t.name: t for t in tools}
         self._make_gate, self._gate = gate, None
         self.hooks, self.ctx, self.emit, self.payload = hooks, ctx, emit, payload
-        self.parallel = parallel
+        self.parallel, self.settle = parallel, settle
         self.clock = clock or SystemClock()
         self.denials: list[PermissionDenial] = []
         self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
@@ -78,6 +78,8 @@ class ToolDispatcher:
             for call in group:
                 self.started.add(call.id)
                 self.emit(ToolStarted(call.id, call.name, call.input))
+            if self.settle is not None:
+                await self.settle()  # the tool_started records are on disk before the tools run
             limiter = anyio.CapacityLimiter(self.parallel)
 
             async def one(call: ToolUseBlock) -> None:

@@ -63,7 +63,7 @@ class AgentLoop:
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
                           before_write=config.before_write)
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
-                                       self.calls.payload, config.parallel_tools, self.clock)
+                                       self.calls.payload, config.parallel_tools, self.clock, config.settle)
         self.messages: list[Message] = []
         self.tally = Tally()
         self._scope: anyio.CancelScope | None = None
@@ -246,6 +246,8 @@ class AgentLoop:
 
     async def _stream(self, request: ModelRequest, role: str, partial: bool = False) -> Response | ModelError:
         acc = Accumulator()
+        if self.cfg.settle is not None:
+            await self.cfg.settle()  # what the request says is on disk before it is sent
         started = self.clock.monotonic()
         try:
             async for event in self.client.stream(request):

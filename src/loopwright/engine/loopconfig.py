@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from ..core.events import ModelUsage, RunResult
 from ..core.fastclass import dataclass
@@ -58,6 +58,9 @@ class LoopConfig:
     before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
+    # awaited before every model call and tool run: the session's records made durable off the
+    # event loop (a deferred-sync Recorder's `settle`); None: each record is durable as written
+    settle: Callable[[], Awaitable[None]] | None = None
 
 
 def caps_for(model: str) -> Caps:

@@ -38,15 +38,17 @@ class Session:
 
 def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
                  fork: bool = False, session_id: str | None = None, persist: bool = True,
-                 new_id: Callable[[], str] = uuid4) -> Session:
+                 new_id: Callable[[], str] = uuid4, defer_sync: bool = False) -> Session:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
-    this project (`continue_last`); `fork` copies a resumed one into a new id."""
+    this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: a new
+    session's records are fsynced before each model call and tool run instead of as each is
+    written (see `Recorder`), for many loops in one process."""
     if resume is None and not continue_last:
         sid = _new_session_id(store, session_id, new_id)
         if not persist:
             return Session(sid, "startup", [], "", None)
         log = store.create(sid)
-        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd))
+        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd, defer_sync=defer_sync))
     old = resume if resume is not None else store.latest()
     if old is None:
         raise SessionError("No conversation found to continue")

@@ -34,8 +34,13 @@ class Recorder:
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
                  now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4,
-                 marks: Mapping[str, Any] | None = None) -> None:
+                 marks: Mapping[str, Any] | None = None, defer_sync: bool = False) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
+        # Deferred sync (many loops in one process): a record that must survive a power cut is
+        # written at once but fsynced by `settle()`, which the loop awaits before its next model
+        # call or tool run, in a worker thread, so one loop's fsync does not stall the others.
+        self._defer = defer_sync and callable(getattr(log, "sync", None))
+        self._dirty = False
         self.last_uuid = parent
         self._now, self._new_id = now, new_id
         self.marks = dict(marks or {})  # added to every record: a sidechain's `isSidechain` and `agentId`
@@ -98,13 +103,31 @@ class Recorder:
 
     def append(self, entry: Entry, *, sync: bool = False) -> Record:
         record = Record(entry, self._new_id(), self.last_uuid, self.session_id, iso_timestamp(self._now()), self.cwd)
+        final = isinstance(entry, SystemEntry) and entry.subtype == "run_result"  # nothing awaits after it
+        deferred = sync and self._defer and not final
         try:
-            self.log.append(record.to_json() | self.marks if self.marks else record.to_json(), sync=sync)
+            self.log.append(record.to_json() | self.marks if self.marks else record.to_json(), sync=sync and not deferred)
         except OSError as exc:
             # Going on unrecorded would break the promise that resume never runs a tool twice.
             raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc
+        self._dirty = deferred or (self._dirty and not sync)
         self.last_uuid = record.uuid
         return record
 
+    async def settle(self) -> None:
+        """Make the deferred records durable (fsync in a worker thread); at once when none are."""
+        if not self._dirty:
+            return
+        import anyio.to_thread
+
+        self._dirty = False
+        try:
+            await anyio.to_thread.run_sync(self.log.sync)  # type: ignore[attr-defined]
+        except OSError as exc:
+            raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc
+
     def close(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self.log.sync()  # type: ignore[attr-defined]
         self.log.close()

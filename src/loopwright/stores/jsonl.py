@@ -165,6 +165,11 @@ class JsonlLog:
         if sync:
             os.fsync(fd)
 
+    def sync(self) -> None:
+        """fsync what was appended so far (a Recorder with deferred sync calls it)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
     def sidechain(self, agent_id: str) -> "JsonlLog":
         """A subagent's transcript, beside this one as Claude Code keeps it:
         `<session-id>/subagents/agent-<agent_id>.jsonl`."""

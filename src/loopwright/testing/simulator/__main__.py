@@ -26,7 +26,21 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="port to bind (default: a free one)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--no-validate", action="store_true", help="skip the API's request validation")
+    parser.add_argument(
+        "--delay", type=_seconds, default=0.0, metavar="SECONDS",
+        help="model delay before every scripted reply, added to its own delay (default: 0; for load tests)",
+    )
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     try:
-        sim = Simulator(script, port=args.port, host=args.host, validate=not args.no_validate).start()
+        sim = Simulator(script, port=args.port, host=args.host, validate=not args.no_validate, delay=args.delay).start()
     except OSError as exc:
         reason = exc.strerror or exc
         print(f"simulator: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr, flush=True)

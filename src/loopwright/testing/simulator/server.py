@@ -1,22 +1,20 @@
-"""The Simulator: a loopback Messages API server on a daemon thread, and what it recorded.
-Owns start/stop/reset, the record of requests and connections, and the active script cursor.
+"""The Simulator: a loopback Messages API served by one asyncio event loop on a daemon thread,
+and what it recorded. Owns start/stop/reset, the record of requests and connections, and the
+active script cursor. One loop holds thousands of keep-alive connections (see `BACKLOG`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import selectors
-import socket
-import socketserver
-import sys
 import threading
 import time
-from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .handler import Handler
+from .handler import Connection
+from .http11 import MAX_LINE
 from .record import RecordedRequest
 from .script import Reply, Script
 from .wire import IdGen
@@ -24,56 +22,33 @@ from .wire import IdGen
 __all__ = ["RecordedRequest", "Simulator"]
 
 ScriptLike = Script | dict[str, Any] | list[Any] | None
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True  # a restarted simulator gets its old port back
-    request_queue_size = 64
-    sim: Simulator
-
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind() calls getfqdn(), a reverse DNS lookup that can stall
-        # for seconds on hosts without DNS; the name is never used here.
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-    def serve_until_woken(self, wake: socket.socket) -> None:
-        # serve_forever() only notices shutdown() on its next poll (every 0.5 s by default);
-        # waiting on a wake-up socket too makes stop() immediate.
-        with selectors.DefaultSelector() as selector:
-            selector.register(self, selectors.EVENT_READ)
-            selector.register(wake, selectors.EVENT_READ)
-            while True:
-                ready = {key.fileobj for key, _ in selector.select()}
-                if wake in ready:
-                    return
-                self._handle_request_noblock()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
-            return  # a client hung up or reset; normal traffic for a fault-injecting server
-        self.sim._failed(exc)
-        super().handle_error(request, client_address)
+# Connections the kernel may hold before the loop accepts them (capped by net.core.somaxconn):
+# a burst of a thousand clients connecting at once must not overflow it.
+BACKLOG = 4096
 
 
 class Simulator:
-    """Loopback Messages API: `with Simulator(script) as sim: ... sim.base_url ...`."""
+    """Loopback Messages API: `with Simulator(script) as sim: ... sim.base_url ...`.
+
+    `delay` is a model delay in seconds added before every scripted reply (on top of a reply's
+    own `delay`), for load tests.
+    """
 
     def __init__(
-        self, script: ScriptLike = None, *, port: int = 0, validate: bool = True, host: str = "127.0.0.1"
+        self, script: ScriptLike = None, *, port: int = 0, validate: bool = True, host: str = "127.0.0.1",
+        delay: float = 0.0,
     ) -> None:
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
+            raise ValueError(f"Simulator delay: expected seconds >= 0, got {delay!r}")
         self.validate = validate
         self.host = host
         self.port = port
+        self.delay = float(delay)
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._wake: tuple[socket.socket, socket.socket] | None = None
-        self._sockets: set[socket.socket] = set()
-        self._handlers: set[threading.Thread] = set()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self._cursor = Script.coerce(script).cursor()
         self._clear_records()
 
@@ -82,46 +57,79 @@ class Simulator:
         self._unmatched: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._connections = 0
+        self._in_flight = self._peak_in_flight = 0
         self._ids = IdGen()
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> Simulator:
-        if self._server is not None:
+        """Bind and serve; an OSError (the port is taken, say) is raised here."""
+        if self._thread is not None:
             return self
-        self._stopping.clear()
-        server = _Server((self.host, self.port), Handler)
-        server.sim = self
-        self.port = server.server_address[1]
-        self._wake = socket.socketpair()
-        thread = threading.Thread(
-            target=server.serve_until_woken, args=(self._wake[0],), name=f"simulator:{self.port}", daemon=True
-        )
-        self._server, self._thread = server, thread
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        failed: list[BaseException] = []
+        thread = threading.Thread(target=self._run, args=(loop, ready, failed), name="simulator", daemon=True)
         thread.start()
+        ready.wait()
+        if failed:
+            thread.join()
+            raise failed[0]
+        self._loop, self._thread = loop, thread
         return self
 
-    def stop(self) -> None:
-        server, thread, wake = self._server, self._thread, self._wake
-        if server is None or thread is None or wake is None:
+    def _run(self, loop: asyncio.AbstractEventLoop, ready: threading.Event, failed: list[BaseException]) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            self._server = loop.run_until_complete(asyncio.start_server(
+                self._accepted, self.host, self.port, backlog=BACKLOG, limit=MAX_LINE, reuse_address=True
+            ))
+            self.port = self._server.sockets[0].getsockname()[1]
+        except BaseException as exc:  # noqa: BLE001 - handed to start()'s caller
+            failed.append(exc)
+            loop.close()
+            ready.set()
             return
-        self._stopping.set()  # wakes handlers sleeping on a `delay`
-        wake[1].send(b"x")
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def stop(self) -> None:
+        """Close the listener and every connection (a reply waiting on its delay is not sent)."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
         thread.join()
+        self._loop = self._thread = self._server = None
+
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
         with self._lock:
-            sockets, handlers = list(self._sockets), list(self._handlers)
-        for sock in sockets:
-            # Idle keep-alive connections would otherwise keep their threads blocked on read.
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        server.server_close()
-        for handler in handlers:
-            handler.join(timeout=2)
-        for end in wake:
-            end.close()
-        self._server = self._thread = self._wake = None
+            self._connections += 1
+        try:
+            await Connection(self, reader, writer).serve()
+        except asyncio.CancelledError:
+            writer.transport.abort()  # stop(): drop the connection, whatever it was doing
+        except Exception as exc:  # a simulator bug: recorded, the connection dropped
+            self._failed(exc)
+            writer.transport.abort()
+        finally:
+            self._tasks.discard(task)
 
     def __enter__(self) -> Simulator:
         return self.start()
@@ -172,6 +180,12 @@ class Simulator:
             return self._connections
 
     @property
+    def peak_in_flight(self) -> int:
+        """The most requests received and not yet answered at one moment, since start or reset."""
+        with self._lock:
+            return self._peak_in_flight
+
+    @property
     def errors(self) -> list[BaseException]:
         """Exceptions raised inside the simulator itself: a non-empty list is a simulator bug."""
         with self._lock:
@@ -189,20 +203,7 @@ class Simulator:
             self._cursor = cursor
             self._clear_records()
 
-    # --- called by the handler threads ----------------------------------------------------
-
-    def _opened(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._connections += 1
-            self._sockets.add(sock)
-            self._handlers.add(threading.current_thread())
-        if self._stopping.is_set():
-            sock.shutdown(socket.SHUT_RDWR)  # accepted while stop() ran: do not serve it
-
-    def _closed(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.discard(sock)
-            self._handlers.discard(threading.current_thread())
+    # --- called by the connection tasks ---------------------------------------------------
 
     def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
         url = urlsplit(target)
@@ -216,7 +217,13 @@ class Simulator:
         )
         with self._lock:
             self._requests.append(rec)
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
         return rec
+
+    def _answered(self, rec: RecordedRequest) -> None:
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)  # a reset() meanwhile zeroed it
 
     def _take(self, body: dict[str, Any], rec: RecordedRequest) -> Reply | None:
         with self._lock:
@@ -226,10 +233,6 @@ class Simulator:
             with self._lock:
                 self._unmatched.append(rec)
         return reply
-
-    def _sleep(self, seconds: float) -> bool:
-        """Wait `seconds`; True if the simulator started stopping meanwhile."""
-        return self._stopping.wait(seconds)
 
     def _failed(self, exc: BaseException | None) -> None:
         if exc is not None:

@@ -1,0 +1,288 @@
+"""Many concurrent loops in one process (issue 14 part 5): N loopwright loops, each five tool turns
+of a cheap local tool and a final answer (6 model calls), every model reply delayed in the
+simulator, against a bare asyncio + httpx client making the same streaming requests to the same
+simulator in the same run (the simulator's own ceiling on this machine).
+
+The simulator runs in a process of its own (`python -m loopwright.testing.simulator --delay S`)
+and each side in a fresh child process, so the CPU and memory figures are the client's alone:
+- wall: first request to last answer of all N loops; ideal = 6 model calls x delay;
+- CPU per turn: the child's user + system CPU during the run / (N x 6 model calls);
+- RSS per loop: (the child's peak RSS, `ru_maxrss`, minus its RSS once warmed up) / N. Warmed
+  up means imports done and one loop already run, so lazily imported modules are not counted
+  against the loops. tracemalloc is not used: it slows every allocation several times and
+  misses what C libraries allocate.
+
+Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from loopwright.core.ports import ToolContext
+
+TURNS = 5  # tool turns per loop; a loop makes TURNS + 1 model calls
+CALLS = TURNS + 1
+PROMPT = "tick until it says done"
+STORES = ("jsonl", "jsonl-deferred", "none")
+
+
+def script() -> dict:
+    """Any number of loops: a tool call until the tool's result says the last tick, then done."""
+    last = {"match": {"last_user_contains": f"tick {TURNS} of {TURNS}"}, "responses": [{"text": "done", "repeat": -1}]}
+    tick = {"responses": [{"tool_use": {"name": "tick", "input": {}}, "repeat": -1}]}
+    return {"rules": [last, tick]}
+
+
+# --- the loopwright side ------------------------------------------------------------------------
+
+
+def tick_tool():
+    from loopwright.tools import tool
+
+    counts: dict[str, int] = {}
+
+    @tool(read_only=True)
+    def tick(context: ToolContext) -> str:
+        """Count this session's ticks."""
+        counts[context.session_id] = counts.get(context.session_id, 0) + 1
+        return f"tick {counts[context.session_id]} of {TURNS}"
+
+    return tick
+
+
+async def staggered(n: int, spread: float, loop) -> list:
+    """`n` copies of `loop()` at once; with `spread`, their starts evenly over that many seconds."""
+    async def one(i: int) -> object:
+        if spread:
+            await asyncio.sleep(spread * i / n)
+        return await loop()
+
+    return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 1,
+                    spread: float = 0.0) -> list:
+    """Run `n` loopwright loops at once in this process (their starts spread over `spread` seconds);
+    each loop's RunResult. `store` is where sessions are written: "jsonl" (a transcript file each,
+    as the CLI writes them: each record that must survive a power cut fsynced as it is written),
+    "jsonl-deferred" (the same files, those fsyncs done in worker threads before the loop's next
+    model call or tool run: `open_session(defer_sync=True)`) or "none".
+    The seam for the multi-worker part: `workers` > 1 (loops spread over worker processes
+    sharing a PostgreSQL store) is not built yet."""
+    if workers != 1:
+        raise NotImplementedError("run_loops: workers > 1 (PostgreSQL workers) is not built yet")
+    from loopwright.app import Agent
+    from loopwright.policy.permissions import PermissionRules
+    from loopwright.policy.stop import Limits
+    from loopwright.providers.anthropic import AnthropicModel
+    from loopwright.session.opening import open_session
+    from loopwright.stores.jsonl import JsonlStore
+
+    if store not in STORES:
+        raise ValueError(f"store: expected one of {STORES}, got {store!r}")
+    sessions = JsonlStore(folder / "home", folder) if store != "none" else None
+    defer = store == "jsonl-deferred"
+    tools, rules = [tick_tool()], PermissionRules(allow=("tick",))
+
+    async def one() -> object:
+        session = open_session(sessions, str(folder), defer_sync=defer) if sessions is not None else None
+        agent = Agent(model_client=AnthropicModel(base_url=base_url, api_key="sk-bench"), cwd=folder, tools=tools,
+                      permissions=rules, system_prompt="You tick.", limits=Limits(max_turns=CALLS + 1),
+                      **({"session_id": session.session_id, "transcript_path": session.transcript_path,
+                          "recorder": session.recorder} if session is not None else {}))
+        try:
+            return await agent.run(PROMPT)
+        finally:
+            await agent.aclose()
+            if session is not None:
+                session.close()
+
+    results = await staggered(n, spread, one)
+    for result in results:
+        assert result.num_turns == CALLS and result.result == "done", result.to_json()
+    return results
+
+
+# --- the bare side ------------------------------------------------------------------------------
+
+TICK_TOOL = {"name": "tick", "description": "Count this session's ticks.", "input_schema": {"type": "object"}}
+
+
+async def bare_loop(base_url: str) -> None:
+    """The same requests with nothing around them: one keep-alive httpx client, streaming replies
+    read as SSE, the tool's result built inline."""
+    import httpx
+
+    messages: list[dict] = [{"role": "user", "content": PROMPT}]
+    headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=600, verify=False) as http:
+        for turn in range(1, CALLS + 1):
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You tick.", "tools": [TICK_TOOL],
+                    "messages": messages, "stream": True}
+            blocks: list[dict] = []
+            async with http.stream("POST", "/v1/messages", json=body) as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: ") and '"content_block_start"' in line:
+                        blocks.append(json.loads(line[6:])["content_block"])
+            uses = [b for b in blocks if b["type"] == "tool_use"]
+            if not uses:
+                assert turn == CALLS, turn
+                return
+            messages.append({"role": "assistant", "content": blocks})
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
+    raise AssertionError("the bare loop never finished")
+
+
+async def run_bare(n: int, base_url: str, spread: float = 0.0) -> None:
+    await staggered(n, spread, lambda: bare_loop(base_url))
+
+
+async def raw_loop(base_url: str) -> None:
+    """The same requests over asyncio streams with HTTP/1.1 written by hand: no client library,
+    so what is left is the simulator's and the kernel's share (the simulator's own ceiling)."""
+    host, port = base_url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    messages: list[dict] = [{"role": "user", "content": PROMPT}]
+    try:
+        for turn in range(1, CALLS + 1):
+            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You tick.",
+                               "tools": [TICK_TOOL], "messages": messages, "stream": True}).encode()
+            writer.write(b"POST /v1/messages HTTP/1.1\r\nhost: sim\r\nx-api-key: sk-bench\r\n"
+                         b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+            await reader.readuntil(b"\r\n\r\n")
+            blocks: list[dict] = []
+            while size := int((await reader.readline()).strip(), 16):
+                for line in (await reader.readexactly(size)).decode().splitlines():
+                    if line.startswith("data: ") and '"content_block_start"' in line:
+                        blocks.append(json.loads(line[6:])["content_block"])
+                await reader.readline()
+            await reader.readline()  # the end of the chunked body
+            uses = [b for b in blocks if b["type"] == "tool_use"]
+            if not uses:
+                assert turn == CALLS, turn
+                return
+            messages.append({"role": "assistant", "content": blocks})
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
+    finally:
+        writer.close()
+    raise AssertionError("the raw loop never finished")
+
+
+async def run_raw(n: int, base_url: str, spread: float = 0.0) -> None:
+    await staggered(n, spread, lambda: raw_loop(base_url))
+
+
+# --- one side in a child process ----------------------------------------------------------------
+
+
+def rss_kb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp).resolve()
+        sides = {"loopwright": lambda k, s: run_loops(k, url, folder, store=store, spread=s),
+                 "bare": lambda k, s: run_bare(k, url, s), "raw": lambda k, s: run_raw(k, url, s)}
+        work = sides[kind]
+        asyncio.run(work(1, 0.0))  # warm-up: imports and first-use set-up are not the loops' cost
+        base_rss, cpu0, t0 = rss_kb(), cpu(), time.perf_counter()
+        asyncio.run(work(n, spread))
+        wall, used = time.perf_counter() - t0, cpu() - cpu0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {"wall": wall, "cpu": used, "rss_per_loop_kb": (peak - base_rss) / n}
+
+
+def side(kind: str, n: int, url: str, store: str, spread: float) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url,
+                          "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        raise SystemExit(f"{kind} child failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+class Served:
+    """The simulator in a process of its own, with the model delay."""
+
+    def __init__(self, delay: float, folder: Path) -> None:
+        path = folder / "script.json"
+        path.write_text(json.dumps(script()))
+        self.proc = subprocess.Popen([sys.executable, "-m", "loopwright.testing.simulator", "--script", str(path),
+                                      "--delay", str(delay)], stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            raise SystemExit(f"the simulator did not start: {line!r}")
+        self.url = line.split()[-1]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> dict[str, list[dict]]:
+    """Both sides, interleaved `runs` times against one simulator process."""
+    got: dict[str, list[dict]] = {"loopwright": [], "bare": [], "raw": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        served = Served(delay, Path(tmp))
+        try:
+            for _ in range(runs):
+                for kind in got:
+                    got[kind].append(side(kind, loops, served.url, store, spread))
+        finally:
+            served.close()
+    return got
+
+
+def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, store: str, spread: float) -> None:
+    ideal = CALLS * delay + spread * (loops - 1) / loops
+    med = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in got.items()}
+    print(f"{loops} concurrent loops x {TURNS} tool turns ({CALLS} model calls each), model delay {delay} s, "
+          f"starts spread over {spread} s, sessions: {store}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
+    for kind, m in med.items():
+        print(f"  {kind:10} wall {m['wall']:7.2f} s  ({ideal / m['wall']:6.1%} of ideal)  "
+              f"{loops * CALLS / m['wall']:7.0f} requests/s  CPU/turn {m['cpu'] / (loops * CALLS) * 1000:6.2f} ms  "
+              f"RSS/loop {m['rss_per_loop_kb']:6.0f} KB")
+    print(f"  loopwright / bare wall time: {med['loopwright']['wall'] / med['bare']['wall']:.2f}x   "
+          f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    parser.add_argument("--loops", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=0.2, help="model delay per reply, seconds")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--store", choices=STORES, default="jsonl", help="where sessions are written")
+    parser.add_argument("--spread", type=float, default=0.0,
+                        help="spread the loops' starts evenly over this many seconds (default 0: all at once)")
+    parser.add_argument("--child", choices=("loopwright", "bare", "raw"), help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.loops, args.url, args.store, args.spread)))
+        return
+    got = measure(args.loops, args.delay, args.runs, args.store, args.spread)
+    report(got, args.loops, args.delay, args.runs, args.store, args.spread)
+
+
+if __name__ == "__main__":
+    os.environ.pop("ANTHROPIC_BASE_URL", None)
+    main()

@@ -1,0 +1,73 @@
+"""Deferred sync (issue 14 part 5): with `open_session(defer_sync=True)` a session's records are
+written at once but fsynced in a worker thread, and the loop waits for that fsync before every
+model call and every tool run, so the power-cut guarantee holds (a tool_started record is durable
+before its tool runs) while many loops in one process do not stall each other on fsync."""
+
+import json
+from pathlib import Path
+
+import anyio
+
+from loopwright.app import Agent
+from loopwright.core.ports import ToolContext
+from loopwright.policy.permissions import PermissionRules
+from loopwright.providers.anthropic import AnthropicModel
+from loopwright.session.opening import open_session
+from loopwright.stores.jsonl import JsonlLog, JsonlStore, read_records
+from loopwright.testing import Simulator
+from loopwright.tools import tool
+
+EVENTS: list[tuple] = []
+
+
+class WatchedLog(JsonlLog):
+    """The real append handle, telling the test how many lines were on disk at each fsync."""
+
+    def sync(self) -> None:
+        super().sync()
+        EVENTS.append(("sync", len(self.path.read_text().splitlines())))
+
+
+class WatchedStore(JsonlStore):
+    def create(self, session_id: str) -> JsonlLog:
+        return WatchedLog(super().create(session_id).path)
+
+
+def lines_in(path: str) -> list[dict]:
+    return [json.loads(line) for line in open(path).read().splitlines()]
+
+
+def test_deferred_records_are_fsynced_before_each_tool_run_and_model_call(tmp_path) -> None:
+    EVENTS.clear()
+    session = open_session(WatchedStore(tmp_path / "home", tmp_path), str(tmp_path), defer_sync=True)
+
+    @tool(read_only=True)
+    def mark(context: ToolContext) -> str:
+        """Note that it ran."""
+        records = lines_in(session.transcript_path)
+        EVENTS.append(("tool", len(records), records[-1]["type"]))
+        return "marked"
+
+    script = [{"tool_use": {"name": "mark", "input": {}}, "repeat": 2}, {"text": "done"}]
+    with Simulator(script) as sim:
+        model = AnthropicModel(base_url=sim.base_url, api_key="sk-test")
+        agent = Agent(model_client=model, cwd=tmp_path, tools=[mark], permissions=PermissionRules(allow=("mark",)),
+                      session_id=session.session_id, transcript_path=session.transcript_path,
+                      recorder=session.recorder)
+        result = anyio.run(agent.run, "mark twice")
+        anyio.run(agent.aclose)
+        session.close()
+        requests = len(sim.message_requests)
+    assert result.result == "done" and requests == 3
+    tools = [i for i, e in enumerate(EVENTS) if e[0] == "tool"]
+    assert len(tools) == 2
+    for i in tools:
+        _, lines, last = EVENTS[i]
+        assert last == "tool_started"
+        # the fsync just before the run covered every line written so far, the tool_started too
+        assert EVENTS[i - 1] == ("sync", lines)
+    # one fsync before each of the 3 model calls and each of the 2 tool runs (the run's result
+    # record is fsynced as it is written, nothing being awaited after it)
+    assert [e[0] for e in EVENTS].count("sync") == 5
+    records, warnings = read_records(Path(session.transcript_path))
+    assert not warnings and records[-1]["subtype"] == "run_result"
