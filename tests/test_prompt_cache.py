@@ -87,3 +87,48 @@ def test_the_simulator_refuses_marks_the_api_refuses(change, error) -> None:
         response = _post(sim, body)
     assert response.status_code == 400
     assert json.loads(response.text)["error"]["message"] == error
+
+
+def _loop_json(tmp_path, sim, *extra_env):
+    done = run(tmp_path, sim, "--output-format", "json", extra=dict(extra_env))
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads(done.stdout)
+
+
+def test_with_the_simulated_cache_each_turn_reads_what_the_last_one_wrote(tmp_path) -> None:
+    with Simulator([BASH, BASH, BASH, {"text": "done"}], prompt_cache=True) as sim:
+        result = _loop_json(tmp_path, sim)
+        assert len(sim.message_requests) == 4
+    usage = result["usage"]
+    # turn 1 writes the prefix; turns 2-4 read it and write only what is new
+    assert usage["cache_read_input_tokens"] > 0 and usage["cache_creation_input_tokens"] > 0
+    assert usage["cache_read_input_tokens"] > usage["cache_creation_input_tokens"]
+    with Simulator([BASH, BASH, BASH, {"text": "done"}], prompt_cache=True) as sim:
+        plain = _loop_json(tmp_path, sim, ("DISABLE_PROMPT_CACHING", "1"))
+    assert plain["usage"]["cache_read_input_tokens"] == plain["usage"]["cache_creation_input_tokens"] == 0
+    assert result["total_cost_usd"] < plain["total_cost_usd"]  # the cache is what makes a long loop cheap
+
+
+def test_the_cache_counts_as_the_api_does() -> None:
+    from loopwright.testing.simulator.cache import PromptCache
+
+    now = [0.0]
+    cache = PromptCache(min_tokens=10, clock=lambda: now[0])
+    system, first = "s" * 400, [{"role": "user", "content": [{"type": "text", "text": "hello " * 30}]}]
+    one = with_cache_breakpoints({"model": "m", "system": system, "messages": first})
+    written = cache.account(one)
+    assert written["cache_read_input_tokens"] == written["input_tokens"] == 0  # all of it marked: all written
+    assert written["cache_creation_input_tokens"] > 0
+    longer = first + [{"role": "assistant", "content": [{"type": "text", "text": "ok " * 40}]},
+                      {"role": "user", "content": [{"type": "text", "text": "more " * 30}]}]
+    two = with_cache_breakpoints({"model": "m", "system": system, "messages": longer})
+    counted = cache.account(two)
+    assert counted["cache_read_input_tokens"] == written["cache_creation_input_tokens"]  # the first prefix, read
+    assert counted["cache_creation_input_tokens"] > 0
+    assert cache.account(two)["cache_creation_input_tokens"] == 0  # all of it read now
+    changed = with_cache_breakpoints({"model": "m", "system": "x" + system, "messages": longer})
+    assert cache.account(changed)["cache_read_input_tokens"] == 0  # a changed system prompt misses
+    now[0] += 301  # past the 5-minute lifetime
+    assert cache.account(two)["cache_read_input_tokens"] == 0
+    short = PromptCache(min_tokens=10_000)
+    assert short.account(two)["cache_creation_input_tokens"] == 0  # too short to be cached

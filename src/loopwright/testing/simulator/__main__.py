@@ -30,6 +30,8 @@ def _parser() -> argparse.ArgumentParser:
         "--delay", type=_seconds, default=0.0, metavar="SECONDS",
         help="model delay before every scripted reply, added to its own delay (default: 0; for load tests)",
     )
+    parser.add_argument("--prompt-cache", action="store_true",
+                        help="count Messages requests against a simulated prompt cache (usage reports reads and writes)")
     return parser
 
 
@@ -58,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     try:
-        sim = Simulator(script, port=args.port, host=args.host, validate=not args.no_validate, delay=args.delay).start()
+        sim = Simulator(script, port=args.port, host=args.host, validate=not args.no_validate, delay=args.delay,
+                        prompt_cache=args.prompt_cache).start()
     except OSError as exc:
         reason = exc.strerror or exc
         print(f"simulator: cannot listen on {args.host}:{args.port}: {reason}", file=sys.stderr, flush=True)

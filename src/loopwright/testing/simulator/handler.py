@@ -144,7 +144,7 @@ class Connection:
             error_type = fault.error_type or error_type_for(fault.status)
             headers = _fault_headers(fault) | reply.headers
             return self._error(rec, fault.status, error_type, fault.message, headers, fault.error_code)
-        message, blocks = build_message(reply, body, self.sim._ids)
+        message, blocks = build_message(reply, body, self.sim._ids, self.sim._cache)
         if body.get("stream"):
             return self._stream(rec, message, blocks, reply)
         if fault is not None and fault.kind == "sse_error":

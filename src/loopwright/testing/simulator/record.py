@@ -37,6 +37,7 @@ class Served(Protocol):
     validate: bool
     delay: float
     _ids: IdGen
+    _cache: Any  # a PromptCache, or None
 
     def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest: ...
     def _take(self, body: dict[str, Any], rec: RecordedRequest) -> Reply | None: ...

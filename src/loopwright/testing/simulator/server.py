@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from .cache import PromptCache
 from .handler import Connection
 from .http11 import MAX_LINE
 from .record import RecordedRequest
@@ -31,12 +32,15 @@ class Simulator:
     """Loopback Messages API: `with Simulator(script) as sim: ... sim.base_url ...`.
 
     `delay` is a model delay in seconds added before every scripted reply (on top of a reply's
-    own `delay`), for load tests.
+    own `delay`), for load tests. `prompt_cache`: Messages requests are counted against a
+    simulated prompt cache (`simulator.cache`), so a reply's usage reports the cache reads and
+    writes the request's `cache_control` marks earn, as the API does (off by default: the usage
+    every other test expects stays as it was); a reply whose script sets input-side usage keeps it.
     """
 
     def __init__(
         self, script: ScriptLike = None, *, port: int = 0, validate: bool = True, host: str = "127.0.0.1",
-        delay: float = 0.0,
+        delay: float = 0.0, prompt_cache: bool = False,
     ) -> None:
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not delay >= 0:
             raise ValueError(f"Simulator delay: expected seconds >= 0, got {delay!r}")
@@ -44,6 +48,7 @@ class Simulator:
         self.host = host
         self.port = port
         self.delay = float(delay)
+        self.prompt_cache = prompt_cache
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -59,6 +64,7 @@ class Simulator:
         self._connections = 0
         self._in_flight = self._peak_in_flight = 0
         self._ids = IdGen()
+        self._cache = PromptCache() if self.prompt_cache else None
 
     # --- lifecycle ------------------------------------------------------------------------
 

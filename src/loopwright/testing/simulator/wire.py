@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from .script import STATUS_OF_TYPE, Reply
+from .validate import cache_breakpoints
 
 __all__ = [
     "STATUS_OF_TYPE",
@@ -123,7 +124,10 @@ def _final_block(block: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _usage(reply: Reply, body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+_INPUT_SIDE = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _usage(reply: Reply, body: dict[str, Any], blocks: list[dict[str, Any]], cache: Any = None) -> dict[str, Any]:
     generated = "".join(_generated_text(b) for b in blocks)
     usage: dict[str, Any] = {
         "input_tokens": estimate_input_tokens(body),
@@ -131,6 +135,8 @@ def _usage(reply: Reply, body: dict[str, Any], blocks: list[dict[str, Any]]) -> 
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
     }
+    if cache is not None and not any(k in reply.usage for k in _INPUT_SIDE) and cache_breakpoints(body):
+        usage.update(cache.account(body))  # the prompt cache's reads and writes, as the API counts them
     usage.update(reply.usage)
     return usage
 
@@ -175,7 +181,7 @@ def honour_tool_choice(reply: Reply, body: dict[str, Any]) -> Reply | str:
 
 
 def build_message(
-    reply: Reply, body: dict[str, Any], ids: IdGen
+    reply: Reply, body: dict[str, Any], ids: IdGen, cache: Any = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The final Message for `reply`, plus its blocks with ids assigned (for streaming)."""
     blocks = [_resolve(b, ids) for b in reply.content]
@@ -186,7 +192,7 @@ def build_message(
         "model": reply.model or body.get("model") or "claude-sim",
         "content": [_final_block(b) for b in blocks],
         **_stop_fields(reply, body, blocks),
-        "usage": _usage(reply, body, blocks),
+        "usage": _usage(reply, body, blocks, cache),
     }
     return message, blocks
 
