@@ -136,6 +136,19 @@ def test_esc_stops_the_running_turn_in_plain_lines_and_what_was_typed_waits(term
     assert any(b.get("type") == "tool_result" for b in answered if isinstance(b, dict)), last
 
 
+def test_a_line_typed_and_ended_during_a_turn_is_the_next_prompt(terminal):
+    t, sim = terminal([{"text": "first done", "delay": 2}, {"text": "second done"}])
+    t.expect("› ").send("first")
+    deadline = time.monotonic() + 30
+    while not sim.message_requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.write(t.master, b"second\r")  # typed and ended while the first turn runs
+    t.expect("queued").expect("first done").expect("second done").expect("› ").send("/exit")
+    assert t.close() == 0
+    prompts = [r.body["messages"][-1]["content"] for r in sim.message_requests]
+    assert len(prompts) == 2 and "second" in str(prompts[1]) and "first" not in str(prompts[1][-1])
+
+
 # ---------------------------------------------------------------- workspace trust
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import sys
 
 import pexpect
@@ -313,12 +314,28 @@ def test_ctrl_c_mid_tool_stops_the_turn_not_the_session(term):
     assert leave(child) == 0 and valid_pairs(sim.message_requests[-1].body["messages"])
 
 
+def test_a_line_typed_and_ended_during_a_turn_is_the_next_prompt(term):
+    child, sim = term([{"text": "first done", "delay": 2}, {"text": "second done"}])
+    see(child, PROMPT)
+    say(child, "first")
+    deadline = time.monotonic() + 30
+    while not sim.message_requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    say(child, "second")  # typed and ended while the first turn runs
+    see(child, "queued")
+    see(child, "second done")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    prompts = [r.body["messages"][-1]["content"] for r in sim.message_requests]
+    assert len(prompts) == 2 and "second" in str(prompts[1])
+
+
 def test_compact_takes_a_focus_and_the_status_line_fits_a_resized_terminal(term):
     child, sim = term([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "<summary>all of it</summary>"}])
     for n, word in enumerate(("one", "two", "three")):
         see(child, PROMPT)
         say(child, f"say {word}")
-        see(child, word)
+        see(child, "■ success")  # the turn ended (its answer's word is also in the echoed prompt)
     see(child, PROMPT)
     say(child, "/compact the API names")
     see(child, "compacted")

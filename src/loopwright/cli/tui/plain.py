@@ -25,6 +25,7 @@ class PlainFront(KeyWatch):
         self.pending: asyncio.Future[str] | None = None  # a line being read, kept across a loop firing
         self.room: Any = None
         self.draft = ""  # typed while a turn ran
+        self.queued: list[str] = []  # lines typed and ended while a turn ran
 
     def attach(self, room: Any) -> None:
         self.room = room
@@ -52,10 +53,8 @@ class PlainFront(KeyWatch):
     def key(self, key: str) -> None:
         if key == "esc":
             self.room.interrupt()
-        elif key in ("\x7f", "\b"):
-            self.draft = self.draft[:-1]
-        elif key.isprintable():
-            self.draft += key
+        else:
+            self.type_ahead(key)
 
     def close(self) -> None:
         pass
@@ -72,6 +71,8 @@ class PlainFront(KeyWatch):
                     self.pending = None
 
     async def read(self, due_in: Callable[[], float | None]) -> str | Fire | None:
+        if (queued := self.queued_line()) is not None:
+            return queued
         while True:
             wait = due_in()
             if wait is not None and wait <= 0:

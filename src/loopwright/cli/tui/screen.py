@@ -36,6 +36,7 @@ class RichFront(KeyWatch):
         self.block, self.text, self.drawn, self.streamed = "", "", 0.0, False
         self.asking: asyncio.Future[str] | None = None
         self.draft, self.last_ctrl_c, self.last_output = "", 0.0, ""
+        self.queued: list[str] = []
 
     def attach(self, room: Any) -> None:
         from .keys import prompt_session
@@ -132,6 +133,8 @@ class RichFront(KeyWatch):
     # ------------------------------------------------------------------ input
 
     async def read(self, due_in: Callable[[], float | None]) -> str | Fire | None:
+        if (queued := self.queued_line()) is not None:
+            return queued
         loop = asyncio.get_running_loop()
         while True:
             wait = due_in()
@@ -224,10 +227,8 @@ class RichFront(KeyWatch):
         elif self.asking is not None and not self.asking.done():
             if key.lower() in WORDS:
                 self.asking.set_result(key.lower())
-        elif key in ("\x7f", "\b"):
-            self.draft = self.draft[:-1]
-        elif key.isprintable():
-            self.draft += key
+        else:
+            self.type_ahead(key)
 
     def close(self) -> None:
         self._end_live()

@@ -1,7 +1,8 @@
 """Keys read one at a time while a turn runs, for both front ends: the terminal is put in cbreak
 mode (no echo, no line editing; Ctrl-C stays a signal) and each key goes to the front end's
-`key` (Esc stops the turn; the rest is typed ahead into the next prompt). Between turns, and
-while the front end reads a whole line (a permission ask), the terminal is as it was."""
+`key` (Esc stops the turn; the rest is typed ahead into the next prompt, and a line ended with
+Enter waits, whole, to be the next prompt). Between turns, and while the front end reads a whole
+line (a permission ask), the terminal is as it was."""
 
 from __future__ import annotations
 
@@ -14,9 +15,35 @@ from typing import Any, Iterator
 
 class KeyWatch:
     tty: Any = None  # the terminal's settings while keys are watched
+    draft: str  # typed while a turn ran, not yet ended with Enter
+    queued: list[str]  # lines typed and ended with Enter while a turn ran: the next prompts
 
     def key(self, key: str) -> None:
         raise NotImplementedError
+
+    def say(self, text: str) -> None:
+        raise NotImplementedError
+
+    def type_ahead(self, key: str) -> None:
+        """A key typed while a turn runs: into the draft; Enter queues the draft as a prompt
+        of its own, sent when the turn ends (nothing typed is lost)."""
+        if key in ("\r", "\n"):
+            if self.draft.strip():
+                self.queued.append(self.draft)
+                self.say(f"(queued for when this turn ends: {self.draft.strip()[:60]})")
+            self.draft = ""
+        elif key in ("\x7f", "\b"):
+            self.draft = self.draft[:-1]
+        elif key.isprintable():
+            self.draft += key
+
+    def queued_line(self) -> str | None:
+        """The next prompt typed and ended while a turn ran, echoed as if typed now; else None."""
+        if not self.queued:
+            return None
+        line = self.queued.pop(0)
+        self.say(f"› {line}")
+        return line
 
     def _watch(self) -> None:
         import termios
