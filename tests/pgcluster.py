@@ -73,7 +73,7 @@ class Cluster:
             os.chown(self.root, *ids)
             os.chown(self.sockets, *ids)
 
-        def as_owner() -> None:
+        def as_owner() -> None:  # (and run from the cluster's own folder: the caller's may be closed to it)
             if ids:
                 os.setgid(ids[1])
                 os.setuid(ids[0])
@@ -81,7 +81,7 @@ class Cluster:
         subprocess.run(
             [str(bindir / "initdb"), "-D", str(self.data), "-U", self.user, "--auth=trust",
              "--encoding=UTF8", "--no-sync"],
-            check=True, capture_output=True, preexec_fn=as_owner, timeout=120,
+            check=True, capture_output=True, preexec_fn=as_owner, timeout=120, cwd=self.root,
         )
         log = self.root / "server.log"
         subprocess.run(
@@ -89,7 +89,7 @@ class Cluster:
              "-o", f"-h 127.0.0.1 -p {self.port} -k {self.sockets} -c fsync=off "
                    "-c max_connections=300 -c shared_buffers=64MB",
              "start"],
-            check=True, capture_output=True, preexec_fn=as_owner, timeout=90,
+            check=True, capture_output=True, preexec_fn=as_owner, timeout=90, cwd=self.root,
         )
         self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
 

@@ -129,3 +129,19 @@ def test_helpers_ignore_the_umask(tmp_path):
     finally:
         os.umask(old)
     assert [stat.S_IMODE(os.lstat(p).st_mode) for p in (tmp_path / "a", made, made / "f")] == [0o700, 0o700, 0o600]
+
+
+def test_a_sqlite_store_named_by_url_leaves_its_folder_as_it_was(tmp_path):
+    """`--store sqlite:///DIR/x.db`: the file is private, but DIR is the user's (it may be /tmp):
+    neither it nor what else is in it is closed (regression: the whole folder was tightened)."""
+    shared, home, project = tmp_path / "shared", tmp_path / "home", tmp_path / "project"
+    shared.mkdir()
+    project.mkdir()
+    os.chmod(shared, 0o1777)
+    (shared / "someone-elses.txt").write_text("x")
+    os.chmod(shared / "someone-elses.txt", 0o644)
+    listed = run(["schedule", "list", "--store", f"sqlite:///{shared}/loops.db"], home, project, 0o022)
+    assert listed.returncode == 0, listed.stderr
+    assert stat.S_IMODE(os.lstat(shared).st_mode) == 0o1777
+    assert stat.S_IMODE(os.lstat(shared / "someone-elses.txt").st_mode) == 0o644
+    assert stat.S_IMODE(os.lstat(shared / "loops.db").st_mode) == 0o600

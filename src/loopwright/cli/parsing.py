@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from typing import Any, NoReturn
 
 from ..core.errors import UsageError
@@ -47,19 +46,6 @@ class Parser(argparse.ArgumentParser):
         elif (choice := _INVALID_CHOICE.search(message)) is not None:
             message += _choice_meant(choice.group(1), choice.group(2))
         raise UsageError(prefix + message)
-
-    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        """An unknown `--flag` is named first, before argparse judges the words around it (else
-        `demo --di x` would be refused for its `x`, not for the flag that was meant to take it).
-        A subcommand's parser only: the main one reads a prompt's words itself, and a parser
-        that passes flags on (`parse_known_args`) is not judged here."""
-        if self.prog != "loopwright":
-            words = list(sys.argv[1:] if args is None else args)
-            known = set(_flags(self))
-            for word in words[: words.index("--") if "--" in words else len(words)]:
-                if word.startswith("--") and len(word) > 2 and word.split("=", 1)[0] not in known:
-                    self.error(f"unrecognized arguments: {word}")
-        return super().parse_args(args, namespace)
 
     def _did_you_mean(self, words: list[str]) -> str:
         from ..policy.names import nearest

@@ -13,11 +13,14 @@ def run(name: str, args: list[str]) -> int:
         from .parsing import Parser
 
         parser = Parser(prog="loopwright demo", description="Run a scripted agent on a generated project, offline.")
-        parser.add_argument("which", nargs="?", choices=["goal", "routine"], default="goal",
+        # `which` is checked after parsing, so an unknown flag (`--di x`) is named before its value is
+        parser.add_argument("which", nargs="?", default="goal", metavar="{goal,routine}",
                             help="goal (the default): a verified goal loop; routine: the bug-report routine")
         parser.add_argument("--dir", type=Path, default=None, help="Create the sample project here (kept; the routine demo "
                             "puts it in DIR/project, beside its own home and temporary folder).")
         opts = parser.parse_args(args)
+        if opts.which not in ("goal", "routine"):
+            parser.error(f"argument which: invalid choice: {opts.which!r} (choose from 'goal', 'routine')")
         if opts.which == "routine":
             from .demoroutine import run as run_routine_demo
 

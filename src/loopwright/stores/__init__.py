@@ -64,6 +64,7 @@ class LocalStores:
         self.url = url or "sqlite:"
         self.root = home(env)
         self.db_path = db if db is not None else self.root / "schedules.db"
+        self.own_folder = db is None  # a file the URL names sits in the user's folder: left as it is
         self.cwd = Path(cwd)
         self._sessions: Any = None
 
@@ -78,9 +79,9 @@ class LocalStores:
     def schedules(self) -> Any:
         from .schedules import SqliteScheduleStore
 
-        return SqliteScheduleStore(self.db_path)
+        return SqliteScheduleStore(self.db_path, own_folder=self.own_folder)
 
     def ledger(self) -> Any:
         from .ledger import SqliteLedger
 
-        return SqliteLedger(self.db_path)
+        return SqliteLedger(self.db_path, own_folder=self.own_folder)

@@ -50,9 +50,9 @@ class FireCost:
 
 
 class SqliteLedger:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, own_folder: bool = True) -> None:
         self.path = Path(path)
-        self.db = connect(self.path)
+        self.db = connect(self.path, own_folder=own_folder)
         self.db.executescript(_SCHEMA)
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(routine_items)")}
         if "fields" not in columns:  # a ledger made before items could be POSTed

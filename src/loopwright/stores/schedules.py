@@ -31,9 +31,13 @@ _SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_run
 _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, cost_usd, note"
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """The store's database, private to its owner, shared safely by processes (WAL, busy timeout)."""
-    tighten_home(path.parent)  # the home, for the default store: an old one left open is closed
+def connect(path: Path, *, own_folder: bool = True) -> sqlite3.Connection:
+    """The store's database, private to its owner, shared safely by processes (WAL, busy timeout).
+    `own_folder`: the file's folder is loopwright's (the home), and one an older version left open
+    is closed; a file named by `--store sqlite:///PATH` is not, since its folder is the user's and
+    may be /tmp: that folder and what else is in it stay as they are (the file itself is private)."""
+    if own_folder:
+        tighten_home(path.parent)
     make_private_dirs(path.parent)
     private_file(path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
     db = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
@@ -43,9 +47,9 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 class SqliteScheduleStore:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, own_folder: bool = True) -> None:
         self.path = Path(path)
-        self.db = connect(self.path)
+        self.db = connect(self.path, own_folder=own_folder)
         self.db.executescript(_SCHEMA)
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedules)")}
         if "cron" not in columns:  # a store made before schedules could take cron expressions
