@@ -455,7 +455,9 @@ def test_rewind_puts_the_files_back_to_before_a_prompt(term, tmp_path):
     see(child, "second done")
     see(child, PROMPT)
     assert (tmp_path / "notes.txt").read_text() == "two\n"
-    say(child, "/rewind")
+    child.send(ESC)
+    time.sleep(0.6)  # past prompt_toolkit's wait for a key after Esc: two presses, not one sequence
+    child.send(ESC)  # Esc twice on an empty prompt: the checkpoints, as /rewind lists them
     see(child, r"2  1 file\(s\) notes.txt")
     see(child, PROMPT)
     say(child, "/rewind 2")

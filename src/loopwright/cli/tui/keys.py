@@ -7,6 +7,7 @@ line at the bottom."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,6 +18,8 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from .commands import NAMES
+
+ESC_TWICE = 2.0  # seconds between two Esc presses that open the checkpoints (a listing only: nothing changes)
 
 MAX_ENTRIES = 200  # a folder's names offered for one `@` completion
 DESCRIBED = 50  # characters of a command's description beside its name
@@ -101,6 +104,20 @@ def prompt_session(room: Any, front: Any) -> PromptSession[Any]:
     @keys.add("c-j")
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
+
+    escaped = [0.0]  # when Esc was last pressed on an empty prompt
+
+    @keys.add("escape")
+    def _rewind(event: Any) -> None:  # Esc twice on an empty prompt: the checkpoints (`/rewind`)
+        if event.current_buffer.text:
+            escaped[0] = 0.0
+            return
+        now = time.monotonic()
+        if now - escaped[0] < ESC_TWICE:
+            escaped[0] = 0.0
+            event.app.exit(result="/rewind")
+        else:
+            escaped[0] = now
 
     @keys.add("s-tab")
     def _mode(event: Any) -> None:
