@@ -333,3 +333,32 @@ def test_the_store_url_is_kept_from_the_tools(pg_db, tmp_path):
         sent = json.dumps(sim.message_requests[-1].body["messages"])
     assert out.returncode == 0, out.stderr
     assert "store=[]" in sent and "pw-in-url" not in sent
+
+
+def test_serve_lists_and_shows_the_sessions_of_a_postgresql_store_and_follows_new_ones(pg_db, tmp_path):
+    from starlette.testclient import TestClient
+
+    from loopwright.web.app import Config, build
+
+    a, _ = folders(tmp_path)
+    env = env_for(tmp_path, pg_db)
+    with Simulator(FIRST) as sim:
+        out = cli(["-p", "start here", "--output-format", "json", "--allowedTools", "Bash"], env, a, sim)
+    assert out.returncode == 0, out.stderr
+    first = json.loads(out.stdout)["session_id"]
+    app = build(Config(tmp_path / "home", str(a), "sekrit", local=False, port=80, store=pg_db))
+    headers = {"X-Loopwright-Token": "sekrit"}
+    with TestClient(app, base_url="http://box.example") as client:
+        listed = client.get("/", headers=headers)
+        assert listed.status_code == 200 and first in listed.text and "start here" in listed.text
+        page = client.get(f"/s/{first}", headers=headers)
+        assert page.status_code == 200 and "echo one &gt;&gt; marks.txt" in page.text and "first done" in page.text
+        with Simulator([{"text": "later done"}]) as sim:  # a session written while the view runs
+            out = cli(["-p", "a later one", "--output-format", "json"], env, a, sim)
+        later = json.loads(out.stdout)["session_id"]
+        deadline = time.monotonic() + 30
+        while later not in client.get("/", headers=headers).text and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert later in client.get("/", headers=headers).text
+        assert "later done" in client.get(f"/s/{later}", headers=headers).text
+    assert not (tmp_path / "home" / "projects").exists()  # nothing was read from (or written as) home files

@@ -47,7 +47,10 @@ class Config:
 
 
 def build(config: Config, index: SessionIndex | None = None) -> Starlette:
-    index = index or SessionIndex(config.root, config.cwd)
+    if index is None:
+        from .mirrored import session_index
+
+        index = session_index(config, _stores(config) if config.store else None)
     def sessions(request: Request) -> Response:  # plain functions run in the thread pool
         return HTMLResponse(sessions_page(index, dict(request.query_params)))
 
