@@ -8,6 +8,7 @@ file outside the worktrees) and no model call of a finished attempt made again."
 import json
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -51,8 +52,9 @@ def attempt_rules(k, markers, word, answer_delay):
         {"match": {"last_user_contains": f"[A{k}:S1]"}, "responses": [{"text": f"done A{k}", "delay": answer_delay,
                                                                       "repeat": -1}]},
         {"match": {"last_user_contains": f"approach {k}"}, "responses": [
-            {"tool_use": {"name": "Bash", "input": {"command": f"echo x >> {markers}/A{k}; echo {word} > answer.txt; "
-                                                               f"echo '[A{k}:S1]'"}}, "delay": 0.2, "repeat": -1}]},
+            {"tool_use": {"name": "Bash", "input": {"command": (f"echo x >> {markers}/A{k}; " if markers else "")
+                                                    + f"echo {word} > answer.txt; echo '[A{k}:S1]'"}},
+             "delay": 0.2, "repeat": -1}]},
     ]
 
 
@@ -157,3 +159,36 @@ def test_a_worker_killed_mid_attempts_is_replaced_and_nothing_runs_twice(repo, a
     check_landed(store, workflow_id, repo, tmp_path)
     assert not sim.unmatched
     assert "is gone; " in (tmp_path / "worker.log").read_text()
+
+
+def test_a_routine_of_attempts_fired_onto_a_queue_runs_as_one_workflow(repo, aenv, tmp_path):
+    env, store = aenv, f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (repo / ".loopwright" / "routines").mkdir(parents=True)
+    (repo / ".loopwright" / "routines" / "tries.yaml").write_text(
+        'source: {command: cat items.jsonl}\ngoal: "answer.txt says good for {id}."\n'
+        'check: "grep -q good answer.txt"\nattempts: 2\nattempt_instructions: ways.txt\n'
+        "allowed_tools: [Bash]\nsandbox: false\n")
+    (repo / "items.jsonl").write_text('{"id": "one"}\n')
+    (repo / "ways.txt").write_text("approach 1\napproach 2\n")
+    evaluator = {"match": {"system_contains": "You decide whether an agent has met its goal"},
+                 "responses": [{"text": json.dumps({"ok": True, "reason": "it says good"}), "repeat": -1}]}
+    rules = [{"match": JUDGE, "responses": [VERDICT]}, evaluator]
+    rules += attempt_rules(1, None, "good", 0.2) + attempt_rules(2, None, "good", 0.2)
+    with Simulator({"rules": rules}) as sim, open(tmp_path / "worker.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        worker = start_worker(store, env, repo, log)
+        try:
+            fire = subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "tries", "--once", "--queue",
+                                   "loopwright", "--store", store], env=env, cwd=repo, capture_output=True, text=True,
+                                  timeout=180)
+        finally:
+            stop(worker)
+    assert "routine tries: 1 found, 1 taken, 1 done, 0 failed" in fire.stdout, fire.stderr
+    ledger = json.loads(cli(["routine", "items", "tries", "--json", "--store", store], env, repo))
+    assert [(i["status"], i["tries"]) for i in ledger] == [("done", 1)]
+    parent = f"item-{ledger[0]['session_id']}"
+    status, result = outcome(store, parent)
+    assert status == "SUCCESS" and result["attempts"]["applied"] and result["attempts"]["winner"] in (1, 2)
+    assert {status_of(store, f"{parent}-a{k}") for k in (1, 2)} == {"SUCCESS"}
+    assert (repo / "answer.txt").read_text() == "good\n"
+    assert not sim.unmatched

@@ -49,7 +49,7 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
     from ..cli.options import parse_options
 
     opts = parse_options(["-p", *job["args"]])
-    n, prompt = job["attempts"], opts.prompt or ""
+    n, prompt = job["attempts"], opts.prompt or opts.goal or ""
     plan = await _prepare(job["cwd"], workflow_id, n, list(opts.protect or []), opts.attempt_instructions)
     budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else None
     has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
@@ -162,7 +162,7 @@ async def _decide(job: dict[str, Any], opts: Any, plan: dict[str, Any], results:
                                 _checks_text(v), row["summary"]) for row, v in eligible]
         model, name = _judge_model(job, opts)
         try:  # the order shown is seeded by the run, so a replay reads the recorded answer the same way
-            ruling = await judge(model, name, opts.prompt or "", candidates, random.Random(workflow_id))
+            ruling = await judge(model, name, opts.prompt or opts.goal or "", candidates, random.Random(workflow_id))
         finally:
             await model.aclose()
     winner, why = None, ""
