@@ -61,11 +61,10 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
         with SetWorkflowID(f"{workflow_id}-a{a['number']}"):
             handles.append(await DBOS.start_workflow_async(jobs.goal_loop, child))
     results = await asyncio.gather(*(_result(h) for h in handles))
-    try:
-        return await _decide(job, opts, plan, list(results), workflow_id)
-    finally:
-        if not opts.keep_worktrees:
-            _clean(plan)
+    result = await _decide(job, opts, plan, list(results), workflow_id)
+    if not opts.keep_worktrees:  # only at the end: a run handed back or cut short needs them again
+        _clean(plan)
+    return result
 
 
 async def _result(handle: Any) -> dict[str, Any]:
