@@ -134,31 +134,60 @@ def test_attempts_enqueued_are_run_by_a_worker_and_the_winner_lands(repo, aenv, 
     assert not sim.unmatched, (tmp_path / "worker.log").read_text()
 
 
-def test_a_worker_killed_mid_attempts_is_replaced_and_nothing_runs_twice(repo, aenv, tmp_path):
+@pytest.mark.parametrize("kind", ["sqlite-restart", "pg-survivor"])
+def test_a_worker_killed_mid_attempts_is_replaced_and_nothing_runs_twice(kind, repo, aenv, tmp_path, request):
+    """Attempt 1 has finished and attempt 2 waits for its answer when the worker running them dies;
+    a restarted worker (SQLite) or the surviving one (PostgreSQL) replays attempt 1 from its
+    record, carries attempt 2 on, then judges and lands once."""
     env = aenv
-    """Attempt 1 has finished and attempt 2 waits for its answer when the worker dies; the next
-    worker replays attempt 1 from its record, carries attempt 2 on, then judges and lands once."""
-    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}" if kind == "sqlite-restart" else request.getfixturevalue("pg_db")
     with Simulator(script(tmp_path / "markers", delays=(0.2, 4.0))) as sim, \
             open(tmp_path / "worker.log", "w") as log:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
         workflow_id = enqueue_attempts(store, env, repo, tmp_path)
-        first = start_worker(store, env, repo, log)
-        wait_for(lambda: status_of(store, f"{workflow_id}-a1") == "SUCCESS" and "A2" in markers(tmp_path), 60,
-                 "attempt 1 to finish while attempt 2 waits")
-        first.send_signal(signal.SIGKILL)
-        assert gone(first.pid, 10)
-        again = start_worker(store, env, repo, log)
+        names = ["w0"] if kind == "sqlite-restart" else ["w0", "w1"]
+        workers = {name: start_worker(store, env, repo, log, "--id", name) for name in names}
         try:
-            wait_for(lambda: status_of(store, workflow_id) == "SUCCESS", 120, "the attempts after the restart")
+            wait_for(lambda: status_of(store, f"{workflow_id}-a1") == "SUCCESS" and "A2" in markers(tmp_path), 60,
+                     "attempt 1 to finish while attempt 2 waits")
+            victim = running(store, workflow_id)
+            workers[victim].send_signal(signal.SIGKILL)
+            assert gone(workers[victim].pid, 10)
+            if kind == "sqlite-restart":
+                workers["w2"] = start_worker(store, env, repo, log, "--id", "w2")
+            wait_for(lambda: status_of(store, workflow_id) == "SUCCESS", 120, "the attempts after the kill")
         finally:
-            stop(again)
+            for proc in workers.values():
+                if proc.poll() is None:
+                    stop(proc)
         assert len(first_turns(sim, 1)) == 1 and len(first_turns(sim, 2)) == 1  # no attempt began again
         answers_of_1 = [r for r in sim.message_requests if "[A1:S1]" in json.dumps(r.body.get("messages", [])[-1:])]
         assert len(answers_of_1) == 1  # the finished attempt replayed from its record
     check_landed(store, workflow_id, repo, tmp_path)
+    assert finisher(store, workflow_id) != victim
     assert not sim.unmatched
-    assert "is gone; " in (tmp_path / "worker.log").read_text()
+    assert f"{victim} is gone; " in (tmp_path / "worker.log").read_text()
+
+
+def running(store, workflow_id):
+    """The worker running the parent workflow now."""
+    from loopwright.distributed.registry import Registry
+
+    reg = Registry(store)
+    try:
+        return next(e.executor_id for e in reg.executions(running_only=True) if e.workflow_id == workflow_id)
+    finally:
+        reg.close()
+
+
+def finisher(store, workflow_id):
+    from loopwright.distributed.registry import Registry
+
+    reg = Registry(store)
+    try:
+        return next(e.executor_id for e in reg.executions() if e.workflow_id == workflow_id and e.status == "done")
+    finally:
+        reg.close()
 
 
 def test_a_routine_of_attempts_fired_onto_a_queue_runs_as_one_workflow(repo, aenv, tmp_path):
