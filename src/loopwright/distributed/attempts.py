@@ -150,6 +150,7 @@ def _applies_reversed(repo: str, patch: str) -> bool:
 async def _decide(job: dict[str, Any], opts: Any, plan: dict[str, Any], results: list[dict[str, Any]],
                   workflow_id: str) -> dict[str, Any]:
     from ..workflows.judge import Candidate, describe_order, judge
+    from .durable import DurableModel
 
     reviews = await _review(plan, list(opts.check or []), list(opts.protect or []))
     aborted = any(r.get("terminal_reason") == "aborted" for r in results)
@@ -159,11 +160,12 @@ async def _decide(job: dict[str, Any], opts: Any, plan: dict[str, Any], results:
     if eligible:
         candidates = [Candidate(row["attempt"], worktrees.diff(Path(plan["repo"]), plan["base"], v["head"]),
                                 _checks_text(v), row["summary"]) for row, v in eligible]
-        model, name = _judge_model(job, opts)
+        agent, name = _judge_agent(job, opts)
         try:  # the order shown is seeded by the run, so a replay reads the recorded answer the same way
-            ruling = await judge(model, name, opts.prompt or opts.goal or "", candidates, random.Random(workflow_id))
+            ruling = await judge(DurableModel(agent._client()), name, opts.prompt or opts.goal or "", candidates,
+                                 random.Random(workflow_id))
         finally:
-            await model.aclose()
+            await agent.aclose()
     winner, why = None, ""
     if ruling is not None and ruling.winner is not None:
         head = reviews[ruling.winner - 1]["head"]
@@ -208,13 +210,13 @@ def _checks_text(v: dict[str, Any]) -> str:
     return "\n".join(f"$ {c['command']}\nexit {c['exit_code']}\n{c['output_tail']}" for c in v["checks"])
 
 
-def _judge_model(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
-    """The judge's model client, built as `loopwright -p` would build the run's, behind recorded steps."""
+def _judge_agent(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
+    """An agent built as `loopwright -p` would build the run's, for its model client, and the
+    judge's model name."""
     import os
 
     from ..cli.attempts import _model
     from ..cli.core import build_agent, load_cli_settings
-    from .durable import DurableModel
 
     here = os.getcwd()
     os.chdir(job["cwd"])
@@ -222,7 +224,7 @@ def _judge_model(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
         agent = build_agent(opts, load_cli_settings(opts, announce=False))
     finally:
         os.chdir(here)
-    return DurableModel(agent._client()), agent.model if opts.judge_model is None else _model(opts.judge_model)
+    return agent, agent.model if opts.judge_model is None else _model(opts.judge_model)
 
 
 def _combined(results: list[dict[str, Any]], winner: int | None, why: str, summary: dict[str, Any],
