@@ -139,7 +139,8 @@ def run_workers(args: list[str]) -> int:
               f"beat {max(0.0, now - w.beat):.0f}s ago  running {len(mine)}/{w.concurrency}")
         if w.state in ("alive", "draining"):
             for e in mine:
-                print(f"  {e.workflow_id}  session {e.session_id}  {visible(e.label)}  "
+                session = f"session {e.session_id}  " if e.session_id else ""  # a run of attempts: none
+                print(f"  {e.workflow_id}  {session}{visible(e.label)}  "
                       f"for {max(0.0, now - e.started):.0f}s")
     return 0
 

@@ -35,7 +35,7 @@ def attempt_flags(job: dict[str, Any]) -> dict[str, Any]:
 async def attempts_loop(job: dict[str, Any]) -> dict[str, Any]:
     worker = jobs._worker[0]
     workflow_id = DBOS.workflow_id or ""
-    started = await worker.started(workflow_id, job["label"], f"{job['attempts']} attempts")
+    started = await worker.started(workflow_id, f"{job['label']} ({job['attempts']} attempts)", "")
     status = "crashed"
     try:
         result = await _run(job, workflow_id)
