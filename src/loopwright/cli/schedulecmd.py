@@ -63,6 +63,8 @@ def run_schedule(args: list[str]) -> int:
     add.add_argument("--id", help="A name for it (default: 8 random hex digits).")
     add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
     add.add_argument("--max-runs", type=int, help="Finish after this many runs.")
+    add.add_argument("--queue", metavar="NAME", help="Each fire goes to this workers' queue as a durable loop "
+                     "(needs --store postgresql://… or sqlite:///PATH; see `loopwright worker`).")
     add.add_argument("--grace", default="5m", help="How late a fire may still run (default 5m); later "
                      "ones (the scheduler was down) are skipped.")
     listing = sub.add_parser("list", help="The schedules.")
@@ -122,8 +124,14 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     else:
         every_s = _every(opts.every)
         first = next_fire(every_s, now)
+    options: dict[str, Any] = {"args": extra}
+    if opts.queue is not None:
+        from .schedulequeue import check_queued
+
+        check_queued(opts.queue, fire_args(prompt, extra)[1:])
+        options["queue"] = opts.queue
     schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), prompt, every_s, now, now if opts.now else first,
-                        max_runs=opts.max_runs, grace_s=int(grace), options={"args": extra}, cron=cron)
+                        max_runs=opts.max_runs, grace_s=int(grace), options=options, cron=cron)
     try:
         store.add(schedule)
     except ValueError as exc:
@@ -180,11 +188,13 @@ def _print_schedules(schedules: list[Any], as_json: bool) -> None:
         print(json.dumps([{"id": s.id, "cwd": s.cwd, "prompt": s.prompt, "every_seconds": s.every_s or None,
                            "cron": _cron_of(s), "next_at": s.next_at, "paused": s.paused,
                            "runs": s.runs, "max_runs": s.max_runs, "grace_seconds": s.grace_s,
-                           "args": list(s.options.get("args", []))} for s in schedules]))
+                           "args": list(s.options.get("args", [])), "queue": s.options.get("queue")}
+                          for s in schedules]))
         return
     for s in schedules:
         state = "paused" if s.paused else "finished" if s.next_at is None else f"next {_when(s.next_at)}"
-        print(visible(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {s.cwd}  {s.prompt[:60]}"))
+        queue = f"queue {s.options['queue']}  " if s.options.get("queue") else ""
+        print(visible(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {queue}{s.cwd}  {s.prompt[:60]}"))
 
 
 def _print_runs(runs: list[Any], as_json: bool) -> None:
@@ -288,6 +298,10 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
+    if schedule.options.get("queue"):  # a durable loop on a workers' queue, waited for
+        from .schedulequeue import run_queued_fire
+
+        return await run_queued_fire(schedule, register)
     from ..sandbox.unattended import unattended_args
 
     # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)

@@ -80,21 +80,40 @@ def run_enqueue(args: list[str]) -> int:
     if run.session_id or run.continue_session or run.fork_session:
         raise UsageError("enqueue: --session-id, --continue and --fork-session are not for queued loops; "
                          "a new loop gets its own session id, --resume ID continues one")
-    if run.attempts is not None or run.input_format == "stream-json" or (run.prompt or "").lstrip().startswith("/loop"):
-        raise UsageError("enqueue: --attempts, /loop and --input-format stream-json do not run on workers yet; "
-                         "expected a prompt or a goal loop (--goal, --check, limits, --resume)")
+    if run.input_format == "stream-json" or (run.prompt or "").lstrip().startswith("/loop"):
+        raise UsageError("enqueue: /loop and --input-format stream-json do not run on workers yet; "
+                         "expected a prompt or a goal loop (--goal, --check, limits, --resume, --attempts N)")
     if not (run.prompt or run.goal or run.goal_file):
         raise UsageError("enqueue: no prompt: give one (loopwright enqueue \"…\") or a --goal")
-    goal_from_options(run, run.prompt, resuming=run.resuming)
+    if run.attempts is not None:  # without a goal, --check and --protect are for the judge
+        _check_attempts(run)
+    if run.attempts is None or run.goal or run.goal_file or (run.prompt or "").lstrip().startswith("/goal"):
+        goal_from_options(run, run.prompt, resuming=run.resuming)
     from ..distributed.client import enqueue
     from ..distributed.jobs import new_job
 
     session_id = uuid4()
     label = opts.label or (run.prompt or run.goal or run.goal_file or "")[:60]
     job = new_job(rest, os.getcwd(), session_id, run.resume, label)
+    if run.attempts is not None:  # one parent workflow; each attempt gets a session of its own
+        job["attempts"] = run.attempts
+        workflow_id = enqueue(store, opts.queue, job, f"attempts-{session_id}")
+        print(f"{workflow_id} attempts {run.attempts}")
+        return 0
     workflow_id = enqueue(store, opts.queue, job, f"loop-{session_id}")
     print(f"{workflow_id} session {run.resume or session_id}")
     return 0
+
+
+def _check_attempts(run: object) -> None:
+    """--attempts on a queue: the same limits as `loopwright -p --attempts`, from a git repository."""
+    from pathlib import Path
+
+    from ..workflows import worktrees
+    from .attempts import check_attempts
+
+    check_attempts(run)  # type: ignore[arg-type]
+    worktrees.repo_root(Path.cwd())
 
 
 def run_workers(args: list[str]) -> int:
@@ -120,7 +139,8 @@ def run_workers(args: list[str]) -> int:
               f"beat {max(0.0, now - w.beat):.0f}s ago  running {len(mine)}/{w.concurrency}")
         if w.state in ("alive", "draining"):
             for e in mine:
-                print(f"  {e.workflow_id}  session {e.session_id}  {visible(e.label)}  "
+                session = f"session {e.session_id}  " if e.session_id else ""  # a run of attempts: none
+                print(f"  {e.workflow_id}  {session}{visible(e.label)}  "
                       f"for {max(0.0, now - e.started):.0f}s")
     return 0
 

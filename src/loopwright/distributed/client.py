@@ -9,6 +9,7 @@ from .registry import Registry, engine_url
 from .worker import APP_NAME, APP_VERSION
 
 WORKFLOW_NAME = "loopwright.goal_loop"  # jobs.WORKFLOW_NAME, without importing the workflow code
+ATTEMPTS_NAME = "loopwright.attempts"  # attempts.ATTEMPTS_NAME: a job with "attempts" runs as one
 
 
 def ensure_schema(store: str) -> None:
@@ -32,20 +33,22 @@ def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> st
     Registry(store).close()
     client = DBOSClient(system_database_url=store, application_name=APP_NAME)
     try:
-        handle = client.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": queue, "workflow_id": workflow_id,
+        name = ATTEMPTS_NAME if job.get("attempts") else WORKFLOW_NAME
+        handle = client.enqueue({"workflow_name": name, "queue_name": queue, "workflow_id": workflow_id,
                                  "app_version": APP_VERSION}, job)
         return str(handle.get_workflow_id())
     finally:
         client.destroy()
 
 
-def statuses(store: str, workflow_ids: list[str] | None = None) -> dict[str, str]:
-    """DBOS's status of each goal loop (ENQUEUED, PENDING, SUCCESS, ERROR, …) by workflow id."""
+def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None = WORKFLOW_NAME) -> dict[str, str]:
+    """DBOS's status of each goal loop (ENQUEUED, PENDING, SUCCESS, ERROR, …) by workflow id;
+    `name`: the workflows of that name (None: every workflow)."""
     from dbos import DBOSClient
 
     client = DBOSClient(system_database_url=store, application_name=APP_NAME)
     try:
-        found = client.list_workflows(workflow_ids=workflow_ids, name=WORKFLOW_NAME)
+        found = client.list_workflows(workflow_ids=workflow_ids, name=name)
         return {w.workflow_id: w.status for w in found}
     finally:
         client.destroy()

@@ -67,7 +67,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     from .durable import DurableModel, durable_tools
 
     store, cwd, sid = _worker[0].config.store, job["cwd"], job["resume"] or job["session_id"]
-    opts = parse_options(_session_flags(job, store))
+    opts = _as_attempt(job, parse_options(_session_flags(job, store)))
     at = await _transcript_mark(store, cwd, sid)
     _with_stores(store, cwd, lambda stores: transcripts.cut_back(stores, sid, at))
     here = os.getcwd()
@@ -87,7 +87,9 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         saved = saved_goal(attachments(session.records)) if session.records else None  # a resumed goal
         _arm_goal(agent, spec, saved, opts)
         emit = make_emitter("json", False, agent.session_id, False, init_fields(settings, agent))
-        result = await agent.run(prompt or "", on_event=emit)
+        approach = (job.get("attempt") or {}).get("approach")
+        text = f"{prompt}\n\nApproach for this attempt: {approach}" if approach else prompt or ""
+        result = await agent.run(text, on_event=emit)
         await agent.end_session("other", on_event=emit)
     finally:
         await agent.aclose()
@@ -95,6 +97,21 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {agent.session_id})",
           file=sys.stderr, flush=True)
     return dict(result.to_json())
+
+
+def _as_attempt(job: dict[str, Any], opts: Any) -> Any:
+    """An attempt of a parallel run (distributed/attempts.py): the run's flags in a session of its
+    own, its share of the budget, and no checks or protected files unless the run has a goal."""
+    attempt = job.get("attempt")
+    if attempt is None:
+        return opts
+    import dataclasses
+
+    opts = dataclasses.replace(opts, session_id=job["session_id"], resume=None, attempts=None,
+                               attempt_instructions=None, judge_model=None, keep_worktrees=False,
+                               max_budget_usd=attempt["budget"] if attempt["budget"] is not None
+                               else opts.max_budget_usd)
+    return opts if attempt["goal"] else dataclasses.replace(opts, check=(), protect=())
 
 
 def _session_flags(job: dict[str, Any], store: str) -> list[str]:

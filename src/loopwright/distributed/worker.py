@@ -86,6 +86,7 @@ def run_worker(config: WorkerConfig) -> int:
     from dbos import DBOS
 
     from .durable import use_registry
+    from . import attempts  # noqa: F401  (the attempts' workflow and steps, registered)
     from .jobs import use_worker  # and with it the workflow and its steps are registered
 
     try:

@@ -44,7 +44,7 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                 queue: tuple[str, str] | None = None) -> Any:
     """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
     Ctrl-C reach every running item (it answers the function that unregisters). `queue`: (store
-    URL, queue name) to send items to workers (an item of attempts still runs here)."""
+    URL, queue name) to send items to workers (an item of attempts goes as one workflow of attempts)."""
     from ...proactive.fire import ItemResult
 
     async def run_item(run: Any) -> Any:
@@ -60,11 +60,13 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                             else goal_from_options(opts, None, resuming=mode == "reopen"))
             if run.routine.skill and mode != "carry":
                 prompt = f"/{run.routine.skill} {run.text}"
-            if run.routine.attempts > 1:
+            if run.routine.attempts > 1 and queue is None:
                 return await _attempted(opts, prompt or run.text, settings, register)
             if queue is not None:
                 args = item_args(run.routine, run.session_id, mode, run.budget_usd, run.text)[1:]
                 said = CARRY_ON if mode == "carry" else None if run.routine.goal else prompt or run.text
+                if run.routine.attempts > 1:  # one parent workflow of attempts, found again by a later fire
+                    said = None if run.routine.goal else prompt or run.text
                 return await _queued(queue, args, said, run, register)  # a goal's directive: from --goal
             agent = build_agent(opts, settings)
             if run.routine.workflow:
@@ -109,6 +111,8 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
     if prompt:
         args = [*args, "--", prompt]
     job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True)
+    if run.routine.attempts > 1:
+        job["attempts"] = run.routine.attempts
     stop = asyncio.Event()
     unregister = register(stop.set)
     try:

@@ -1,0 +1,80 @@
+"""Schedules onto worker queues: `loopwright schedule add … --queue Q --store URL` makes each fire
+put a durable goal loop (or, with `--attempts N` among its flags, a workflow of attempts) on the
+queue instead of starting a local process; the scheduler waits for the worker's outcome and records
+it in the schedule's runs as any fire's. One scheduler can feed workers on many machines."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..core.errors import UsageError
+
+
+def durable_store(flag: str = "--queue") -> str:
+    """The durable store the fires go through: the schedule's own store (--store, passed on to
+    LOOPWRIGHT_STORE), which must be a URL workers can reach."""
+    from ..stores import store_url
+
+    url = store_url(None)
+    if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+        raise UsageError(f"{flag}: fires go to workers through a durable store; expected --store postgresql://… "
+                         f"or sqlite:///PATH, got {url or 'the default store'!r}")
+    return url
+
+
+def check_queued(queue: str, args: list[str]) -> None:
+    """What `schedule add --queue` refuses now rather than at the fire."""
+    from .options import parse_options
+
+    if not queue.strip():
+        raise UsageError("--queue: expected a queue name, got ''")
+    opts = parse_options(["-p", *args])
+    if opts.session_id or opts.continue_session or opts.fork_session or opts.resume:
+        raise UsageError("--queue: each fire is a new loop with its own session; --session-id, --resume, "
+                         "--continue and --fork-session do not go with it")
+    if opts.input_format == "stream-json":
+        raise UsageError("--queue: --input-format stream-json does not run on workers")
+    durable_store()
+    if opts.attempts is not None:
+        from .workercmd import _check_attempts
+
+        _check_attempts(opts)
+
+
+async def run_queued_fire(schedule: Any, register: Any) -> Any:
+    """One fire as a workflow on the schedule's queue, waited for: its outcome, as a fire's."""
+    from ..core.ids import uuid4
+    from ..distributed.client import run_queued
+    from ..distributed.jobs import new_job
+    from ..proactive.scheduler import FireOutcome
+    from ..sandbox.unattended import unattended_args
+    from .options import parse_options
+
+    try:
+        store = durable_store()
+    except UsageError as exc:
+        return FireOutcome("error", note=str(exc))
+    args = [*unattended_args(schedule.options.get("args", [])), "--", schedule.prompt]
+    session_id = uuid4()
+    job = new_job(args, schedule.cwd, session_id, None, f"schedule {schedule.id}")
+    attempts = parse_options(["-p", *args]).attempts
+    if attempts:
+        job["attempts"] = attempts
+    workflow_id = f"{'attempts' if attempts else 'loop'}-{session_id}"
+    stop = asyncio.Event()
+    register(stop.set)
+    try:
+        outcome, value = await run_queued(store, schedule.options["queue"], job, workflow_id, stop)
+    except Exception as exc:  # the store cannot be reached: the fire fails, the scheduler goes on
+        return FireOutcome("error", session_id, note=f"cannot enqueue on {schedule.options['queue']!r}: {exc}")
+    if outcome == "interrupted":
+        return FireOutcome("interrupted", session_id, note=f"the scheduler stopped; workflow {workflow_id} may "
+                           "still run on a worker")
+    if outcome == "error":
+        return FireOutcome("error", session_id, note=f"workflow {workflow_id} failed: {value}")
+    status = ("interrupted" if value.get("terminal_reason") == "aborted" else
+              "error" if value.get("is_error") else "success")
+    note = "; ".join(value.get("errors") or []) if value.get("is_error") else str(value.get("result", ""))
+    return FireOutcome(status, str(value.get("session_id") or session_id), float(value.get("total_cost_usd") or 0.0),
+                       note)
