@@ -86,7 +86,7 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
     the signals; without it the attempts own them."""
     n = opts.attempts or 1
     repo = worktrees.repo_root(Path.cwd())
-    variations = _variations(opts.attempt_instructions)
+    variations = read_variations(opts.attempt_instructions)
     base = worktrees.snapshot(repo)
     run_id = uuid4()
     where = Path.cwd().resolve().relative_to(repo.resolve())
@@ -110,7 +110,7 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
             worktrees.prune(repo)
 
 
-def _variations(path: str | None) -> list[str]:
+def read_variations(path: str | None) -> list[str]:
     if path is None:
         return []
     try:
@@ -253,7 +253,7 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
     if eligible:
         candidates = [Candidate(a.number, worktrees.diff(repo, base, a.head), _checks_text(a),
                                 a.result.result if a.result is not None else "") for a in eligible]
-        ruling = await judge(first._client(), first.model if opts.judge_model is None else _model(opts.judge_model),
+        ruling = await judge(first._client(), first.model if opts.judge_model is None else model_id(opts.judge_model),
                              prompt, candidates, random.Random())
     applied, why = None, ""
     if ruling is not None and ruling.winner is not None:
@@ -305,7 +305,7 @@ def _checks_text(a: Attempt) -> str:
     return "\n".join(f"$ {c.command}\nexit {c.exit_code}\n{c.output_tail[-1500:]}" for c in a.checks)
 
 
-def _model(name: str) -> str:
+def model_id(name: str) -> str:
     from ..policy.models import resolve_model
 
     return resolve_model(name).id

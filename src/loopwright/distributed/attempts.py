@@ -83,13 +83,13 @@ async def _prepare(cwd: str, workflow_id: str, n: int, protect: list[str], instr
 
 
 def _prepared(cwd: str, workflow_id: str, n: int, protect: list[str], instructions: str | None) -> dict[str, Any]:
-    from ..cli.attempts import _variations
+    from ..cli.attempts import read_variations
     from ..core.ids import uuid4
     from ..tools.workspace import LocalWorkspace
 
     repo = worktrees.repo_root(Path(cwd))
     where = Path(cwd).resolve().relative_to(repo.resolve())
-    variations = _variations(str(Path(cwd) / instructions) if instructions else None)
+    variations = read_variations(str(Path(cwd) / instructions) if instructions else None)
     place = worktrees.private_root() / workflow_id  # TMPDIR's: one folder for every worker of the queue
     base = worktrees.snapshot(repo)
     attempts = []
@@ -215,7 +215,7 @@ def _judge_agent(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
     judge's model name."""
     import os
 
-    from ..cli.attempts import _model
+    from ..cli.attempts import model_id
     from ..cli.core import build_agent, load_cli_settings
 
     here = os.getcwd()
@@ -224,7 +224,7 @@ def _judge_agent(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
         agent = build_agent(opts, load_cli_settings(opts, announce=False))
     finally:
         os.chdir(here)
-    return agent, agent.model if opts.judge_model is None else _model(opts.judge_model)
+    return agent, agent.model if opts.judge_model is None else model_id(opts.judge_model)
 
 
 def _combined(results: list[dict[str, Any]], winner: int | None, why: str, summary: dict[str, Any],
