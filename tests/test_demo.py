@@ -4,7 +4,7 @@ triages three reports through real fires, worktrees and ledger, each once."""
 import io
 import subprocess
 
-from loopwright.cli import demo
+from loopwright.cli.commands import demo
 
 
 def test_demo_fixes_the_sample_project(tmp_path):
@@ -28,7 +28,7 @@ def test_sample_project_starts_broken(tmp_path):
 
 
 def test_the_routine_demo_triages_three_reports_once_each(tmp_path):
-    from loopwright.cli import demoroutine
+    from loopwright.cli.commands import demoroutine
     from loopwright.stores.ledger import SqliteLedger
 
     out = io.StringIO()

@@ -27,9 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = subcommand_of(args)
     try:
         if sub is not None:
-            from . import subcommands
+            from . import commands
 
-            return subcommands.run(sub, args[1:])
+            return commands.run(sub, args[1:])
         opts = _parse(args)
         if opts.version:
             print(f"{__version__} (loopwright)")
@@ -121,7 +121,7 @@ def _dispatch(opts: Options) -> int:
 
         return run_loop(opts, prompt)
     if prompt.lstrip().startswith("/"):
-        from .workflowcmd import run_named, slash_workflow
+        from .commands.workflow import run_named, slash_workflow
 
         if (called := slash_workflow(prompt, opts)) is not None:
             return run_named(opts, *called)

@@ -37,7 +37,7 @@ class InConversation:
         from ..workflows.journal import Journal
         from ..workflows.runtime import Run, run_workflow
         from ..workflows.scripts import find, load, loader
-        from .workflowcmd import _journal_path, _result
+        from .commands.workflow import _journal_path, _result
 
         agent, plugins = self.agent, list(self.agent.plugins)
         emit = agent._emitter(on_event)  # the transcript first, then the screen

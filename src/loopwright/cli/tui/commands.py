@@ -257,7 +257,7 @@ async def _schedule(room: Any, args: str) -> None:
     import io
 
     from ...core.errors import LoopwrightError
-    from ..schedulecmd import run_schedule
+    from ..commands.schedule import run_schedule
 
     said = io.StringIO()
     here = os.getcwd()

@@ -90,7 +90,7 @@ class Room:
     async def handle(self, line: str) -> None:
         head = line.split(maxsplit=1)[0]
         if head.startswith("/") and not is_command(line):
-            from ..workflowcmd import slash_workflow
+            from ..commands.workflow import slash_workflow
 
             if (called := slash_workflow(line, plugins=list(self.agent.plugins))) is not None:
                 await self.workflow(*called)
@@ -134,7 +134,7 @@ class Room:
     async def workflow(self, name: str, args: list[str]) -> None:
         """`/NAME args` naming a workflow: it runs here, its progress said as it changes, and only
         the call and its final answer join the conversation."""
-        from ..workflowcmd import status_line
+        from ..commands.workflow import status_line
         from ..workflowturn import InConversation
 
         run, last = InConversation(self.agent, name, args), [()]

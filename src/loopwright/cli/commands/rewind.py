@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..core.errors import UsageError
-from .parsing import Parser
-from .render import visible
+from ...core.errors import UsageError
+from ..parsing import Parser
+from ..render import visible
 
 
 def run_rewind(args: list[str]) -> int:
@@ -26,8 +26,8 @@ def run_rewind(args: list[str]) -> int:
     what.add_argument("--both", dest="what", action="store_const", const="both", help="Files and conversation.")
     p.add_argument("--dry-run", action="store_true", help="Say what would change, change nothing.")
     opts = p.parse_args(args)
-    from ..session.checkpoints import Checkpoints, folder_of
-    from .core import cli_stores
+    from ...session.checkpoints import Checkpoints, folder_of
+    from ..core import cli_stores
 
     stores = cli_stores(None, os.getcwd())
     if not stores.files:
@@ -75,10 +75,10 @@ def _rewind_conversation(transcript: Path, prompt_id: str) -> None:
     Refused while a process holds the session (the log's single-writer lock)."""
     import json
 
-    from ..core.ids import uuid4
-    from ..session.recorder import iso_timestamp
-    from ..session.records import REWOUND, Record, SystemEntry
-    from ..stores.jsonl import JsonlLog
+    from ...core.ids import uuid4
+    from ...session.recorder import iso_timestamp
+    from ...session.records import REWOUND, Record, SystemEntry
+    from ...stores.jsonl import JsonlLog
 
     last: dict = {}
     for line in reversed(transcript.read_text().splitlines()):

@@ -15,9 +15,9 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from ..core.errors import UsageError
-from .parsing import Parser, refuse_subcommand_slip
-from .render import visible
+from ...core.errors import UsageError
+from ..parsing import Parser, refuse_subcommand_slip
+from ..render import visible
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -37,7 +37,7 @@ class _Parser(Parser):
 
 def _stores(flag: str | None) -> Any:
     """The stores of `--store` (else LOOPWRIGHT_STORE), passed on to every fire."""
-    from .core import cli_stores
+    from ..core import cli_stores
 
     return cli_stores(flag, os.getcwd(), pass_on=True)
 
@@ -99,13 +99,13 @@ def run_schedule(args: list[str]) -> int:
 
 
 def _add(store: Any, opts: Any, extra: list[str]) -> str:
-    from ..config import parse_duration, positive
-    from ..core.ids import uuid4
-    from ..core.ports import Schedule
-    from ..policy.cadence import cron_error, cron_next, next_fire
-    from .core import is_loop
-    from .modelcheck import check_flag_models
-    from .options import parse_options
+    from ...config import parse_duration, positive
+    from ...core.ids import uuid4
+    from ...core.ports import Schedule
+    from ...policy.cadence import cron_error, cron_next, next_fire
+    from ..core import is_loop
+    from ..modelcheck import check_flag_models
+    from ..options import parse_options
 
     prompt = _prompt_of(opts)
     if is_loop(prompt):
@@ -159,7 +159,7 @@ def fire_args(prompt: str, extra: list[str]) -> list[str]:
 
 
 def _every(value: str) -> int:
-    from ..policy.cadence import cadence, parse_interval
+    from ...policy.cadence import cadence, parse_interval
 
     try:
         every = parse_interval(value)
@@ -174,7 +174,7 @@ def _every(value: str) -> int:
 
 
 def _cron_of(schedule: Any) -> str:
-    from ..policy.cadence import cadence
+    from ...policy.cadence import cadence
 
     return schedule.cron or cadence(schedule.every_s).cron
 
@@ -218,7 +218,7 @@ def run_scheduler(args: list[str]) -> int:
     p.add_argument("--max-concurrent", type=int, default=4, help="Fires running at once (default 4).")
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
     opts = p.parse_args(args)
-    from ..config import positive
+    from ...config import positive
 
     positive(opts.max_concurrent, "--max-concurrent")
     stores = _stores(opts.store)
@@ -230,16 +230,16 @@ def run_scheduler(args: list[str]) -> int:
 
 
 async def _serve(store: Any, ledger: Any, once: bool, max_concurrent: int) -> int:
-    from ..core.clock import SystemClock
-    from ..core.owners import owner_alive, this_owner
-    from ..proactive.scheduler import Scheduler
-    from ..sandbox.unattended import unattended_note
+    from ...core.clock import SystemClock
+    from ...core.owners import owner_alive, this_owner
+    from ...proactive.scheduler import Scheduler
+    from ...sandbox.unattended import unattended_note
 
     if (note := unattended_note()) is not None:
         print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
     import anyio
 
-    from ..proactive.routinetimer import RoutineTimer
+    from ...proactive.routinetimer import RoutineTimer
 
     scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
                           alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
@@ -294,7 +294,7 @@ def _report(kind: str, run: Any) -> None:
 
 
 async def _run_fire(schedule: Any, register: Any) -> Any:
-    from ..proactive.scheduler import FireOutcome
+    from ...proactive.scheduler import FireOutcome
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
@@ -302,7 +302,7 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
         from .schedulequeue import run_queued_fire
 
         return await run_queued_fire(schedule, register)
-    from ..sandbox.unattended import unattended_args
+    from ...sandbox.unattended import unattended_args
 
     # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)
     argv = [sys.executable, "-m", "loopwright",
@@ -360,7 +360,7 @@ async def _run_routine_fire(entry: Any, register: Any) -> str:
 
 
 def _outcome(code: int | None, out: str, err: str) -> Any:
-    from ..proactive.scheduler import FireOutcome
+    from ...proactive.scheduler import FireOutcome
 
     lines = [line for line in out.splitlines() if line.startswith("{")]
     try:

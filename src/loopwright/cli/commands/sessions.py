@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
-from .parsing import Parser
-from .render import visible
+from ..parsing import Parser
+from ..render import visible
 
 
 def run_sessions(args: list[str]) -> int:
@@ -18,12 +18,12 @@ def run_sessions(args: list[str]) -> int:
     p.add_argument("--limit", type=int, default=50, help="At most this many (default 50; 0: all).")
     p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = p.parse_args(args)
-    from .core import cli_stores
+    from ..core import cli_stores
 
     cwd = os.getcwd()
     stores = cli_stores(opts.store, cwd)
     if stores.files:
-        from ..stores.sessionlist import session_files, summarize
+        from ...stores.sessionlist import session_files, summarize
 
         files = session_files(stores.root, None if opts.all else cwd)
         rows = [summarize(f) for f in (files[:opts.limit] if opts.limit > 0 else files)]
@@ -54,8 +54,8 @@ def run_session(args: list[str]) -> int:
     export.add_argument("--agent", metavar="AGENT_ID", help="A subagent's sidechain transcript instead.")
     export.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = p.parse_args(args)
-    from ..core.errors import UsageError
-    from .core import cli_stores
+    from ...core.errors import UsageError
+    from ..core import cli_stores
 
     stores = cli_stores(opts.store, os.getcwd())
     try:
@@ -70,7 +70,7 @@ def run_session(args: list[str]) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return 0
-    from ..core.home import open_private
+    from ...core.home import open_private
 
     try:
         fd = open_private(opts.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)

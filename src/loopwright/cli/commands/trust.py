@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 
-from ..core.errors import UsageError
-from .parsing import Parser
+from ...core.errors import UsageError
+from ..parsing import Parser
 
 
 def run_trust(args: list[str]) -> int:
-    from ..stores.trust import TrustStore, folder_key
-    from .core import printable
+    from ...stores.trust import TrustStore, folder_key
+    from ..core import printable
 
     p = Parser(prog="loopwright trust", allow_abbrev=False,
                 description="Trust a folder: its project settings (hooks, allow rules, env) apply in interactive "

@@ -6,11 +6,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..core.errors import SessionError, UsageError
-from ..engine.goal import cleared_status, saved_goal
-from .core import attachments, describe
-from .parsing import Parser
-from .render import visible
+from ...core.errors import SessionError, UsageError
+from ...engine.goal import cleared_status, saved_goal
+from ..core import attachments, describe
+from ..parsing import Parser
+from ..render import visible
 
 
 def run(args: list[str]) -> int:
@@ -19,8 +19,8 @@ def run(args: list[str]) -> int:
     parser.add_argument("--session", help="Session id (default: the most recent session of this directory).")
     parser.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = parser.parse_args(args)
-    from ..session import open_session
-    from .core import cli_stores
+    from ...session import open_session
+    from ..core import cli_stores
 
     cwd = Path.cwd().resolve()
     store = cli_stores(opts.store, cwd).sessions

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import UsageError
-from ..parsing import Parser
-from ..render import visible
+from ....core.errors import UsageError
+from ...parsing import Parser
+from ...render import visible
 
 FOLDER = Path(".loopwright") / "routines"
 
@@ -27,7 +27,7 @@ def load_routine(path: Path) -> Any:
     """The routine of one file; `RoutineError` names the file, the key and what was expected."""
     import yaml  # only routines pay for it
 
-    from ...proactive.routine import RoutineError, parse_routine
+    from ....proactive.routine import RoutineError, parse_routine
 
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -39,7 +39,7 @@ def load_routine(path: Path) -> Any:
 
 
 def find_routine(name: str, cwd: Path) -> Any:
-    from ...proactive.routine import RoutineError
+    from ....proactive.routine import RoutineError
 
     path = cwd / FOLDER / f"{name}.yaml"
     if not path.is_file():
@@ -53,7 +53,7 @@ def find_routine(name: str, cwd: Path) -> Any:
 
 def ledger(flag: str | None = None) -> Any:
     """The routine ledger of `--store` (else LOOPWRIGHT_STORE), which the items' runs use too."""
-    from ..core import cli_stores
+    from ...core import cli_stores
 
     return cli_stores(flag, Path.cwd(), pass_on=True).ledger()
 
@@ -62,7 +62,7 @@ def _queue(name: str | None) -> tuple[str, str] | None:
     """(store URL, queue) for items sent to workers: the store of this run, which must be durable."""
     if name is None:
         return None
-    from ...stores import store_url
+    from ....stores import store_url
 
     url = store_url(None)  # --store was passed on to LOOPWRIGHT_STORE
     if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
@@ -77,7 +77,7 @@ def ledger_key(routine: Any) -> str:
 
 
 def run_routine(args: list[str]) -> int:
-    from ...stores.ledger import STATUSES
+    from ....stores.ledger import STATUSES
 
     p = Parser(prog="loopwright routine", description="Routines: items found by a source, an agent run per "
                "item, each done once (.loopwright/routines/NAME.yaml).")
@@ -141,8 +141,8 @@ def run_routine(args: list[str]) -> int:
 
 
 def _add(routine: Any, store: Any, now: bool) -> None:
-    from ...core.ports import RoutineEntry
-    from ...policy.cadence import schedule_step
+    from ....core.ports import RoutineEntry
+    from ....policy.cadence import schedule_step
 
     if not (routine.every_s or routine.cron):
         raise UsageError(f"routine add: {routine.path} has no `every:` or `cron:`, so the scheduler would never "
@@ -166,13 +166,13 @@ def _token(routine: Any, store: Any, new: bool) -> int:
 
 
 def trigger_of(routine: Any) -> str:
-    from ...policy.cadence import cadence
+    from ....policy.cadence import cadence
 
     return routine.cron or (cadence(routine.every_s).cron if routine.every_s else "run by hand")
 
 
 def _list(cwd: Path, as_json: bool, flag: str | None = None) -> int:
-    from ...proactive.routine import RoutineError
+    from ....proactive.routine import RoutineError
 
     rows = []
     store = ledger(flag)
@@ -216,7 +216,7 @@ def _show(routine: Any, store: Any) -> None:
     if r.report:
         lines.append(f"report: {r.report}")
     if r.source_kind == "http":
-        from ...proactive.routine import placeholders
+        from ....proactive.routine import placeholders
 
         example = json.dumps({f: "…" for f in ["id", *placeholders(r.template)]}, ensure_ascii=False)
         lines += [f"token: {store.token(ledger_key(r))}",

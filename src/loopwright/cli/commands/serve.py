@@ -12,8 +12,8 @@ import secrets
 import socket
 import sys
 
-from ..core.errors import UsageError
-from .parsing import Parser
+from ...core.errors import UsageError
+from ..parsing import Parser
 
 
 def run_serve(args: list[str]) -> int:
@@ -30,11 +30,11 @@ def run_serve(args: list[str]) -> int:
     try:
         import uvicorn
 
-        from ..web.app import Config, build
+        from ...web.app import Config, build
     except ImportError as exc:
         raise UsageError(f"loopwright serve needs the `serve` extra (pip install 'loopwright[serve]'): {exc}") from None
-    from ..stores import open_store, store_url
-    from ..stores.jsonl import home
+    from ...stores import open_store, store_url
+    from ...stores.jsonl import home
 
     url = store_url(opts.store)
     open_store(url, os.getcwd())  # a bad URL is said now, not on the first page

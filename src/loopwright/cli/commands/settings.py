@@ -9,11 +9,11 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
-from .parsing import Parser
+from ..parsing import Parser
 
 
 def run_settings(args: list[str]) -> int:
-    from ..settings import load_settings, settings_layers
+    from ...settings import load_settings, settings_layers
 
     p = Parser(prog="loopwright settings", allow_abbrev=False,
                 description="`loopwright settings check`: the settings files of this folder, checked.")
@@ -69,8 +69,8 @@ def _leaves(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def _trust(settings: Any) -> dict[str, Any]:
-    from ..stores.trust import TrustStore
-    from .core import widened
+    from ...stores.trust import TrustStore
+    from ..core import widened
 
     answer = TrustStore.default().answer(os.getcwd())
     state = {True: "trusted", False: "declined", None: "not asked yet"}[answer]
@@ -78,7 +78,7 @@ def _trust(settings: Any) -> dict[str, Any]:
 
 
 def _print(report: dict[str, Any]) -> None:
-    from .core import printable
+    from ..core import printable
 
     def show(text: str) -> str:
         here = os.getcwd().rstrip("/") + "/"

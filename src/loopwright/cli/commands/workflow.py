@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import UsageError
-from ..core.events import (
+from ...core.errors import UsageError
+from ...core.events import (
     AssistantMessage,
     ModelUsage,
     ResultEvent,
@@ -23,11 +23,11 @@ from ..core.events import (
     SystemInit,
     UserMessage,
 )
-from ..core.types import Message, TextBlock, Usage
-from .render import dumps, visible
+from ...core.types import Message, TextBlock, Usage
+from ..render import dumps, visible
 
 if TYPE_CHECKING:
-    from .options import Options
+    from ..options import Options
 
 USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | "
          "loopwright workflow list [--json] [--plugin-dir DIR]")
@@ -48,7 +48,7 @@ def run_workflow_command(args: list[str]) -> int:
         words.append(rest.pop(0))
     if rest[:1] == ["--"]:
         words, rest = words + rest[1:], []
-    from .options import parse_options
+    from ..options import parse_options
 
     opts = parse_options(rest)
     if opts.prompt is not None:
@@ -59,10 +59,10 @@ def run_workflow_command(args: list[str]) -> int:
 
 
 def _list(rest: list[str]) -> int:
-    from ..workflows.scripts import available, describe, folders
-    from .core import load_cli_settings
-    from .extensions import project_plugins
-    from .options import parse_options
+    from ...workflows.scripts import available, describe, folders
+    from ..core import load_cli_settings
+    from ..extensions import project_plugins
+    from ..options import parse_options
 
     as_json = "--json" in rest
     opts = parse_options([a for a in rest if a != "--json"])
@@ -89,7 +89,7 @@ def slash_workflow(prompt: str, opts: Options | None = None,
                    plugins: list[Any] | None = None) -> tuple[str, list[str]] | None:
     """`/NAME args` when a workflow NAME exists (`/PLUGIN:NAME`: one of `plugins`, or of the
     plugins `opts` bring): its name and arguments."""
-    from ..workflows.scripts import RESERVED, find, valid
+    from ...workflows.scripts import RESERVED, find, valid
 
     head = prompt.strip()
     if not head.startswith("/"):
@@ -99,7 +99,7 @@ def slash_workflow(prompt: str, opts: Options | None = None,
     if name in RESERVED or not valid(name):
         return None
     if plugins is None and ":" in name and opts is not None:
-        from .extensions import quiet_plugins
+        from ..extensions import quiet_plugins
 
         plugins = quiet_plugins(opts)
     if find(name, Path.cwd(), Path.home(), plugins or ()) is None:
@@ -112,9 +112,9 @@ def slash_workflow(prompt: str, opts: Options | None = None,
 
 
 def run_named(opts: Options, name: str | None, args: list[str]) -> int:
-    from ..workflows.journal import Journal
-    from ..workflows.scripts import find, load, loader
-    from .core import build_agent, cli_stores, load_cli_settings, open_cli_session
+    from ...workflows.journal import Journal
+    from ...workflows.scripts import find, load, loader
+    from ..core import build_agent, cli_stores, load_cli_settings, open_cli_session
 
     if not (stores := cli_stores(opts.store, Path.cwd())).files:
         raise UsageError(f"a workflow keeps its journal beside a JSONL transcript, not yet in the store "
@@ -135,7 +135,7 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
         plugins = list(agent.plugins)
         script = find(name, Path.cwd(), Path.home(), plugins)
         if script is None:
-            from ..workflows.scripts import available
+            from ...workflows.scripts import available
 
             names = ", ".join(available(Path.cwd(), Path.home(), plugins)) or "none"
             raise UsageError(f"workflow {name!r} not found (workflows: {names}; see `loopwright workflow list`)")
@@ -152,7 +152,7 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
             session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
     finally:
         session.close()
-    from .core import print_result
+    from ..core import print_result
 
     print_result(result, opts.output_format)
     return result.exit_code
@@ -187,8 +187,8 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str])
 
 async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, args: list[str],
                load: Any) -> RunResult:
-    from ..workflows.runtime import Run, run_workflow
-    from .core import foreground, make_emitter
+    from ...workflows.runtime import Run, run_workflow
+    from ..core import foreground, make_emitter
 
     started = time.monotonic()
     emit = make_emitter(opts.output_format, opts.verbose, agent.session_id, opts.include_hook_events)
@@ -223,7 +223,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
 
 
 def _status_printer(opts: Options, session_id: str) -> Any:
-    from ..core.ids import uuid4
+    from ...core.ids import uuid4
 
     last: list[tuple[Any, ...]] = []
 

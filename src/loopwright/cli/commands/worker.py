@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import time
 
-from ..core.errors import UsageError
-from .parsing import Parser
-from .render import visible
+from ...core.errors import UsageError
+from ..parsing import Parser
+from ..render import visible
 
 STORE_HELP = "The durable store: postgresql://… (many workers) or sqlite:///path (one machine); " \
              "default $LOOPWRIGHT_STORE."
@@ -20,7 +20,7 @@ def _store(given: str | None) -> str:
     if not store:
         raise UsageError("--store: a durable store is needed (postgresql://… or sqlite:///path), "
                          "or set LOOPWRIGHT_STORE")
-    from ..distributed.registry import engine_url
+    from ...distributed.registry import engine_url
 
     engine_url(store)
     import importlib.util
@@ -53,7 +53,7 @@ def run_worker_command(args: list[str]) -> int:
     parser.add_argument("--drain", default="30", help="Seconds Ctrl-C waits for running loops before handing "
                         "them back (default 30).")
     opts = parser.parse_args(args)
-    from ..distributed.worker import WorkerConfig, default_executor_id, run_worker
+    from ...distributed.worker import WorkerConfig, default_executor_id, run_worker
 
     config = WorkerConfig(
         store=_store(opts.store), queue=opts.queue, concurrency=int(_positive(opts.concurrency, "--concurrency")),
@@ -72,9 +72,9 @@ def run_enqueue(args: list[str]) -> int:
     parser.add_argument("--label", help="A name for the loop in `loopwright workers` (default: the prompt).")
     opts, rest = parser.parse_known_args(args)
     store = _store(opts.store)
-    from ..core.ids import uuid4
-    from .goals import goal_from_options
-    from .options import parse_options
+    from ...core.ids import uuid4
+    from ..goals import goal_from_options
+    from ..options import parse_options
 
     run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker
     if run.session_id or run.continue_session or run.fork_session:
@@ -89,8 +89,8 @@ def run_enqueue(args: list[str]) -> int:
         _check_attempts(run)
     if run.attempts is None or run.goal or run.goal_file or (run.prompt or "").lstrip().startswith("/goal"):
         goal_from_options(run, run.prompt, resuming=run.resuming)
-    from ..distributed.client import enqueue
-    from ..distributed.jobs import new_job
+    from ...distributed.client import enqueue
+    from ...distributed.jobs import new_job
 
     session_id = uuid4()
     label = opts.label or (run.prompt or run.goal or run.goal_file or "")[:60]
@@ -109,8 +109,8 @@ def _check_attempts(run: object) -> None:
     """--attempts on a queue: the same limits as `loopwright -p --attempts`, from a git repository."""
     from pathlib import Path
 
-    from ..workflows import worktrees
-    from .attempts import check_attempts
+    from ...workflows import worktrees
+    from ..attempts import check_attempts
 
     check_attempts(run)  # type: ignore[arg-type]
     worktrees.repo_root(Path.cwd())
@@ -121,7 +121,7 @@ def run_workers(args: list[str]) -> int:
     parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
     opts = parser.parse_args(args)
-    from ..distributed.registry import Registry
+    from ...distributed.registry import Registry
 
     registry = Registry(_store(opts.store))
     try:

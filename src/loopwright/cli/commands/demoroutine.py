@@ -168,7 +168,7 @@ def _denials(requests: list[Any]) -> list[str]:
 
 
 def run(out: TextIO | None = None, keep: Path | None = None) -> int:
-    from ..testing import Simulator
+    from ...testing import Simulator
 
     out = out or sys.stdout
     root = (keep or Path(tempfile.mkdtemp(prefix="loopwright-demo-routine-"))).resolve()

@@ -97,13 +97,13 @@ def script(project: Path) -> dict[str, Any]:
 def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     import anyio
 
-    from ..app import Agent
-    from ..core.events import ApiRetry, GoalStatus
-    from ..engine.goal import GoalSpec
-    from ..policy.permissions import PermissionRules
-    from ..providers.anthropic import AnthropicModel
-    from ..testing import Simulator
-    from .render import Progress, plural
+    from ...app import Agent
+    from ...core.events import ApiRetry, GoalStatus
+    from ...engine.goal import GoalSpec
+    from ...policy.permissions import PermissionRules
+    from ...providers.anthropic import AnthropicModel
+    from ...testing import Simulator
+    from ..render import Progress, plural
 
     out = out or sys.stdout
     root = keep or Path(tempfile.mkdtemp(prefix="loopwright-demo-"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 def run(name: str, args: list[str]) -> int:
     if name == "demo":
-        from .parsing import Parser
+        from ..parsing import Parser
 
         parser = Parser(prog="loopwright demo", description="Run a scripted agent on a generated project, offline.")
         # `which` is checked after parsing, so an unknown flag (`--di x`) is named before its value is
@@ -29,33 +29,33 @@ def run(name: str, args: list[str]) -> int:
 
         return run_demo(keep=opts.dir)
     if name == "attempts":
-        from .parsing import Parser
+        from ..parsing import Parser
 
         parser = Parser(prog="loopwright attempts", description="Parallel attempts' leftovers.")
         parser.add_argument("action", choices=["clean"], help="clean: remove attempt worktrees an interrupted "
                             "run left (their branches stay)")
         parser.parse_args(args)
-        from .attempts import clean
+        from ..attempts import clean
 
         return clean(Path.cwd())
     if name == "rewind":
-        from .rewindcmd import run_rewind
+        from .rewind import run_rewind
 
         return run_rewind(args)
     if name == "session":
-        from .sessionscmd import run_session
+        from .sessions import run_session
 
         return run_session(args)
     if name == "sessions":
-        from .sessionscmd import run_sessions
+        from .sessions import run_sessions
 
         return run_sessions(args)
     if name == "goal":
-        from .goalcmd import run as run_goal
+        from .goal import run as run_goal
 
         return run_goal(args)
     if name == "schedule":
-        from .schedulecmd import run_schedule
+        from .schedule import run_schedule
 
         return run_schedule(args)
     if name == "routine":
@@ -63,32 +63,32 @@ def run(name: str, args: list[str]) -> int:
 
         return run_routine(args)
     if name == "scheduler":
-        from .schedulecmd import run_scheduler
+        from .schedule import run_scheduler
 
         return run_scheduler(args)
     if name == "serve":
-        from .servecmd import run_serve
+        from .serve import run_serve
 
         return run_serve(args)
     if name == "mcp":
-        from .mcpcmd import run_mcp
+        from .mcp import run_mcp
 
         return run_mcp(args)
     if name == "trust":
-        from .trustcmd import run_trust
+        from .trust import run_trust
 
         return run_trust(args)
     if name == "workflow":
-        from .workflowcmd import run_workflow_command
+        from .workflow import run_workflow_command
 
         return run_workflow_command(args)
     if name in ("worker", "enqueue", "workers"):
-        from . import workercmd
+        from . import worker
 
-        return {"worker": workercmd.run_worker_command, "enqueue": workercmd.run_enqueue,
-                "workers": workercmd.run_workers}[name](args)
+        return {"worker": worker.run_worker_command, "enqueue": worker.run_enqueue,
+                "workers": worker.run_workers}[name](args)
     if name == "settings":
-        from .settingscmd import run_settings
+        from .settings import run_settings
 
         return run_settings(args)
     raise AssertionError(name)

@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
-from .parsing import Parser
+from ...core.errors import UsageError
+from ..parsing import Parser
 
 SCOPES = ("local", "project", "user")
 
@@ -51,7 +51,7 @@ def run_mcp(args: list[str]) -> int:
 
 
 def _file_for(scope: str) -> Path:
-    from ..settings.mcpfiles import user_config_path
+    from ...settings.mcpfiles import user_config_path
 
     return Path.cwd() / ".mcp.json" if scope == "project" else user_config_path(os.environ)
 
@@ -90,7 +90,7 @@ def _save(path: Path, doc: dict[str, Any]) -> None:
 
 
 def _add(opts: argparse.Namespace) -> int:
-    from ..mcp.config import parse_servers
+    from ...mcp.config import parse_servers
 
     entry: dict[str, Any]
     if opts.transport == "stdio":
@@ -155,10 +155,10 @@ def _remove(name: str, scope: str | None) -> int:
 
 
 def _show(name: str | None, as_json: bool) -> int:
-    from ..core.environ import child_env
-    from ..mcp.toolset import McpServers
-    from ..settings.mcpfiles import load_mcp_servers
-    from .core import printable
+    from ...core.environ import child_env
+    from ...mcp.toolset import McpServers
+    from ...settings.mcpfiles import load_mcp_servers
+    from ..core import printable
 
     specs = load_mcp_servers(Path.cwd())
     if name is not None:
@@ -192,7 +192,7 @@ def _show(name: str | None, as_json: bool) -> int:
 
 
 def _described(c: Any) -> dict[str, Any]:
-    from ..mcp.config import tool_name
+    from ...mcp.config import tool_name
 
     spec = c.spec
     target = spec.url if spec.transport != "stdio" else " ".join([spec.command, *spec.args])

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any, Callable
 
-from ...core.errors import UsageError
-from ..core import attachments, build_agent, open_cli_session
-from ..goals import goal_from_options
+from ....core.errors import UsageError
+from ...core import attachments, build_agent, open_cli_session
+from ...goals import goal_from_options
 
 CARRY_ON = ("This run was interrupted (its process stopped). Check what was already done, then carry on with "
             "the task; do not repeat work that is finished.")
@@ -18,7 +18,7 @@ CARRY_ON = ("This run was interrupted (its process stopped). Check what was alre
 def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
     """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
     so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
-    from ...sandbox.unattended import unattended_args
+    from ....sandbox.unattended import unattended_args
 
     args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
     if routine.goal and mode != "carry":
@@ -45,10 +45,10 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
     Ctrl-C reach every running item (it answers the function that unregisters). `queue`: (store
     URL, queue name) to send items to workers (an item of attempts goes as one workflow of attempts)."""
-    from ...proactive.fire import ItemResult
+    from ....proactive.fire import ItemResult
 
     async def run_item(run: Any) -> Any:
-        from ..options import parse_options
+        from ...options import parse_options
 
         mode = _mode(run)
         if mode != "carry" and not run.text:
@@ -104,9 +104,9 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
     id is the item's session's, so a later fire that resumes the item finds the same workflow."""
     import asyncio
 
-    from ...distributed.client import run_queued
-    from ...distributed.jobs import new_job
-    from ...proactive.fire import ItemResult
+    from ....distributed.client import run_queued
+    from ....distributed.jobs import new_job
+    from ....proactive.fire import ItemResult
 
     if prompt:
         args = [*args, "--", prompt]
@@ -132,8 +132,8 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
 
 async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:
     """The item done as N attempts in git worktrees, judged; the winner's changes land here."""
-    from ...proactive.fire import ItemResult
-    from ..attempts import attempts_run, print_table, check_attempts
+    from ....proactive.fire import ItemResult
+    from ...attempts import attempts_run, print_table, check_attempts
 
     check_attempts(opts)
     result = await attempts_run(opts, prompt, settings, register)
@@ -150,8 +150,8 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
     and `wf.routine`; a resumed item replays the steps that had finished."""
     import shlex
 
-    from ...proactive.fire import ItemResult
-    from ..workflowturn import InConversation
+    from ....proactive.fire import ItemResult
+    from ...workflowturn import InConversation
 
     try:
         words = shlex.split(run.text)
@@ -187,7 +187,7 @@ def _mode(run: Any) -> str:
         return "new"
     from pathlib import Path
 
-    from ..core import cli_stores
+    from ...core import cli_stores
 
     store = cli_stores(None, Path.cwd()).sessions
     if not store.exists(run.session_id):
@@ -202,8 +202,8 @@ def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: boo
     if not carry:
         agent.set_goal(spec)
         return
-    from ...engine.goal import resumed_goal, saved_goal
-    from ..goals import resume_goal_flags
+    from ....engine.goal import resumed_goal, saved_goal
+    from ...goals import resume_goal_flags
 
     saved = saved_goal(attachments(session.records)) if session.records else None
     if saved is not None and saved.active:

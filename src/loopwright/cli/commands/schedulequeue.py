@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..core.errors import UsageError
+from ...core.errors import UsageError
 
 
 def durable_store(flag: str = "--queue") -> str:
     """The durable store the fires go through: the schedule's own store (--store, passed on to
     LOOPWRIGHT_STORE), which must be a URL workers can reach."""
-    from ..stores import store_url
+    from ...stores import store_url
 
     url = store_url(None)
     if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
@@ -25,7 +25,7 @@ def durable_store(flag: str = "--queue") -> str:
 
 def check_queued(queue: str, args: list[str]) -> None:
     """What `schedule add --queue` refuses now rather than at the fire."""
-    from .options import parse_options
+    from ..options import parse_options
 
     if not queue.strip():
         raise UsageError("--queue: expected a queue name, got ''")
@@ -37,19 +37,19 @@ def check_queued(queue: str, args: list[str]) -> None:
         raise UsageError("--queue: --input-format stream-json does not run on workers")
     durable_store()
     if opts.attempts is not None:
-        from .workercmd import _check_attempts
+        from .worker import _check_attempts
 
         _check_attempts(opts)
 
 
 async def run_queued_fire(schedule: Any, register: Any) -> Any:
     """One fire as a workflow on the schedule's queue, waited for: its outcome, as a fire's."""
-    from ..core.ids import uuid4
-    from ..distributed.client import run_queued
-    from ..distributed.jobs import new_job
-    from ..proactive.scheduler import FireOutcome
-    from ..sandbox.unattended import unattended_args
-    from .options import parse_options
+    from ...core.ids import uuid4
+    from ...distributed.client import run_queued
+    from ...distributed.jobs import new_job
+    from ...proactive.scheduler import FireOutcome
+    from ...sandbox.unattended import unattended_args
+    from ..options import parse_options
 
     try:
         store = durable_store()

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Callable
 
-from ..render import visible
+from ...render import visible
 
 
 def fire_routine(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool, queue: Any = None) -> int:
@@ -27,7 +27,7 @@ def say(name: str) -> Callable[[str], None]:
 
 
 async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: bool, queue: Any = None) -> int:
-    from ...policy.cadence import schedule_step
+    from ....policy.cadence import schedule_step
 
     interrupts: dict[int, Callable[[], None]] = {}
     stopping = asyncio.Event()
@@ -65,12 +65,12 @@ async def _serve(routine: Any, key: str, store: Any, *, once: bool, dry_run: boo
 async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Callable[[], None]],
                     stopping: Callable[[], bool], *, dry_run: bool = False, queue: Any = None) -> int:
     """One fire; 0, or 1 when the source could not be read."""
-    from ...core.ids import uuid4
-    from ...core.owners import owner_alive, this_owner
-    from ...proactive.fire import FireContext, fire
-    from ...proactive.sources import SourceError, command_items, folder_items, queued_items, run_report
-    from ..core import load_cli_settings
-    from ..options import parse_options
+    from ....core.ids import uuid4
+    from ....core.owners import owner_alive, this_owner
+    from ....proactive.fire import FireContext, fire
+    from ....proactive.sources import SourceError, command_items, folder_items, queued_items, run_report
+    from ...core import load_cli_settings
+    from ...options import parse_options
     from .item import item_runner
 
     line = say(routine.name)
