@@ -116,9 +116,9 @@ def wait_ready(store: str, procs: list[subprocess.Popen], folder: Path, timeout:
         registry.close()
 
 
-def enqueue_all(store: str, n: int, folder: Path, calls: int) -> float:
-    """N goal loops on the queue, as `loopwright enqueue` puts them there, through one client;
-    the wall-clock time of the first enqueue."""
+def enqueue_all(store: str, n: int, folder: Path, calls: int) -> tuple[float, list[str]]:
+    """N goal loops on the queue, as `loopwright enqueue` puts them there, through one client (a
+    folder each, under `folder`); the wall-clock time of the first enqueue, and their workflow ids."""
     from dbos import DBOSClient
 
     from loopwright.distributed.client import WORKFLOW_NAME
@@ -129,7 +129,7 @@ def enqueue_all(store: str, n: int, folder: Path, calls: int) -> float:
     try:
         jobs = []
         for i in range(n):
-            cwd = folder / "loops" / f"L{i}"
+            cwd = folder / f"L{i}"
             cwd.mkdir(parents=True)
             session_id = str(uuid.uuid4())
             jobs.append((new_job(loop_args(calls), str(cwd), session_id, None, f"L{i}"), f"loop-{session_id}"))
@@ -137,12 +137,12 @@ def enqueue_all(store: str, n: int, folder: Path, calls: int) -> float:
         for job, workflow_id in jobs:
             client.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": "loopwright", "workflow_id": workflow_id,
                             "app_version": APP_VERSION}, job)
-        return first
+        return first, [workflow_id for _, workflow_id in jobs]
     finally:
         client.destroy()
 
 
-def wait_done(store: str, n: int, calls: int, procs: list[subprocess.Popen], timeout: float) -> list:
+def wait_done(store: str, ids: list[str], calls: int, procs: list[subprocess.Popen], timeout: float) -> list:
     """Every loop's DBOS status once all have succeeded (a failed loop, or a worker gone, ends the run)."""
     from dbos import DBOSClient
 
@@ -153,26 +153,27 @@ def wait_done(store: str, n: int, calls: int, procs: list[subprocess.Popen], tim
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            found = client.list_workflows(name=WORKFLOW_NAME)
+            found = client.list_workflows(workflow_ids=ids, name=WORKFLOW_NAME)
             bad = [w for w in found if w.status not in ("ENQUEUED", "PENDING", "SUCCESS")]
             if bad:
                 raise SystemExit(f"{len(bad)} loop(s) failed, e.g. {bad[0].workflow_id}: {bad[0].status} {bad[0].error}")
-            if len(found) == n and all(w.status == "SUCCESS" for w in found):
+            if len(found) == len(ids) and all(w.status == "SUCCESS" for w in found):
                 for w in found:
                     assert w.output["result"] == "done" and w.output["num_turns"] == calls, w.output
                 return found
             if any(proc.poll() is not None for proc in procs):
                 raise SystemExit("a worker exited during the run (see its log)")
             time.sleep(0.2)
-        raise SystemExit(f"the {n} loops did not finish within {timeout:g} s")
+        raise SystemExit(f"the {len(ids)} loops did not finish within {timeout:g} s")
     finally:
         client.destroy()
 
 
 def run_on_workers(n: int, base_url: str, folder: Path, *, store: str, workers: int, concurrency: int,
                    calls: int) -> dict:
-    """One measured run: W fresh workers on `store` (an empty PostgreSQL database) drain N loops.
-    wall: the first enqueue to the last loop's end as DBOS recorded it (`updated_at`)."""
+    """One measured run: W fresh workers on `store` (an empty PostgreSQL database), warmed up by
+    W x C loops (imports and first-use set-up are not the loops' cost, as on the in-process side),
+    drain N loops. wall: the first enqueue to the last loop's end as DBOS recorded it (`updated_at`)."""
     from loopwright.distributed.client import ensure_schema
     from loopwright.distributed.registry import Registry
 
@@ -181,8 +182,10 @@ def run_on_workers(n: int, base_url: str, folder: Path, *, store: str, workers: 
     procs = start_workers(store, workers, concurrency, worker_env(base_url, folder / "home"), folder)
     try:
         wait_ready(store, procs, folder)
-        first = enqueue_all(store, n, folder, calls)
-        found = wait_done(store, n, calls, procs, timeout=60 + 10 * n * calls)
+        _, warm = enqueue_all(store, workers * concurrency, folder / "warm-up", calls)
+        wait_done(store, warm, calls, procs, timeout=60 + 10 * len(warm) * calls)
+        first, ids = enqueue_all(store, n, folder / "loops", calls)
+        found = wait_done(store, ids, calls, procs, timeout=60 + 10 * n * calls)
     finally:
         stop_workers(procs)
     last = max(w.updated_at for w in found) / 1000
