@@ -22,6 +22,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -287,8 +288,9 @@ def measure_workers(loops: int, delay: float, runs: int, counts: list[int], conc
                     for w in counts:
                         folder = Path(tmp) / f"r{r}w{w}"
                         folder.mkdir()
-                        got[f"w{w}"].append(asyncio.run(run_loops(loops, served.url, folder, store=cluster.fresh(),
-                                                                  workers=w, concurrency=concurrency)))
+                        # run_loops' worker side, called here, not in a thread: Ctrl-C stops it at once
+                        got[f"w{w}"].append(on_workers.run_on_workers(loops, served.url, folder, store=cluster.fresh(),
+                                                                      workers=w, concurrency=concurrency, calls=CALLS))
                     for kind in ("bare", "raw"):
                         got[kind].append(side(kind, loops, served.url, "none", 0.0))
             finally:
@@ -304,11 +306,14 @@ def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, co
     base = loops / wall[f"w{counts[0]}"]
     print(f"{loops} goal loops x {TURNS} Bash tool turns ({CALLS} model calls each), model delay {delay} s, "
           f"on a fresh PostgreSQL database per run, {concurrency} loops at a time per worker; medians of {runs} "
-          f"run(s); ideal = ceil({loops} / (W x {concurrency})) waves x {CALLS} calls x {delay} s")
+          f"run(s); ideal = ceil({loops} / (W x {concurrency})) waves x {CALLS} calls x {delay} s; with a poll a wave: "
+          f"plus DBOS's {on_workers.POLL_S:g} s queue polling interval a wave")
     for w in counts:
         ideal = on_workers.ideal_wall(loops, w, concurrency, CALLS, delay)
         split = "/".join(str(k) for k in got[f"w{w}"][-1]["split"])
-        print(f"  {w} worker(s)  wall {wall[f'w{w}']:7.2f} s  ideal {ideal:6.2f} s ({ideal / wall[f'w{w}']:6.1%})  "
+        polled = ideal + on_workers.waves(loops, w, concurrency) * on_workers.POLL_S
+        print(f"  {w} worker(s)  wall {wall[f'w{w}']:7.2f} s  ideal {ideal:6.2f} s ({ideal / wall[f'w{w}']:6.1%}), "
+              f"{polled:6.2f} s with a poll a wave ({polled / wall[f'w{w}']:6.1%})  "
               f"{loops / wall[f'w{w}']:6.2f} loops/s  x{loops / wall[f'w{w}'] / base:4.2f} of {counts[0]} worker(s)  "
               f"loops per worker (last run) {split}")
     for kind in ("bare", "raw"):
@@ -336,6 +341,10 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, loops, args.url, args.store, args.spread)))
     elif workers:
+        # Ctrl-C and SIGTERM end the run through its `finally`s (workers, simulator, cluster stopped by
+        # pid), also when started in the background, where a shell has SIGINT ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("many_loops: stopped by SIGTERM"))
         if args.concurrency < 1:
             parser.error(f"--concurrency: expected a whole number of at least 1, got {args.concurrency}")
         got = measure_workers(loops, delay, runs, workers, args.concurrency)
@@ -357,4 +366,7 @@ def worker_counts(text: str) -> list[int]:
 
 if __name__ == "__main__":
     os.environ.pop("ANTHROPIC_BASE_URL", None)
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("many_loops: interrupted (workers, simulator and cluster stopped)")

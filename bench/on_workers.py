@@ -38,10 +38,17 @@ def loop_args(calls: int) -> list[str]:
     return [PROMPT, "--allowedTools", "Bash", "--max-turns", str(calls + 1)]
 
 
+POLL_S = 1.0  # DBOS's default queue polling interval: a worker with a free slot looks this often
+
+
+def waves(n: int, workers: int, concurrency: int) -> int:
+    return math.ceil(n / (workers * concurrency))
+
+
 def ideal_wall(n: int, workers: int, concurrency: int, calls: int, delay: float) -> float:
     """W workers of C slots each run the N loops in ceil(N / (W x C)) waves of `calls` model calls
-    (no credit for the queue's polling, the workers' CPU or anything else)."""
-    return math.ceil(n / (workers * concurrency)) * calls * delay
+    (no allowance for the queue's polling, the workers' CPU or anything else)."""
+    return waves(n, workers, concurrency) * calls * delay
 
 
 class Cluster:
