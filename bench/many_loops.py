@@ -12,7 +12,12 @@ and each side in a fresh child process, so the CPU and memory figures are the cl
   against the loops. tracemalloc is not used: it slows every allocation several times and
   misses what C libraries allocate.
 
+With --workers 1,2,4 the loops run instead on that many `loopwright worker` processes sharing a
+queue in a fresh PostgreSQL database each (bench/on_workers.py), against the bare and raw clients
+running the same N loops at once on the same simulator.
+
 Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
+     .venv/bin/python bench/many_loops.py --workers 1,2,4 [--concurrency 4] [--loops 32] [--delay 0.5] [--runs 1]
 """
 
 from __future__ import annotations
