@@ -12,7 +12,12 @@ and each side in a fresh child process, so the CPU and memory figures are the cl
   against the loops. tracemalloc is not used: it slows every allocation several times and
   misses what C libraries allocate.
 
+With --workers 1,2,4 the loops run instead on that many `loopwright worker` processes sharing a
+queue in a fresh PostgreSQL database each (bench/on_workers.py), against the bare and raw clients
+running the same N loops at once on the same simulator.
+
 Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
+     .venv/bin/python bench/many_loops.py --workers 1,2,4 [--concurrency 4] [--loops 32] [--delay 0.5] [--runs 1]
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,6 +36,9 @@ import time
 from pathlib import Path
 
 from loopwright.core.ports import ToolContext
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import on_workers  # noqa: E402  (bench/on_workers.py: the worker side)
 
 TURNS = 5  # tool turns per loop; a loop makes TURNS + 1 model calls
 CALLS = TURNS + 1
@@ -41,7 +50,7 @@ def script() -> dict:
     """Any number of loops: a tool call until the tool's result says the last tick, then done."""
     last = {"match": {"last_user_contains": f"tick {TURNS} of {TURNS}"}, "responses": [{"text": "done", "repeat": -1}]}
     tick = {"responses": [{"tool_use": {"name": "tick", "input": {}}, "repeat": -1}]}
-    return {"rules": [last, tick]}
+    return {"rules": [last, on_workers.bash_rule(TURNS), tick]}
 
 
 # --- the loopwright side ------------------------------------------------------------------------
@@ -71,17 +80,23 @@ async def staggered(n: int, spread: float, loop) -> list:
     return await asyncio.gather(*(one(i) for i in range(n)))
 
 
-async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 1,
-                    spread: float = 0.0) -> list:
+async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 0,
+                    spread: float = 0.0, concurrency: int = 4) -> list | dict:
     """Run `n` loopwright loops at once in this process (their starts spread over `spread` seconds);
     each loop's RunResult. `store` is where sessions are written: "jsonl" (a transcript file each,
     as the CLI writes them: each record that must survive a power cut fsynced as it is written),
     "jsonl-deferred" (the same files, those fsyncs done in worker threads before the loop's next
     model call or tool run: `open_session(defer_sync=True)`) or "none".
-    The seam for the multi-worker part: `workers` > 1 (loops spread over worker processes
-    sharing a PostgreSQL store) is not built yet."""
-    if workers != 1:
-        raise NotImplementedError("run_loops: workers > 1 (PostgreSQL workers) is not built yet")
+    With `workers` >= 1, `store` is an empty PostgreSQL database (postgresql://…): the loops go on
+    its queue and that many `loopwright worker` processes of `concurrency` slots each drain it
+    (bench/on_workers.py); the run's {"wall", "split"} (loops done by each worker)."""
+    if workers:
+        if not store.startswith("postgresql://"):
+            raise ValueError(f"store: expected a postgresql:// URL with workers={workers}, got {store!r}")
+        if spread:
+            raise ValueError("spread: the worker side enqueues every loop at once; expected 0")
+        return await asyncio.to_thread(on_workers.run_on_workers, n, base_url, folder, store=store,
+                                       workers=workers, concurrency=concurrency, calls=CALLS)
     from loopwright.app import Agent
     from loopwright.policy.permissions import PermissionRules
     from loopwright.policy.stop import Limits
@@ -265,24 +280,98 @@ def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, stor
           f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x")
 
 
+def measure_workers(loops: int, delay: float, runs: int, counts: list[int], concurrency: int) -> dict[str, list]:
+    """For each worker count, `runs` runs on a fresh database each; the bare and raw sides with
+    the same N loops at once, interleaved, against the same simulator process."""
+    got: dict[str, list] = {**{f"w{w}": [] for w in counts}, "bare": [], "raw": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = on_workers.Cluster()
+        try:
+            served = Served(delay, Path(tmp))
+            try:
+                for r in range(runs):
+                    for w in counts:
+                        folder = Path(tmp) / f"r{r}w{w}"
+                        folder.mkdir()
+                        # run_loops' worker side, called here, not in a thread: Ctrl-C stops it at once
+                        got[f"w{w}"].append(on_workers.run_on_workers(loops, served.url, folder, store=cluster.fresh(),
+                                                                      workers=w, concurrency=concurrency, calls=CALLS))
+                    for kind in ("bare", "raw"):
+                        got[kind].append(side(kind, loops, served.url, "none", 0.0))
+            finally:
+                served.close()
+        finally:
+            cluster.stop()
+    return got
+
+
+def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, counts: list[int],
+                   concurrency: int) -> None:
+    wall = {kind: statistics.median(r["wall"] for r in rs) for kind, rs in got.items()}
+    base = loops / wall[f"w{counts[0]}"]
+    print(f"{loops} goal loops x {TURNS} Bash tool turns ({CALLS} model calls each), model delay {delay} s, "
+          f"on a fresh PostgreSQL database per run, {concurrency} loops at a time per worker; medians of {runs} "
+          f"run(s); ideal = ceil({loops} / (W x {concurrency})) waves x {CALLS} calls x {delay} s; with a poll a wave: "
+          f"plus DBOS's {on_workers.POLL_S:g} s queue polling interval a wave")
+    for w in counts:
+        ideal = on_workers.ideal_wall(loops, w, concurrency, CALLS, delay)
+        split = "/".join(str(k) for k in got[f"w{w}"][-1]["split"])
+        polled = ideal + on_workers.waves(loops, w, concurrency) * on_workers.POLL_S
+        print(f"  {w} worker(s)  wall {wall[f'w{w}']:7.2f} s  ideal {ideal:6.2f} s ({ideal / wall[f'w{w}']:6.1%}), "
+              f"{polled:6.2f} s with a poll a wave ({polled / wall[f'w{w}']:6.1%})  "
+              f"{loops / wall[f'w{w}']:6.2f} loops/s  x{loops / wall[f'w{w}'] / base:4.2f} of {counts[0]} worker(s)  "
+              f"loops per worker (last run) {split}")
+    for kind in ("bare", "raw"):
+        print(f"  {kind:10} all {loops} at once in one process: wall {wall[kind]:6.2f} s (ideal {CALLS * delay:.2f} s)  "
+              f"{loops / wall[kind]:7.2f} loops/s  (the simulator's ceiling for these loops)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--loops", type=int, default=200)
-    parser.add_argument("--delay", type=float, default=0.2, help="model delay per reply, seconds")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--loops", type=int, help="loops per run (default 200; with --workers 32)")
+    parser.add_argument("--delay", type=float, help="model delay per reply, seconds (default 0.2; with --workers 0.5)")
+    parser.add_argument("--runs", type=int, help="runs (default 3; with --workers 1)")
     parser.add_argument("--store", choices=STORES, default="jsonl", help="where sessions are written")
     parser.add_argument("--spread", type=float, default=0.0,
                         help="spread the loops' starts evenly over this many seconds (default 0: all at once)")
+    parser.add_argument("--workers", type=worker_counts,
+                        help="instead: the loops on this many worker processes on PostgreSQL, e.g. 1,2,4")
+    parser.add_argument("--concurrency", type=int, default=4, help="with --workers: loops at a time per worker")
     parser.add_argument("--child", choices=("loopwright", "bare", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    workers = args.workers
+    loops, delay, runs = (args.loops or (32 if workers else 200), args.delay or (0.5 if workers else 0.2),
+                          args.runs or (1 if workers else 3))
     if args.child:
-        print(json.dumps(child(args.child, args.loops, args.url, args.store, args.spread)))
-        return
-    got = measure(args.loops, args.delay, args.runs, args.store, args.spread)
-    report(got, args.loops, args.delay, args.runs, args.store, args.spread)
+        print(json.dumps(child(args.child, loops, args.url, args.store, args.spread)))
+    elif workers:
+        # Ctrl-C and SIGTERM end the run through its `finally`s (workers, simulator, cluster stopped by
+        # pid), also when started in the background, where a shell has SIGINT ignored
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("many_loops: stopped by SIGTERM"))
+        if args.concurrency < 1:
+            parser.error(f"--concurrency: expected a whole number of at least 1, got {args.concurrency}")
+        got = measure_workers(loops, delay, runs, workers, args.concurrency)
+        report_workers(got, loops, delay, runs, workers, args.concurrency)
+    else:
+        got = measure(loops, delay, runs, args.store, args.spread)
+        report(got, loops, delay, runs, args.store, args.spread)
+
+
+def worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected worker counts of at least 1, separated by commas (1,2,4), got {text!r}")
+    return counts
 
 
 if __name__ == "__main__":
     os.environ.pop("ANTHROPIC_BASE_URL", None)
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        sys.exit("many_loops: interrupted (workers, simulator and cluster stopped)")
