@@ -14,7 +14,7 @@ import pytest
 
 from loopwright.testing import Simulator
 from procs import gone
-from test_workers import cli, env, start_worker, stop, wait_for  # noqa: F401  (env is a fixture)
+from test_workers import cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
 
 JUDGE = {"system_contains": "reviewer of several independent attempts"}
 VERDICT = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"}],

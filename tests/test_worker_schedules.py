@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from loopwright.testing import Simulator
-from test_workers import cli, env, loop_flags, marker_lines, project, script, start_worker, statuses, stop  # noqa: F401
+from test_workers import cli, env, loop_flags, marker_lines, no_worker_left, project, script, start_worker, statuses, stop  # noqa: F401
 
 
 def test_a_schedule_fire_goes_to_a_worker_and_its_outcome_is_recorded(project, env, tmp_path):

@@ -93,9 +93,24 @@ def enqueue_many(store, env, cwd, n):
     return jobs
 
 
+STARTED: list[subprocess.Popen] = []  # every worker a test started: none outlives its test
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left():
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is None:  # a test that failed before it stopped its workers
+            proc.kill()
+            proc.wait(timeout=30)
+
+
 def start_worker(store, env, cwd, log, *more):
-    return subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after", "3",
                              "--drain", "20", *more], env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    STARTED.append(proc)
+    return proc
 
 
 def registry(store):
