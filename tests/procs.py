@@ -26,3 +26,21 @@ def _gone(pid: int) -> bool:
     except OSError:
         return True
     return "State:\tZ" in status or "State:\tX" in status
+
+
+def kill_mid_tool(args: list[str], cwd: Path, env: dict, marker: Path, timeout: float = 60) -> None:
+    """Start `loopwright ARGS` in `cwd`, wait until its tool wrote its process group's id to
+    `marker` (the tool is then running), `kill -9` the run, and kill the tool it orphaned."""
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout
+    while not (marker.exists() and marker.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=10)
+    os.killpg(int(marker.read_text()), signal.SIGKILL)  # the orphaned tool of the killed run

@@ -6,12 +6,9 @@ before items had fields, opened by this one."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -21,6 +18,8 @@ httpx = pytest.importorskip("httpx")
 
 from servekit import Server  # noqa: E402
 from test_routines import cli, env_for, items, project  # noqa: E402
+from procs import kill_mid_tool
+
 from loopwright.testing import Simulator  # noqa: E402
 
 INBOX = """\
@@ -226,15 +225,7 @@ def test_a_posted_item_whose_fire_was_killed_is_resumed_from_its_session(tmp_pat
     with open(root / ".loopwright" / "routines" / "inbox.yaml", "a") as f:
         f.write("allowed_tools: [Bash]\n")
     with Simulator(first) as sim:
-        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "inbox", "--once"], cwd=root,
-                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
-    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+        kill_mid_tool(["routine", "run", "inbox", "--once"], root, env_for(tmp_path, sim), root / "tool.pid")
     assert items(tmp_path, "inbox")["k1"]["status"] == "running"
     with Simulator([{"text": "checked: both steps ran; finished"}]) as sim:
         second = cli(["routine", "run", "inbox", "--once"], tmp_path, sim)

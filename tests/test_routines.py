@@ -9,9 +9,10 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+
+from procs import kill_mid_tool
 
 from loopwright.session import UNKNOWN_OUTCOME
 from loopwright.testing import Simulator
@@ -137,15 +138,7 @@ def test_kill_9_mid_item_then_the_next_run_resumes_its_session_and_runs_no_tool_
     first = [{"tool_use": bash("echo a >> marks.txt")},
              {"tool_use": bash("echo b >> marks.txt; echo $$ > tool.pid; sleep 30")}]
     with Simulator(first) as sim:
-        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "long", "--once"], cwd=root,
-                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
-    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+        kill_mid_tool(["routine", "run", "long", "--once"], root, env_for(tmp_path, sim), root / "tool.pid")
     (before,) = items(tmp_path, "long").values()
     assert before["status"] == "running" and before["tries"] == 1
 

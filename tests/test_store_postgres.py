@@ -6,12 +6,13 @@ every run that does not use it."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
+
+from procs import kill_mid_tool
 
 from loopwright.session import UNKNOWN_OUTCOME
 from loopwright.stores import open_store
@@ -193,16 +194,8 @@ def test_a_routine_item_killed_mid_run_resumes_from_the_database_and_runs_no_too
     first = [{"tool_use": bash("echo a >> marks.txt")},
              {"tool_use": bash("echo b >> marks.txt; echo $$ > tool.pid; sleep 30")}]
     with Simulator(first) as sim:
-        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "long", "--once", "--store",
-                                 pg_db], cwd=root, env=env | {"ANTHROPIC_BASE_URL": sim.base_url},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while not ((root / "tool.pid").exists() and (root / "tool.pid").read_text().strip()):
-            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
-    os.killpg(int((root / "tool.pid").read_text()), signal.SIGKILL)  # the orphaned `sleep` of the killed run
+        kill_mid_tool(["routine", "run", "long", "--once", "--store", pg_db], root,
+                      env | {"ANTHROPIC_BASE_URL": sim.base_url}, root / "tool.pid")
     assert not (tmp_path / "home" / "projects").exists() and not (tmp_path / "home" / "schedules.db").exists()
 
     with Simulator([{"text": "checked: both steps ran; finished"}]) as sim:

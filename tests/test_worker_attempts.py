@@ -14,23 +14,12 @@ import pytest
 
 from loopwright.testing import Simulator
 from procs import gone
+from test_attempts import aenv, git  # noqa: F401  (aenv is a fixture: the workers' env with a TMPDIR of its own)
 from test_workers import cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
 
 JUDGE = {"system_contains": "reviewer of several independent attempts"}
 VERDICT = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"}],
                                "winner": "A", "reasons": "its check passes"}), "repeat": -1}
-
-
-def git(repo, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout
-
-
-@pytest.fixture
-def aenv(env, tmp_path):
-    """The workers' environment, with a temporary folder of the test's own (the worktrees go there)."""
-    (tmp_path / "tmp").mkdir()
-    return dict(env, TMPDIR=str(tmp_path / "tmp"))
 
 
 @pytest.fixture
