@@ -134,6 +134,18 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
 TICK_TOOL = {"name": "tick", "description": "Count this session's ticks.", "input_schema": {"type": "object"}}
 
 
+def answered(messages: list[dict], blocks: list[dict], turn: int) -> bool:
+    """A bare client's turn: the tick call answered (True), or the loop's last answer (False)."""
+    uses = [b for b in blocks if b["type"] == "tool_use"]
+    if not uses:
+        assert turn == CALLS, turn
+        return False
+    messages.append({"role": "assistant", "content": blocks})
+    messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
+    return True
+
+
 async def bare_loop(base_url: str) -> None:
     """The same requests with nothing around them: one keep-alive httpx client, streaming replies
     read as SSE, the tool's result built inline."""
@@ -150,13 +162,8 @@ async def bare_loop(base_url: str) -> None:
                 async for line in response.aiter_lines():
                     if line.startswith("data: ") and '"content_block_start"' in line:
                         blocks.append(json.loads(line[6:])["content_block"])
-            uses = [b for b in blocks if b["type"] == "tool_use"]
-            if not uses:
-                assert turn == CALLS, turn
+            if not answered(messages, blocks, turn):
                 return
-            messages.append({"role": "assistant", "content": blocks})
-            messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
     raise AssertionError("the bare loop never finished")
 
 
@@ -184,13 +191,8 @@ async def raw_loop(base_url: str) -> None:
                         blocks.append(json.loads(line[6:])["content_block"])
                 await reader.readline()
             await reader.readline()  # the end of the chunked body
-            uses = [b for b in blocks if b["type"] == "tool_use"]
-            if not uses:
-                assert turn == CALLS, turn
+            if not answered(messages, blocks, turn):
                 return
-            messages.append({"role": "assistant", "content": blocks})
-            messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": uses[0]["id"], "content": f"tick {turn} of {TURNS}"}]})
     finally:
         writer.close()
     raise AssertionError("the raw loop never finished")

@@ -13,18 +13,20 @@ from ..policy.rules import PermissionRules
 from ..sandbox import SandboxConfig
 
 
+def _added_dirs(cwd: Path, permissions: PermissionRules) -> tuple[str, ...]:
+    return tuple(os.path.join(cwd, os.path.expanduser(d)) for d in permissions.additional_dirs)
+
+
 def writable_roots(cwd: Path, permissions: PermissionRules) -> tuple[str, ...]:
     """The working folder and the permission rules' added directories."""
-    extra = (os.path.join(cwd, os.path.expanduser(d)) for d in permissions.additional_dirs)
-    return tuple(dict.fromkeys([str(cwd), *extra]))
+    return tuple(dict.fromkeys([str(cwd), *_added_dirs(cwd, permissions)]))
 
 
 def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd: Path) -> SandboxConfig | None:
     """The sandbox, with the permission rules' added directories writable inside it too."""
     if sandbox is None:
         return None
-    extra = tuple(os.path.join(cwd, os.path.expanduser(d)) for d in permissions.additional_dirs)
-    return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + extra)))
+    return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + _added_dirs(cwd, permissions))))
 
 
 def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
