@@ -13,12 +13,13 @@ import time
 from typing import Any
 
 from . import http11
+from .matching import last_user_text
 from .openai_wire import (
     DONE_FRAME, NO_KEY_MESSAGE, anthropic_view, chat_error, chat_id, check_chat, completion,
     completion_chunks, data_frame, fault_error,
 )
 from .record import RecordedRequest, Served
-from .script import STATUS_OF_TYPE, Fault, Reply, last_user_text
+from .script import STATUS_OF_TYPE, Fault, Reply
 from .validate import check_request
 from .wire import (
     build_message,

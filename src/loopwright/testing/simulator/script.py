@@ -1,5 +1,6 @@
 """The simulator's script: which response answers which request, parsed and checked up front.
-Owns the public JSON script format (below), rule matching and consumption bookkeeping.
+Owns the public JSON script format (below), its checks and consumption bookkeeping; `matching`
+tests a request against a rule's match keys.
 
 Script format (JSON-compatible; this is public API)::
 
@@ -74,18 +75,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from .matching import MATCH_KEYS, MATCHERS
+
 __all__ = ["STATUS_OF_TYPE", "Cursor", "Fault", "Reply", "Rule", "Script", "ScriptError"]
 
-_MATCH_KEYS = {
-    "model": str,
-    "tools_present": (list, str),
-    "has_tools": bool,
-    "system_contains": str,
-    "last_user_contains": str,
-    "first_user_contains": str,
-    "stream": bool,
-    "retry_count": int,
-}
 _REPLY_KEYS = {
     "text", "tool_use", "content", "stop_reason", "stop_sequence", "stop_details",
     "usage", "model", "id", "headers", "delay", "repeat", "fault",
@@ -145,7 +138,7 @@ class Rule:
     responses: tuple[Reply, ...]
 
     def matches(self, body: dict[str, Any], headers: dict[str, str]) -> bool:
-        return all(_MATCHERS[key](value, body, headers) for key, value in self.match.items())
+        return all(MATCHERS[key](value, body, headers) for key, value in self.match.items())
 
 
 class Script:
@@ -240,9 +233,9 @@ def _parse_rule(rule: Any, where: str) -> Rule:
     if not isinstance(match, dict):
         raise ScriptError(f"{where}.match: expected an object")
     for key, value in match.items():
-        if key not in _MATCH_KEYS:
-            raise ScriptError(f"{where}.match: unknown key {key!r}; known: {sorted(_MATCH_KEYS)}")
-        if not isinstance(value, _MATCH_KEYS[key]):
+        if key not in MATCH_KEYS:
+            raise ScriptError(f"{where}.match: unknown key {key!r}; known: {sorted(MATCH_KEYS)}")
+        if not isinstance(value, MATCH_KEYS[key]):
             raise ScriptError(f"{where}.match.{key}: wrong type {type(value).__name__}")
     responses = rule.get("responses")
     if not isinstance(responses, list):
@@ -359,55 +352,3 @@ def _no_unknown(obj: dict[str, Any], known: set[str], where: str) -> None:
     unknown = set(obj) - known
     if unknown:
         raise ScriptError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
-
-
-# --- matching -------------------------------------------------------------------------------
-
-
-def text_of(content: Any) -> str:
-    """Plain text of a message's content: text blocks and tool_result contents."""
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        if block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif block.get("type") == "tool_result":
-            parts.append(text_of(block.get("content", "")))
-    return "\n".join(parts)
-
-
-def first_user_text(body: dict[str, Any]) -> str:
-    for message in body.get("messages") or []:
-        if isinstance(message, dict) and message.get("role") == "user":
-            return text_of(message.get("content"))
-    return ""
-
-
-def last_user_text(body: dict[str, Any]) -> str:
-    for message in reversed(body.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return text_of(message.get("content"))
-    return ""
-
-
-def _tool_names(body: dict[str, Any]) -> set[str]:
-    return {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
-
-
-def _wanted_tools(value: list[str] | str) -> set[str]:
-    return {value} if isinstance(value, str) else set(value)
-
-
-_MATCHERS = {
-    "model": lambda v, body, h: body.get("model") == v,
-    "tools_present": lambda v, body, h: _wanted_tools(v) <= _tool_names(body),
-    "has_tools": lambda v, body, h: bool(body.get("tools")) == v,
-    "system_contains": lambda v, body, h: v in text_of(body.get("system") or ""),
-    "last_user_contains": lambda v, body, h: v in last_user_text(body),
-    "first_user_contains": lambda v, body, h: v in first_user_text(body),
-    "stream": lambda v, body, h: bool(body.get("stream")) == v,
-    "retry_count": lambda v, body, h: h.get("x-stainless-retry-count", "0") == str(v),
-}
