@@ -14,9 +14,10 @@ from typing import Any
 
 from . import http11
 from .matching import last_user_text
+from .openai_validate import check_chat
 from .openai_wire import (
-    DONE_FRAME, NO_KEY_MESSAGE, anthropic_view, chat_error, chat_id, check_chat, completion,
-    completion_chunks, data_frame, fault_error,
+    DONE_FRAME, NO_KEY_MESSAGE, anthropic_view, chat_error, chat_id, completion, completion_chunks, data_frame,
+    fault_error,
 )
 from .record import RecordedRequest, Served
 from .script import STATUS_OF_TYPE, Fault, Reply
