@@ -10,8 +10,9 @@ from loopwright.policy.budget import Budget, Spent, check_limits
 from loopwright.policy.retry import backoff_delay, retry_category
 from loopwright.policy.stop import (
     CandidateStop, Caps, Compact, Continue, Escalate, Finish, Limits, LoopState, Resend, Retry,
-    RunTools, SwitchModel, after_tools, decide, on_stop_hooks, sanitize,
+    RunTools, SwitchModel, after_tools, decide, on_stop_hooks,
 )
+from loopwright.policy.unrun import sanitize
 from loopwright.core.types import Message, Response, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 CAPS = Caps(default_output=64000, max_output=128000)

@@ -12,6 +12,7 @@ from ..core.errors import ModelError
 from ..core.fastclass import dataclass
 from ..core.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock
 from .retry import backoff_delay, quick_delay, retry_category
+from .unrun import CUT_TOOL_NOTE, calls_as_notes, malformed_answers, sanitize
 
 CONTINUE_AFTER_CUT = (
     "Your last response was cut off by the output token limit. Pick up exactly where the text "
@@ -23,20 +24,6 @@ TOOL_CALL_CUT = (
     "complete, so it did not run. Split the work into smaller steps (for example, write a large "
     "file in several parts, or edit it piece by piece) and call the tool again."
 )
-CUT_TOOL_NOTE = "[a call to the `{name}` tool was cut off by the output token limit here; it did not run]"
-UNRUN_TOOL_NOTE = ("[a call to the `{name}` tool was here; it did not run, because the context window was full; "
-                   "call it again if it is still needed]")
-MALFORMED_NOTE = "[a call to the `{name}` tool whose input was not a JSON object was here; it did not run]"
-MALFORMED_ANSWER = (
-    "This call to the `{name}` tool did not run, because its input is not a usable JSON object: {problem}. "
-    "A tool's input must be one JSON object, such as {{\"name\": \"value\"}}.\n\n"
-    "What arrived ({size}):\n{excerpt}\n\n"
-    "Usual causes: a backslash or a control character (a newline, a tab) inside a string that is not "
-    "escaped (write \\\\ and \\n), an unescaped quote, a trailing comma, an answer cut off before its JSON "
-    "was complete, or the arguments sent as a string or a list instead of an object. Call `{name}` again "
-    "with its input as one valid JSON object; if the input is very large, split the work into smaller calls."
-)
-EXCERPT = 200  # characters of a malformed input the model is shown
 EMPTY_NUDGE = "Please continue with the task."
 
 
@@ -258,7 +245,7 @@ def _on_malformed(message: Message, calls: tuple[ToolUseBlock, ...], malformed: 
                   state: LoopState, limits: Limits) -> tuple[Next, LoopState]:
     """Never run a call whose input is not a JSON object, never end on one: answer it with an
     error the model can act on. Only a run of responses with nothing else in them ends the run."""
-    answers = tuple(ToolResultBlock(b.id, malformed_answer(b), True) for b in malformed)
+    answers = malformed_answers(malformed)
     if calls:
         return RunTools(message, calls, answered=answers), _counted(state)
     streak = state.malformed_streak + 1
@@ -271,14 +258,6 @@ def _on_malformed(message: Message, calls: tuple[ToolUseBlock, ...], malformed: 
         return Finish("error_during_execution", "malformed_tool_input", True, (error,), append=message,
                       answer=Message("user", answers)), _counted(state)
     return RunTools(message, (), answered=answers), _counted(replace(state, malformed_streak=streak))
-
-
-def malformed_answer(block: ToolUseBlock) -> str:
-    """The error result for a call whose input could not be used."""
-    raw = block.raw_input or ""
-    size = f"{len(raw)} characters" + (f", the first {EXCERPT} shown" if len(raw) > EXCERPT else "")
-    return MALFORMED_ANSWER.format(name=block.name, problem=block.problem or "it did not arrive whole",
-                                   size=size, excerpt=raw[:EXCERPT] if raw else "(nothing)")
 
 
 def _excerpt(text: str, limit: int) -> str:
@@ -314,10 +293,10 @@ def _on_cut(r: Response, state: LoopState, limits: Limits, caps: Caps) -> tuple[
         assert isinstance(last, ToolUseBlock)
         message = Message(message.role, (*message.content[:-1], TextBlock(CUT_TOOL_NOTE.format(name=last.name))))
     complete_calls = tuple(b for b in message.tool_uses if b.complete)
-    answers = tuple(ToolResultBlock(b.id, malformed_answer(b), True) for b in message.tool_uses if not b.complete)
+    answers = malformed_answers(b for b in message.tool_uses if not b.complete)
     if r.stop_reason == "model_context_window_exceeded":  # row: context window full
         if state.compactions_this_turn < limits.compactions_per_turn:
-            partial = _calls_as_notes(message) if message.content else None
+            partial = calls_as_notes(message) if message.content else None
             return Compact("context_window", partial), replace(state, compactions_this_turn=state.compactions_this_turn + 1)
         return Finish("error_during_execution", "prompt_too_long", True,
                       ("The context window is full and compaction did not free enough room",)), _counted(state)
@@ -357,27 +336,6 @@ def _is_empty(message: Message) -> bool:
     """Nothing a person can read and no call to run: no text but whitespace (thinking, or only
     blocks of types loopwright does not know). A success on it would be a silent stop."""
     return not message.text.strip() and not message.tool_uses
-
-
-def sanitize(message: Message) -> Message:
-    """The message as it may enter the conversation with no tool results after it: a call that
-    must never run (cut off, or malformed input) becomes a note, since a tool_use must be answered."""
-    if all(not isinstance(b, ToolUseBlock) or b.complete for b in message.content):
-        return message
-    blocks = tuple(
-        TextBlock((CUT_TOOL_NOTE if b.problem is None else MALFORMED_NOTE).format(name=b.name))
-        if isinstance(b, ToolUseBlock) and not b.complete else b
-        for b in message.content
-    )
-    return Message(message.role, blocks)
-
-
-def _calls_as_notes(message: Message) -> Message:
-    """A response cut by a full context window, as it is continued after compaction: none of its
-    calls ran, so each becomes a note (a tool_use would need a result)."""
-    message = sanitize(message)
-    return Message(message.role, tuple(TextBlock(UNRUN_TOOL_NOTE.format(name=b.name)) if isinstance(b, ToolUseBlock)
-                                       else b for b in message.content))
 
 
 def after_tools(state: LoopState, caps: Caps) -> LoopState:
