@@ -63,7 +63,7 @@ def run(name: str, args: list[str]) -> int:
 
         return run_routine(args)
     if name == "scheduler":
-        from .schedule import run_scheduler
+        from .scheduler import run_scheduler
 
         return run_scheduler(args)
     if name == "serve":

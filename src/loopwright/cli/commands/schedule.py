@@ -1,16 +1,14 @@
-"""`loopwright schedule add|list|pause|resume|rm|runs` and `loopwright scheduler`: schedules
-kept in `<LOOPWRIGHT_HOME>/schedules.db` that survive restarts. Each fire runs
-`loopwright -p PROMPT --output-format json [flags]` in the schedule's folder, as its own process
-(its own settings, environment and session), and its outcome is recorded."""
+"""`loopwright schedule add|list|pause|resume|rm|runs`: schedules kept in
+`<LOOPWRIGHT_HOME>/schedules.db` that survive restarts, served by `loopwright scheduler`
+(`scheduler.py`). Each fire runs `loopwright -p PROMPT --output-format json [flags]` in the
+schedule's folder, as its own process (its own settings, environment and session), and its
+outcome is recorded."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import time
 from typing import Any, NoReturn
@@ -25,7 +23,7 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DASH_HINT = "a prompt that starts with '-' goes as --prompt=TEXT"
 
 
-class _Parser(Parser):
+class ScheduleParser(Parser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, hint=DASH_HINT, **kwargs)
 
@@ -35,7 +33,7 @@ class _Parser(Parser):
         super().error(message)
 
 
-def _stores(flag: str | None) -> Any:
+def schedule_stores(flag: str | None) -> Any:
     """The stores of `--store` (else LOOPWRIGHT_STORE), passed on to every fire."""
     from ..core import cli_stores
 
@@ -49,9 +47,9 @@ def run_schedule(args: list[str]) -> int:
     extra: list[str] = []
     if "--" in args:  # flags for every fire's `loopwright -p`
         args, extra = args[: args.index("--")], args[args.index("--") + 1:]
-    p = _Parser(prog="loopwright schedule", description="Schedules that survive restarts (served by "
-                "`loopwright scheduler`).")
-    sub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    p = ScheduleParser(prog="loopwright schedule", description="Schedules that survive restarts (served by "
+                       "`loopwright scheduler`).")
+    sub = p.add_subparsers(dest="action", required=True, parser_class=ScheduleParser)
     add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
                          "run go after `--` (runs get --sandbox where bubblewrap works; --no-sandbox opts out).")
     add.add_argument("prompt", nargs="?", help="What each run is asked (or a /goal).")
@@ -81,7 +79,7 @@ def run_schedule(args: list[str]) -> int:
     opts = p.parse_args(args)
     if extra and opts.action != "add":
         raise UsageError("flags after `--` go with `schedule add` only")
-    store = _stores(opts.store).schedules()
+    store = schedule_stores(opts.store).schedules()
     try:
         if opts.action == "add":
             print(_add(store, opts, extra))
@@ -136,8 +134,9 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
         store.add(schedule)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    print(visible(f"loopwright: schedule {schedule.id} ({_cron_of(schedule)}) runs next at {_when(schedule.next_at)}; "
-                  "schedules fire only while `loopwright scheduler` runs"), file=sys.stderr, flush=True)
+    print(visible(f"loopwright: schedule {schedule.id} ({_cron_of(schedule)}) runs next at "
+                  f"{local_time(schedule.next_at)}; schedules fire only while `loopwright scheduler` runs"),
+          file=sys.stderr, flush=True)
     return schedule.id  # alone on stdout, for scripts
 
 
@@ -179,7 +178,7 @@ def _cron_of(schedule: Any) -> str:
     return schedule.cron or cadence(schedule.every_s).cron
 
 
-def _when(at: float | None) -> str:
+def local_time(at: float | None) -> str:
     return "-" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
 
 
@@ -192,7 +191,7 @@ def _print_schedules(schedules: list[Any], as_json: bool) -> None:
                           for s in schedules]))
         return
     for s in schedules:
-        state = "paused" if s.paused else "finished" if s.next_at is None else f"next {_when(s.next_at)}"
+        state = "paused" if s.paused else "finished" if s.next_at is None else f"next {local_time(s.next_at)}"
         queue = f"queue {s.options['queue']}  " if s.options.get("queue") else ""
         print(visible(f"{s.id}  {_cron_of(s):<14} {state:<26} runs {s.runs}  {queue}{s.cwd}  {s.prompt[:60]}"))
 
@@ -204,171 +203,5 @@ def _print_runs(runs: list[Any], as_json: bool) -> None:
                            "cost_usd": r.cost_usd, "note": r.note} for r in runs]))
         return
     for r in runs:
-        print(visible(f"{r.id:>5}  {r.schedule_id}  {_when(r.fire_at)}  {r.status:<11} ${r.cost_usd:.4f}  "
+        print(visible(f"{r.id:>5}  {r.schedule_id}  {local_time(r.fire_at)}  {r.status:<11} ${r.cost_usd:.4f}  "
                       f"{' '.join(r.note.split())[:70]}"))
-
-
-# ---------------------------------------------------------------- serving
-
-
-def run_scheduler(args: list[str]) -> int:
-    p = _Parser(prog="loopwright scheduler", description="Serve the schedules: fire each when due, until "
-                "Ctrl-C. Several schedulers may share the store; each fire runs once.")
-    p.add_argument("--once", action="store_true", help="Run what is due now, wait for it, and exit.")
-    p.add_argument("--max-concurrent", type=int, default=4, help="Fires running at once (default 4).")
-    p.add_argument("--store", metavar="URL", help=STORE_HELP)
-    opts = p.parse_args(args)
-    from ...config import positive
-
-    positive(opts.max_concurrent, "--max-concurrent")
-    stores = _stores(opts.store)
-    store = stores.schedules()
-    try:
-        return asyncio.run(_serve(store, stores.ledger(), opts.once, opts.max_concurrent))
-    finally:
-        store.close()
-
-
-async def _serve(store: Any, ledger: Any, once: bool, max_concurrent: int) -> int:
-    from ...core.clock import SystemClock
-    from ...core.owners import owner_alive, this_owner
-    from ...proactive.scheduler import Scheduler
-    from ...sandbox.unattended import unattended_note
-
-    if (note := unattended_note()) is not None:
-        print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
-    import anyio
-
-    from ...proactive.routinetimer import RoutineTimer
-
-    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
-                          alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
-    timer = RoutineTimer(ledger, _run_routine_fire, SystemClock(), notify=_report_routine)
-    routines = len(ledger.registered())
-    print(visible(f"loopwright: scheduler {'running what is due' if once else 'started'}: {_overview(store)}"
-                  + (f"; {routines} routine(s)" if routines else "")
-                  + f"{'' if once else '; Ctrl-C stops it'}"), file=sys.stderr, flush=True)
-    stopped = False
-
-    def on_signal() -> None:
-        nonlocal stopped
-        if stopped:
-            os._exit(130)
-        stopped = True
-        scheduler.stop()
-        timer.stop()
-
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: scheduler.serve(once=once))
-            tg.start_soon(lambda: timer.serve(once=once))
-    finally:
-        ledger.close()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return 130 if stopped else 0
-
-
-def _overview(store: Any) -> str:
-    """How many schedules the store holds and which fires next."""
-    active = [s for s in store.schedules() if not s.paused and s.next_at is not None]
-    if not active:
-        return f"no active schedules in {store.path} (add one with `loopwright schedule add`)"
-    first = min(active, key=lambda s: s.next_at)
-    return (f"{len(active)} active schedule(s) in {store.path}; next: {first.id} at {_when(first.next_at)}")
-
-
-def _report(kind: str, run: Any) -> None:
-    now = time.strftime("%Y-%m-%d %H:%M:%S")
-    at = time.strftime("%H:%M:%S", time.localtime(run.fire_at))
-    if kind == "started":
-        line = f"▶ {run.schedule_id} · fire {at} · run {run.id}"
-    elif kind == "finished":
-        line = f"■ {run.schedule_id} · run {run.id} {run.status} · ${run.cost_usd:.4f} · {' '.join(run.note.split())[:80]}"
-    else:  # skipped, recovered
-        line = f"⤼ {run.schedule_id} · fire {at} {run.status}: {run.note}"
-    print(visible(f"{now} {line}"), flush=True)
-
-
-async def _run_fire(schedule: Any, register: Any) -> Any:
-    from ...proactive.scheduler import FireOutcome
-
-    if not os.path.isdir(schedule.cwd):
-        return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
-    if schedule.options.get("queue"):  # a durable loop on a workers' queue, waited for
-        from .schedulequeue import run_queued_fire
-
-        return await run_queued_fire(schedule, register)
-    from ...sandbox.unattended import unattended_args
-
-    # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)
-    argv = [sys.executable, "-m", "loopwright",
-            *fire_args(schedule.prompt, unattended_args(schedule.options.get("args", [])))]
-    code, out, err = await _fire_process(argv, schedule.cwd, register)
-    return _outcome(code, out, err)
-
-
-async def _fire_process(argv: list[str], cwd: str, register: Any) -> tuple[int | None, str, str]:
-    """One fire's process, to its end: (exit code, stdout, stderr). Its own process group, so a
-    Ctrl-C at the scheduler's terminal reaches it once, from us (`register` is how the scheduler
-    interrupts it); and it ends with the scheduler, so a killed scheduler leaves no run going on
-    behind its back. Cancelled, it is interrupted and waited for: the run aborts cleanly."""
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                                stderr=subprocess.PIPE, start_new_session=True,
-                                                preexec_fn=_end_with_parent)
-    register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
-    try:
-        out, err = await proc.communicate()
-    except BaseException:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGINT)
-            await asyncio.shield(proc.wait())
-        raise
-    return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
-
-
-def _end_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM when the scheduler dies; the run then aborts
-    cleanly, as on Ctrl-C. Elsewhere nothing is done."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _report_routine(kind: str, entry: Any, text: str) -> None:
-    now = time.strftime("%Y-%m-%d %H:%M:%S")
-    line = f"▶ routine {entry.name} · {entry.cwd}" if kind == "started" else f"■ {' '.join(text.split())[:160]}"
-    print(visible(f"{now} {line}"), flush=True)
-
-
-async def _run_routine_fire(entry: Any, register: Any) -> str:
-    """One fire of a routine: `loopwright routine run NAME --once` in its folder, its own process
-    (ended with the scheduler: its items are then resumed by the next fire); its totals line."""
-    if not os.path.isdir(entry.cwd):
-        return f"routine {entry.name}: error: its folder {entry.cwd} is gone"
-    code, out, err = await _fire_process([sys.executable, "-m", "loopwright", "routine", "run", entry.name, "--once"],
-                                         entry.cwd, register)
-    lines = out.strip().splitlines()
-    if code == 0 and lines:
-        return lines[-1]
-    return f"routine {entry.name}: error: exit {code}: {err.strip()[-400:] or '(no output)'}"
-
-
-def _outcome(code: int | None, out: str, err: str) -> Any:
-    from ...proactive.scheduler import FireOutcome
-
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    try:
-        result = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        return FireOutcome("interrupted" if code == 130 else "error",
-                           note=f"exit {code}, no result: {err.strip()[-500:] or '(no output)'}")
-    status = ("interrupted" if result.get("terminal_reason") == "aborted" or code == 130 else
-              "error" if result.get("is_error") else "success")
-    note = "; ".join(result.get("errors") or []) if result.get("is_error") else str(result.get("result", ""))
-    return FireOutcome(status, str(result.get("session_id", "")), float(result.get("total_cost_usd") or 0.0), note)
