@@ -29,6 +29,15 @@ class FireOutcome:
     cost_usd: float = 0.0
     note: str = ""
 
+    @classmethod
+    def of_result(cls, result: dict, session_id: str = "", interrupted: bool = False) -> "FireOutcome":
+        """A run's result object (as `-p --output-format json` prints it) as a fire's outcome."""
+        status = ("interrupted" if interrupted or result.get("terminal_reason") == "aborted" else
+                  "error" if result.get("is_error") else "success")
+        note = "; ".join(result.get("errors") or []) if result.get("is_error") else str(result.get("result", ""))
+        return cls(status, str(result.get("session_id") or session_id), float(result.get("total_cost_usd") or 0.0),
+                   note)
+
 
 Interrupts = Callable[[Callable[[], None]], None]  # a fire registers how to interrupt it
 RunFire = Callable[[Schedule, Interrupts], Awaitable[FireOutcome]]

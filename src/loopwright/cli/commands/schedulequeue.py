@@ -73,8 +73,4 @@ async def run_queued_fire(schedule: Any, register: Any) -> Any:
                            "still run on a worker")
     if outcome == "error":
         return FireOutcome("error", session_id, note=f"workflow {workflow_id} failed: {value}")
-    status = ("interrupted" if value.get("terminal_reason") == "aborted" else
-              "error" if value.get("is_error") else "success")
-    note = "; ".join(value.get("errors") or []) if value.get("is_error") else str(value.get("result", ""))
-    return FireOutcome(status, str(value.get("session_id") or session_id), float(value.get("total_cost_usd") or 0.0),
-                       note)
+    return FireOutcome.of_result(value, session_id)

@@ -174,7 +174,4 @@ def _outcome(code: int | None, out: str, err: str) -> Any:
     except (IndexError, ValueError):
         return FireOutcome("interrupted" if code == 130 else "error",
                            note=f"exit {code}, no result: {err.strip()[-500:] or '(no output)'}")
-    status = ("interrupted" if result.get("terminal_reason") == "aborted" or code == 130 else
-              "error" if result.get("is_error") else "success")
-    note = "; ".join(result.get("errors") or []) if result.get("is_error") else str(result.get("result", ""))
-    return FireOutcome(status, str(result.get("session_id", "")), float(result.get("total_cost_usd") or 0.0), note)
+    return FireOutcome.of_result(result, interrupted=code == 130)
