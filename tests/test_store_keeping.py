@@ -115,8 +115,8 @@ def test_a_rewind_of_a_session_another_process_writes_is_refused_before_any_file
         out = run(["rewind", "--session", sid, "--to", "1", "--both"], env)
     finally:
         holder.close()
-    assert out.returncode == 2 and out.stderr.startswith(f"loopwright: error: --session {sid}: cannot rewind its "
-                                                         "conversation: ") and "another loopwright process" in out.stderr
+    said = f"loopwright: error: --session {sid}: cannot rewind its conversation: "
+    assert out.returncode == 2 and out.stderr.startswith(said) and "another loopwright process" in out.stderr
     assert (work / "a.txt").exists() and (work / "b.txt").read_text() == "b after two\n"
     missing = run(["rewind", "--session", "no-such-session"], env)
     assert missing.returncode == 2 and "no such session" in missing.stderr
@@ -207,7 +207,7 @@ def test_a_killed_workflow_replays_its_finished_agents_from_the_store(any_store,
         assert result["workflow"]["journal"].endswith(f"{sid}/workflow.jsonl")
 
 
-def test_an_interrupted_workflow_in_a_conversation_resumes_and_the_next_one_starts_afresh(any_store, tmp_path):
+def test_an_interrupted_workflow_resumes_from_the_store_and_the_next_one_starts_afresh(any_store, tmp_path):
     work, env = workflow_place(tmp_path), env_for(tmp_path, any_store)
     sid = "6f1a0c1e-0000-4000-8000-00000000db02"
     with Simulator(rules(review_delay=30)) as sim:
