@@ -89,6 +89,7 @@ class Agent:
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
     checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
+    stores: Any = None  # core.ports.Stores the session lives in (set by the CLI): its transcript, workflow journal
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id

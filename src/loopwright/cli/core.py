@@ -322,12 +322,12 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
-    agent.session_source = session.source
+    agent.session_source, agent.stores = session.source, stores
     wanted = checkpoints or os.environ.get("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "").lower() in ("1", "true")
-    if wanted and session.transcript_path and stores.files:  # checkpoints sit beside a transcript file
-        from ..session.checkpoints import Checkpoints, folder_of
+    if wanted and session.transcript_path:  # a recorded session: its store keeps the checkpoints
+        from ..session.checkpoints import Checkpoints
 
-        agent.checkpoints = Checkpoints(folder_of(session.transcript_path))
+        agent.checkpoints = Checkpoints(stores.checkpoints(session.session_id))
     return session
 
 

@@ -37,7 +37,7 @@ class InConversation:
         from ..workflows.journal import Journal
         from ..workflows.runtime import Run, run_workflow
         from ..workflows.scripts import find, load, loader
-        from .commands.workflow import _journal_path, _result
+        from .commands.workflow import _result, session_journal
 
         agent, plugins = self.agent, list(self.agent.plugins)
         emit = agent._emitter(on_event)  # the transcript first, then the screen
@@ -50,7 +50,7 @@ class InConversation:
             raise UsageError(f"workflow {self.name!r} not found (workflows: {names})")
         main = load(script)  # a bad file: one error, nothing joins the conversation
         await self._open(emit)
-        journal = Journal(_journal_path(agent.transcript_path) if agent.transcript_path else None)
+        journal = Journal(session_journal(agent))
         header = journal.header or {}
         resuming = self.resume and journal.finished is None and header.get("name") == self.name
         if resuming:

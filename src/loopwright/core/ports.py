@@ -386,9 +386,9 @@ class SessionStore(Protocol):
 
 class Stores(Protocol):
     """Everything a URL names (`stores.open_store`): `url` as given with any password hidden,
-    `files` when sessions are JSONL files on this machine (transcript paths, checkpoints, rewind),
-    the sessions of one project (`cwd`), and new handles on the schedules and the routine ledger,
-    each closed by its user."""
+    `files` when sessions are JSONL files on this machine (transcript paths), the sessions of one
+    project (`cwd`), and new handles on the schedules and the routine ledger, each closed by its
+    user. A session's checkpoints and workflow journal: `core.keeping.SessionKeeping`."""
 
     url: str
     files: bool

@@ -54,7 +54,8 @@ def _sqlite_path(url: str, where: str) -> Path | None:
 
 
 class LocalStores:
-    """The embedded default: JSONL transcripts under the home, a SQLite file for schedules and ledgers."""
+    """The embedded default: JSONL transcripts under the home (checkpoints and workflow journals beside
+    them), a SQLite file for schedules and ledgers."""
 
     files = True
 
@@ -85,3 +86,14 @@ class LocalStores:
         from .ledger import SqliteLedger
 
         return SqliteLedger(self.db_path, own_folder=self.own_folder)
+
+    def checkpoints(self, session_id: str) -> Any:
+        """Beside the session's transcript file (this project's, else the one `-r ID` finds)."""
+        from .keptfiles import FileCheckpoints, folder_of
+
+        return FileCheckpoints(folder_of(self.sessions.location(session_id)))
+
+    def journal(self, session_id: str) -> Any:
+        from .keptfiles import FileJournal, journal_of
+
+        return FileJournal(journal_of(self.sessions.location(session_id)))

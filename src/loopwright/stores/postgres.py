@@ -1,5 +1,6 @@
-"""The PostgreSQL store (`postgresql://…`): sessions, schedules and routine ledgers of every worker in
-one database, in the schema `loopwright`, made on first use and versioned (`MIGRATIONS`).
+"""The PostgreSQL store (`postgresql://…`): sessions (with their checkpoints and workflow journals),
+schedules and routine ledgers of every worker in one database, in the schema `loopwright`, made on
+first use and versioned (`MIGRATIONS`).
 
 A session is its transcript records in order: each record is kept as the exact line the JSONL
 store would have written, so `export` gives the same bytes. One writer per session at a time: the
@@ -68,6 +69,24 @@ MIGRATIONS: tuple[str, ...] = (
         key text PRIMARY KEY, token text NOT NULL, created double precision NOT NULL
     );
     """,
+    # 3: what a session keeps besides its transcript (stores/pgkeeping.py): file checkpoints, the
+    # files' bytes as they were (a path is its file-system bytes), and workflow journals
+    """
+    CREATE TABLE loopwright.checkpoints (
+        session_id text NOT NULL, number integer NOT NULL, prompt_id text NOT NULL, at double precision NOT NULL,
+        PRIMARY KEY (session_id, number)
+    );
+    CREATE TABLE loopwright.checkpoint_files (
+        id bigserial PRIMARY KEY, session_id text NOT NULL, number integer NOT NULL, path bytea NOT NULL,
+        content bytea, mode integer NOT NULL DEFAULT 420, skipped text NOT NULL DEFAULT '',
+        UNIQUE (session_id, number, path)
+    );
+    CREATE TABLE loopwright.workflow_journal (
+        id bigserial PRIMARY KEY, session_id text NOT NULL, set_aside integer NOT NULL DEFAULT 0,
+        record text NOT NULL
+    );
+    CREATE INDEX workflow_journal_in_order ON loopwright.workflow_journal (session_id, set_aside, id);
+    """,
 )
 _SCHEMA_LOCK = 0x6C77_5343_4845_4D41  # the advisory lock that keeps two first uses from both migrating
 _READY: set[str] = set()  # URLs whose schema this process has checked
@@ -128,6 +147,16 @@ class PostgresStores:
         from .pgledger import PgLedger
 
         return PgLedger(self.connect(), self.url)
+
+    def checkpoints(self, session_id: str) -> Any:
+        from .pgkeeping import PgCheckpoints
+
+        return PgCheckpoints(self, session_id)
+
+    def journal(self, session_id: str) -> Any:
+        from .pgkeeping import PgJournal
+
+        return PgJournal(self, session_id)
 
 
 def migrate(conn: Any, where: str) -> int:

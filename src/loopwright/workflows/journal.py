@@ -1,18 +1,18 @@
-"""A workflow's journal: one JSON line per finished step (an agent's answer, a clock reading, a
+"""A workflow's journal: one record per finished step (an agent's answer, a clock reading, a
 random number), keyed by where the step sits in the script's call order and a hash of its
-inputs, written beside the session's transcript as each step ends. A resumed run reads it back
-and replays those steps instead of running them again; a step whose inputs differ from the
-record is the script being non-deterministic, and the run stops with that said."""
+inputs, written to the session's store as each step ends (`core.keeping.JournalStore`). A
+resumed run reads it back and replays those steps instead of running them again; a step whose
+inputs differ from the record is the script being non-deterministic, and the run stops with
+that said."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import LoopwrightError
+from ..core.keeping import JournalStore
 
 
 class NotDeterministic(LoopwrightError):
@@ -25,30 +25,25 @@ def input_hash(kind: str, inputs: dict[str, Any]) -> str:
 
 
 class Journal:
-    """`path`: the JSONL file (None: kept in memory only, for a session that is not recorded)."""
+    """`store`: where the session keeps it (None: in memory only, for a session that is not recorded)."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
+    def __init__(self, store: JournalStore | None) -> None:
+        self.store = store
         self.header: dict[str, Any] | None = None
         self.steps: dict[str, dict[str, Any]] = {}
         self.finished: dict[str, Any] | None = None
-        self.torn = 0  # lines that were not whole JSON (a crash mid-write): skipped
-        self._cut = False  # the file ends inside a line: the next record starts on a new one
-        if path is not None and path.is_file():
-            self._read(path)
+        self.torn = 0  # records cut off by a crash mid-write: skipped
+        if store is not None:
+            self._read(store)
 
-    def _read(self, path: Path) -> None:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        self._cut = bool(text) and not text.endswith("\n")
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                self.torn += 1
-                continue
-            if not isinstance(record, dict):
-                self.torn += 1
-            elif record.get("type") == "workflow":
+    @property
+    def location(self) -> str | None:
+        return self.store.location if self.store is not None else None
+
+    def _read(self, store: JournalStore) -> None:
+        records, self.torn = store.read()
+        for record in records:
+            if record.get("type") == "workflow":
                 self.header = record
             elif record.get("type") == "step" and isinstance(record.get("key"), str):
                 self.steps[record["key"]] = record
@@ -56,13 +51,10 @@ class Journal:
                 self.finished = record
 
     def set_aside(self) -> None:
-        """Keep a finished workflow's journal as `workflow-N.jsonl` and start an empty one."""
-        if self.path is not None and self.path.is_file():
-            n = 1
-            while (kept := self.path.with_name(f"{self.path.stem}-{n}.jsonl")).exists():
-                n += 1
-            self.path.rename(kept)
-        self.header, self.steps, self.finished, self._cut = None, {}, None, False
+        """Keep a finished workflow's journal aside and start an empty one."""
+        if self.store is not None:
+            self.store.set_aside()
+        self.header, self.steps, self.finished = None, {}, None
 
     def start(self, name: str, args: list[str], file: str) -> None:
         if self.header is None:
@@ -92,13 +84,5 @@ class Journal:
         self._write(self.finished)
 
     def _write(self, record: dict[str, Any]) -> None:
-        if self.path is None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = ("\n" if self._cut else "") + json.dumps(record, ensure_ascii=False, default=repr) + "\n"
-        self._cut = False
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        if self.store is not None:
+            self.store.append(record)

@@ -1,13 +1,14 @@
 """`loopwright rewind --session ID [--to N|PROMPT_ID] [--code|--conversation|--both] [--dry-run]`:
 list a session's checkpoints (one per prompt that changed files through Write or Edit), or put
-the code, the conversation or both back to how they were before a prompt. No model call."""
+the code, the conversation or both back to how they were before a prompt, in whichever store
+holds the session (`--store`). No model call."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
-from pathlib import Path
+from typing import Any
 
 from ...core.errors import UsageError
 from ..parsing import Parser
@@ -25,18 +26,15 @@ def run_rewind(args: list[str]) -> int:
                       help="The conversation only: a resume continues from before that prompt.")
     what.add_argument("--both", dest="what", action="store_const", const="both", help="Files and conversation.")
     p.add_argument("--dry-run", action="store_true", help="Say what would change, change nothing.")
+    p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
     opts = p.parse_args(args)
-    from ...session.checkpoints import Checkpoints, folder_of
+    from ...session.checkpoints import Checkpoints
     from ..core import cli_stores
 
-    stores = cli_stores(None, os.getcwd())
-    if not stores.files:
-        raise UsageError(f"rewind works on JSONL transcripts with file checkpoints; the store {stores.url} keeps "
-                         "sessions in a database (`loopwright session export ID` gives the transcript)")
-    transcript = stores.sessions.find(opts.session)
-    if transcript is None:
+    stores = cli_stores(opts.store, os.getcwd())
+    if not stores.sessions.exists(opts.session):
         raise UsageError(f"--session {opts.session}: no such session (see `loopwright sessions --all`)")
-    store = Checkpoints(folder_of(str(transcript)))
+    store = Checkpoints(stores.checkpoints(opts.session))
     if opts.to is None:
         return _list(store)
     target = store.find(opts.to)
@@ -44,16 +42,26 @@ def run_rewind(args: list[str]) -> int:
         raise UsageError(f"--to {opts.to}: no checkpoint with that number or prompt id in session {opts.session} "
                          "(list them with `loopwright rewind --session ID`)")
     what = opts.what or "code"
-    if what in ("code", "both"):
-        lines = store.rewind(target, dry_run=opts.dry_run)
-        for line in lines or ["no file to change"]:
-            print(visible(("would be " if opts.dry_run else "") + line))
-        print("changes made by shell commands are not tracked and were left as they are", file=sys.stderr)
-    if what in ("conversation", "both"):
-        if not opts.dry_run:
-            _rewind_conversation(transcript, target.prompt_id)
-        print(visible(f"conversation{' would be' if opts.dry_run else ''} rewound to before prompt {target.number}; "
-                      f"`loopwright -r {opts.session}` continues from there"))
+    log = None
+    if what in ("conversation", "both") and not opts.dry_run:
+        try:  # locked before any file changes: a session another process writes is left whole
+            log = stores.sessions.open(opts.session)
+        except OSError as exc:
+            raise UsageError(f"--session {opts.session}: cannot rewind its conversation: {exc}") from None
+    try:
+        if what in ("code", "both"):
+            lines = store.rewind(target, dry_run=opts.dry_run)
+            for line in lines or ["no file to change"]:
+                print(visible(("would be " if opts.dry_run else "") + line))
+            print("changes made by shell commands are not tracked and were left as they are", file=sys.stderr)
+        if log is not None:
+            _rewind_conversation(log, stores.sessions.export(opts.session) or b"", target.prompt_id)
+        if what in ("conversation", "both"):
+            print(visible(f"conversation{' would be' if opts.dry_run else ''} rewound to before prompt "
+                          f"{target.number}; `loopwright -r {opts.session}` continues from there"))
+    finally:
+        if log is not None:
+            log.close()
     return 0
 
 
@@ -70,28 +78,23 @@ def _list(store: "object") -> int:
     return 0
 
 
-def _rewind_conversation(transcript: Path, prompt_id: str) -> None:
-    """A record saying replay stops before `prompt_id`'s message; the transcript keeps the rest.
-    Refused while a process holds the session (the log's single-writer lock)."""
+def _rewind_conversation(log: Any, transcript: bytes, prompt_id: str) -> None:
+    """A record saying replay stops before `prompt_id`'s message, appended to the session's
+    `log` (its writer's lock held); the transcript keeps the rest."""
     import json
 
     from ...core.ids import uuid4
     from ...session.recorder import iso_timestamp
     from ...session.records import REWOUND, Record, SystemEntry
-    from ...stores.jsonl import JsonlLog
 
     last: dict = {}
-    for line in reversed(transcript.read_text().splitlines()):
+    for line in reversed(transcript.decode("utf-8", "replace").splitlines()):
         try:
             last = json.loads(line)
             break
         except ValueError:
             continue
-    log = JsonlLog(transcript)
-    try:
-        entry = SystemEntry(REWOUND, f"conversation rewound to before {prompt_id}", data={"before": prompt_id})
-        record = Record(entry, uuid4(), last.get("uuid"), str(last.get("sessionId", "")), iso_timestamp(time.time()),
-                        str(last.get("cwd", "")))
-        log.append(record.to_json(), sync=True)
-    finally:
-        log.close()
+    entry = SystemEntry(REWOUND, f"conversation rewound to before {prompt_id}", data={"before": prompt_id})
+    record = Record(entry, uuid4(), last.get("uuid"), str(last.get("sessionId", "")), iso_timestamp(time.time()),
+                    str(last.get("cwd", "")))
+    log.append(record.to_json(), sync=True)

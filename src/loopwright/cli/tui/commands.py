@@ -199,15 +199,12 @@ async def _rewind(room: Any, args: str) -> None:
         for line in store.rewind(target) or ["no file to change"]:
             room.say(visible(line))
         room.say("changes made by shell commands are not tracked")
-    if what in ("conversation", "both") and agent.recorder is not None:
-        from pathlib import Path
-
+    if what in ("conversation", "both") and agent.recorder is not None and agent.stores is not None:
         from ...session.records import REWOUND, Record, SystemEntry, replay
-        from ...stores.jsonl import read_records
 
         agent.recorder.append(SystemEntry(REWOUND, f"conversation rewound to before {target.prompt_id}",
                                           data={"before": target.prompt_id}), sync=True)
-        raw, _ = read_records(Path(agent.transcript_path))
+        raw, _ = agent.stores.sessions.load(agent.session_id)
         agent.history = replay(Record.from_json(r) for r in raw)
         room.say(f"conversation rewound to before prompt {target.number}")
 
