@@ -471,6 +471,33 @@ def test_rewind_puts_the_files_back_to_before_a_prompt(term, tmp_path):
     assert leave(child) == 0
 
 
+def test_clear_gives_the_new_conversation_its_own_checkpoints(term, tmp_path):
+    write = lambda content: {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt",  # noqa: E731
+                                                                     "content": content}}}
+    child, sim = term([write("one\n"), {"text": "first done"}, write("two\n"), {"text": "second done"}],
+                      args=("--permission-mode", "acceptEdits"))
+    see(child, PROMPT)
+    say(child, "write one")
+    see(child, "first done")
+    see(child, PROMPT)
+    say(child, "/clear")
+    see(child, "new conversation")
+    see(child, PROMPT)
+    say(child, "write two")
+    see(child, "second done")
+    see(child, PROMPT)
+    mark = len(shown(child))
+    say(child, "/rewind")  # the new conversation's checkpoints: its one prompt, not the old one's
+    see(child, r"1  1 file\(s\) notes.txt")
+    see(child, PROMPT)
+    assert "2  1 file" not in shown(child)[mark:]
+    say(child, "/rewind 1")
+    see(child, "restored: ")
+    see(child, PROMPT)
+    assert (tmp_path / "notes.txt").read_text() == "one\n"  # as it was before the new conversation's prompt
+    assert leave(child) == 0
+
+
 def test_memory_hooks_and_schedule_commands(term, tmp_path):
     (tmp_path / "CLAUDE.md").write_text("Be brief.\n")
     settings = {"hooks": {"Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "true"}]}]}}

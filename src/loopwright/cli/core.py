@@ -324,6 +324,7 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
     agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
     agent.session_source, agent.stores = session.source, stores
     wanted = checkpoints or os.environ.get("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "").lower() in ("1", "true")
+    agent.checkpoints = None  # a session switched to (/clear, /resume) never writes into the last one's
     if wanted and session.transcript_path:  # a recorded session: its store keeps the checkpoints
         from ..session.checkpoints import Checkpoints
 

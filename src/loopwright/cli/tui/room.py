@@ -52,7 +52,7 @@ class Room:
         opts = replace(self.opts, resume=resume, continue_session=False, fork_session=False, session_id=None)
         old = self.session
         try:
-            self.session = open_cli_session(opts, self.agent)
+            self.session = open_cli_session(opts, self.agent, checkpoints=self.agent.checkpoints is not None)
         finally:
             self.agent.restart_session()  # failed: the old session goes on, and starts again
         old.close()
