@@ -24,6 +24,20 @@ db.execute("ROLLBACK")
 """
 
 
+def open_and_use(url, cwd, kind):
+    """Open the store (the step that met the lock), then use it: what a process starting up does."""
+    store = getattr(open_store(url, cwd), kind)()
+    try:
+        if kind == "ledger":
+            store.note("r", "x", 1.0)
+            used = store.claim("r", "x", owner="h:1", session_id="s1", now=2.0, retry_failed=0)
+        else:
+            used = store.schedules()
+        return store.db.execute("PRAGMA journal_mode").fetchone()[0], used
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("kind", ["ledger", "schedules"])
 def test_a_new_store_opens_while_another_process_holds_the_write_lock(tmp_path, kind):
     path = tmp_path / "schedules.db"
@@ -33,23 +47,14 @@ def test_a_new_store_opens_while_another_process_holds_the_write_lock(tmp_path, 
     try:
         assert holder.stdout.readline() == "held\n"
         with ThreadPoolExecutor(1) as pool:
-            opening = pool.submit(lambda: getattr(open_store(f"sqlite://{path}", tmp_path), kind)())
+            opening = pool.submit(open_and_use, f"sqlite://{path}", tmp_path, kind)
             done, _ = wait([opening], timeout=0.5)
-            if done:  # it could not have opened while the lock is held: this raises what it met
-                opening.result().close()
-                pytest.fail("the store opened while another process held the write lock")
+            if done:  # it cannot open while the lock is held: this raises what it met
+                pytest.fail(f"the store opened while another process held the write lock: {opening.result()}")
             holder.stdin.write("go\n")
             holder.stdin.flush()
-            store = opening.result(timeout=60)
+            mode, used = opening.result(timeout=60)
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
-    try:
-        assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        if kind == "ledger":
-            store.note("r", "x", 1.0)
-            assert store.claim("r", "x", owner="h:1", session_id="s1", now=2.0, retry_failed=0) == ("s1", False)
-        else:
-            assert store.schedules() == []
-    finally:
-        store.close()
+    assert mode == "wal" and used == (("s1", False) if kind == "ledger" else [])
