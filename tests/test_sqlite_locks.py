@@ -58,3 +58,36 @@ def test_a_new_store_opens_while_another_process_holds_the_write_lock(tmp_path, 
         holder.stdin.close()
         holder.wait(timeout=30)
     assert mode == "wal" and used == (("s1", False) if kind == "ledger" else [])
+
+
+READER = """
+import sys
+from loopwright.stores import open_store
+ledger = open_store(sys.argv[1], ".").ledger()
+print(",".join(item.item_id for item in ledger.items("r")))
+ledger.close()
+"""
+
+
+def items_seen_by_another_process(url):
+    out = subprocess.run([sys.executable, "-c", READER, url], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_what_a_process_with_two_stores_of_one_file_writes_is_seen_by_others(tmp_path):
+    # `loopwright scheduler` holds the schedule store and the ledger of one file at once. Opening
+    # the second must not drop the first's hold on the file: another process that then opened and
+    # closed it would take itself for the file's last user, fold the WAL in and delete it, and what
+    # this process wrote next would go to the deleted WAL, seen by no one else.
+    url = f"sqlite://{tmp_path}/schedules.db"
+    schedules = open_store(url, tmp_path).schedules()
+    ledger = open_store(url, tmp_path).ledger()
+    try:
+        ledger.note("r", "a", 1.0)
+        assert items_seen_by_another_process(url) == "a"
+        ledger.note("r", "b", 2.0)
+        assert items_seen_by_another_process(url) == "a,b"
+    finally:
+        ledger.close()
+        schedules.close()
