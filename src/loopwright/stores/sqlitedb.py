@@ -5,9 +5,9 @@ timeout, and every write that reads first made in a transaction that takes the w
 SQLite waits out another process's lock (the busy timeout) only when it holds no lock of its own:
 a connection that already reads and then must write fails at once with "database is locked"
 instead. Two things here would do that. Switching a new file to WAL reads the file's header, then
-takes the write lock to mark it; two processes that open a new home at the same moment met there
-(the second `routine run` started at once crashed). So the switch is asked only of a file that is
-not WAL yet, and tried again for a bounded time. And a transaction that reads and then writes
+takes the write lock to mark it; two processes opening a new home at the same moment met there
+(one of two `routine run`s started at once crashed). So the switch is asked only of a file not
+in WAL yet, and tried again for a bounded time. And a transaction that reads and then writes
 begins with `BEGIN IMMEDIATE` (`write_transaction`): it takes the write lock before it reads, so
 it waits its turn like a single statement does, and nothing it read can go stale."""
 
