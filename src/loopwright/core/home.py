@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Mapping
 
@@ -15,6 +16,7 @@ DEFAULT_HOME = "~/.loopwright"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 _tightened: set[str] = set()  # homes already checked by this process
+_making = threading.Lock()  # private_file: one file made at a time
 
 
 def home(env: Mapping[str, str] | None = None) -> Path:
@@ -59,8 +61,19 @@ def open_private(path: str | Path, flags: int) -> int:
 def private_file(path: str | Path) -> None:
     """Create `path` empty (0600) if it is missing, or tighten it to 0600 if it is ours. For files
     another library opens: SQLite gives its -wal and -shm the database's mode (even ones an older
-    version left open), so a database made 0600 first keeps all three private."""
-    os.close(open_private(path, os.O_RDONLY | os.O_CREAT))
+    version left open), so a database made 0600 first keeps all three private. A file that is
+    there is not opened: closing any descriptor of a file drops every POSIX lock the process holds
+    on it, those of SQLite's connections to it included; a new one is closed before another thread
+    of the process can open it."""
+    with _making:
+        try:
+            os.close(open_private(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL))
+            return
+        except FileExistsError:
+            pass
+        st = os.stat(path)
+        if stat.S_IMODE(st.st_mode) != FILE_MODE and st.st_uid == os.geteuid():
+            os.chmod(path, FILE_MODE)
 
 
 def tighten_home(root: str | Path | None = None) -> None:

@@ -6,14 +6,13 @@ token of its own, made the first time it is seen."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 from typing import Callable
 
 from ..core.fastclass import dataclass
 from ..core.ports import LedgerItem, RoutineEntry
-from .schedules import connect
+from .sqlitedb import connect, create_schema, write_transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS routine_items (
@@ -53,14 +52,11 @@ class SqliteLedger:
     def __init__(self, path: str | Path, *, own_folder: bool = True) -> None:
         self.path = Path(path)
         self.db = connect(self.path, own_folder=own_folder)
-        self.db.executescript(_SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(routine_items)")}
-        if "fields" not in columns:  # a ledger made before items could be POSTed
-            try:
+        with write_transaction(self.db):  # made or brought up to date by one process at a time
+            create_schema(self.db, _SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(routine_items)")}
+            if "fields" not in columns:  # a ledger made before items could be POSTed
                 self.db.execute("ALTER TABLE routine_items ADD COLUMN fields TEXT NOT NULL DEFAULT ''")
-            except sqlite3.OperationalError as exc:  # another process added it first
-                if "duplicate column" not in str(exc):
-                    raise
 
     def close(self) -> None:
         self.db.close()
@@ -72,17 +68,17 @@ class SqliteLedger:
 
     def skip(self, routine: str, item_id: str, reason: str, now: float) -> None:
         """An item that cannot run (a malformed line, a field its template needs): skipped, with why."""
-        self.db.execute("INSERT OR IGNORE INTO routine_items (routine, item_id, status, outcome, created, ended) "
-                        "VALUES (?, ?, 'skipped', ?, ?, ?)", (routine, item_id, reason, now, now))
-        self.db.execute("UPDATE routine_items SET status = 'skipped', outcome = ?, ended = ? "
-                        "WHERE routine = ? AND item_id = ? AND status = 'pending'", (reason, now, routine, item_id))
+        with write_transaction(self.db):
+            self.db.execute("INSERT OR IGNORE INTO routine_items (routine, item_id, status, outcome, created, ended) "
+                            "VALUES (?, ?, 'skipped', ?, ?, ?)", (routine, item_id, reason, now, now))
+            self.db.execute("UPDATE routine_items SET status = 'skipped', outcome = ?, ended = ? "
+                            "WHERE routine = ? AND item_id = ? AND status = 'pending'", (reason, now, routine, item_id))
 
     def queue(self, routine: str, items: list[tuple[str, str]], now: float) -> dict[str, str]:
         """Record POSTed items (id, fields as JSON) as pending, in one transaction; for each id,
         `queued`, or the status it already had (a done item is not queued again)."""
         answer: dict[str, str] = {}
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.db):
             for item_id, fields in items:
                 added = self.db.execute("INSERT OR IGNORE INTO routine_items (routine, item_id, status, created, "
                                         "fields) VALUES (?, ?, 'pending', ?, ?)",
@@ -93,10 +89,6 @@ class SqliteLedger:
                     row = self.db.execute("SELECT status FROM routine_items WHERE routine = ? AND item_id = ?",
                                           (routine, item_id)).fetchone()
                     answer[item_id] = row[0]
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return answer
 
     def token(self, routine: str, *, make: bool = False) -> str | None:
@@ -145,12 +137,14 @@ class SqliteLedger:
 
     def finish(self, routine: str, item_id: str, status: str, *, cost_usd: float, outcome: str, now: float,
                fire_at: float | None = None) -> None:
-        self.db.execute("UPDATE routine_items SET status = ?, cost_usd = cost_usd + ?, outcome = ?, ended = ? "
-                        "WHERE routine = ? AND item_id = ?", (status, cost_usd, outcome, now, routine, item_id))
-        if fire_at is not None:
-            self.db.execute("INSERT INTO routine_runs (routine, fire_at, item_id, status, cost_usd, session_id, ended) "
-                            "SELECT ?, ?, ?, ?, ?, session_id, ? FROM routine_items WHERE routine = ? AND item_id = ?",
-                            (routine, fire_at, item_id, status, cost_usd, now, routine, item_id))
+        """The item's outcome and, with `fire_at`, its run in that fire's record: both or neither."""
+        with write_transaction(self.db):
+            self.db.execute("UPDATE routine_items SET status = ?, cost_usd = cost_usd + ?, outcome = ?, ended = ? "
+                            "WHERE routine = ? AND item_id = ?", (status, cost_usd, outcome, now, routine, item_id))
+            if fire_at is not None:
+                self.db.execute("INSERT INTO routine_runs (routine, fire_at, item_id, status, cost_usd, session_id, "
+                                "ended) SELECT ?, ?, ?, ?, ?, session_id, ? FROM routine_items WHERE routine = ? "
+                                "AND item_id = ?", (routine, fire_at, item_id, status, cost_usd, now, routine, item_id))
 
     def daily_costs(self) -> list[tuple[str, str, float]]:
         """(UTC day, routine name, cost) of every routine's item runs, for the cost chart."""

@@ -9,8 +9,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..core.home import make_private_dirs, private_file, tighten_home
 from ..core.ports import Schedule, ScheduledRun
+from .sqlitedb import connect, create_schema, write_transaction
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS schedules (
@@ -31,29 +31,15 @@ _SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_run
 _RUN_COLUMNS = "id, schedule_id, fire_at, status, started, ended, session_id, cost_usd, note"
 
 
-def connect(path: Path, *, own_folder: bool = True) -> sqlite3.Connection:
-    """The store's database, private to its owner, shared safely by processes (WAL, busy timeout).
-    `own_folder`: the file's folder is loopwright's (the home), and one an older version left open
-    is closed; a file named by `--store sqlite:///PATH` is not, since its folder is the user's and
-    may be /tmp: that folder and what else is in it stay as they are (the file itself is private)."""
-    if own_folder:
-        tighten_home(path.parent)
-    make_private_dirs(path.parent)
-    private_file(path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
-    db = sqlite3.connect(path, timeout=30, isolation_level=None)  # explicit transactions
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA busy_timeout=30000")
-    return db
-
-
 class SqliteScheduleStore:
     def __init__(self, path: str | Path, *, own_folder: bool = True) -> None:
         self.path = Path(path)
         self.db = connect(self.path, own_folder=own_folder)
-        self.db.executescript(_SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedules)")}
-        if "cron" not in columns:  # a store made before schedules could take cron expressions
-            self.db.execute("ALTER TABLE schedules ADD COLUMN cron TEXT NOT NULL DEFAULT ''")
+        with write_transaction(self.db):  # made or brought up to date by one process at a time
+            create_schema(self.db, _SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedules)")}
+            if "cron" not in columns:  # a store made before schedules could take cron expressions
+                self.db.execute("ALTER TABLE schedules ADD COLUMN cron TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.db.close()
@@ -101,7 +87,7 @@ class SqliteScheduleStore:
     def claim(self, schedule: Schedule, next_at: float | None, run: ScheduledRun, owner: str) -> int | None:
         """Move the schedule on from the fire it was due at and record the fire, in one
         transaction; None when another scheduler moved it first (the fire is theirs)."""
-        with self._transaction():
+        with write_transaction(self.db):  # the write lock now: no lost update between schedulers
             moved = self.db.execute(
                 "UPDATE schedules SET next_at = ?, runs = runs + ? WHERE id = ? AND next_at = ? AND paused = 0",
                 (next_at, int(run.status == "running"), schedule.id, schedule.next_at)).rowcount
@@ -126,18 +112,6 @@ class SqliteScheduleStore:
         rows = self.db.execute(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY id DESC LIMIT ?",
                                (*args, limit)).fetchall()
         return [_run(r) for r in reversed(rows)]
-
-    def _transaction(self) -> Any:
-        db = self.db
-
-        class Transaction:
-            def __enter__(self) -> None:
-                db.execute("BEGIN IMMEDIATE")  # the write lock now: no lost update between schedulers
-
-            def __exit__(self, kind: Any, *_: Any) -> None:
-                db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-        return Transaction()
 
 
 def _schedule_row(s: Schedule) -> tuple[Any, ...]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from ..core.home import make_private_dirs, private_file
 from ..stores.jsonl import project_name
+from ..stores.sqlitedb import connect, create_schema, write_transaction
 from .summary import summarize_file
 
 _SCHEMA = """
@@ -39,14 +38,12 @@ class SessionIndex:
         self.projects = root / "projects"
         self.only = project_name(cwd) if cwd is not None else None
         db_path = db_path or root / "cache" / "serve-index.db"
-        make_private_dirs(db_path.parent)
-        private_file(db_path)
-        self.db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
-            self.db.execute("DROP TABLE IF EXISTS sessions")
-            self.db.execute(f"PRAGMA user_version={VERSION}")
-        self.db.executescript(_SCHEMA)
+        self.db = connect(db_path, own_folder=False, threads=True)  # `lock` serializes the threads
+        with write_transaction(self.db):  # two servers of one home may start at once
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != VERSION:
+                self.db.execute("DROP TABLE IF EXISTS sessions")
+                self.db.execute(f"PRAGMA user_version={VERSION}")
+            create_schema(self.db, _SCHEMA)
         self.lock = threading.Lock()  # the database
         self._pass = threading.Lock()  # one refresh at a time
         self.min_interval_s, self._refreshed = min_interval_s, 0.0
@@ -67,12 +64,12 @@ class SessionIndex:
                     changed.append((project, path, st, summarize_file(Path(path))))
             gone = [p for p in known if p not in seen]
             with self.lock:
-                self.db.execute("BEGIN")
+                with write_transaction(self.db):
+                    for project, path, st, row in changed:
+                        self._put(project, path, st, row)
+                    self.db.executemany("DELETE FROM sessions WHERE path = ?", [(p,) for p in gone])
                 for project, path, st, row in changed:
-                    self._put(project, path, st, row)
                     known[path] = (st.st_mtime_ns, st.st_size)
-                self.db.executemany("DELETE FROM sessions WHERE path = ?", [(p,) for p in gone])
-                self.db.execute("COMMIT")
                 for path in gone:
                     del known[path]
                 if changed or gone:
