@@ -22,6 +22,7 @@ from ...core.types import ModelText
 from .channel import ControlChannel, SdkApprover
 from .requests import HostRequests
 from .emit import SdkOutput
+from ..mentioned import with_mentions
 from ..streamin import MAX_LINE_CHARS, parse_line
 
 if TYPE_CHECKING:
@@ -103,8 +104,9 @@ class Server:
         self.out.state("running")
         self.host.busy = True
         try:
+            prompt = await with_mentions(self.agent, prompt)  # its `@path`s attached, as at the terminal
             self.last = await self.agent.run(prompt, on_event=self.out.emit)
-        except CommandError as exc:  # an unknown /name, a command step refused: this turn's error result
+        except CommandError as exc:  # an unknown /name, a step or an `@path` refused: this turn's error result
             self.last = refused(self.agent.session_id, str(exc))
             self.out.emit(ResultEvent(self.last))
         finally:
