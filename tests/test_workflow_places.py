@@ -227,3 +227,41 @@ def test_ctrl_c_stops_a_workflow_in_the_interactive_session_and_the_session_goes
             assert t.close() == 0
         finally:
             t.proc.kill()
+
+
+def test_slash_name_in_stream_json_input_runs_the_workflow_with_its_progress_and_the_session_goes_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from test_workflows import SIX, rules
+
+    home, project = world(tmp_path, six=SIX, broken="def main(:\n")
+    script = rules()
+    script["rules"] += [{"match": {"last_user_contains": "and now?"}, "responses": [{"text": "noted", "repeat": -1}]},
+                        {"match": {"last_user_contains": "/six as text"}, "responses": [{"text": "just text"}]}]
+    stdin = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": text}, **extra}) + "\n"
+                    for text, extra in [("/six alpha beta", {}), ("/broken", {}), ("/six as text", {"client_composed": True}),
+                                        ("and now?", {})])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k")
+    with Simulator(script) as sim:
+        out = subprocess.run([sys.executable, "-m", "loopwright", "-p", "--input-format", "stream-json",
+                              "--output-format", "stream-json", "--verbose"], input=stdin, capture_output=True, text=True,
+                             cwd=project, env=dict(env, ANTHROPIC_BASE_URL=sim.base_url), timeout=60)
+        last = json.dumps(sim.message_requests[-1].body["messages"])
+        asked = len(sim.message_requests)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    status = [x for x in lines if x["type"] == "system" and x["subtype"] == "workflow_status"]
+    assert status[0]["phase"] == "running" and status[-1]["phase"] == "done" and status[-1]["done"] == 4
+    assert any(s.get("message") == "all reviewed" for s in status) and {s["workflow"] for s in status} == {"six"}
+    results = [x for x in lines if x["type"] == "result"]
+    assert [r["is_error"] for r in results] == [False, True, False, False], results
+    assert results[0]["result"] == "reviewed-alpha | reviewed-beta" and results[0]["workflow"]["agents"] == 4
+    assert "broken.py: syntax error" in results[1]["errors"][0]
+    assert [r["result"] for r in results[2:]] == ["just text", "noted"] and asked == 6
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
+    # the call and its final answer joined the conversation; the agents' work stayed theirs
+    assert last.index("/six alpha beta") < last.index("reviewed-alpha | reviewed-beta") < last.index("and now?")
+    assert "DRAFT alpha" not in last and "/broken" not in last
