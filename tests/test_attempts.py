@@ -91,6 +91,7 @@ def test_the_right_attempt_wins_and_only_its_change_reaches_the_working_tree(rep
     with Simulator(script([verdict("A")], per)) as sim:
         out = cli(["-p", "make add() add", "--attempts", "3", *instructions(tmp_path), *FLAGS], aenv, repo, sim)
         judged = judge_requests(sim)
+        listed, table = (cli(["sessions", *more], aenv, repo, sim).stdout for more in (["--json"], []))
     result = json.loads(out.stdout)
     assert result["subtype"] == "success" and out.returncode == 0, out.stderr
     rows = {row["attempt"]: row for row in result["attempts"]["attempts"]}
@@ -109,6 +110,14 @@ def test_the_right_attempt_wins_and_only_its_change_reaches_the_working_tree(rep
     branches = git(repo, "branch", "--list", "loopwright/*").split()
     assert len(branches) == 3  # branches are kept
     assert git(repo, "worktree", "list").count("\n") == 1  # worktrees are not
+    # the session list tells the attempts from ordinary sessions, and says which one won
+    run = branches[0].split("/")[1]
+    marks = {r["id"]: r["attempt"] for r in json.loads(listed)}
+    assert {rows[k]["session_id"]: k for k in rows} == {sid: m["number"] for sid, m in marks.items()}
+    assert all(m["of"] == 3 and m["run"].startswith(run) and m["won"] == (m["number"] == 3) for m in marks.values())
+    assert {line.split()[0]: line for line in table.splitlines()}[rows[3]["session_id"]].count(
+        f"[attempt 3/3 of run {run}, won]") == 1
+    assert f"[attempt 1/3 of run {run}, attempt 3 won] make add() add" in table
 
 
 def test_a_judge_that_finds_a_defect_in_the_only_passing_attempt_means_no_winner(repo, tmp_path, aenv):
@@ -161,6 +170,31 @@ def test_an_interrupt_leaves_nothing_after_attempts_clean(repo, tmp_path, aenv):
     assert cleaned.returncode == 0 and "removed 2 attempt worktree(s)" in cleaned.stdout
     assert git(repo, "worktree", "list").count("\n") == 1
     assert not [p for p in (tmp_path / "tmp").glob("loopwright-attempts-*/*/*")]
+
+
+def test_attempts_killed_before_their_ruling_are_still_marked_in_the_session_list(repo, tmp_path, aenv):
+    slow = {"text": "still thinking", "delay": 30}
+    with Simulator(script([verdict("A")], {1: slow, 2: slow})) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "-p", "x", "--attempts", "2",
+                                 *instructions(tmp_path, 2), "--output-format", "json"],
+                                env=dict(aenv, ANTHROPIC_BASE_URL=sim.base_url), cwd=repo, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(600):  # both attempts have sent their request
+                if len(sim.message_requests) >= 2:
+                    break
+                time.sleep(0.05)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        listed = json.loads(cli(["sessions", "--json"], aenv, repo, sim).stdout)
+        table = cli(["sessions"], aenv, repo, sim).stdout
+    run = git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopwright").split()[0].split("/")[1]
+    assert sorted((r["attempt"]["number"], r["attempt"]["of"], r["attempt"]["won"], r["outcome"]) for r in listed) == [
+        (1, 2, None, "interrupted"), (2, 2, None, "interrupted")]
+    assert f"[attempt 2/2 of run {run}] x" in table and "won" not in table
+    subprocess.run([sys.executable, "-m", "loopwright", "attempts", "clean"], env=aenv, cwd=repo, capture_output=True,
+                   timeout=60)
 
 
 def test_each_attempt_is_a_goal_loop_judged_before_the_attempts_are(repo, tmp_path, aenv):

@@ -176,3 +176,23 @@ def _catching(errors, fn, *args):
         fn(*args)
     except BaseException as exc:  # noqa: BLE001 - the test asserts that nothing escapes
         errors.append(exc)
+
+
+def test_an_interrupt_stops_a_slash_workflow_and_the_session_goes_on(tmp_path):
+    rules = {"rules": [{"match": {"last_user_contains": "SLOW"}, "responses": [{"text": "late", "delay": 30}]},
+                       {"responses": [{"text": "Still here.", "repeat": -1}]}]}
+    with Simulator(rules) as sim:
+        host = Host(sim, tmp_path)
+        folder = host.work / ".loopwright" / "workflows"
+        folder.mkdir(parents=True)
+        (folder / "slow.py").write_text("async def main(wf, args):\n    return await wf.agent('SLOW ' + ' '.join(args))\n")
+        initialize(host)
+        host.user("/slow one")
+        host.until(lambda f: f["type"] == "system" and f["subtype"] == "workflow_status" and f["running"] == 1)
+        host.send({"type": "control_request", "request_id": "req_2", "request": {"subtype": "interrupt"}})
+        stopped = host.until(is_result, timeout=15)[-1]
+        host.user("Are you still there?")
+        second = host.until(is_result)[-1]
+        code = host.finish()
+    assert stopped["is_error"] is True and stopped["terminal_reason"] == "aborted", stopped
+    assert second["result"] == "Still here." and code == 0

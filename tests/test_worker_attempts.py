@@ -121,6 +121,9 @@ def test_attempts_enqueued_are_run_by_a_worker_and_the_winner_lands(repo, aenv, 
     assert len(judged) == 1
     assert {status_of(store, f"{workflow_id}-a{k}") for k in (1, 2)} == {"SUCCESS"}  # the child workflows
     assert not sim.unmatched, (tmp_path / "worker.log").read_text()
+    listed = json.loads(cli(["sessions", "--all", "--json"], env, repo))  # each attempt's session says so
+    assert sorted((r["attempt"]["number"], r["attempt"]["of"], r["attempt"]["run"]) for r in listed if r["attempt"]) == [
+        (1, 2, workflow_id), (2, 2, workflow_id)]
 
 
 @pytest.mark.parametrize("kind", ["sqlite-restart", "pg-survivor"])

@@ -161,12 +161,108 @@ def test_a_routine_workflow_key_is_checked(tmp_path):
     for text, said in [
         ("workflow: 'no good'\n", "workflow: expected a workflow's name such as triage"),
         ("workflow: t\nskill: s\n", "workflow: expected one of `workflow:`, `skill:` or `attempts:`"),
-        ("workflow: t\ngoal: g\ncheck: 'true'\n", "check: expected no `check:` or `protect:` beside `workflow:`"),
+        ("workflow: t\ncheck: 'true'\n", "check: expected a `goal:` (checks and protected paths belong to a goal)"),
     ]:
         body = text if "goal:" in text else text + "prompt: p\n"
         project(tmp_path, "bad", "source: {command: cat items.jsonl}\n" + body)
         out = cli(["routine", "run", "bad", "--once"], tmp_path)
         assert out.returncode == 2 and said in out.stderr, out.stderr
+
+
+def test_a_routine_workflows_answer_is_held_to_the_items_checks_and_protected_files(tmp_path):
+    from test_routines import cli, items, project
+
+    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\ngoal: \"{id} is fixed\"\n"
+                                    "check: grep -q good answer.txt\nprotect: tests/**\nallowed_tools: [Bash, Write]\n"
+                                    "permission_mode: acceptEdits\nsandbox: false\n")
+    (root / ".loopwright" / "workflows").mkdir()
+    (root / ".loopwright" / "workflows" / "fix.py").write_text(textwrap.dedent('''
+        async def main(wf, args):
+            first = await wf.agent(f"WORK {wf.item['id']}")
+            return await wf.agent(f"REVIEW {wf.item['id']} after {first}")
+    '''))
+    (root / "tests").mkdir()
+    (root / "tests" / "keep.txt").write_text("the real test\n")
+    (root / "items.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in ("g1", "b1", "p1")))
+
+    def write(path, content):
+        return {"name": "Write", "input": {"file_path": path, "content": content}}
+
+    sneak = {"name": "Bash", "input": {"command": "python3 -c \"open('tests/keep.txt', 'w').write('weakened')\""}}
+    rules = {"rules": [
+        {"match": {"last_user_contains": "WORK g1"}, "responses": [{"tool_use": write("answer.txt", "good\n")}]},
+        {"match": {"last_user_contains": "WORK b1"}, "responses": [{"tool_use": write("answer.txt", "bad\n")}]},
+        # the reviewer tries to weaken the protected test: the Write is refused; a write the gate cannot
+        # see (inside python) gets through, and the harness's comparison catches it
+        {"match": {"last_user_contains": "REVIEW p1"}, "responses": [
+            {"tool_use": [write("tests/keep.txt", "weakened"), sneak]}]},
+        {"match": {"last_user_contains": "WORK p1"}, "responses": [{"tool_use": write("answer.txt", "good\n")}]},
+        {"responses": [{"text": "finished", "repeat": -1}]}]}
+    with Simulator(rules) as sim:
+        out = cli(["routine", "run", "fix", "--once"], tmp_path, sim)
+        results = [b for r in sim.message_requests for m in r.body["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b.get("type") == "tool_result"]
+    assert out.returncode in (0, 1), out.stderr
+    done = items(tmp_path, "fix")
+    assert done["g1"]["status"] == "done", done["g1"]
+    assert done["b1"]["status"] == "failed" and "its checks failed: grep -q good answer.txt (exit 1)" in json.dumps(
+        done["b1"]), done["b1"]
+    assert done["p1"]["status"] == "failed", done["p1"]
+    assert "protected files changed: tests/keep.txt (protected: tests/**)" in json.dumps(done["p1"]), done["p1"]
+    denied = [r for r in results if r.get("is_error")]  # the reviewer's Write, refused by the gate
+    assert len(denied) == 1 and "Permission denied for Write: the deny rule Edit(./tests/**)" in denied[0]["content"]
+    assert (root / "tests" / "keep.txt").read_text() == "weakened"  # the workflow's doing, reported, not undone
+
+
+def test_a_resumed_routine_workflow_still_counts_protected_changes_made_before_its_process_died(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_routines import cli, env_for, items, project
+
+    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\ngoal: \"{id} is fixed\"\n"
+                                    "protect: tests/**\nallowed_tools: [Bash]\nsandbox: false\n")
+    (root / ".loopwright" / "workflows").mkdir()
+    (root / ".loopwright" / "workflows" / "fix.py").write_text(textwrap.dedent('''
+        async def main(wf, args):
+            first = await wf.agent(f"WORK {wf.item['id']}")
+            return await wf.agent(f"REVIEW {wf.item['id']} after {first}")
+    '''))
+    (root / "tests").mkdir()
+    (root / "tests" / "keep.txt").write_text("the real test\n")
+    (root / "items.jsonl").write_text('{"id": "k1"}\n')
+    sneak = {"name": "Bash", "input": {"command": "python3 -c \"open('tests/keep.txt', 'w').write('weakened')\""}}
+    slow = {"rules": [{"match": {"last_user_contains": "WORK k1"}, "responses": [{"tool_use": sneak}]},
+                      {"match": {"last_user_contains": "REVIEW k1"}, "responses": [{"text": "late", "delay": 60}]},
+                      {"responses": [{"text": "worked", "repeat": -1}]}]}
+    with Simulator(slow) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "fix", "--once"], cwd=root,
+                                env=env_for(tmp_path, sim), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not any("REVIEW k1" in json.dumps(r.body["messages"][-1]) for r in sim.message_requests):
+            assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=10)
+    assert (root / "tests" / "keep.txt").read_text() == "weakened"
+    with Simulator({"rules": [{"responses": [{"text": "reviewed", "repeat": -1}]}]}) as sim:
+        again = cli(["routine", "run", "fix", "--once"], tmp_path, sim)
+        sent = [json.dumps(r.body["messages"][-1]) for r in sim.message_requests]
+    assert again.returncode in (0, 1), again.stderr
+    assert len(sent) == 1 and "REVIEW k1 after worked" in sent[0]  # the finished agent was replayed
+    done = items(tmp_path, "fix")["k1"]
+    assert done["status"] == "failed" and "protected files changed: tests/keep.txt" in json.dumps(done), done
+
+
+def test_a_routine_workflow_is_not_sent_to_workers(tmp_path):
+    from test_routines import cli, project
+
+    project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\nprompt: \"{id}\"\n")
+    out = cli(["routine", "run", "fix", "--once", "--queue", "q"], tmp_path)
+    assert out.returncode == 2 and "--queue: routine fix runs the workflow fix for each item" in out.stderr, out.stderr
 
 
 def test_a_routine_items_workflow_killed_mid_run_replays_its_finished_agent_at_the_next_fire(tmp_path):
@@ -227,3 +323,41 @@ def test_ctrl_c_stops_a_workflow_in_the_interactive_session_and_the_session_goes
             assert t.close() == 0
         finally:
             t.proc.kill()
+
+
+def test_slash_name_in_stream_json_input_runs_the_workflow_with_its_progress_and_the_session_goes_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from test_workflows import SIX, rules
+
+    home, project = world(tmp_path, six=SIX, broken="def main(:\n")
+    script = rules()
+    script["rules"] += [{"match": {"last_user_contains": "and now?"}, "responses": [{"text": "noted", "repeat": -1}]},
+                        {"match": {"last_user_contains": "/six as text"}, "responses": [{"text": "just text"}]}]
+    stdin = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": text}, **extra}) + "\n"
+                    for text, extra in [("/six alpha beta", {}), ("/broken", {}), ("/six as text", {"client_composed": True}),
+                                        ("and now?", {})])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+    env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k")
+    with Simulator(script) as sim:
+        out = subprocess.run([sys.executable, "-m", "loopwright", "-p", "--input-format", "stream-json",
+                              "--output-format", "stream-json", "--verbose"], input=stdin, capture_output=True, text=True,
+                             cwd=project, env=dict(env, ANTHROPIC_BASE_URL=sim.base_url), timeout=60)
+        last = json.dumps(sim.message_requests[-1].body["messages"])
+        asked = len(sim.message_requests)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    status = [x for x in lines if x["type"] == "system" and x["subtype"] == "workflow_status"]
+    assert status[0]["phase"] == "running" and status[-1]["phase"] == "done" and status[-1]["done"] == 4
+    assert any(s.get("message") == "all reviewed" for s in status) and {s["workflow"] for s in status} == {"six"}
+    results = [x for x in lines if x["type"] == "result"]
+    assert [r["is_error"] for r in results] == [False, True, False, False], results
+    assert results[0]["result"] == "reviewed-alpha | reviewed-beta" and results[0]["workflow"]["agents"] == 4
+    assert "broken.py: syntax error" in results[1]["errors"][0]
+    assert [r["result"] for r in results[2:]] == ["just text", "noted"] and asked == 6
+    assert lines[0]["type"] == "system" and lines[0]["subtype"] == "init"
+    # the call and its final answer joined the conversation; the agents' work stayed theirs
+    assert last.index("/six alpha beta") < last.index("reviewed-alpha | reviewed-beta") < last.index("and now?")
+    assert "DRAFT alpha" not in last and "/broken" not in last

@@ -96,9 +96,9 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
     try:
         for a in attempts:
             worktrees.add(repo, a.path, a.branch, base)
-            _build(a, opts, settings, prompt, where, n)
+            _build(a, opts, settings, prompt, where, n, run_id)
         _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-        return await _run_all(attempts, opts, prompt, repo, base, where, register)
+        return await _run_all(attempts, opts, prompt, repo, base, where, register, run_id)
     finally:
         for a in attempts:
             if a.session is not None:
@@ -123,8 +123,10 @@ def read_variations(path: str | None) -> list[str]:
     return lines
 
 
-def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int) -> None:
-    """The attempt's agent, built as if loopwright had been started in its worktree."""
+def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int, run_id: str) -> None:
+    """The attempt's agent, built as if loopwright had been started in its worktree; its
+    transcript opens with an `attempt` attachment (run, number, how many, branch), so a session
+    list tells it from an ordinary session even when the run never reached its ruling."""
     from ..tools.workspace import LocalWorkspace
     from .core import build_agent, open_cli_session
     from .goals import goal_from_options
@@ -139,13 +141,16 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=[], protect=[]), prompt)
         a.agent.set_goal(spec)
         a.session = open_cli_session(mine, a.agent, project=Path(here))  # with the folder's own sessions
+        if a.session.recorder is not None:
+            a.session.recorder.attach({"type": "attempt", "run": run_id, "attempt": a.number, "of": n,
+                                       "branch": a.branch})
         a.baseline = LocalWorkspace(a.path / where).snapshot(list(opts.protect or []))
     finally:
         os.chdir(here)
 
 
 async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                   where: Path, register: Any = None) -> RunResult:
+                   where: Path, register: Any = None, run_id: str = "") -> RunResult:
     from .core import foreground
 
     board = Board(attempts, live=opts.output_format == "text" and sys.stderr.isatty(), lines=bool(opts.verbose))
@@ -162,7 +167,7 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
         await asyncio.gather(*(one(a) for a in attempts))
         for a in attempts:
             await a.agent.aclose()
-        return await _decide(attempts, opts, prompt, repo, base, where)
+        return await _decide(attempts, opts, prompt, repo, base, where, run_id)
 
     def interrupt() -> None:
         for a in attempts:
@@ -235,7 +240,7 @@ def _gist(tool_input: Any) -> str:
 
 
 async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                  where: Path) -> RunResult:
+                  where: Path, run_id: str) -> RunResult:
     from ..tools.workspace import LocalWorkspace
     from ..workflows.judge import Candidate, describe_order, judge
 
@@ -265,7 +270,7 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
         why = ruling.reasons or "the judge chose no attempt"
     else:
         why = "no attempt could win: " + "; ".join(f"{a.number}: {a.why_not}" for a in attempts)
-    summary = {"attempts": [a.outcome() for a in attempts],
+    summary = {"run": run_id, "attempts": [a.outcome() for a in attempts],
                "winner": applied.number if applied is not None else None,
                "applied": applied is not None,
                "judge": None if ruling is None else {

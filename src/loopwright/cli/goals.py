@@ -132,5 +132,9 @@ def goal_from_options(opts: Options, prompt: str | None, *,
 
     spec = GoalSpec(validate_condition(condition), tuple(checks), tuple(protect),
                     model=opts.goal_model or _default_evaluator(opts.model), **bound_flags(opts))
-    start = spec.directive() + (f"\n\n{prompt}" if prompt else "")
-    return spec, start
+    return spec, opening_prompt(spec, prompt)
+
+
+def opening_prompt(spec: GoalSpec, prompt: str | None) -> str:
+    """What a goal's run starts with: the goal's directive, then the prompt given with it."""
+    return spec.directive() + (f"\n\n{prompt}" if prompt else "")

@@ -19,7 +19,8 @@ from .core import (
     open_cli_session,
     print_result,
 )
-from .goals import goal_from_options
+from .goals import goal_from_options, opening_prompt
+from .mentioned import with_mentions
 from .render import visible
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def run_headless(opts: Options, prompt: str) -> int:
     if opts.max_iterations is not None or opts.until:
         raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
     status_only = prompt.strip() == "/goal"
+    typed = _typed(opts, prompt)
     spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
@@ -51,8 +53,12 @@ def run_headless(opts: Options, prompt: str) -> int:
         raise
     fmt = opts.output_format
     emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings, agent))
+
+    async def work() -> Any:
+        return await agent.run(await _with_files(agent, spec, prompt, typed, fmt), on_event=emit)
+
     try:
-        result = asyncio.run(foreground(agent, lambda: agent.run(prompt, on_event=emit), emit, agent.interrupt))
+        result = asyncio.run(foreground(agent, work, emit, agent.interrupt))
     finally:
         session.close()
     print_result(result, fmt)
@@ -83,6 +89,30 @@ def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.set_goal(resumed, baseline)
     print(bounds_line(resumed, agent.model), file=sys.stderr, flush=True)
+
+
+def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:
+    """The prompt argument and what stdin added after it, when the argument's `@path`s are to be
+    attached (not for `/goal COND`: a goal's condition is judged as written). What was piped is
+    data, sent as it came."""
+    said = opts.prompt
+    if not said or not prompt.startswith(said) or prompt.lstrip().startswith("/goal"):
+        return None
+    return said, prompt[len(said):]
+
+
+async def _with_files(agent: Any, spec: Any, prompt: str, typed: tuple[str, str] | None, fmt: str) -> str:
+    """The prompt to run: the argument with the files its `@path`s name attached, as at the
+    interactive prompt (`cli.mentioned`); `CommandError` when one may not be read."""
+    if typed is None:
+        return prompt
+
+    def said(path: str) -> None:
+        if fmt == "text":
+            print(visible(f"loopwright: @ attached {path}"), file=sys.stderr, flush=True)
+
+    text = await with_mentions(agent, typed[0], said) + typed[1]
+    return opening_prompt(spec, text) if spec is not None else text
 
 
 def _goal_command(saved: Any, session: Any, *, clear: bool) -> int:

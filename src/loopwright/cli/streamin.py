@@ -2,7 +2,8 @@
 turn of one session (its own `--max-turns`), answered in stream-json with a `result` line per
 turn. `"shouldQuery": false` adds a message without running a turn: it goes with the next one.
 `"client_composed": true` (the Agent SDK's `verbatim_prompts`) delivers a message as written: a
-leading `/name` is text, never a command. This module reads one user line; `cli.sdk.mode` serves the stream with its control channel."""
+leading `/name` is text, never a command, and its `@path`s are not attached (other messages'
+are, as at the terminal: `cli.mentioned`). This module reads one user line; `cli.sdk.mode` serves the stream with its control channel."""
 
 from __future__ import annotations
 

@@ -57,7 +57,9 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
     for a in plan["attempts"]:
         child = jobs.new_job(job["args"], a["cwd"], a["session_id"], None, f"{job['label']} · attempt {a['number']}",
                              own_session=job.get("own_session", False))
-        child["attempt"] = {"approach": a["instruction"], "budget": budget, "goal": has_goal}
+        child["attempt"] = {"approach": a["instruction"], "budget": budget, "goal": has_goal,
+                            "mark": {"type": "attempt", "run": workflow_id, "attempt": a["number"], "of": n,
+                                     "branch": a["branch"]}}
         with SetWorkflowID(f"{workflow_id}-a{a['number']}"):
             handles.append(await DBOS.start_workflow_async(jobs.goal_loop, child))
     results = await asyncio.gather(*(_result(h) for h in handles))

@@ -85,6 +85,9 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         from ..engine.goal import saved_goal
 
         saved = saved_goal(attachments(session.records)) if session.records else None  # a resumed goal
+        mark = (job.get("attempt") or {}).get("mark")
+        if mark and not session.records and session.recorder is not None:  # an attempt says so, once
+            session.recorder.attach(mark)
         _arm_goal(agent, spec, saved, opts)
         emit = make_emitter("json", False, agent.session_id, False, init_fields(settings, agent))
         approach = (job.get("attempt") or {}).get("approach")

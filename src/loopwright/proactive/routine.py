@@ -54,7 +54,8 @@ class Routine:
     attempts: int = 0  # >1: each item done as N judged attempts in git worktrees (as --attempts)
     skill: str = ""  # each item's turn starts as `/skill <the filled prompt or goal>`
     attempt_instructions: str = ""  # a file of one variation per line, as --attempt-instructions
-    workflow: str = ""  # each item runs this workflow: its words as args, the item as `wf.item`
+    workflow: str = ""  # each item runs this workflow: its words as args, the item as `wf.item`; its
+    # answer held to `check` and `protect` (every agent refused the protected paths)
 
     @property
     def template(self) -> str:
@@ -136,9 +137,6 @@ def parse_routine(name: str, path: str, data: Any) -> Routine:
     if skill and not NAME.fullmatch(skill.removeprefix("/")):
         raise c.fail("skill", "a skill's name such as fix-bug (its folder under .claude/skills)", skill)
     workflow = _workflow(c, data, skill)
-    if workflow and (check or protect):
-        raise c.fail("check", "no `check:` or `protect:` beside `workflow:` (a workflow's goal is its own to "
-                     "reach: it reads it as wf.goal)", given=False)
     return Routine(name, path, every_s, cron, kind, source, prompt, goal, check, protect, mode,
                    c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
                    concurrency=c.whole(data, "concurrency", "") or 1,

@@ -1,5 +1,6 @@
 """What `loopwright sessions` shows: one summary a transcript — its id, folder, start, turns,
-cost, outcome and first prompt — read from the file as it is. A damaged or half-written line is
+cost, outcome, first prompt, and for an attempt of a `--attempts N` run which one it was and
+whether it won — read from the file as it is. A damaged or half-written line is
 passed over, never fatal; a file another process holds the write lock on is `running`."""
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def summarize_lines(session_id: str, lines: list[bytes], locked: Callable[[], bo
 
 def _empty(session_id: str) -> dict[str, Any]:
     return {"id": session_id, "folder": "", "started": "", "turns": 0, "cost_usd": 0.0, "outcome": "",
-            "first_prompt": "", "damaged_lines": 0}
+            "first_prompt": "", "damaged_lines": 0, "attempt": None}
 
 
 def _summary(out: dict[str, Any], records: Iterable[dict[str, Any]], locked: Callable[[], bool]) -> dict[str, Any]:
@@ -54,6 +55,8 @@ def _summary(out: dict[str, Any], records: Iterable[dict[str, Any]], locked: Cal
         if kind == "user" and not record.get("toolUseResult") and _text(record):
             out["first_prompt"] = out["first_prompt"] or _one_line(_text(record))
             waiting = True
+        elif kind == "attachment" and isinstance(record.get("attachment"), dict):
+            out["attempt"] = attempt_mark(record["attachment"], out["attempt"])
         elif kind == "system" and record.get("subtype") == "run_result":
             out["turns"] += _number(record.get("numTurns"))
             out["cost_usd"] += _number(record.get("totalCostUsd"))
@@ -64,6 +67,49 @@ def _summary(out: dict[str, Any], records: Iterable[dict[str, Any]], locked: Cal
     elif waiting:
         out["outcome"] = "interrupted"
     return out
+
+
+def attempt_mark(body: dict[str, Any], mark: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An attempt's place in its run, from its transcript's attachments: `attempt` (written as it
+    starts: run, number, how many) and `attempts` (the run's ruling: whether this one won). Not an
+    attempt's: `mark` as it was."""
+    kind = body.get("type")
+    if kind == "attempt" and isinstance(body.get("attempt"), int):
+        return {"run": str(body.get("run") or ""), "number": body["attempt"], "of": _count(body.get("of")),
+                "branch": str(body.get("branch") or ""), "won": None, "winner": None}
+    if kind != "attempts" or not isinstance(body.get("this_attempt"), int):
+        return mark
+    rows = [r for r in body.get("attempts") or [] if isinstance(r, dict)]
+    number = body["this_attempt"]
+    branch = next((str(r.get("branch") or "") for r in rows if r.get("attempt") == number), "")
+    run = str(body.get("run") or "") or (mark or {}).get("run") or _run_of(branch)
+    winner = body.get("winner") if isinstance(body.get("winner"), int) else None
+    return {"run": run, "number": number, "of": len(rows) or (mark or {}).get("of", 0), "branch": branch,
+            "won": winner == number, "winner": winner}
+
+
+def attempt_label(mark: dict[str, Any] | None) -> str:
+    """`attempt 2/3 of run 1a2b3c4d, won` (`attempt 1 won`, `no winner`; nothing while the run
+    has no ruling: running, or cut short)."""
+    if not mark:
+        return ""
+    if mark.get("won") is None:
+        ruled = ""
+    elif mark["won"]:
+        ruled = ", won"
+    else:
+        ruled = f", attempt {mark['winner']} won" if mark.get("winner") is not None else ", no winner"
+    return f"attempt {mark['number']}/{mark['of']} of run {str(mark['run'])[:8]}{ruled}"
+
+
+def _run_of(branch: str) -> str:
+    """The run in an attempt's branch name, `loopwright/<run>/<k>` (a ruling recorded before runs were)."""
+    parts = branch.split("/")
+    return parts[1] if len(parts) == 3 and parts[0] == "loopwright" else ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _decoded(lines: list[bytes], out: dict[str, Any]) -> Iterator[dict[str, Any]]:

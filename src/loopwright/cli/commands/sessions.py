@@ -1,5 +1,6 @@
 """`loopwright sessions [--all] [--json]`: the sessions of this folder (or of every folder),
-newest first — id, folder, start, turns, cost, outcome, first prompt."""
+newest first — id, folder, start, turns, cost, outcome, first prompt; an attempt of a
+`--attempts N` run is marked with its place in the run and whether it won."""
 
 from __future__ import annotations
 
@@ -35,11 +36,14 @@ def run_sessions(args: list[str]) -> int:
     if not rows:
         print(f"no sessions in {'any folder' if opts.all else cwd}", file=sys.stderr)
         return 0
+    from ...stores.sessionlist import attempt_label
+
     for r in rows:
         where = f"  {r['folder']}" if opts.all else ""
+        attempt = f"[{attempt_label(r.get('attempt'))}] " if r.get("attempt") else ""
         damaged = f"  ({r['damaged_lines']} damaged line(s))" if r["damaged_lines"] else ""
         print(visible(f"{r['id']}  {r['started'][:19].replace('T', ' ')}  {r['turns']:>4} turns  "
-                      f"${r['cost_usd']:.4f}  {r['outcome'] or '-':<14}{where}  {r['first_prompt']}{damaged}"))
+                      f"${r['cost_usd']:.4f}  {r['outcome'] or '-':<14}{where}  {attempt}{r['first_prompt']}{damaged}"))
     return 0
 
 

@@ -225,15 +225,11 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
 
 
 def _status_printer(opts: Options, session_id: str) -> Any:
-    from ...core.ids import uuid4
-
     last: list[tuple[Any, ...]] = []
 
     def show(status: dict[str, Any]) -> None:
         if opts.output_format == "stream-json":
-            line = {"type": "system", "subtype": "workflow_status", **status, "session_id": session_id,
-                    "uuid": uuid4()}
-            sys.stdout.write(dumps(line) + "\n")
+            sys.stdout.write(dumps(status_frame(status, session_id)) + "\n")
             sys.stdout.flush()
             return
         if opts.output_format != "text":
@@ -245,6 +241,13 @@ def _status_printer(opts: Options, session_id: str) -> Any:
         print(visible(f"loopwright: {status_line(status)}"), file=sys.stderr, flush=True)
 
     return show
+
+
+def status_frame(status: dict[str, Any], session_id: str) -> dict[str, Any]:
+    """A workflow's progress as its stream-json line, `system/workflow_status`."""
+    from ...core.ids import uuid4
+
+    return {"type": "system", "subtype": "workflow_status", **status, "session_id": session_id, "uuid": uuid4()}
 
 
 def status_line(status: dict[str, Any]) -> str:
@@ -284,4 +287,4 @@ def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) ->
                                "journal": journal.location})
 
 
-__all__ = ["run_named", "run_workflow_command", "slash_workflow"]
+__all__ = ["run_named", "run_workflow_command", "slash_workflow", "status_frame", "status_line"]

@@ -1,7 +1,8 @@
 """`--input-format stream-json` as the Agent SDK drives it: stdin is read while a turn runs, so
 control requests (`initialize`, `interrupt`, `set_permission_mode`, `set_model`, `mcp_status`)
 are answered at once and the host's answers reach the questions loopwright asked it; each
-`user` line is a turn, queued in order, ended by one `result` line. At stdin's end the queued
+`user` line is a turn, queued in order, ended by one `result` line (`/NAME args` naming a
+workflow runs it, as at the terminal). At stdin's end the queued
 turns finish and the process exits: 0, or 1 if the last result was an error."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ...core.types import ModelText
 from .channel import ControlChannel, SdkApprover
 from .requests import HostRequests
 from .emit import SdkOutput
+from ..mentioned import with_mentions
 from ..streamin import MAX_LINE_CHARS, parse_line
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ class Server:
         self.stopping = True
         self.channel.withdraw_all()
         self.agent.interrupt()
+        if self.host.stop_workflow is not None:
+            self.host.stop_workflow()
         self.items.put_nowait(_EOF)
 
     async def serve(self) -> RunResult | None:
@@ -103,13 +107,49 @@ class Server:
         self.out.state("running")
         self.host.busy = True
         try:
+            if (called := self.workflow_named(prompt)) is not None:
+                self.last = await self.workflow(*called)
+                return
+            prompt = await with_mentions(self.agent, prompt)  # its `@path`s attached, as at the terminal
             self.last = await self.agent.run(prompt, on_event=self.out.emit)
-        except CommandError as exc:  # an unknown /name, a command step refused: this turn's error result
+        except CommandError as exc:  # an unknown /name, a step or an `@path` refused: this turn's error result
             self.last = refused(self.agent.session_id, str(exc))
             self.out.emit(ResultEvent(self.last))
         finally:
             self.host.busy = False
             self.out.state("idle")
+
+
+    def workflow_named(self, prompt: str) -> tuple[str, list[str]] | None:
+        """`/NAME args` naming a workflow, as at the terminal (a message the client composed is text)."""
+        if isinstance(prompt, ModelText) or not prompt.lstrip().startswith("/"):
+            return None
+        from ..commands.workflow import slash_workflow
+
+        return slash_workflow(prompt, plugins=list(self.agent.plugins))
+
+    async def workflow(self, name: str, args: list[str]) -> RunResult:
+        """The workflow run as at the terminal (`cli.workflowturn`): its agents subagents of this
+        session, its progress `system/workflow_status` lines, only the call and the final answer
+        joining the conversation; an interrupt stops it. A file that cannot be used is this turn's
+        error result."""
+        from ...core.errors import LoopwrightError
+        from ...core.events import SystemInit
+        from ..commands.workflow import status_frame
+        from ..workflowturn import InConversation
+
+        agent, run = self.agent, InConversation(self.agent, name, args)
+        self.out.emit(SystemInit(agent.session_id, str(agent.cwd), agent.model, tuple(t.name for t in agent._tools()),
+                                 agent.permissions.mode))
+        self.host.stop_workflow = run.stop
+        try:
+            return await run(self.out.emit, lambda status: self.out.line(status_frame(status, agent.session_id)))
+        except LoopwrightError as exc:
+            result = refused(agent.session_id, str(exc))
+            self.out.emit(ResultEvent(result))
+            return result
+        finally:
+            self.host.stop_workflow = None
 
 
 def refused(session_id: str, why: str) -> RunResult:

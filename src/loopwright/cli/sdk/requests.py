@@ -22,6 +22,7 @@ class HostRequests:
     def __init__(self, agent: Any, channel: ControlChannel, out: SdkOutput) -> None:
         self.agent, self.channel, self.out = agent, channel, out
         self.busy = False  # a turn is running
+        self.stop_workflow: Callable[[], None] | None = None  # a running `/NAME` workflow's stop
         self._hooks: list[Any] = []  # registrations of the SDK's hooks (a second initialize replaces them)
         self._handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "initialize": self.initialize, "interrupt": self.interrupt, "set_permission_mode": self.set_permission_mode,
@@ -74,6 +75,8 @@ class HostRequests:
         """Withdraw what loopwright asked the host, then abort the running turn (if any)."""
         self.channel.withdraw_all()
         self.agent.interrupt()
+        if self.stop_workflow is not None:
+            self.stop_workflow()
         return {"still_queued": []}
 
     def set_permission_mode(self, body: dict[str, Any]) -> dict[str, Any]:

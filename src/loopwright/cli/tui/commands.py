@@ -130,15 +130,16 @@ async def _mcp(room: Any, args: str) -> None:
 
 async def _resume(room: Any, args: str) -> None:
     from ...core.home import home
-    from ...stores.sessionlist import session_files, summarize
+    from ...stores.sessionlist import attempt_label, session_files, summarize
 
     files = [p for p in session_files(home(), str(room.agent.cwd)) if p.stem != room.agent.session_id][:20]
     if not files:
         room.say("no other session in this folder")
         return
     rows = [summarize(p) for p in files]
-    choices = [f"{r['started'][:16]} · {plural(int(r['turns']), 'turn')} · {r['first_prompt'] or '(no prompt)'}"
-               for r in rows]
+    choices = [f"{r['started'][:16]} · {plural(int(r['turns']), 'turn')} · "
+               + (f"{attempt_label(r['attempt'])} · " if r.get("attempt") else "")
+               + (r["first_prompt"] or "(no prompt)") for r in rows]
     picked = await room.pick("Resume which session?", choices)
     if picked is not None:
         await room.switch(resume=rows[picked]["id"])

@@ -120,6 +120,9 @@ def run_routine(args: list[str]) -> int:
         if opts.action == "run":
             from .fire import fire_routine
 
+            if opts.queue and routine.workflow:  # a worker runs an item as a goal loop, not a workflow
+                raise UsageError(f"--queue: routine {routine.name} runs the workflow {routine.workflow} for each "
+                                 "item, which workers do not run yet; run it without --queue")
             return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run,
                                 queue=_queue(opts.queue))
         if opts.action == "show":

@@ -147,11 +147,14 @@ async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> An
 async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register: Any) -> Any:
     """The item done by the routine's workflow in the item's session: the filled prompt's (or
     goal's) words as its `args`, the item, the goal and the routine's name as `wf.item`, `wf.goal`
-    and `wf.routine`; a resumed item replays the steps that had finished."""
+    and `wf.routine`; a resumed item replays the steps that had finished. With `check:` or
+    `protect:`, the item is done only when its checks pass and its protected files are as they
+    were (`guard`)."""
     import shlex
 
     from ....proactive.fire import ItemResult
     from ...workflowturn import InConversation
+    from . import guard
 
     try:
         words = shlex.split(run.text)
@@ -166,8 +169,13 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
         await agent.aclose()
         raise
     unregister = register(doing.stop)
+    verdict = None
     try:
+        guarded = bool(run.routine.check or run.routine.protect)
+        baseline = guard.arm(agent, run.routine, session.records, session.recorder) if guarded else {}
         result = await doing(lambda event: None, lambda status: None)
+        if guarded and not result.is_error:  # the answer is held to the item's checks and protected files
+            verdict = await guard.verify(agent, run.routine, baseline, session.recorder)
         await agent.end_session("other")
     except UsageError as exc:  # the workflow is missing or its file cannot be used
         return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
@@ -175,9 +183,12 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
         unregister()
         await agent.aclose()
         session.close()
+    cost = float(result.total_cost_usd or 0.0)
+    if verdict is not None and not verdict.held:
+        return ItemResult("failed", cost, verdict.why, "unverified")
     status = "interrupted" if result.terminal_reason == "aborted" else "failed" if result.is_error else "done"
     note = "; ".join(result.errors) if result.is_error and result.errors else result.result
-    return ItemResult(status, float(result.total_cost_usd or 0.0), note, str(result.subtype))
+    return ItemResult(status, cost, note, str(result.subtype))
 
 
 def _mode(run: Any) -> str:
