@@ -45,7 +45,7 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
                 project: bool = True) -> tuple[dict[str, AgentDef], list[str]]:
     """`plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`, below the user's and the
     project's; `project` False: the plugins' only."""
-    from ..context.skills import frontmatter
+    from ..context.frontmatter import frontmatter
 
     found = builtins()
     problems: list[str] = []
@@ -63,7 +63,7 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
                 from ..context.plugins import fill
 
                 text = fill(text, plugin.root, plugin.data)
-            fields, body = frontmatter(text, str(path), [])
+            fields, body = frontmatter(text, str(path), problems)
             made = _definition(fields, body, str(path), problems)
             if made is not None:
                 found[prefix + made.name] = replace(made, name=prefix + made.name)

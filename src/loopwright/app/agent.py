@@ -106,6 +106,11 @@ class Agent:
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
+        if self.skills is not None or self.plugins:
+            from ..context import reading_grants
+
+            grants = tuple(g for g in reading_grants(self.skills, self.plugins) if g not in self.permissions.allow)
+            self.permissions = replace(self.permissions, allow=self.permissions.allow + grants)
 
     def _client(self) -> Model:
         if self.model_client is None:

@@ -1,0 +1,90 @@
+"""Plugins written for Claude Code run unchanged: the shapes its official marketplace plugins use,
+each in a test plugin of our own under tests/plugins (our names, wording and logic; their layout
+and protocol). reviewkit: agents whose descriptions are YAML `|` blocks and whose `tools` name
+tools we lack, a command whose `allowed-tools` list runs over several lines, a skill whose
+description is a quoted text over several lines and whose body points at a supporting file.
+The real CLI, the simulator, real files."""
+
+import json
+from pathlib import Path
+
+from test_memory import loopwright, texts
+from test_subagents import agent_call, requests_for
+
+from loopwright.testing import Simulator
+
+PLUGINS = Path(__file__).parent / "plugins"
+REVIEWKIT = PLUGINS / "reviewkit"
+
+
+def init_of(out):
+    return next(e for e in map(json.loads, out.stdout.splitlines()) if e.get("subtype") == "init")
+
+
+def test_yaml_text_blocks_in_agents_and_skills_reach_the_model_whole(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "hi", "--plugin-dir", str(REVIEWKIT), "--output-format", "stream-json", "--verbose"],
+                         home, project, sim)
+        first = sim.message_requests[0].body
+    assert out.returncode == 0, out.stderr
+    assert "warning" not in out.stderr, out.stderr
+    agent_tool = next(t for t in first["tools"] if t["name"] == "Agent")["description"]
+    tidy = next(ln for ln in agent_tool.splitlines() if ln.startswith("- reviewkit:tidy-checker:"))
+    assert "Use this agent after code was changed" in tidy and ": |" not in tidy
+    assert '<example>' in agent_tool and 'user: "Can you tidy the parser?"' in agent_tool
+    listing = "\n".join(texts(first["messages"][0]))
+    assert ("- reviewkit:proof-check: Checks an argument step by step and says which step fails. Use when asked "
+            "to 'check this proof' or 'is this argument sound'.") in listing
+    init = init_of(out)
+    assert {"reviewkit:tidy-checker", "reviewkit:path-tracer"} <= set(init["agents"])
+    assert init["plugins"] == [{"name": "reviewkit", "path": str(REVIEWKIT), "source": "reviewkit@inline",
+                                "version": "0.3.1"}]
+
+
+def test_an_agent_gets_the_tools_it_names_that_exist_and_its_model(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    script = {"rules": [
+        {"match": {"last_user_contains": "TRACE-TASK"}, "responses": [{"text": "entry.py then store.py"}]},
+        {"match": {"last_user_contains": "entry.py then store.py"}, "responses": [{"text": "traced"}]},
+        {"responses": [agent_call("TRACE-TASK follow the login", "reviewkit:path-tracer")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "trace the login", "--plugin-dir", str(REVIEWKIT)], home, project, sim)
+        child = requests_for(sim, "TRACE-TASK")[0].body
+    assert out.returncode == 0, out.stderr
+    assert "PATH-TRACER" in json.dumps(child["system"])
+    # LS, NotebookRead, WebFetch and TodoWrite are not tools here: dropped, as Claude Code drops unknown names
+    assert {t["name"] for t in child["tools"]} == {"Glob", "Grep", "Read", "BashOutput"}
+    assert child["model"].startswith("claude-haiku")
+
+
+def test_a_command_whose_allowed_tools_run_over_several_lines_grants_them(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "mkdir -p src/parser"}}}, {"text": "laid out"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "/reviewkit:scaffold parser", "--plugin-dir", str(REVIEWKIT)], home, project, sim)
+        first = texts(sim.message_requests[0].body["messages"][-1])[-1]
+        result = sim.message_requests[1].body["messages"][-1]["content"][0]
+    assert out.returncode == 0, out.stderr
+    assert "Lay out the module parser: make its folder" in first
+    assert not result.get("is_error"), result
+    assert (project / "src" / "parser").is_dir()
+
+
+def test_a_skills_supporting_file_is_found_from_its_base_directory(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    folder = REVIEWKIT / "skills" / "proof-check"
+    script = [{"tool_use": {"name": "Skill", "input": {"skill": "reviewkit:proof-check"}}},
+              {"tool_use": {"name": "Read", "input": {"file_path": str(folder / "references" / "checklist.md")}}},
+              {"text": "checked"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "check this proof", "--plugin-dir", str(REVIEWKIT)], home, project, sim)
+        loaded = json.dumps(sim.message_requests[1].body["messages"][-1])
+        read = sim.message_requests[2].body["messages"][-1]["content"][0]
+    assert out.returncode == 0, out.stderr
+    assert f"Base directory for this skill: {folder}" in loaded and "references/checklist.md" in loaded
+    assert not read.get("is_error") and "Does each step follow" in read["content"], read
