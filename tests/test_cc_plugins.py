@@ -3,6 +3,9 @@ each in a test plugin of our own under tests/plugins (our names, wording and log
 and protocol). reviewkit: agents whose descriptions are YAML `|` blocks and whose `tools` name
 tools we lack, a command whose `allowed-tools` list runs over several lines, a skill whose
 description is a quoted text over several lines and whose body points at a supporting file.
+guardrails: Python hook scripts that import the plugin's own package through CLAUDE_PLUGIN_ROOT,
+keep their rules in the project's .claude/*.local.md files, deny with a reason, add context from
+the structured `tool_response` of Bash, Write and Edit, and block a stop with a reason.
 The real CLI, the simulator, real files."""
 
 import json
@@ -15,6 +18,7 @@ from loopwright.testing import Simulator
 
 PLUGINS = Path(__file__).parent / "plugins"
 REVIEWKIT = PLUGINS / "reviewkit"
+GUARDRAILS = PLUGINS / "guardrails"
 
 
 def init_of(out):
@@ -88,3 +92,63 @@ def test_a_skills_supporting_file_is_found_from_its_base_directory(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"Base directory for this skill: {folder}" in loaded and "references/checklist.md" in loaded
     assert not read.get("is_error") and "Does each step follow" in read["content"], read
+
+
+def rule(project, name, when, pattern, message, then="warn"):
+    (project / ".claude").mkdir(exist_ok=True)
+    (project / ".claude" / f"guardrails.{name}.local.md").write_text(
+        f"---\nwhen: {when}\npattern: {pattern}\nthen: {then}\n---\n{message}\n")
+
+
+def results(request):
+    return [b for b in request.body["messages"][-1]["content"] if b["type"] == "tool_result"]
+
+
+def test_rule_hooks_deny_with_a_reason_and_read_the_structured_tool_response(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    (project / "build").mkdir()
+    rule(project, "no-wipe", "command", r"rm\s+-rf", "Wiping folders is not allowed here; delete single files.", "deny")
+    rule(project, "secrets", "output", "hunter2", "That output holds a password: do not repeat it.")
+    rule(project, "notes", "written", r"notes\.txt$", "notes.txt is read by the release script; keep it short.")
+    rule(project, "ask-first", "prompt", "deploy", "Deploys need a ticket number.")
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "rm -rf build"}}},
+              {"tool_use": {"name": "Bash", "input": {"command": "echo the password is hunter2"}}},
+              {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt", "content": "v1\n"}}},
+              {"tool_use": {"name": "Edit", "input": {"file_path": "notes.txt", "old_string": "v1",
+                                                      "new_string": "v2"}}},
+              {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "tidy up before the deploy", "--plugin-dir", str(GUARDRAILS),
+                          "--allowedTools", "Bash", "Write", "Edit"], home, project, sim)
+        requests = list(sim.message_requests)
+    assert out.returncode == 0, out.stderr
+    assert "guardrails failed" not in out.stderr
+    assert "[guardrail ask-first] Deploys need a ticket number." in json.dumps(requests[0].body["messages"][-1])
+    [denied] = results(requests[1])
+    assert denied["is_error"] and "[guardrail no-wipe] Wiping folders is not allowed here" in denied["content"]
+    assert (project / "build").is_dir()
+    [shown] = results(requests[2])
+    assert "the password is hunter2" in shown["content"] and "[guardrail secrets] That output holds a password" \
+        in shown["content"]
+    for request in requests[3:5]:  # Write's and Edit's responses both carry the filePath
+        [written] = results(request)
+        assert "[guardrail notes] notes.txt is read by the release script" in written["content"], written
+    assert (project / "notes.txt").read_text() == "v2\n"
+
+
+def test_a_rule_hook_blocks_the_stop_until_the_transcript_shows_the_tests_ran(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    rule(project, "tests-first", "stop", "pytest -q", "Run the tests (pytest -q) before you stop.")
+    script = [{"text": "All fixed."}, {"tool_use": {"name": "Bash", "input": {"command": "echo pytest -q passed"}}},
+              {"text": "Fixed, and the tests pass."}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "fix the bug", "--plugin-dir", str(GUARDRAILS), "--allowedTools", "Bash",
+                          "--output-format", "json"], home, project, sim)
+        requests = list(sim.message_requests)
+    assert out.returncode == 0, out.stderr
+    assert len(requests) == 3
+    assert "[guardrail tests-first] Run the tests (pytest -q) before you stop." in texts(
+        requests[1].body["messages"][-1])[-1]
+    assert json.loads(out.stdout)["result"] == "Fixed, and the tests pass."
