@@ -6,6 +6,8 @@ description is a quoted text over several lines and whose body points at a suppo
 guardrails: Python hook scripts that import the plugin's own package through CLAUDE_PLUGIN_ROOT,
 keep their rules in the project's .claude/*.local.md files, deny with a reason, add context from
 the structured `tool_response` of Bash, Write and Edit, and block a stop with a reason.
+tutor-style: SessionStart hooks (one an executable run by its path) that add instructions as
+additionalContext and leave variables for later commands in `$CLAUDE_ENV_FILE`.
 The real CLI, the simulator, real files."""
 
 import json
@@ -19,6 +21,7 @@ from loopwright.testing import Simulator
 PLUGINS = Path(__file__).parent / "plugins"
 REVIEWKIT = PLUGINS / "reviewkit"
 GUARDRAILS = PLUGINS / "guardrails"
+TUTOR = PLUGINS / "tutor-style"
 
 
 def init_of(out):
@@ -152,3 +155,21 @@ def test_a_rule_hook_blocks_the_stop_until_the_transcript_shows_the_tests_ran(tm
     assert "[guardrail tests-first] Run the tests (pytest -q) before you stop." in texts(
         requests[1].body["messages"][-1])[-1]
     assert json.loads(out.stdout)["result"] == "Fixed, and the tests pass."
+
+
+def test_session_start_hooks_add_instructions_and_variables_for_later_commands(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (project / "tests").mkdir()
+    script = [{"tool_use": {"name": "Bash", "input": {"command": 'echo "kind=$STACK_KIND tests=$STACK_HAS_TESTS"'}}},
+              {"text": "noted"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "what is this project?", "--plugin-dir", str(TUTOR), "--allowedTools", "Bash"],
+                         home, project, sim)
+        first = json.dumps(sim.message_requests[0].body["messages"])
+        result = sim.message_requests[1].body["messages"][-1]["content"][0]
+    assert out.returncode == 0, out.stderr
+    assert "TUTOR MODE: after each change, add a short note on why it was made." in first
+    assert result["content"] == "kind=python tests=yes, in tests/", result
+    assert "warning" not in out.stderr, out.stderr

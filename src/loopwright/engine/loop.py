@@ -386,6 +386,14 @@ class AgentLoop:
         return self._result("error_during_execution", "aborted", True, self._last_text(),
                             ("Interrupted by the user",), turns)
 
+    def add_env(self, env: dict[str, str]) -> None:
+        """More environment for the tools' processes from here on (what SessionStart hooks set)."""
+        from ..core.environ import child_env
+
+        for held in (self.cfg.child_env, self.dispatch.ctx.env) if env else ():
+            if held is not None:
+                held.update({**(held or child_env()), **env})  # {} stood for child_env(): keep its meaning
+
     def crashed(self, exc: Exception) -> RunResult:
         """The result of a run an unexpected exception ended (its traceback to the crash log); from
         here on a failure to record or show an event does not hide the result."""

@@ -60,6 +60,7 @@ class HookRunner:
         self.base_env: dict[str, str] | None = None  # what `bind` was given; None: child_env()
         self.model, self.post_json, self.disabled = model, post_json, disabled
         self.emit = emit or (lambda event: None)
+        self.env_file: str | None = None  # CLAUDE_ENV_FILE for SessionStart's command hooks (app.envfile)
         self.prompt_usage: dict[str, ModelUsage] = {}  # model -> what prompt hooks spent on it
         for event, fns in (handlers or {}).items():
             for fn in ([fns] if callable(fns) else fns):
@@ -209,6 +210,8 @@ class HookRunner:
         project = self.project_dir or cwd
         env = self._env() | dict(spec.env) | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
                              "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
+        if event == "SessionStart" and self.env_file:
+            env["CLAUDE_ENV_FILE"] = self.env_file
         out = await command.run_process(command.argv(spec), _utf8(body), cwd=cwd, env=env, timeout=timeout,
                                         mark=hook_id)
         if out.overflow is not None:
