@@ -8,9 +8,12 @@ keep their rules in the project's .claude/*.local.md files, deny with a reason, 
 the structured `tool_response` of Bash, Write and Edit, and block a stop with a reason.
 tutor-style: SessionStart hooks (one an executable run by its path) that add instructions as
 additionalContext and leave variables for later commands in `$CLAUDE_ENV_FILE`.
+gitkit: a command that shows the repository through !`git …` steps (read-only git needs no
+grant) and grants `git add`/`git commit` for its turn in a comma-separated allowed-tools.
 The real CLI, the simulator, real files."""
 
 import json
+import subprocess
 from pathlib import Path
 
 from test_memory import loopwright, texts
@@ -22,6 +25,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 REVIEWKIT = PLUGINS / "reviewkit"
 GUARDRAILS = PLUGINS / "guardrails"
 TUTOR = PLUGINS / "tutor-style"
+GITKIT = PLUGINS / "gitkit"
 
 
 def init_of(out):
@@ -173,3 +177,33 @@ def test_session_start_hooks_add_instructions_and_variables_for_later_commands(t
     assert "TUTOR MODE: after each change, add a short note on why it was made." in first
     assert result["content"] == "kind=python tests=yes, in tests/", result
     assert "warning" not in out.stderr, out.stderr
+
+
+def test_a_git_command_shows_the_repository_and_grants_the_commit_for_its_turn(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    for step in (["init", "-q", "-b", "trunk"], ["config", "user.name", "t"], ["config", "user.email", "t@e.invalid"]):
+        subprocess.run(["git", *step], cwd=project, check=True)
+    (project / "app.py").write_text("x = 1\n")
+    subprocess.run(["git", "add", "app.py"], cwd=project, check=True)
+    subprocess.run(["git", "commit", "-qm", "first"], cwd=project, check=True)
+    (project / "app.py").write_text("x = 2\n")
+    script = [{"content": [{"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": "git add app.py"}},
+                           {"type": "tool_use", "id": "c", "name": "Bash",
+                            "input": {"command": "git commit -m 'x is 2'"}}]},
+              {"text": "saved"}, {"tool_use": {"name": "Bash", "input": {"command": "git commit --allow-empty -m again"}}},
+              {"text": "no"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "/gitkit:save", "--plugin-dir", str(GITKIT)], home, project, sim)
+        sent = texts(sim.message_requests[0].body["messages"][-1])[-1]
+        granted = results(sim.message_requests[1])
+        # the grant was for that command's turn only
+        later = loopwright(["-p", "commit again", "--plugin-dir", str(GITKIT)], home, project, sim)
+        refused = results(sim.message_requests[3])
+    assert out.returncode == 0 and later.returncode == 0, out.stderr + later.stderr
+    assert "- Status:  M app.py" in sent and "+x = 2" in sent and "- Branch: trunk" in sent and "first" in sent
+    assert "!`" not in sent
+    assert [r.get("is_error", False) for r in granted] == [False, False], granted
+    log = subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True).stdout
+    assert "x is 2" in log and "again" not in log
+    assert refused[0]["is_error"]
