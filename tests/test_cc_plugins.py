@@ -9,7 +9,8 @@ the structured `tool_response` of Bash, Write and Edit, and block a stop with a 
 tutor-style: SessionStart hooks (one an executable run by its path) that add instructions as
 additionalContext and leave variables for later commands in `$CLAUDE_ENV_FILE`.
 gitkit: a command that shows the repository through !`git …` steps (read-only git needs no
-grant) and grants `git add`/`git commit` for its turn in a comma-separated allowed-tools.
+grant) and grants `git add`/`git commit` for its turn in a comma-separated allowed-tools; its
+UserPromptExpansion hooks (matched on the command's name) add a reminder or refuse a command.
 The real CLI, the simulator, real files."""
 
 import json
@@ -179,14 +180,19 @@ def test_session_start_hooks_add_instructions_and_variables_for_later_commands(t
     assert "warning" not in out.stderr, out.stderr
 
 
-def test_a_git_command_shows_the_repository_and_grants_the_commit_for_its_turn(tmp_path):
-    home, project = tmp_path / "home", tmp_path / "proj"
-    home.mkdir(), project.mkdir()
+def repo(project):
+    """A git repository with one commit of app.py, on the branch trunk."""
     for step in (["init", "-q", "-b", "trunk"], ["config", "user.name", "t"], ["config", "user.email", "t@e.invalid"]):
         subprocess.run(["git", *step], cwd=project, check=True)
     (project / "app.py").write_text("x = 1\n")
     subprocess.run(["git", "add", "app.py"], cwd=project, check=True)
     subprocess.run(["git", "commit", "-qm", "first"], cwd=project, check=True)
+
+
+def test_a_git_command_shows_the_repository_and_grants_the_commit_for_its_turn(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    repo(project)
     (project / "app.py").write_text("x = 2\n")
     script = [{"content": [{"type": "tool_use", "id": "a", "name": "Bash", "input": {"command": "git add app.py"}},
                            {"type": "tool_use", "id": "c", "name": "Bash",
@@ -195,7 +201,7 @@ def test_a_git_command_shows_the_repository_and_grants_the_commit_for_its_turn(t
               {"text": "no"}]
     with Simulator(script) as sim:
         out = loopwright(["-p", "/gitkit:save", "--plugin-dir", str(GITKIT)], home, project, sim)
-        sent = texts(sim.message_requests[0].body["messages"][-1])[-1]
+        sent = texts(sim.message_requests[0].body["messages"][-1])[0]
         granted = results(sim.message_requests[1])
         # the grant was for that command's turn only
         later = loopwright(["-p", "commit again", "--plugin-dir", str(GITKIT)], home, project, sim)
@@ -207,3 +213,23 @@ def test_a_git_command_shows_the_repository_and_grants_the_commit_for_its_turn(t
     log = subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True).stdout
     assert "x is 2" in log and "again" not in log
     assert refused[0]["is_error"]
+
+
+def test_user_prompt_expansion_hooks_match_the_command_and_add_context_or_refuse(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    repo(project)
+    with Simulator([{"text": "nothing to save"}]) as sim:
+        saved = loopwright(["-p", "/gitkit:save", "--plugin-dir", str(GITKIT), "--output-format", "stream-json",
+                            "--verbose", "--include-hook-events"], home, project, sim)
+        sent = texts(sim.message_requests[0].body["messages"][-1])
+        shipped = loopwright(["-p", "/gitkit:ship", "--plugin-dir", str(GITKIT), "--output-format", "json"],
+                             home, project, sim)
+        calls = len(sim.message_requests)
+    assert saved.returncode == 0, saved.stderr
+    assert sent[0].startswith("<command-name>/gitkit:save</command-name>")
+    assert "Commit messages here start with a verb." in sent[1:]
+    hooked = [e for e in map(json.loads, saved.stdout.splitlines()) if e.get("subtype") == "hook_response"]
+    assert [e["hook_event"] for e in hooked].count("UserPromptExpansion") == 1, hooked
+    result = json.loads(shipped.stdout)
+    assert calls == 1 and result["is_error"] and "shipping is frozen until Monday" in json.dumps(result)

@@ -264,6 +264,7 @@ class Agent:
             crash_log=self.crash_log or transport.crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
             elsewhere=self._subagents().elsewhere if self.agents else None,
             subagent=self.subagent.fields() if self.subagent is not None else None,
+            expansion=turn.expansion if turn is not None else None,
             settle=getattr(self.recorder, "settle", None),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)

@@ -45,6 +45,8 @@ class Turn:
     prompt: str
     allow: tuple[str, ...] = ()
     model: str | None = None
+    # a command's UserPromptExpansion input: command_name, command_args, command_source, prompt
+    expansion: dict[str, str] | None = None
 
 
 def reading_grants(skills: Any, plugins: Any = ()) -> tuple[str, ...]:

@@ -301,12 +301,15 @@ class AgentLoop:
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != "user" or not last.text:
             return None
-        hook = await self.calls.prompt(last.text)
-        if hook.decision == "block" or hook.stop:
-            return self._hook_stopped(hook, state)
-        if hook.additional_context:
-            context = bounded_context(hook.additional_context)
-            self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in context))
+        expansion = self.cfg.expansion  # a typed command: UserPromptExpansion first, then UserPromptSubmit
+        steps = [lambda: self.calls.expansion(expansion)] if expansion else []
+        for step in [*steps, lambda: self.calls.prompt(last.text)]:
+            hook = await step()
+            if hook.decision == "block" or hook.stop:
+                return self._hook_stopped(hook, state)
+            if hook.additional_context:
+                context = bounded_context(hook.additional_context)
+                self.messages[-1] = Message("user", self.messages[-1].content + tuple(TextBlock(c) for c in context))
         self.emit(UserMessage(self.messages[-1], synthetic=False))
         return None
 

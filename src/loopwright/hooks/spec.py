@@ -14,7 +14,7 @@ from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 
 EVENTS = (
-    "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+    "SessionStart", "SessionEnd", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure",
     "PostToolBatch", "Stop", "SubagentStart", "SubagentStop", "StopFailure", "PreCompact", "PostCompact", "Notification",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
