@@ -233,3 +233,20 @@ def test_user_prompt_expansion_hooks_match_the_command_and_add_context_or_refuse
     assert [e["hook_event"] for e in hooked].count("UserPromptExpansion") == 1, hooked
     result = json.loads(shipped.stdout)
     assert calls == 1 and result["is_error"] and "shipping is frozen until Monday" in json.dumps(result)
+
+
+def test_an_agent_whose_tools_name_agent_types_may_start_only_those(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    script = {"rules": [
+        {"match": {"last_user_contains": "LEAD-TASK"}, "responses": [{"text": "split up"}]},
+        {"match": {"last_user_contains": "split up"}, "responses": [{"text": "reviewed"}]},
+        {"responses": [agent_call("LEAD-TASK review the parser", "reviewkit:lead-reviewer")]}]}
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "review the parser", "--plugin-dir", str(REVIEWKIT)], home, project, sim)
+        child = requests_for(sim, "LEAD-TASK")[0].body
+    assert out.returncode == 0, out.stderr
+    assert {t["name"] for t in child["tools"]} == {"Read", "Glob", "Agent"}
+    offered = next(t for t in child["tools"] if t["name"] == "Agent")["description"]
+    kinds = [ln.split(":", 2)[:2] for ln in offered.splitlines() if ln.startswith("- ")]
+    assert sorted(":".join(k)[2:] for k in kinds) == ["reviewkit:path-tracer", "reviewkit:tidy-checker"]

@@ -61,7 +61,7 @@ def _value(key: str, value: str, more: list[str]) -> Any:
     joined = " ".join([value, *(m.strip() for m in shown)]).strip()
     if joined.startswith("[") and key not in TEXT_KEYS:
         inner = joined[1:joined.rfind("]")] if "]" in joined else joined[1:]
-        return [_scalar(v) for v in _split(inner) if v.strip()]
+        return [_scalar(v) for v in split_list(inner) if v.strip()]
     return _scalar(joined)
 
 
@@ -82,7 +82,7 @@ def _text_block(lines: list[str], *, folded: bool, chomp: str) -> str:
     return text if chomp == "-" else text + "\n"
 
 
-def _split(listed: str) -> list[str]:
+def split_list(listed: str) -> list[str]:
     """`a, "b, c", Tool(x, y)`: split at commas outside quotes and parentheses."""
     parts, current, depth, quote = [], [], 0, ""
     for ch in listed:
