@@ -250,3 +250,13 @@ def test_an_agent_whose_tools_name_agent_types_may_start_only_those(tmp_path):
     offered = next(t for t in child["tools"] if t["name"] == "Agent")["description"]
     kinds = [ln.split(":", 2)[:2] for ln in offered.splitlines() if ln.startswith("- ")]
     assert sorted(":".join(k)[2:] for k in kinds) == ["reviewkit:path-tracer", "reviewkit:tidy-checker"]
+
+
+def test_a_commands_shell_step_may_read_its_own_plugins_files(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "/reviewkit:checklist", "--plugin-dir", str(REVIEWKIT)], home, project, sim)
+        sent = texts(sim.message_requests[0].body["messages"][-1])[0]
+    assert out.returncode == 0, out.stderr
+    assert "The checklist:\n\n1. Is every assumption stated?\n2. Does each step follow" in sent
