@@ -260,3 +260,23 @@ def test_a_commands_shell_step_may_read_its_own_plugins_files(tmp_path):
         sent = texts(sim.message_requests[0].body["messages"][-1])[0]
     assert out.returncode == 0, out.stderr
     assert "The checklist:\n\n1. Is every assumption stated?\n2. Does each step follow" in sent
+
+
+def test_a_plugins_hooks_on_events_that_never_fire_here_are_said(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    root = tmp_path / "asker"
+    (root / "hooks").mkdir(parents=True)
+    hook = [{"hooks": [{"type": "command", "command": "true"}]}]
+    (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {
+        "PermissionRequest": hook, "SessionStrat": hook, "Stop": hook}}))
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "hi", "--plugin-dir", str(root)], home, project, sim)
+    assert out.returncode == 0, out.stderr
+    said = [ln for ln in out.stderr.splitlines() if "warning: plugin:" in ln]
+    hooks_file = root / "hooks" / "hooks.json"
+    assert said == [
+        f"loopwright: warning: plugin: {hooks_file}: hooks.PermissionRequest: Claude Code fires this event, "
+        "loopwright does not (yet): these hooks will not run",
+        f"loopwright: warning: plugin: {hooks_file}: hooks.SessionStrat: no such hook event: these hooks will "
+        "never run (did you mean SessionStart?)"], out.stderr
