@@ -280,3 +280,18 @@ def test_a_plugins_hooks_on_events_that_never_fire_here_are_said(tmp_path):
         "loopwright does not (yet): these hooks will not run",
         f"loopwright: warning: plugin: {hooks_file}: hooks.SessionStrat: no such hook event: these hooks will "
         "never run (did you mean SessionStart?)"], out.stderr
+
+
+def test_an_async_hooks_decision_does_not_count_but_what_it_says_is_delivered(tmp_path):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(), project.mkdir()
+    said = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": "logged only", "additionalContext": "LOGGED-CALL"}}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": f"echo '{json.dumps(said)}'", "async": True}]}]}}
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "echo ran"}}}, {"text": "done"}]
+    with Simulator(script) as sim:
+        out = loopwright(["-p", "go", "--settings", json.dumps(settings), "--allowedTools", "Bash"], home, project, sim)
+        [result] = results(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert not result.get("is_error") and result["content"].startswith("ran") and "LOGGED-CALL" in result["content"]

@@ -220,7 +220,11 @@ class HookRunner:
             return _Ran(no_answer(why), out.stdout, out.stderr, out.code)
         if out.code is None:
             return _Ran(Answer(), out.stdout, out.stderr, None, timed_out=True)
-        return _Ran(from_process(event, out.code, out.stdout, out.stderr), out.stdout, out.stderr, out.code)
+        answer = from_process(event, out.code, out.stdout, out.stderr)
+        if spec.reports_only:  # an async hook: its decisions have no effect, what it says is delivered
+            answer = Answer(context=answer.context, system_message=answer.system_message, error=answer.error,
+                            notice=answer.notice or (answer.reason if answer.decision else None))
+        return _Ran(answer, out.stdout, out.stderr, out.code)
 
     def _env(self) -> dict[str, str]:
         # the harness's credentials stay with it (core.environ); OTEL_* would make every hook a
