@@ -31,9 +31,14 @@ class AgentDef:
     disallowed: tuple[str, ...] = ()  # tools taken away, whatever `tools` says
     builtin: bool = False
     isolation: str | None = None  # "worktree": it works in a git worktree of its own
+    spawns: tuple[str, ...] | None = None  # `Agent(a, b)` in its tools: the only types it may start
 
     def allows(self, tool: str) -> bool:
         return tool not in self.disallowed and (self.tools is None or tool in self.tools)
+
+    def may_start(self, agents: dict[str, "AgentDef"]) -> dict[str, "AgentDef"]:
+        """The definitions it may hand work to through its own Agent tool."""
+        return agents if self.spawns is None else {k: v for k, v in agents.items() if k in self.spawns}
 
 
 def builtins() -> dict[str, AgentDef]:
@@ -45,7 +50,7 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
                 project: bool = True) -> tuple[dict[str, AgentDef], list[str]]:
     """`plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`, below the user's and the
     project's; `project` False: the plugins' only."""
-    from ..context.skills import frontmatter
+    from ..context.frontmatter import frontmatter
 
     found = builtins()
     problems: list[str] = []
@@ -63,7 +68,7 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
                 from ..context.plugins import fill
 
                 text = fill(text, plugin.root, plugin.data)
-            fields, body = frontmatter(text, str(path), [])
+            fields, body = frontmatter(text, str(path), problems)
             made = _definition(fields, body, str(path), problems)
             if made is not None:
                 found[prefix + made.name] = replace(made, name=prefix + made.name)
@@ -82,13 +87,29 @@ def _definition(fields: dict[str, Any], body: str, where: str, problems: list[st
         problems.append(f"{where}: isolation: expected worktree, got {isolation!r}; the agent works in place")
         isolation = None
     return AgentDef(name, description, body.strip() or GENERAL_PURPOSE, tools or None,
-                    None if model == "inherit" else model, disallowed or (), isolation=isolation)
+                    None if model == "inherit" else model, disallowed or (), isolation=isolation,
+                    spawns=_spawns(fields.get("tools")))
+
+
+def _spawns(value: Any) -> tuple[str, ...] | None:
+    """The agent types `Agent(a, b)` (or the old `Task(…)`) in a tools list names; None: any."""
+    from ..context.frontmatter import split_list
+
+    given = split_list(value) if isinstance(value, str) else [str(t) for t in value or ()]
+    named = [t.strip() for t in given if t.strip().startswith(("Agent(", "Task(")) and t.strip().endswith(")")]
+    if not named:
+        return None
+    return tuple(k.strip() for t in named for k in split_list(t[t.index("(") + 1:-1]) if k.strip())
 
 
 def _names(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return tuple(t.strip() for t in value.split(",") if t.strip())
-    return tuple(str(t).strip() for t in value or () if str(t).strip())
+    """Tool names from `Read, Grep` or a list; `Agent(explore, review)` (a rule naming what the
+    tool may be used for) counts as its tool's name."""
+    from ..context.frontmatter import split_list
+
+    given = split_list(value) if isinstance(value, str) else [str(t) for t in value or ()]
+    names = (t.strip().partition("(")[0].strip() for t in given)
+    return tuple(dict.fromkeys("Agent" if n == "Task" else n for n in names if n))  # Task: the old name
 
 
 # Fields of a Claude Code agent definition that loopwright accepts and does not act on (yet).

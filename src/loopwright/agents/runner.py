@@ -155,7 +155,7 @@ class Subagents:
         child = type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
                        system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits, permissions=p.permissions,
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
-                       depth=p.depth + 1, agents=p.agents if agent.allows("Agent") else None,
+                       depth=p.depth + 1, agents=agent.may_start(p.agents) if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
                        session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who,
                        **extra)

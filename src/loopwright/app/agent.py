@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.errors import LoopwrightError
-from ..core.events import Event, ResultEvent, RunResult, UserMessage
+from ..core.events import Event, Notice, ResultEvent, RunResult, UserMessage
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
 from ..engine.hookcalls import StopHook
@@ -99,6 +99,7 @@ class Agent:
         self._goal_armed = False
         self._goal_baseline: dict[str, str] | None = None
         self._session = "new"  # -> "started" (SessionStart fired) -> "ended" (SessionEnd fired)
+        self._session_env: dict[str, str] = {}  # what SessionStart hooks put in CLAUDE_ENV_FILE (app.envfile)
         self._mcp: Any = None  # loopwright.mcp.servers.McpServers, once started
         self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
         self._auto: Any = None  # engine.automode.AutoClassifier: one per session, its counts kept across turns
@@ -107,6 +108,11 @@ class Agent:
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
+        if self.skills is not None or self.plugins:
+            from ..context import reading_grants
+
+            grants = tuple(g for g in reading_grants(self.skills, self.plugins) if g not in self.permissions.allow)
+            self.permissions = replace(self.permissions, allow=self.permissions.allow + grants)
 
     def _client(self) -> Model:
         if self.model_client is None:
@@ -181,7 +187,7 @@ class Agent:
     def _child_environment(self) -> dict[str, str]:
         from ..core.environ import child_env
 
-        return dict(self.child_env) if self.child_env is not None else child_env()
+        return (dict(self.child_env) if self.child_env is not None else child_env()) | self._session_env
 
     def _writable_roots(self) -> tuple[str, ...]:
         return sandboxing.writable_roots(self.cwd, self.permissions)
@@ -259,6 +265,7 @@ class Agent:
             crash_log=self.crash_log or transport.crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
             elsewhere=self._subagents().elsewhere if self.agents else None,
             subagent=self.subagent.fields() if self.subagent is not None else None,
+            expansion=turn.expansion if turn is not None else None,
             settle=getattr(self.recorder, "settle", None),
         )
         return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
@@ -273,6 +280,7 @@ class Agent:
             try:
                 notices: list[Event] = []  # what the opening found, said after system/init
                 opening = await self._start_session(loop.hooks, notices.append)
+                loop.add_env(self._session_env)
                 for message in opening:  # recorded, so a resume keeps what SessionStart added
                     loop.emit(UserMessage(message, synthetic=False))
             except Exception as exc:  # the loop's last resort, for what comes before the loop
@@ -322,11 +330,23 @@ class Agent:
                                        len(self.plugins))
         if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
             return opening
-        started = await hooks.run("SessionStart", self._hook_payload("SessionStart") | {
-            "source": self.session_source, "model": self.model}, match=self.session_source)
+        started = await self._session_start_hooks(hooks, emit)
         if started.additional_context:
             opening.append(Message("user", tuple(TextBlock(t) for t in bounded_context(started.additional_context))))
         return opening
+
+    async def _session_start_hooks(self, hooks: Any, emit: Callable[[Event], None]) -> Any:
+        """SessionStart, its command hooks given a `CLAUDE_ENV_FILE`; what they write there holds
+        for the session's tools (app.envfile)."""
+        from .envfile import session_start
+
+        payload = self._hook_payload("SessionStart") | {"source": self.session_source, "model": self.model}
+        started, found, problem = await session_start(hooks, payload, self.session_source, str(self.cwd),
+                                                      self._child_environment())
+        self._session_env |= found
+        if problem:
+            emit(Notice("warning", problem))
+        return started
 
     async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
         """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if

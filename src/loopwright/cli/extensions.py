@@ -36,7 +36,28 @@ def project_plugins(opts: Options, settings: Any = None) -> tuple[list[Any], lis
     plugins, more = load(opts.plugin_dir, Path.cwd(), wanted)
     problems += more
     _say(problems)
+    _say(unfired_hooks(plugins), "warning")
     return plugins, problems
+
+
+def unfired_hooks(plugins: Sequence[Any]) -> list[str]:
+    """One line per hooks file event that never fires here: one Claude Code has and loopwright
+    does not (yet), or no event at all."""
+    from ..hooks.spec import EVENTS
+    from ..settings.check import suggest
+    from ..settings.known import CLAUDE_CODE_ONLY_EVENTS
+
+    lines = []
+    for plugin in plugins:
+        for where, hooks in plugin.hooks:
+            for event in hooks:
+                if event in CLAUDE_CODE_ONLY_EVENTS:
+                    lines.append(f"{where}: hooks.{event}: Claude Code fires this event, loopwright does not (yet): "
+                                 "these hooks will not run")
+                elif event not in EVENTS:
+                    lines.append(f"{where}: hooks.{event}: no such hook event: these hooks will never run"
+                                 + suggest(event, EVENTS))
+    return lines
 
 
 def quiet_plugins(opts: Options) -> list[Any]:

@@ -45,3 +45,19 @@ class Turn:
     prompt: str
     allow: tuple[str, ...] = ()
     model: str | None = None
+    # a command's UserPromptExpansion input: command_name, command_args, command_source, prompt
+    expansion: dict[str, str] | None = None
+
+
+def reading_grants(skills: Any, plugins: Any = ()) -> tuple[str, ...]:
+    """`Read` allow rules for the folders the session's skills and plugins came from: a skill's
+    body sends the model to its supporting files (`references/…`, `scripts/…`) in its base
+    directory, which for a user's or a plugin's skill lies outside the project; reading them
+    must not need a rule of its own (Claude Code users hit exactly this: anthropics/claude-code
+    issues 15757, 31036)."""
+    folders = [s.folder for s in (skills.found.values() if skills is not None else ())]
+    folders += [p.root for p in plugins or ()]
+    import os
+
+    real = dict.fromkeys(os.path.realpath(f) for f in folders if f and os.path.isabs(f))
+    return tuple(f"Read(/{folder}/**)" for folder in real)

@@ -60,7 +60,12 @@ async def start(prompt: str, skills: Any, shell: Shell) -> Turn:
     text = "\n\n".join([f"<command-name>/{skill.name}</command-name>\n<command-args>{args}</command-args>\n\n{body}",
                         *attached])
     model = str((skill.fields or {}).get("model") or "").strip()
-    return Turn(text, allow, None if model in ("", "inherit") else model)
+    home = os.path.realpath(os.path.expanduser("~"))
+    source = "plugin" if skill.plugin_root else "user" if os.path.realpath(skill.path).startswith(home + "/.claude/") \
+        else "project"
+    return Turn(text, allow, None if model in ("", "inherit") else model, {
+        "expansion_type": "slash_command", "command_name": skill.name, "command_args": args,
+        "command_source": source, "prompt": prompt})
 
 
 async def model_use(skills: Any, shell: Shell, name: str, args: str = "") -> tuple[str, bool]:

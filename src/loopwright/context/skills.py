@@ -93,35 +93,11 @@ def _read(path: Path, problems: list[str], name: str = "", plugin: Any = None) -
 
 
 def frontmatter(text: str, where: str, problems: list[str]) -> tuple[dict[str, Any], str]:
-    """The `---` block's flat `key: value` lines (lists as `[a, b]` or `- item` lines) and the body."""
-    if not text.startswith("---"):
-        return {}, text
-    head, sep, body = text[3:].partition("\n---")
-    if not sep:
-        problems.append(f"{where}: the frontmatter opened with --- is never closed; read as body text")
-        return {}, text
-    fields: dict[str, Any] = {}
-    key = None
-    for number, line in enumerate(head.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        if line.lstrip().startswith("- ") and key is not None:
-            fields[key] = [*(fields[key] if isinstance(fields[key], list) else []), _scalar(line.lstrip()[2:])]
-            continue
-        name, colon, value = line.partition(":")
-        if not colon or line[:1].isspace():
-            continue  # nested YAML (hooks, metadata): kept out of the flat view
-        key = name.strip()
-        if key not in KNOWN_KEYS:
-            problems.append(f"{where}: unknown frontmatter key {key!r} (line {number}); ignored")
-        value = value.strip()
-        fields[key] = [_scalar(v) for v in value[1:-1].split(",") if v.strip()] if value.startswith("[") else _scalar(value)
-    return fields, body.partition("\n")[2]  # after the closing --- line
+    """The `---` block's fields (see `context.frontmatter`) and the body; keys no skill or
+    command has are said as problems."""
+    from .frontmatter import frontmatter as read
 
-
-def _scalar(value: str) -> str:
-    value = value.strip()
-    return value[1:-1] if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"" else value
+    return read(text, where, problems, KNOWN_KEYS)
 
 
 def _flag(fields: dict[str, Any], key: str, default: bool, where: str, problems: list[str]) -> bool:

@@ -56,6 +56,9 @@ class ToolContext:
 class ToolOutput:
     content: str | tuple[dict[str, Any], ...]
     is_error: bool = False
+    # what PostToolUse hooks get as `tool_response`: the tool's structured result in Claude Code's
+    # shape (Bash: stdout/stderr/interrupted/isImage; Write, Edit: filePath, …); None: the content
+    response: Any = None
 
 
 @runtime_checkable

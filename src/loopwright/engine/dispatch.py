@@ -162,16 +162,16 @@ class ToolDispatcher:
             output = ToolOutput(f"The {call.name} tool failed with {type(exc).__name__}: {exc}", True)
         result = bounded_result(ToolResultBlock(call.id, output.content, output.is_error))
         ms = int((self.clock.monotonic() - started) * 1000)
-        return await self._after(call, tool_input, result, batch, list(pre.additional_context), ms)
+        return await self._after(call, tool_input, result, batch, list(pre.additional_context), ms, output.response)
 
     async def _after(self, call: ToolUseBlock, tool_input: dict[str, Any], result: ToolResultBlock,
-                     batch: Batch, extra: list[str], duration_ms: int) -> ToolResultBlock:
+                     batch: Batch, extra: list[str], duration_ms: int, response: Any = None) -> ToolResultBlock:
         event = "PostToolUseFailure" if result.is_error else "PostToolUse"
         fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id,
                                   "duration_ms": duration_ms}
         # an interrupted call never gets here (cancellation propagates), so is_interrupt is false
         fields |= ({"error": result.text, "is_interrupt": False} if result.is_error
-                   else {"tool_response": result.to_api()["content"]})
+                   else {"tool_response": result.to_api()["content"] if response is None else response})
         post = await self.hooks.run(event, self.payload(event) | fields, match=call.name)
         self._note(post, batch)
         if post.updated_output is not None and call.name.startswith("mcp__"):  # as Claude Code: MCP tools only

@@ -31,6 +31,11 @@ class LoopHooks:
             return HookResult(additional_context=tuple(self.subagent.get("context", ())))
         return await self.hooks.run("UserPromptSubmit", self.payload("UserPromptSubmit") | {"prompt": text})
 
+    async def expansion(self, fields: Mapping[str, str]) -> HookResult:
+        """UserPromptExpansion: a typed `/command` expanded (its name is what matchers see)."""
+        return await self.hooks.run("UserPromptExpansion", self.payload("UserPromptExpansion") | dict(fields),
+                                    match=fields.get("command_name"))
+
     async def batch(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
         tool_calls = [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
                        "tool_response": r.to_api()["content"]} for c, r in zip(calls, results)]

@@ -301,12 +301,15 @@ class AgentLoop:
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != "user" or not last.text:
             return None
-        hook = await self.calls.prompt(last.text)
-        if hook.decision == "block" or hook.stop:
-            return self._hook_stopped(hook, state)
-        if hook.additional_context:
-            context = bounded_context(hook.additional_context)
-            self.messages[-1] = Message("user", last.content + tuple(TextBlock(c) for c in context))
+        expansion = self.cfg.expansion  # a typed command: UserPromptExpansion first, then UserPromptSubmit
+        steps = [lambda: self.calls.expansion(expansion)] if expansion else []
+        for step in [*steps, lambda: self.calls.prompt(last.text)]:
+            hook = await step()
+            if hook.decision == "block" or hook.stop:
+                return self._hook_stopped(hook, state)
+            if hook.additional_context:
+                context = bounded_context(hook.additional_context)
+                self.messages[-1] = Message("user", self.messages[-1].content + tuple(TextBlock(c) for c in context))
         self.emit(UserMessage(self.messages[-1], synthetic=False))
         return None
 
@@ -385,6 +388,14 @@ class AgentLoop:
         turns = sum(1 for m in self.messages if m.role == "assistant")
         return self._result("error_during_execution", "aborted", True, self._last_text(),
                             ("Interrupted by the user",), turns)
+
+    def add_env(self, env: dict[str, str]) -> None:
+        """More environment for the tools' processes from here on (what SessionStart hooks set)."""
+        from ..core.environ import child_env
+
+        for held in (self.cfg.child_env, self.dispatch.ctx.env) if env else ():
+            if held is not None:
+                held.update({**(held or child_env()), **env})  # {} stood for child_env(): keep its meaning
 
     def crashed(self, exc: Exception) -> RunResult:
         """The result of a run an unexpected exception ended (its traceback to the crash log); from

@@ -58,6 +58,7 @@ class LoopConfig:
     before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
+    expansion: dict[str, str] | None = None  # the typed command this run's prompt expanded (UserPromptExpansion)
     # awaited before every model call and tool run: the session's records made durable off the
     # event loop (a deferred-sync Recorder's `settle`); None: each record is durable as written
     settle: Callable[[], Awaitable[None]] | None = None

@@ -13,11 +13,11 @@ from ..core.fastclass import dataclass
 from ..core.ports import NO_HOOK_RESULT, HookResult
 
 # Events whose top-level `decision: "block"` (or exit code 2) is honoured.
-BLOCKABLE = frozenset({"UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Stop",
+BLOCKABLE = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Stop",
                        "SubagentStop", "PreCompact"})
 # Plain (non-JSON) stdout becomes context only here; elsewhere it is debug output.
-PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
-CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
+CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure",
                             "PostToolBatch", "Stop", "SubagentStart", "SubagentStop"})
 # Where `continue: false` has no effect: the event cannot stop anything (or, for PreCompact,
 # Claude Code documents that it is discarded).

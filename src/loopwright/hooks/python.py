@@ -112,6 +112,15 @@ class SessionEndInput(HookInput):
 
 
 @dataclass(frozen=True, kw_only=True)
+class UserPromptExpansionInput(HookInput):
+    expansion_type: str = "slash_command"
+    command_name: str = ""
+    command_args: str = ""
+    command_source: str = ""
+    prompt: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class NotificationInput(HookInput):
     message: str = ""
     title: str = ""
@@ -123,7 +132,7 @@ INPUT_TYPES: dict[str, type[HookInput]] = {
     "PostToolBatch": PostToolBatchInput, "UserPromptSubmit": UserPromptSubmitInput, "Stop": StopInput,
     "SubagentStart": SubagentStartInput, "SubagentStop": SubagentStopInput, "StopFailure": StopFailureInput,
     "PreCompact": PreCompactInput, "PostCompact": PostCompactInput, "SessionStart": SessionStartInput,
-    "SessionEnd": SessionEndInput, "Notification": NotificationInput,
+    "SessionEnd": SessionEndInput, "Notification": NotificationInput, "UserPromptExpansion": UserPromptExpansionInput,
 }
 
 

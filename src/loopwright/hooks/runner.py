@@ -60,6 +60,7 @@ class HookRunner:
         self.base_env: dict[str, str] | None = None  # what `bind` was given; None: child_env()
         self.model, self.post_json, self.disabled = model, post_json, disabled
         self.emit = emit or (lambda event: None)
+        self.env_file: str | None = None  # CLAUDE_ENV_FILE for SessionStart's command hooks (app.envfile)
         self.prompt_usage: dict[str, ModelUsage] = {}  # model -> what prompt hooks spent on it
         for event, fns in (handlers or {}).items():
             for fn in ([fns] if callable(fns) else fns):
@@ -209,6 +210,8 @@ class HookRunner:
         project = self.project_dir or cwd
         env = self._env() | dict(spec.env) | {"CLAUDE_PROJECT_DIR": project, "LOOPWRIGHT_PROJECT_DIR": project,
                              "CLAUDE_CODE_SESSION_ID": str(payload.get("session_id", ""))}
+        if event == "SessionStart" and self.env_file:
+            env["CLAUDE_ENV_FILE"] = self.env_file
         out = await command.run_process(command.argv(spec), _utf8(body), cwd=cwd, env=env, timeout=timeout,
                                         mark=hook_id)
         if out.overflow is not None:
@@ -217,7 +220,11 @@ class HookRunner:
             return _Ran(no_answer(why), out.stdout, out.stderr, out.code)
         if out.code is None:
             return _Ran(Answer(), out.stdout, out.stderr, None, timed_out=True)
-        return _Ran(from_process(event, out.code, out.stdout, out.stderr), out.stdout, out.stderr, out.code)
+        answer = from_process(event, out.code, out.stdout, out.stderr)
+        if spec.reports_only:  # an async hook: its decisions have no effect, what it says is delivered
+            answer = Answer(context=answer.context, system_message=answer.system_message, error=answer.error,
+                            notice=answer.notice or (answer.reason if answer.decision else None))
+        return _Ran(answer, out.stdout, out.stderr, out.code)
 
     def _env(self) -> dict[str, str]:
         # the harness's credentials stay with it (core.environ); OTEL_* would make every hook a

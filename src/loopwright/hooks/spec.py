@@ -14,7 +14,7 @@ from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 
 EVENTS = (
-    "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+    "SessionStart", "SessionEnd", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure",
     "PostToolBatch", "Stop", "SubagentStart", "SubagentStop", "StopFailure", "PreCompact", "PostCompact", "Notification",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
@@ -63,6 +63,10 @@ class CommandSpec:
     args: tuple[str, ...] | None = None
     timeout: float | None = None
     env: tuple[tuple[str, str], ...] = ()  # for this handler's process (a plugin's CLAUDE_PLUGIN_ROOT)
+    # `"async": true` (without `asyncRewake`): it only reports, so what it decides does not count
+    # and its context and message are delivered. Claude Code runs it in the background and delivers
+    # those on the next turn; here it runs to its end first, as every hook does.
+    reports_only: bool = False
 
     @property
     def label(self) -> str:
@@ -157,7 +161,8 @@ def parse_handler(raw: Mapping[str, Any]) -> Handler:
     timeout = float(timeout) if timeout is not None else None
     if kind == "command":
         args = raw.get("args")
-        return CommandSpec(_text(raw, "command"), tuple(str(a) for a in args) if args is not None else None, timeout)
+        return CommandSpec(_text(raw, "command"), tuple(str(a) for a in args) if args is not None else None, timeout,
+                           reports_only=raw.get("async") is True and raw.get("asyncRewake") is not True)
     if kind == "prompt":
         return PromptSpec(_text(raw, "prompt"), raw.get("model"), timeout)
     if kind == "http":

@@ -48,7 +48,7 @@ CLAUDE_CODE_ONLY_MODES = frozenset({"delegate"})
 
 # Hook events Claude Code fires that loopwright does not (hooks/spec.py has the ones it does).
 CLAUDE_CODE_ONLY_EVENTS = frozenset("""
-Setup InstructionsLoaded UserPromptExpansion MessageDisplay PermissionRequest PermissionDenied
+Setup InstructionsLoaded MessageDisplay PermissionRequest PermissionDenied
 TaskCreated TaskCompleted TeammateIdle ConfigChange CwdChanged DirectoryAdded FileChanged WorktreeCreate
 WorktreeRemove Elicitation ElicitationResult
 """.split())

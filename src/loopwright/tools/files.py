@@ -127,7 +127,9 @@ def _read_lines(real: str, path: Path, offset: int, limit: int) -> ToolOutput:
             f"\n\n(Showing lines {offset}-{last} of {total}; {total - last} more lines not shown. "
             f"Call Read with offset={last + 1} to continue.)"
         )
-    return ToolOutput(text)
+    return ToolOutput(text, response={"type": "text", "file": {
+        "filePath": str(path), "content": "\n".join(shown), "numLines": len(shown), "startLine": offset,
+        "totalLines": total}})
 
 
 # --------------------------------------------------------------------------------------- Write
@@ -164,7 +166,9 @@ class WriteTool(BaseTool):
         except OSError as exc:
             return os_error("write", path, exc)
         how = "overwrote existing file" if existed else "created new file"
-        return ToolOutput(f"Wrote {len(data)} bytes to {path} ({how}).")
+        return ToolOutput(f"Wrote {len(data)} bytes to {path} ({how}).", response={
+            "type": "update" if existed else "create", "filePath": str(path), "content": args.content,
+            "structuredPatch": [], "originalFile": None})
 
 
 # ---------------------------------------------------------------------------------------- Edit
@@ -254,7 +258,10 @@ def _edit(real: str, shown: Path, args: EditInput) -> ToolOutput:
     noun = "occurrence" if count == 1 else "occurrences"
     return ToolOutput(
         f"Edited {shown}: replaced {count} {noun} of old_string.\n"
-        f"The file around the first change now reads:\n{_snippet(updated, first, new)}"
+        f"The file around the first change now reads:\n{_snippet(updated, first, new)}",
+        response={"filePath": str(shown), "oldString": args.old_string, "newString": args.new_string,
+                  "originalFile": text, "structuredPatch": [], "userModified": False,
+                  "replaceAll": args.replace_all},
     )
 
 

@@ -113,7 +113,9 @@ class BashTool(BaseTool):
             tail = f"\n{text}" if text else ""
             return ToolOutput(f"Command timed out after {timeout_ms} ms{tail}", is_error=True)
         if code == 0:
-            return ToolOutput(text or "(no output)")
+            return ToolOutput(text or "(no output)", response={
+                "stdout": out.render(), "stderr": "", "interrupted": False, "isImage": False,
+                "noOutputExpected": False})
         body = f"\n{text}" if text else ""
         return ToolOutput(f"Exit code {_describe_exit(code)}{body}", is_error=True)
 
