@@ -9,8 +9,8 @@ so an idle sync costs a few index look-ups however many sessions there are. Reco
 sequence and are taken before their insert commits, so a record may become visible after one with
 a higher id: the ids between a low-water mark and the highest read are looked over again (ids
 only) for such late records, and the mark moves up to a sync's highest id once every transaction
-that could still hold a lower id has ended (seen in later snapshots, `pg_current_snapshot()`). `reconcile()` compares every transcript's last id with
-the mirror's, a slower check the reader runs now and then."""
+that could still hold a lower id has ended (seen in later snapshots, `pg_current_snapshot()`).
+`reconcile()` compares every transcript's last id with the mirror's: a slower check, run seldom."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class Mirror:
             if len(rows) < BATCH:
                 break
         self.marks.append((now, int(xmax), int(top)))
-        self._lower_mark(int(xmin))
+        self._raise_low(int(xmin))
         self.read_to = max(self.read_to, self.low)
         return added
 
@@ -78,7 +78,7 @@ class Mirror:
         missing = [i for i, session_id, chain in ids if i > self.seen.get((session_id, chain), 0)]
         return self._append(db.execute(_THESE, (missing,)).fetchall()) if missing else 0
 
-    def _lower_mark(self, xmin: int) -> None:
+    def _raise_low(self, xmin: int) -> None:
         """Move the low-water mark to the highest id of the latest sync j such that a snapshot
         taken at least SETTLE_S after j saw no transaction that is still running now: then every
         insert that took an id at or below j's highest had its transaction id by that snapshot,
