@@ -292,9 +292,13 @@ def test_a_routines_ledger_shows_with_links_and_pauses_with_the_token(tmp_path, 
     assert "paused" in listed.stdout
 
 
-def test_attempts_show_side_by_side_with_the_judges_verdict_and_the_winner(tmp_path, driver):
+@pytest.fixture(scope="module")
+def attempts_run(tmp_path_factory):
+    """A real `-p --attempts 2` run on the simulator, judged: attempt 1 wins; the home, the
+    repository, the run's JSON result and the attempts' sessions by number."""
     from test_attempts import CHECK, RIGHT, WRONG, git, instructions, script, verdict, write
 
+    tmp_path = tmp_path_factory.mktemp("attempts")
     env, repo = make_env(tmp_path), tmp_path / "repo"
     (tmp_path / "tmp").mkdir()
     env["TMPDIR"] = str(tmp_path / "tmp")  # the worktrees
@@ -310,11 +314,43 @@ def test_attempts_show_side_by_side_with_the_judges_verdict_and_the_winner(tmp_p
     result = json.loads(out.stdout)
     assert result["attempts"]["winner"] == 1, out.stderr
     sessions = {row["attempt"]: row["session_id"] for row in result["attempts"]["attempts"]}
+    return {"env": env, "repo": repo, "result": result, "sessions": sessions, "run": result["attempts"]["run"]}
+
+
+def test_the_list_marks_each_attempt_with_its_place_in_the_run_and_the_ruling(attempts_run):
+    """The web list's data (`/api/sessions`) carries the mark `loopwright sessions` prints."""
+    env, repo, sessions, run = (attempts_run[k] for k in ("env", "repo", "sessions", "run"))
+    listed = json.loads(cli(["sessions", "--json"], env, repo).stdout)
+    other = Server(env, repo)
+    try:
+        status, headers, body = request(other.base + "/api/sessions")
+    finally:
+        other.stop()
+    assert status == 200 and headers["content-type"].startswith("application/json")
+    rows = {r["id"]: r for r in json.loads(body)["sessions"]}
+    assert set(sessions.values()) <= set(rows)
+    for number, sid in sessions.items():
+        mark = rows[sid]["attempt"]
+        assert (mark["run"], mark["number"], mark["of"], mark["won"], mark["winner"]) == (run, number, 2, number == 1, 1)
+        assert mark["branch"] == f"loopwright/{run[:8]}/{number}"
+        cli_row = next(r for r in listed if r["id"] == sid)
+        assert mark == cli_row["attempt"]  # the same summary as `loopwright sessions`
+    assert rows[sessions[1]]["attempt_label"] == f"attempt 1/2 of run {run[:8]}, won"
+    assert rows[sessions[2]]["attempt_label"] == f"attempt 2/2 of run {run[:8]}, attempt 1 won"
+
+
+def test_attempts_show_side_by_side_with_the_judges_verdict_and_the_winner(attempts_run, driver):
+    env, repo, sessions, run = (attempts_run[k] for k in ("env", "repo", "sessions", "run"))
     other = Server(env, repo)  # the attempts' sessions are this folder's, though each ran in a worktree
     try:
         driver.get(other.url)
         listed = driver.execute_script("return [...document.querySelectorAll('main a')].map(a => a.href)")
         assert all(any(sid in href for href in listed) for sid in sessions.values()), listed
+        marks = driver.execute_script("return [...document.querySelectorAll('table.sessions tbody tr')]"
+                                      ".map(row => row.innerText)")
+        assert any(f"attempt 1/2 of run {run[:8]}, won" in m and "make add() add" in m for m in marks), marks
+        assert any(f"attempt 2/2 of run {run[:8]}, attempt 1 won" in m for m in marks), marks
+        shot(driver, "serve-attempt-marks")
         driver.get(f"{other.base}/s/{sessions[2]}")
         columns = lambda: driver.find_elements("css selector", ".attempt-grid .attempt")  # noqa: E731
         _wait(lambda: len(columns()) == 2, 10)

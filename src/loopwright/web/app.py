@@ -15,13 +15,14 @@ from urllib.parse import urlencode
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import (HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response,
+                                 StreamingResponse)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..stores.sessionlist import _locked
 from .index import SessionIndex
-from .pages import cost_page, schedules_page, session_page, sessions_list, sessions_page
+from .pages import cost_page, schedules_page, session_page, sessions_json, sessions_list, sessions_page
 from .transcript import Renderer, lines
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -53,6 +54,10 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         index = session_index(config, _stores(config) if config.store else None)
     def sessions(request: Request) -> Response:  # plain functions run in the thread pool
         return HTMLResponse(sessions_page(index, dict(request.query_params)))
+
+    def sessions_api(request: Request) -> Response:
+        index.refresh_soon()
+        return JSONResponse(sessions_json(index, dict(request.query_params)))
 
     def session(request: Request) -> Response:
         sid = request.path_params["sid"]
@@ -94,8 +99,8 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         finally:
             ledger.close()
 
-    routes = [Route("/", sessions), Route("/s/{sid}", session), Route("/s/{sid}/events", events),
-              Route("/list/events", list_events),
+    routes = [Route("/", sessions), Route("/api/sessions", sessions_api), Route("/s/{sid}", session),
+              Route("/s/{sid}/events", events), Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
               Route("/routines/{name}/items", items, methods=["POST"]),
               Route("/routines/{sid}/{action}", act, methods=["POST"]),

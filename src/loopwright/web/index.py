@@ -20,14 +20,15 @@ CREATE TABLE IF NOT EXISTS sessions (
     path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, id TEXT NOT NULL,
     project TEXT NOT NULL, folder TEXT NOT NULL, started TEXT NOT NULL, model TEXT NOT NULL,
     turns INTEGER NOT NULL, cost_usd REAL NOT NULL, duration_ms INTEGER NOT NULL, outcome TEXT NOT NULL,
-    goal TEXT NOT NULL, first_prompt TEXT NOT NULL, damaged INTEGER NOT NULL, costs TEXT NOT NULL
+    goal TEXT NOT NULL, first_prompt TEXT NOT NULL, damaged INTEGER NOT NULL, costs TEXT NOT NULL,
+    attempt TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_start ON sessions (started DESC);
 CREATE INDEX IF NOT EXISTS sessions_by_id ON sessions (id);
 """
-VERSION = 1  # bump when a summary field changes: the cache is rebuilt
+VERSION = 2  # bump when a summary field changes: the cache is rebuilt (2: the attempt mark)
 COLUMNS = ("id", "project", "folder", "started", "model", "turns", "cost_usd", "duration_ms", "outcome", "goal",
-           "first_prompt", "damaged", "costs", "path")
+           "first_prompt", "damaged", "costs", "path", "attempt")
 FILTERS = ("project", "model", "outcome", "goal")
 
 
@@ -107,10 +108,11 @@ class SessionIndex:
     def _put(self, project: str, path: str, st: os.stat_result, row: dict[str, Any]) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO sessions (path, mtime_ns, size, id, project, folder, started, model, turns, cost_usd,"
-            " duration_ms, outcome, goal, first_prompt, damaged, costs) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " duration_ms, outcome, goal, first_prompt, damaged, costs, attempt)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (path, st.st_mtime_ns, st.st_size, row["id"], project, row["folder"], row["started"], row["model"],
              row["turns"], row["cost_usd"], row["duration_ms"], row["outcome"], row["goal"], row["first_prompt"],
-             row["damaged_lines"], json.dumps(row["costs"])))
+             row["damaged_lines"], json.dumps(row["costs"]), json.dumps(row["attempt"]) if row["attempt"] else ""))
 
     def page(self, filters: dict[str, str], text: str = "", offset: int = 0, limit: int = 50) -> tuple[list[dict[str, Any]], int]:
         """One page of rows, newest first, and how many rows match in all."""
@@ -119,7 +121,10 @@ class SessionIndex:
             total = self.db.execute(f"SELECT COUNT(*) FROM sessions {where}", args).fetchone()[0]
             rows = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM sessions {where} ORDER BY started DESC, id "
                                    "LIMIT ? OFFSET ?", (*args, limit, offset)).fetchall()
-        return [dict(zip(COLUMNS, r)) for r in rows], total
+        out = [dict(zip(COLUMNS, r)) for r in rows]
+        for r in out:  # the mark of an attempt of a `--attempts N` run (stores.sessionlist.attempt_mark)
+            r["attempt"] = json.loads(r["attempt"]) if r["attempt"] else None
+        return out, total
 
     def _where(self, filters: dict[str, str], text: str) -> tuple[str, tuple[Any, ...]]:
         clauses, args = [], []

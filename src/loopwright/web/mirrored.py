@@ -1,6 +1,7 @@
 """The session list and pages of a PostgreSQL store: its sessions mirrored as JSONL files in the
-home's cache (`stores.pgmirror`), kept in step every second by a thread of the server, so the
-list, the pages and their live tails read files as they do for the embedded store."""
+home's cache (`stores.pgmirror`), kept in step every second by a thread of the server (and fully
+compared once a minute), so the list, the pages and their live tails read files as they do for
+the embedded store."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from .index import SessionIndex
 
 SYNC_EVERY_S = 1.0
+RECONCILE_EVERY_S = 60.0  # the full comparison (`Mirror.reconcile`): every transcript's last id
 
 
 def session_index(config: Any, stores: Any) -> SessionIndex:
@@ -28,11 +30,14 @@ def session_index(config: Any, stores: Any) -> SessionIndex:
 
 
 def _keep_in_step(mirror: Any) -> None:
-    said = ""
+    said, compared = "", time.monotonic()
     while True:
         time.sleep(SYNC_EVERY_S)
         try:
             mirror.sync()
+            if time.monotonic() - compared >= RECONCILE_EVERY_S:
+                mirror.reconcile()
+                compared = time.monotonic()
             said = ""
         except Exception as exc:  # noqa: BLE001 - the server goes on with what it has; said once per cause
             line = f"loopwright serve: warning: the store could not be read ({type(exc).__name__}: {exc}); retrying"

@@ -3,12 +3,12 @@ schedules with their fires and actions, and the cost per day and model."""
 
 from __future__ import annotations
 
+import json
 import os
-
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ..stores.sessionlist import _locked
+from ..stores.sessionlist import _locked, attempt_label
 from .chart import cost_chart
 from .html import badge, duration, esc, foot, head, hidden, link, money, query, started, table, when
 from .index import FILTERS, SessionIndex
@@ -40,6 +40,20 @@ def sessions_list(index: SessionIndex, params: dict[str, str]) -> str:
     return "".join(body)
 
 
+def sessions_json(index: SessionIndex, params: dict[str, str]) -> dict[str, Any]:
+    """`/api/sessions`: the rows of one page of the list as data, with the same filters, search
+    and pages; an attempt's row carries its mark and the label `loopwright sessions` prints."""
+    filters, text, page = _list_params(params)
+    rows, total = index.page(filters, text, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+    out = []
+    for r in rows:
+        row = {k: v for k, v in r.items() if k not in ("path", "costs", "damaged")}
+        row.update(outcome=_outcome(r), costs=json.loads(r["costs"]), damaged_lines=r["damaged"],
+                   attempt_label=attempt_label(r["attempt"]))
+        out.append(row)
+    return {"total": total, "page": page, "page_size": PAGE_SIZE, "sessions": out}
+
+
 def _list_params(params: dict[str, str]) -> tuple[dict[str, str], str, int]:
     filters = {k: params.get(k, "") for k in FILTERS}
     page = max(1, int(params["page"])) if params.get("page", "").isdigit() else 1
@@ -47,11 +61,25 @@ def _list_params(params: dict[str, str]) -> tuple[dict[str, str], str, int]:
 
 
 def _row(r: dict[str, Any]) -> list[str]:
-    outcome = "running" if _locked(Path(r["path"])) else r["outcome"]
+    outcome = _outcome(r)
     prompt = r["first_prompt"] or r["id"]
     return [esc(started(r["started"])), f'<span title="{esc(r["folder"])}">{esc(_short(r["folder"]))}</span>',
             esc(r["model"] or "-"), esc(r["turns"]), money(r["cost_usd"]), duration(r["duration_ms"]),
-            badge(outcome or "-", outcome), badge(r["goal"] or "-", r["goal"]), link(f"/s/{r['id']}", prompt, "open")]
+            badge(outcome or "-", outcome), badge(r["goal"] or "-", r["goal"]),
+            _attempt(r["attempt"]) + link(f"/s/{r['id']}", prompt, "open")]
+
+
+def _outcome(r: dict[str, Any]) -> str:
+    return "running" if _locked(Path(r["path"])) else r["outcome"]
+
+
+def _attempt(mark: dict[str, Any] | None) -> str:
+    """An attempt's mark before its prompt: `attempt 2/3 of run 1a2b3c4d, won`."""
+    if not mark:
+        return ""
+    kind = "pending" if mark.get("won") is None else "won" if mark["won"] else "lost"
+    run = esc(mark.get("run", ""))
+    return f'<span class="badge attempt-mark {kind}" data-run="{run}">{esc(attempt_label(mark))}</span> '
 
 
 def _short(folder: str) -> str:
@@ -90,6 +118,8 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
         facts = [("project", row["folder"]), ("started", started(row["started"])), ("model", row["model"] or "-"),
                  ("turns", row["turns"]), ("cost", money(row["cost_usd"])), ("duration", duration(row["duration_ms"])),
                  ("terminal reason", row["outcome"] or "-"), ("goal", row["goal"] or "-")]
+        if row["attempt"]:
+            facts.append(("attempt", attempt_label(row["attempt"])))
         yield '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
     yield '<div id="records">'
     renderer, offset, batch = Renderer(), 0, []

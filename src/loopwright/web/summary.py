@@ -1,19 +1,20 @@
 """One session's row in the web view, read from its transcript in one pass: project, start,
-model, turns, cost (by model too), duration, terminal reason, goal status and first prompt."""
+model, turns, cost (by model too), duration, terminal reason, goal status, first prompt, and for
+an attempt of a `--attempts N` run its place in the run (the mark `loopwright sessions` shows)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ..stores.sessionlist import _number, _one_line, _records, _text
+from ..stores.sessionlist import _number, _one_line, _records, _text, attempt_mark
 
 
 def summarize_file(path: Path) -> dict[str, Any]:
     """The row of one transcript; damaged lines are counted, never fatal."""
     out: dict[str, Any] = {"id": path.stem, "folder": "", "started": "", "model": "", "turns": 0, "cost_usd": 0.0,
                            "duration_ms": 0, "outcome": "", "goal": "", "first_prompt": "", "damaged_lines": 0,
-                           "costs": {}}
+                           "costs": {}, "attempt": None}
     waiting = False
     for record in _records(path, out):
         if not out["started"]:
@@ -65,7 +66,10 @@ def _message_cost(model: str, usage: dict[str, Any]) -> float:
 
 def _attachment(record: dict[str, Any], out: dict[str, Any]) -> None:
     attachment = record.get("attachment")
-    if isinstance(attachment, dict) and attachment.get("type") == "goal_status":
+    if not isinstance(attachment, dict):
+        return
+    out["attempt"] = attempt_mark(attachment, out["attempt"])
+    if attachment.get("type") == "goal_status":
         if attachment.get("cleared"):
             out["goal"] = "cleared"
         elif attachment.get("met"):
