@@ -18,6 +18,11 @@ _ready: set[str] = set()
 
 
 def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> str:
+    return enqueue_all(store, queue, [(job, workflow_id)])[0]
+
+
+def enqueue_all(store: str, queue: str, jobs: list[tuple[dict[str, Any], str]]) -> list[str]:
+    """Each (job, workflow id) on the queue, through one client; the workflow ids."""
     from dbos import DBOSClient
 
     engine_url(store)  # a bad URL is one clear error
@@ -25,16 +30,20 @@ def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> st
         ensure_schema(store)
         Registry(store).close()
         _ready.add(store)
+    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
+    try:
+        return [_put(client, queue, job, workflow_id) for job, workflow_id in jobs]
+    finally:
+        client.destroy()
+
+
+def _put(client: Any, queue: str, job: dict[str, Any], workflow_id: str) -> str:
     name, on = WORKFLOW_NAME, queue
     if job.get("attempts"):  # the run waits on the queue's companion; its attempts, on the queue
         name, on, job = ATTEMPTS_NAME, runs_queue(queue), {**job, "queue": queue}
-    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
-    try:
-        handle = client.enqueue({"workflow_name": name, "queue_name": on, "workflow_id": workflow_id,
-                                 "app_version": APP_VERSION}, job)
-        return str(handle.get_workflow_id())
-    finally:
-        client.destroy()
+    handle = client.enqueue({"workflow_name": name, "queue_name": on, "workflow_id": workflow_id,
+                             "app_version": APP_VERSION}, job)
+    return str(handle.get_workflow_id())
 
 
 def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None = WORKFLOW_NAME) -> dict[str, str]:
