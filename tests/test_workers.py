@@ -194,12 +194,12 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
             # no tool call ran twice: one marker line per loop
             assert marker_lines(project) == {f"L{i}": 1 for i in range(LOOPS)}
             # the replayed transcript of a taken-over loop holds its prompt once
-            victim_session = next(s for w, s in jobs if w in taken_ids)
+            victim = taken[0]  # its loop number and its session, from one execution (the victim may have had three)
+            victim_session, i = victim.session_id, int(victim.label.split("L")[1].rstrip("."))
             prompts = [u for u in transcript_users(store, env, project, victim_session) if "go L" in json.dumps(u)]
             assert len(prompts) == 1, prompts
 
             # a session started on the dead worker is resumed by a live one, from the queue
-            i = int(next(e.label for e in taken).split("L")[1].rstrip("."))
             workflow_id, _ = enqueue(store, env, project, i, "--resume", victim_session)
             wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the resumed session")
             resumed = [e for e in reg.executions() if e.workflow_id == workflow_id]
