@@ -181,7 +181,7 @@ def run_on_workers(n: int, base_url: str, folder: Path, *, store: str, workers: 
     """One measured run: W fresh workers on `store` (an empty PostgreSQL database), warmed up by
     W x C loops (imports and first-use set-up are not the loops' cost, as on the in-process side),
     drain N loops. wall: the first enqueue to the last loop's end as DBOS recorded it (`updated_at`)."""
-    from loopwright.distributed.client import ensure_schema
+    from loopwright.distributed.dbosinternals import ensure_schema
     from loopwright.distributed.registry import Registry
 
     ensure_schema(store)

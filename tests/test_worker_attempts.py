@@ -15,7 +15,7 @@ import pytest
 from loopwright.testing import Simulator
 from procs import gone
 from test_attempts import aenv, git  # noqa: F401  (aenv is a fixture: the workers' env with a TMPDIR of its own)
-from test_workers import cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
+from test_workers import cli, env, most_at_once, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
 
 JUDGE = {"system_contains": "reviewer of several independent attempts"}
 VERDICT = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"}],
@@ -126,6 +126,69 @@ def test_attempts_enqueued_are_run_by_a_worker_and_the_winner_lands(repo, aenv, 
         (1, 2, workflow_id), (2, 2, workflow_id)]
 
 
+def loops_of(store):
+    """The executions of goal loops (the attempts; a run of attempts has no session of its own)."""
+    from loopwright.distributed.registry import Registry
+
+    reg = Registry(store)
+    try:
+        return [e for e in reg.executions() if e.session_id]
+    finally:
+        reg.close()
+
+
+def test_each_attempt_counts_as_one_loop_against_the_concurrency(repo, aenv, tmp_path):
+    """A worker of --concurrency 1 runs a run of 2 attempts one attempt at a time (the run itself,
+    waiting for them, takes no slot: it would leave none for its attempts)."""
+    env = aenv
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with Simulator(script(tmp_path / "markers")) as sim, open(tmp_path / "worker.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        workflow_id = enqueue_attempts(store, env, repo, tmp_path)
+        worker = start_worker(store, env, repo, log, "--concurrency", "1")
+        try:
+            wait_for(lambda: status_of(store, workflow_id) == "SUCCESS", 120, "the attempts")
+        finally:
+            stop(worker)
+    check_landed(store, workflow_id, repo, tmp_path)
+    attempts = loops_of(store)
+    assert sorted(e.workflow_id for e in attempts) == [f"{workflow_id}-a1", f"{workflow_id}-a2"]
+    assert most_at_once(attempts) == 1
+    assert not sim.unmatched
+
+
+@pytest.mark.timeout(300)
+def test_a_recovered_attempt_waits_for_a_busy_survivor(repo, aenv, tmp_path, pg_db):
+    """Two workers of --concurrency 1 each run one attempt; the one running attempt 2 is killed
+    while the other still runs attempt 1: attempt 2 goes back on the queue and the survivor takes
+    it once attempt 1 is done, never two at once, and carries it on from its recorded steps."""
+    env, store = aenv, pg_db
+    with Simulator(script(tmp_path / "markers", delays=(8.0, 8.0))) as sim, \
+            open(tmp_path / "worker.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        workflow_id = enqueue_attempts(store, env, repo, tmp_path)
+        workers = {name: start_worker(store, env, repo, log, "--concurrency", "1", "--id", name)
+                   for name in ("w0", "w1")}
+        try:
+            wait_for(lambda: markers(tmp_path) == {"A1": 1, "A2": 1}, 60, "both attempts' tool calls")
+            victim = running(store, f"{workflow_id}-a2")
+            survivor = next(name for name in workers if name != victim)
+            assert running(store, f"{workflow_id}-a1") == survivor  # one attempt each: the survivor is busy
+            workers[victim].send_signal(signal.SIGKILL)
+            assert gone(workers[victim].pid, 10)
+            wait_for(lambda: status_of(store, workflow_id) == "SUCCESS", 120, "the attempts after the kill")
+        finally:
+            for proc in workers.values():
+                if proc.poll() is None:
+                    stop(proc)
+        assert len(first_turns(sim, 1)) == 1 and len(first_turns(sim, 2)) == 1  # no attempt began again
+    check_landed(store, workflow_id, repo, tmp_path)
+    attempts = loops_of(store)
+    assert most_at_once([e for e in attempts if e.executor_id == survivor]) == 1
+    assert finisher(store, f"{workflow_id}-a2") == survivor
+    assert not sim.unmatched
+
+
 @pytest.mark.parametrize("kind", ["sqlite-restart", "pg-survivor"])
 def test_a_worker_killed_mid_attempts_is_replaced_and_nothing_runs_twice(kind, repo, aenv, tmp_path, request):
     """Attempt 1 has finished and attempt 2 waits for its answer when the worker running them dies;
@@ -162,7 +225,7 @@ def test_a_worker_killed_mid_attempts_is_replaced_and_nothing_runs_twice(kind, r
 
 
 def running(store, workflow_id):
-    """The worker running the parent workflow now."""
+    """The worker running `workflow_id` now."""
     from loopwright.distributed.registry import Registry
 
     reg = Registry(store)

@@ -1,6 +1,9 @@
 """Parallel attempts as DBOS workflows: one parent workflow, `loopwright.attempts`, whose attempts
 are child workflows (each a `loopwright.goal_loop` in its own git worktree, its model and tool
 calls steps as in any goal loop) and whose preparation, review, judge call and landing are steps.
+The parent waits on the queue's companion (worker.runs_queue); each attempt is enqueued on the
+run's queue, so the queue's limits count each attempt as one loop, on whichever worker takes it,
+also once it is recovered (a recovered workflow goes back on the queue it was enqueued on).
 A recovered parent replays its recorded steps and finds its children by their ids (a finished
 attempt answers from its record; an unfinished one is recovered as any goal loop is), so no
 attempt begins again and the winner's changes land once.
@@ -20,6 +23,7 @@ from typing import Any
 
 from dbos import DBOS, SetWorkflowID
 
+from ..core.errors import LoopwrightError
 from ..workflows import worktrees
 from . import jobs
 
@@ -53,6 +57,9 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
     plan = await _prepare(job["cwd"], workflow_id, n, list(opts.protect or []), opts.attempt_instructions)
     budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else None
     has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
+    queue = await DBOS.retrieve_queue_async(job.get("queue") or jobs._worker[0].config.queue)
+    if queue is None:
+        raise LoopwrightError(f"the queue {job.get('queue')!r} of this run of attempts is not registered")
     handles = []
     for a in plan["attempts"]:
         child = jobs.new_job(job["args"], a["cwd"], a["session_id"], None, f"{job['label']} · attempt {a['number']}",
@@ -61,7 +68,7 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
                             "mark": {"type": "attempt", "run": workflow_id, "attempt": a["number"], "of": n,
                                      "branch": a["branch"]}}
         with SetWorkflowID(f"{workflow_id}-a{a['number']}"):
-            handles.append(await DBOS.start_workflow_async(jobs.goal_loop, child))
+            handles.append(await queue.enqueue_async(jobs.goal_loop, child))
     results = await asyncio.gather(*(_result(h) for h in handles))
     result = await _decide(job, opts, plan, list(results), workflow_id)
     if not opts.keep_worktrees:  # only at the end: a run handed back or cut short needs them again

@@ -5,40 +5,45 @@ from __future__ import annotations
 
 from typing import Any
 
+from .dbosinternals import ensure_schema
 from .registry import Registry, engine_url
-from .worker import APP_NAME, APP_VERSION
+from .worker import APP_NAME, APP_VERSION, runs_queue
 
 WORKFLOW_NAME = "loopwright.goal_loop"  # jobs.WORKFLOW_NAME, without importing the workflow code
 ATTEMPTS_NAME = "loopwright.attempts"  # attempts.ATTEMPTS_NAME: a job with "attempts" runs as one
 
 
-def ensure_schema(store: str) -> None:
-    """DBOS's tables, created or brought up to date (a client never migrates on its own)."""
-    from dbos._serialization import DefaultSerializer
-    from dbos._sys_db import SystemDatabase
-
-    sys_db = SystemDatabase.create(system_database_url=store, engine_kwargs={}, engine=None, schema="dbos",
-                                   serializer=DefaultSerializer(), executor_id=None)
-    try:
-        sys_db.run_migrations()
-    finally:
-        sys_db.destroy()
+# The stores whose tables this process has made sure of (a routine's fire enqueues many items).
+_ready: set[str] = set()
 
 
 def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> str:
+    return enqueue_all(store, queue, [(job, workflow_id)])[0]
+
+
+def enqueue_all(store: str, queue: str, jobs: list[tuple[dict[str, Any], str]]) -> list[str]:
+    """Each (job, workflow id) on the queue, through one client; the workflow ids."""
     from dbos import DBOSClient
 
     engine_url(store)  # a bad URL is one clear error
-    ensure_schema(store)
-    Registry(store).close()
+    if store not in _ready:
+        ensure_schema(store)
+        Registry(store).close()
+        _ready.add(store)
     client = DBOSClient(system_database_url=store, application_name=APP_NAME)
     try:
-        name = ATTEMPTS_NAME if job.get("attempts") else WORKFLOW_NAME
-        handle = client.enqueue({"workflow_name": name, "queue_name": queue, "workflow_id": workflow_id,
-                                 "app_version": APP_VERSION}, job)
-        return str(handle.get_workflow_id())
+        return [_put(client, queue, job, workflow_id) for job, workflow_id in jobs]
     finally:
         client.destroy()
+
+
+def _put(client: Any, queue: str, job: dict[str, Any], workflow_id: str) -> str:
+    name, on = WORKFLOW_NAME, queue
+    if job.get("attempts"):  # the run waits on the queue's companion; its attempts, on the queue
+        name, on, job = ATTEMPTS_NAME, runs_queue(queue), {**job, "queue": queue}
+    handle = client.enqueue({"workflow_name": name, "queue_name": on, "workflow_id": workflow_id,
+                             "app_version": APP_VERSION}, job)
+    return str(handle.get_workflow_id())
 
 
 def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None = WORKFLOW_NAME) -> dict[str, str]:

@@ -5,7 +5,6 @@ that started but never finished is not run again)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,11 @@ _TABLES = (
     """CREATE TABLE IF NOT EXISTS lw_tool_starts (
         step_key TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL)""",
 )
+
+# The database's clock, in seconds since the epoch: every time in these tables is read from it, so
+# workers on machines whose clocks disagree still judge one another's heartbeats alike.
+_NOW = {"postgresql": "CAST(extract(epoch FROM clock_timestamp()) AS double precision)",
+        "sqlite": "((julianday('now') - 2440587.5) * 86400.0)"}
 
 # A worker's states: alive (beating), draining (taking no new work), left (gone cleanly: what it
 # still ran is handed back now), recovered (gone: a survivor has recovered its workflows).
@@ -76,6 +80,7 @@ class Registry:
         # PostgreSQL: in the store's own schema, named in every statement (an unqualified name would
         # land in whichever schema the search path finds first, which changes once `loopwright` exists)
         self._schema = "" if url.startswith("sqlite") else "loopwright."
+        self._now = _NOW["sqlite" if url.startswith("sqlite") else "postgresql"]
         with self.engine.begin() as conn:
             if self._schema:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7450196)"))  # one creator at a time
@@ -84,29 +89,33 @@ class Registry:
                 conn.execute(sa.text(self._named(ddl)))
 
     def _named(self, sql: str) -> str:
-        return sql.replace(" lw_", f" {self._schema}lw_")
+        """The schema-qualified table names, and `{now}` as the database clock's expression."""
+        return sql.replace(" lw_", f" {self._schema}lw_").replace("{now}", self._now)
 
     def _run(self, sql: str, **params: Any) -> Any:
         with self.engine.begin() as conn:
             result = conn.execute(self._sa.text(self._named(sql)), params)
             return result.rowcount if not result.returns_rows else result.fetchall()
 
+    def now(self) -> float:
+        """The database's clock (what `beat`, `started` and `ended` are measured on)."""
+        return float(self._run("SELECT {now}")[0][0])
+
     def join(self, executor_id: str, host: str, pid: int, queue: str, concurrency: int) -> None:
-        now = time.time()
-        self._run("INSERT INTO lw_workers VALUES (:e, :h, :p, :q, :c, :now, :now, 'alive')",
-                  e=executor_id, h=host, p=pid, q=queue, c=concurrency, now=now)
+        self._run("INSERT INTO lw_workers VALUES (:e, :h, :p, :q, :c, {now}, {now}, 'alive')",
+                  e=executor_id, h=host, p=pid, q=queue, c=concurrency)
 
     def beat(self, executor_id: str, state: str | None = None) -> None:
         if state is None:
-            self._run("UPDATE lw_workers SET beat = :now WHERE executor_id = :e", now=time.time(), e=executor_id)
+            self._run("UPDATE lw_workers SET beat = {now} WHERE executor_id = :e", e=executor_id)
         else:
-            self._run("UPDATE lw_workers SET beat = :now, state = :s WHERE executor_id = :e",
-                      now=time.time(), s=state, e=executor_id)
+            self._run("UPDATE lw_workers SET beat = {now}, state = :s WHERE executor_id = :e", s=state, e=executor_id)
 
     def gone(self, dead_after_s: float) -> list[str]:
-        """Workers that left, or whose last heartbeat is older than `dead_after_s`."""
+        """Workers that left, or whose last heartbeat is older than `dead_after_s` (both on the
+        database's clock: a worker's own clock does not come into it)."""
         rows = self._run("SELECT executor_id FROM lw_workers WHERE state = 'left' OR "
-                         "(state IN ('alive', 'draining') AND beat < :cut)", cut=time.time() - dead_after_s)
+                         "(state IN ('alive', 'draining') AND beat < {now} - :after)", after=dead_after_s)
         return [r[0] for r in rows]
 
     def claim_recovery(self, executor_id: str) -> bool:
@@ -116,22 +125,20 @@ class Registry:
 
     def taken_over(self, executor_id: str) -> None:
         """A gone worker's executions, closed: a survivor runs them now."""
-        self._run("UPDATE lw_executions SET ended = :now, status = 'taken over' WHERE executor_id = :e AND "
-                  "ended IS NULL", now=time.time(), e=executor_id)
+        self._run("UPDATE lw_executions SET ended = {now}, status = 'taken over' WHERE executor_id = :e AND "
+                  "ended IS NULL", e=executor_id)
 
     def workers(self) -> list[Worker]:
         return [Worker(*r) for r in self._run("SELECT * FROM lw_workers ORDER BY started")]
 
     def started(self, workflow_id: str, executor_id: str, label: str, session_id: str) -> float:
-        now = time.time()
-        self._run("INSERT INTO lw_executions VALUES (:w, :e, :l, :s, :now, NULL, 'running')",
-                  w=workflow_id, e=executor_id, l=label, s=session_id, now=now)
-        return now
+        rows = self._run("INSERT INTO lw_executions VALUES (:w, :e, :l, :s, {now}, NULL, 'running') RETURNING started",
+                         w=workflow_id, e=executor_id, l=label, s=session_id)
+        return float(rows[0][0])
 
     def ended(self, workflow_id: str, executor_id: str, started: float, status: str) -> None:
-        self._run("UPDATE lw_executions SET ended = :now, status = :st WHERE workflow_id = :w AND "
-                  "executor_id = :e AND started = :s", now=time.time(), st=status, w=workflow_id, e=executor_id,
-                  s=started)
+        self._run("UPDATE lw_executions SET ended = {now}, status = :st WHERE workflow_id = :w AND "
+                  "executor_id = :e AND started = :s", st=status, w=workflow_id, e=executor_id, s=started)
 
     def executions(self, running_only: bool = False) -> list[Execution]:
         where = " WHERE ended IS NULL" if running_only else ""
@@ -145,8 +152,8 @@ class Registry:
 
     def mark_tool_start(self, step_key: str) -> bool:
         """True the first time a tool step starts; False when it started before (and never finished)."""
-        return bool(self._run("INSERT INTO lw_tool_starts VALUES (:k, :now) ON CONFLICT (step_key) DO NOTHING",
-                              k=step_key, now=time.time()))
+        return bool(self._run("INSERT INTO lw_tool_starts VALUES (:k, {now}) ON CONFLICT (step_key) DO NOTHING",
+                              k=step_key))
 
     def close(self) -> None:
         self.engine.dispose()

@@ -1,8 +1,15 @@
 """`loopwright worker`: one DBOS executor that takes goal loops from a queue. It beats in
 `lw_workers` every second; every beat it also looks for workers that left or stopped beating and,
-when it wins the claim on one, has DBOS recover that executor's workflows (they go back on a
-queue and any live worker takes them). SIGINT/SIGTERM drain: no new work is taken, what runs may
-finish within the drain time, and what is still running then is handed back to the others."""
+when it wins the claim on one, has DBOS recover that executor's workflows: they go back, ENQUEUED,
+on the queue they came from, and the queue hands them out again under its limits (a recovered
+loop counts against `--concurrency` and `--queue-concurrency` as any other). SIGINT/SIGTERM
+drain: no new work is taken, what runs may finish within the drain time, and what is still
+running then is handed back to the others.
+
+A run of attempts (`enqueue --attempts N`) waits on the queue's companion, `runs_queue(queue)`,
+which has no limits: the run only prepares, waits and judges, while each of its attempts is a goal
+loop enqueued on the queue itself, so each counts as one loop against the limits (the run
+holding a slot of its own while it waits would deadlock a queue of concurrency 1)."""
 
 from __future__ import annotations
 
@@ -33,9 +40,15 @@ class WorkerConfig:
     concurrency: int = 4
     queue_concurrency: int | None = None
     beat_s: float = 1.0
+    poll_s: float = 0.2  # how often the queue is asked for work (DBOS's default, 1 s, leaves slots idle)
     dead_after_s: float = 10.0
     drain_s: float = 30.0
     executor_id: str = ""
+
+
+def runs_queue(queue: str) -> str:
+    """The queue the runs of attempts of `queue` wait on (their attempts run on `queue`)."""
+    return f"{queue}.runs"
 
 
 def dbos_config(store: str, executor_id: str | None = None) -> dict[str, Any]:
@@ -60,7 +73,7 @@ class Worker:
 
     def watch(self) -> None:
         """Heartbeats and the recovery of gone workers, until `stop` is set."""
-        from dbos import DBOS
+        from .dbosinternals import recover
 
         me = self.config.executor_id
         while not self.stop.wait(self.config.beat_s):
@@ -68,9 +81,10 @@ class Worker:
                 self.registry.beat(me)
                 for gone in self.registry.gone(self.config.dead_after_s):
                     if gone != me and self.registry.claim_recovery(gone):
-                        handles = DBOS._recover_pending_workflows([gone])  # public in older DBOS releases
+                        # its executions closed first: no survivor starts one before it is closed
                         self.registry.taken_over(gone)
-                        print(f"loopwright worker: {gone} is gone; {len(handles)} of its loops taken over",
+                        count = recover(gone)
+                        print(f"loopwright worker: {gone} is gone; {count} of its loops taken over",
                               file=sys.stderr, flush=True)
             except Exception as exc:  # a database hiccup: said, and tried again at the next beat
                 print(f"loopwright worker: warning: heartbeat failed: {exc}", file=sys.stderr, flush=True)
@@ -98,10 +112,11 @@ def run_worker(config: WorkerConfig) -> int:
     worker = Worker(config, registry)
     use_worker(worker)
     DBOS(config=dbos_config(config.store, config.executor_id))  # type: ignore[arg-type]
-    DBOS.listen_queues([config.queue])
+    DBOS.listen_queues([config.queue, runs_queue(config.queue)])
     DBOS.launch()
-    DBOS.register_queue(config.queue, worker_concurrency=config.concurrency,
-                        global_concurrency=config.queue_concurrency, on_conflict="always_update")
+    DBOS.register_queue(config.queue, worker_concurrency=config.concurrency, global_concurrency=config.queue_concurrency,
+                        polling_interval_sec=config.poll_s, on_conflict="always_update")
+    DBOS.register_queue(runs_queue(config.queue), polling_interval_sec=config.poll_s, on_conflict="always_update")
     registry.join(config.executor_id, socket.gethostname(), os.getpid(), config.queue, config.concurrency)
     print(f"loopwright worker: {config.executor_id} takes goal loops from queue {config.queue!r} "
           f"({config.concurrency} at a time)", file=sys.stderr, flush=True)
@@ -125,12 +140,14 @@ def _drain(worker: Worker, registry: Registry) -> None:
     """Take no more work; let what runs finish within the drain time; hand back the rest."""
     from dbos import DBOS
 
+    from .dbosinternals import stop_taking_work
+
     me = worker.config.executor_id
     registry.beat(me, "draining")
     print(f"loopwright worker: draining (up to {worker.config.drain_s:g}s; again to leave now)",
           file=sys.stderr, flush=True)
     deadline = time.monotonic() + worker.config.drain_s
-    _stop_taking_work()
+    stop_taking_work()
     while time.monotonic() < deadline and registry.executions_of(me):
         registry.beat(me)
         time.sleep(0.2)
@@ -143,13 +160,3 @@ def _drain(worker: Worker, registry: Registry) -> None:
     if left:
         print(f"loopwright worker: handed back {len(left)} running loop(s)", file=sys.stderr, flush=True)
 
-
-def _stop_taking_work() -> None:
-    """DBOS's queue threads share one stop event with its other background threads; setting the
-    queue manager's alone stops dequeuing while running workflows go on."""
-    from dbos._dbos import _get_dbos_instance
-
-    dbos = _get_dbos_instance()
-    dbos._listening_queues = []
-    for event in list(dbos.background_thread_stop_events):
-        event.set()

@@ -5,7 +5,6 @@ PostgreSQL for many workers on many machines, SQLite for one machine."""
 from __future__ import annotations
 
 import os
-import time
 
 from ...core.errors import UsageError
 from ..parsing import Parser
@@ -125,18 +124,18 @@ def run_workers(args: list[str]) -> int:
 
     registry = Registry(_store(opts.store))
     try:
-        workers, running = registry.workers(), registry.executions(running_only=True)
+        workers, running, now = registry.workers(), registry.executions(running_only=True), registry.now()
     finally:
         registry.close()
-    now = time.time()
     shown = [w for w in workers if opts.all or w.state in ("alive", "draining")]
     if not shown:
         print("No workers")
         return 0
     for w in shown:
         mine = [e for e in running if e.executor_id == w.executor_id]
+        loops = [e for e in mine if e.session_id]  # a run of attempts waits; its attempts are the loops
         print(f"{w.executor_id}  {w.state}  queue {w.queue}  pid {w.pid} on {w.host}  "
-              f"beat {max(0.0, now - w.beat):.0f}s ago  running {len(mine)}/{w.concurrency}")
+              f"beat {max(0.0, now - w.beat):.0f}s ago  running {len(loops)}/{w.concurrency}")
         if w.state in ("alive", "draining"):
             for e in mine:
                 session = f"session {e.session_id}  " if e.session_id else ""  # a run of attempts: none
