@@ -458,3 +458,24 @@ def test_a_routine_fire_splits_its_items_across_workers(pg_db, project, env, tmp
     ledger = json.loads(cli(["routine", "items", "spread", "--json", "--store", store], env, project))
     assert [(i["status"], i["tries"]) for i in ledger] == [("done", 1)] * 4
     assert not sim.unmatched
+
+
+def test_a_recovery_claimed_by_a_survivor_that_died_is_claimed_again(tmp_path):
+    """A survivor claims a gone worker's recovery, then dies before it finishes: the claim goes
+    stale after --dead-after and another survivor takes it; a fresh claim, or a finished
+    recovery, is not taken again."""
+    reg = registry(f"sqlite:///{tmp_path / 'workers.db'}")
+    try:
+        reg.join("w0", "host", 1, "loopwright", 1)
+        past = reg.now()
+        wait_for(lambda: reg.now() > past, 10, "the database's clock to move")
+        assert reg.gone(0.0) == ["w0"] and reg.claim_recovery("w0", 0.0)
+        assert reg.gone(60.0) == [] and not reg.claim_recovery("w0", 60.0)  # claimed a moment ago: left alone
+        past = reg.now()
+        wait_for(lambda: reg.now() > past, 10, "the database's clock to move")
+        assert reg.gone(0.0) == ["w0"] and reg.claim_recovery("w0", 0.0)  # the claimant never finished
+        reg.recovered("w0")
+        assert reg.gone(0.0) == [] and not reg.claim_recovery("w0", 0.0)
+        assert [w.state for w in reg.workers()] == ["recovered"]
+    finally:
+        reg.close()

@@ -29,8 +29,11 @@ _NOW = {"postgresql": "CAST(extract(epoch FROM clock_timestamp()) AS double prec
         "sqlite": "((julianday('now') - 2440587.5) * 86400.0)"}
 
 # A worker's states: alive (beating), draining (taking no new work), left (gone cleanly: what it
-# still ran is handed back now), recovered (gone: a survivor has recovered its workflows).
+# still ran is handed back now), recovering (gone: a survivor is recovering its workflows; `beat`
+# holds when it claimed them, so a survivor that dies mid-recovery leaves the claim to another),
+# recovered (gone: a survivor has recovered its workflows).
 LIVE_STATES = ("alive", "draining")
+_UNCLAIMED = ("state = 'left' OR (state IN ('alive', 'draining', 'recovering') AND beat < {now} - :after)")
 
 
 def engine_url(url: str) -> str:
@@ -112,16 +115,21 @@ class Registry:
             self._run("UPDATE lw_workers SET beat = {now}, state = :s WHERE executor_id = :e", s=state, e=executor_id)
 
     def gone(self, dead_after_s: float) -> list[str]:
-        """Workers that left, or whose last heartbeat is older than `dead_after_s` (both on the
-        database's clock: a worker's own clock does not come into it)."""
-        rows = self._run("SELECT executor_id FROM lw_workers WHERE state = 'left' OR "
-                         "(state IN ('alive', 'draining') AND beat < {now} - :after)", after=dead_after_s)
+        """Workers that left, or whose last heartbeat is older than `dead_after_s`, or whose
+        recovery was claimed longer ago than that and never finished (all on the database's
+        clock: a worker's own clock does not come into it)."""
+        rows = self._run(f"SELECT executor_id FROM lw_workers WHERE {_UNCLAIMED}", after=dead_after_s)
         return [r[0] for r in rows]
 
-    def claim_recovery(self, executor_id: str) -> bool:
-        """One survivor wins the recovery of a gone worker (the update that finds it still unclaimed)."""
-        return bool(self._run("UPDATE lw_workers SET state = 'recovered' WHERE executor_id = :e AND state IN "
-                              "('alive', 'draining', 'left')", e=executor_id))
+    def claim_recovery(self, executor_id: str, dead_after_s: float) -> bool:
+        """One survivor wins the recovery of a gone worker (the update that finds it still
+        unclaimed, or its last claim stale); `recovered` marks the recovery done."""
+        return bool(self._run(f"UPDATE lw_workers SET state = 'recovering', beat = {{now}} WHERE executor_id = :e "
+                              f"AND ({_UNCLAIMED})", e=executor_id, after=dead_after_s))
+
+    def recovered(self, executor_id: str) -> None:
+        self._run("UPDATE lw_workers SET state = 'recovered' WHERE executor_id = :e AND state = 'recovering'",
+                  e=executor_id)
 
     def taken_over(self, executor_id: str) -> None:
         """A gone worker's executions, closed: a survivor runs them now."""

@@ -80,10 +80,11 @@ class Worker:
             try:
                 self.registry.beat(me)
                 for gone in self.registry.gone(self.config.dead_after_s):
-                    if gone != me and self.registry.claim_recovery(gone):
+                    if gone != me and self.registry.claim_recovery(gone, self.config.dead_after_s):
                         # its executions closed first: no survivor starts one before it is closed
                         self.registry.taken_over(gone)
                         count = recover(gone)
+                        self.registry.recovered(gone)
                         print(f"loopwright worker: {gone} is gone; {count} of its loops taken over",
                               file=sys.stderr, flush=True)
             except Exception as exc:  # a database hiccup: said, and tried again at the next beat
