@@ -1,0 +1,99 @@
+"""Every tool call of a durable loop is a recorded step, whatever offers the tool: an MCP server's
+tool, a subagent (the Agent tool) with its own tool calls inside it. A lone SQLite-backed worker
+is killed with kill -9 after such a call finished and while the model's next answer is awaited;
+the next worker recovers the loop, and the call's side effect (a line in a log file the test MCP
+server appends to) is there once."""
+
+import json
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from loopwright.testing import Simulator
+from procs import gone
+from test_workers import all_done, cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
+
+TOOLBOX = Path(__file__).parent / "mcpservers" / "toolbox.py"
+
+
+def toolbox(log):
+    return json.dumps({"mcpServers": {"tb": {"command": sys.executable, "args": [str(TOOLBOX)],
+                                             "env": {"TOOLBOX_LOG": str(log)}}}})
+
+
+def record(note):
+    return {"tool_use": {"name": "mcp__tb__record", "input": {"note": note}}, "repeat": -1}
+
+
+def said(sim, text):
+    """The model was asked with `text` in the request (a tool's result it was given)."""
+    return any(text in json.dumps(r.body) for r in sim.message_requests)
+
+
+def lines(log):
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def kill_and_recover(sim, store, env, project, log, tmp_path, finished):
+    """A worker takes the loop; once `finished` holds (the call's result went to the model, whose
+    answer is slow), it is killed; a second worker recovers the loop and finishes it."""
+    with open(tmp_path / "worker.log", "w") as out:
+        first = start_worker(store, env, project, out)
+        wait_for(finished, 90, "the tool call to finish")
+        assert not all_done(store, 1)
+        first.send_signal(signal.SIGKILL)
+        assert gone(first.pid, 10)
+        again = start_worker(store, env, project, out)
+        try:
+            wait_for(lambda: all_done(store, 1), 120, "the loop after the restart")
+        finally:
+            stop(again)
+    text = (tmp_path / "worker.log").read_text()
+    assert "is gone; 1 of its loops taken over" in text, text
+
+
+@pytest.fixture
+def project(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.timeout(300)
+def test_a_finished_mcp_tool_call_is_not_run_again_after_a_kill(project, env, tmp_path):
+    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", tmp_path / "toolbox.log"
+    rules = [{"match": {"last_user_contains": "recorded M0"}, "responses": [{"text": "done M0", "delay": 4.0,
+                                                                           "repeat": -1}]},
+             {"match": {"last_user_contains": "go M0."}, "responses": [record("M0")]}]
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        cli(["enqueue", "--store", store, "go M0.", "--mcp-config", toolbox(log), "--allowedTools", "mcp__tb__record",
+             "--max-turns", "4"], env, project)
+        kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "recorded M0"))
+    assert lines(log) == ["M0"]
+    assert not sim.unmatched
+
+
+@pytest.mark.timeout(300)
+def test_a_finished_subagent_is_not_run_again_after_a_kill(project, env, tmp_path):
+    """The subagent calls the MCP tool; the Agent call is one step: neither the subagent nor its
+    tool call runs again, and its model requests are not made again."""
+    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", tmp_path / "toolbox.log"
+    agent_call = {"tool_use": {"name": "Agent", "input": {"description": "record a note", "prompt": "sub S0."}},
+                  "repeat": -1}
+    rules = [{"match": {"last_user_contains": "sub done S0"}, "responses": [{"text": "done S0", "delay": 4.0,
+                                                                           "repeat": -1}]},
+             {"match": {"last_user_contains": "recorded S0"}, "responses": [{"text": "sub done S0", "repeat": -1}]},
+             {"match": {"last_user_contains": "sub S0."}, "responses": [record("S0")]},
+             {"match": {"last_user_contains": "go S0."}, "responses": [agent_call]}]
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        cli(["enqueue", "--store", store, "go S0.", "--mcp-config", toolbox(log), "--allowedTools",
+             "Agent,mcp__tb__record", "--max-turns", "4"], env, project)
+        kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "sub done S0"))
+        asked_sub = [r for r in sim.message_requests if "sub S0." in json.dumps(r.body["messages"][:1])]
+    assert lines(log) == ["S0"]
+    assert len(asked_sub) == 2  # the subagent's two model calls, each made once
+    assert not sim.unmatched
