@@ -89,6 +89,9 @@ class Agent:
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
     checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
+    # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
+    # a durable run (loopwright.distributed) makes every call a recorded step with it
+    tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -246,9 +249,10 @@ class Agent:
             tools.append(StructuredOutputTool(answer))
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
+        offered = self.tool_steps(tools) if self.tool_steps is not None else tools
         config = LoopConfig(
             model=resolve_model(turn.model).id if turn and turn.model else self.model, cwd=self.cwd,
-            session_id=self.session_id, system=self.system(), tools=tools, limits=self.limits, budget=self.budget,
+            session_id=self.session_id, system=self.system(), tools=offered, limits=self.limits, budget=self.budget,
             permissions=rules,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,

@@ -8,6 +8,7 @@ call a crash left running (`session.records.UNKNOWN_OUTCOME`)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Sequence
 from typing import Any, AsyncIterator
 
 from dbos import DBOS
@@ -75,12 +76,18 @@ class DurableModel:
 class DurableTool:
     """`inner` with each call a recorded step. Calls of one workflow take their steps one at a
     time, in the order the engine starts them, so a replay meets each record where it was made
-    (read-only tools that would run side by side run one after another)."""
+    (read-only tools that would run side by side run one after another). A call made inside
+    another call's step (a subagent's, a workflow's agents') is part of that step: DBOS records
+    no step within a step, and the outer one is what a replay answers from."""
 
     def __init__(self, inner: Tool, lock: asyncio.Lock) -> None:
         self.inner = inner
-        self.name, self.description, self.read_only = inner.name, inner.description, inner.read_only
+        self.name, self.read_only = inner.name, inner.read_only
         self._lock = lock
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -96,6 +103,8 @@ class DurableTool:
         return self.inner.validate(raw)
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        if DBOS.step_id is not None or DBOS.workflow_id is None:
+            return await self.inner.run(args, ctx)
         async with self._lock:
             return await _tool_call(self.inner, args, ctx)
 
@@ -103,6 +112,30 @@ class DurableTool:
         return getattr(self.inner, name)
 
 
-def durable_tools(tools: list[Tool]) -> list[Tool]:
-    lock = asyncio.Lock()
-    return [DurableTool(t, lock) for t in tools]  # type: ignore[misc]
+class DurableTools(Sequence[Tool]):
+    """A run's tools, each behind a recorded step (`Agent.tool_steps`). The list is read again
+    for each request (an MCP server's tools may change during a run): a tool keeps its wrapper."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self.tools, self._lock = tools, asyncio.Lock()
+        self._wrapped: dict[int, DurableTool] = {}
+
+    def _wrap(self, tool: Tool) -> Tool:
+        wrapped = self._wrapped.get(id(tool))
+        if wrapped is None or wrapped.inner is not tool:
+            wrapped = self._wrapped[id(tool)] = DurableTool(tool, self._lock)
+        return wrapped  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return (self._wrap(t) for t in self.tools)
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __getitem__(self, index: Any) -> Any:
+        return list(self)[index]
+
+
+def durable_tools(tools: list[Tool]) -> Sequence[Tool]:
+    """Every tool of a run behind recorded steps: built-in, MCP, Skill, Agent, Workflow."""
+    return DurableTools(tools)

@@ -77,7 +77,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         settings = load_cli_settings(opts, announce=False)
         agent = build_agent(opts, settings)
         agent.model_client = DurableModel(agent._client())
-        agent.tools = durable_tools(list(agent._tools()))
+        agent.tool_steps = durable_tools  # every tool of every run: built-in, MCP, Skill, Agent, Workflow
         session = open_cli_session(opts, agent)
     finally:
         os.chdir(here)
