@@ -1,5 +1,6 @@
 """Every tool call of a durable loop is a recorded step, whatever offers the tool: an MCP server's
-tool, a subagent (the Agent tool) with its own tool calls inside it. A lone SQLite-backed worker
+tool, a subagent (the Agent tool) or a model-written workflow (the Workflow tool) with the tool
+calls of their agents inside them. A lone SQLite-backed worker
 is killed with kill -9 after such a call finished and while the model's next answer is awaited;
 the next worker recovers the loop, and the call's side effect (a line in a log file the test MCP
 server appends to) is there once."""
@@ -11,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.sandbox.bwrap import availability
 from loopwright.testing import Simulator
 from procs import gone
 from test_workers import all_done, cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401  (fixtures)
 
 TOOLBOX = Path(__file__).parent / "mcpservers" / "toolbox.py"
+needs_bwrap = pytest.mark.skipif(availability() is not None, reason=f"no sandbox here: {availability()}")
 
 
 def toolbox(log):
@@ -96,4 +99,25 @@ def test_a_finished_subagent_is_not_run_again_after_a_kill(project, env, tmp_pat
         asked_sub = [r for r in sim.message_requests if "sub S0." in json.dumps(r.body["messages"][:1])]
     assert lines(log) == ["S0"]
     assert len(asked_sub) == 2  # the subagent's two model calls, each made once
+    assert not sim.unmatched
+
+
+@needs_bwrap
+@pytest.mark.timeout(300)
+def test_a_finished_model_written_workflow_is_not_run_again_after_a_kill(project, env, tmp_path):
+    """The Workflow tool's call is one step: its agent (which calls the MCP tool) is not run again."""
+    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", tmp_path / "toolbox.log"
+    script = 'async def main(wf, args):\n    return await wf.agent("sub W0.")\n'
+    workflow_call = {"tool_use": {"name": "Workflow", "input": {"script": script}}, "repeat": -1}
+    rules = [{"match": {"last_user_contains": "workflow: 1 agent(s)"}, "responses": [{"text": "done W0", "delay": 4.0,
+                                                                                     "repeat": -1}]},
+             {"match": {"last_user_contains": "recorded W0"}, "responses": [{"text": "sub done W0", "repeat": -1}]},
+             {"match": {"last_user_contains": "sub W0."}, "responses": [record("W0")]},
+             {"match": {"last_user_contains": "go W0."}, "responses": [workflow_call]}]
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        cli(["enqueue", "--store", store, "go W0.", "--mcp-config", toolbox(log), "--allowedTools",
+             "Workflow,mcp__tb__record", "--max-turns", "4"], env, project)
+        kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "workflow: 1 agent(s)"))
+    assert lines(log) == ["W0"]
     assert not sim.unmatched
