@@ -1,9 +1,9 @@
-"""Every tool call of a durable loop is a recorded step, whatever offers the tool: an MCP server's
-tool, a subagent (the Agent tool) or a model-written workflow (the Workflow tool) with the tool
-calls of their agents inside them. A lone SQLite-backed worker
-is killed with kill -9 after such a call finished and while the model's next answer is awaited;
-the next worker recovers the loop, and the call's side effect (a line in a log file the test MCP
-server appends to) is there once."""
+"""Every tool call of a durable loop is a recorded step, whatever offers the tool: an MCP
+server's tool, a skill's shell step (the Skill tool), a subagent (the Agent tool) or a
+model-written workflow (the Workflow tool), with the tool calls of their agents inside them. A
+lone SQLite-backed worker is killed with kill -9 after such a call finished, while the model's
+next answer is awaited; the next worker recovers the loop, and the call's side effect (a line the
+test MCP server or the skill's shell step appends to a file) is there once."""
 
 import json
 import signal
@@ -76,6 +76,25 @@ def test_a_finished_mcp_tool_call_is_not_run_again_after_a_kill(project, env, tm
              "--max-turns", "4"], env, project)
         kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "recorded M0"))
     assert lines(log) == ["M0"]
+    assert not sim.unmatched
+
+
+@pytest.mark.timeout(300)
+def test_a_finished_skill_call_is_not_run_again_after_a_kill(project, env, tmp_path):
+    """The Skill tool runs the skill's shell step (a marker line) as it loads the skill."""
+    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", project / "stamps"
+    (project / ".claude" / "skills" / "stamp").mkdir(parents=True)
+    (project / ".claude" / "skills" / "stamp" / "SKILL.md").write_text(
+        "---\nname: stamp\ndescription: leave a stamp\n---\nSTAMPED !`echo K0 >> stamps; echo once`\n")
+    rules = [{"match": {"last_user_contains": "STAMPED once"}, "responses": [{"text": "done K0", "delay": 4.0,
+                                                                            "repeat": -1}]},
+             {"match": {"last_user_contains": "go K0."}, "responses": [
+                 {"tool_use": {"name": "Skill", "input": {"skill": "stamp"}}, "repeat": -1}]}]
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        cli(["enqueue", "--store", store, "go K0.", "--allowedTools", "Skill,Bash", "--max-turns", "4"], env, project)
+        kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "STAMPED once"))
+    assert lines(log) == ["K0"]
     assert not sim.unmatched
 
 
