@@ -80,8 +80,10 @@ def test_a_finished_mcp_tool_call_is_not_run_again_after_a_kill(project, env, tm
 
 
 @pytest.mark.timeout(300)
-def test_a_finished_skill_call_is_not_run_again_after_a_kill(project, env, tmp_path):
-    """The Skill tool runs the skill's shell step (a marker line) as it loads the skill."""
+@pytest.mark.parametrize("started_by", ["model", "prompt"])
+def test_a_finished_skill_call_is_not_run_again_after_a_kill(project, env, tmp_path, started_by):
+    """The skill's shell step (a line in a file) runs as the skill loads: when the model calls the
+    Skill tool, or before the loop when the prompt is `/stamp`."""
     store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", project / "stamps"
     (project / ".claude" / "skills" / "stamp").mkdir(parents=True)
     (project / ".claude" / "skills" / "stamp" / "SKILL.md").write_text(
@@ -92,7 +94,8 @@ def test_a_finished_skill_call_is_not_run_again_after_a_kill(project, env, tmp_p
                  {"tool_use": {"name": "Skill", "input": {"skill": "stamp"}}, "repeat": -1}]}]
     with Simulator({"rules": rules}) as sim:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
-        cli(["enqueue", "--store", store, "go K0.", "--allowedTools", "Skill,Bash", "--max-turns", "4"], env, project)
+        prompt = "go K0." if started_by == "model" else "/stamp"
+        cli(["enqueue", "--store", store, prompt, "--allowedTools", "Skill,Bash", "--max-turns", "4"], env, project)
         kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "STAMPED once"))
     assert lines(log) == ["K0"]
     assert not sim.unmatched

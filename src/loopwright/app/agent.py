@@ -418,10 +418,12 @@ class Agent:
         return await attach_mentions(prompt, self._shell(self.permissions))
 
     def _shell(self, rules: PermissionRules) -> Any:
-        """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
+        """Where a command's or skill's shell steps run (`context.commands.Shell`): the session's
+        tools, through `tool_steps` as the loop's are (a typed command's steps run before the loop)."""
         from ..context.commands import Shell
 
-        return Shell(self._tools(), rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
+        tools = self.tool_steps(list(self._tools())) if self.tool_steps is not None else self._tools()
+        return Shell(tools, rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
