@@ -143,3 +143,37 @@ def test_a_finished_model_written_workflow_is_not_run_again_after_a_kill(project
         kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "workflow: 1 agent(s)"))
     assert lines(log) == ["W0"]
     assert not sim.unmatched
+
+
+@pytest.mark.timeout(300)
+def test_subagents_started_together_run_together_and_each_keeps_its_own_record(project, env, tmp_path):
+    """Two Agent calls in one response run at the same time on a worker too (their steps are drawn
+    in the calls' order as the calls start, not as they happen to finish); after the recovery each
+    call is answered from its own record."""
+    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", tmp_path / "toolbox.log"
+    calls = [{"name": "Agent", "input": {"description": f"record {x}", "prompt": f"sub {x}0."}} for x in "AB"]
+    rules = [{"match": {"last_user_contains": "sub done"}, "responses": [{"text": "done P0", "delay": 4.0,
+                                                                        "repeat": -1}]}]
+    for x in "AB":
+        rules += [{"match": {"last_user_contains": f"recorded {x}0"}, "responses": [
+                      {"text": f"sub done {x}0", "delay": 1.0, "repeat": -1}]},
+                  {"match": {"last_user_contains": f"sub {x}0."}, "responses": [record(f"{x}0")]}]
+    rules.append({"match": {"last_user_contains": "go P0."}, "responses": [{"tool_use": calls, "repeat": -1}]})
+
+    def both_answered():
+        return any("sub done A0" in (text := json.dumps(r.body)) and "sub done B0" in text
+                   for r in sim.message_requests)
+
+    with Simulator({"rules": rules}) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        cli(["enqueue", "--store", store, "go P0.", "--mcp-config", toolbox(log), "--allowedTools",
+             "Agent,mcp__tb__record", "--max-turns", "4"], env, project)
+        kill_and_recover(sim, store, env, project, log, tmp_path, both_answered)
+        last = sim.message_requests[-1].body["messages"]
+        assert sim.peak_in_flight >= 2  # the two subagents' slow answers were awaited at once
+    assert sorted(lines(log)) == ["A0", "B0"]
+    prompts = {b["id"]: b["input"]["prompt"] for b in last[-2]["content"] if b["type"] == "tool_use"}
+    answers = {b["tool_use_id"]: json.dumps(b["content"]) for b in last[-1]["content"] if b["type"] == "tool_result"}
+    assert {prompts[i]: "sub done " + prompts[i][4:6] in answers[i] for i in prompts} == {"sub A0.": True,
+                                                                                           "sub B0.": True}
+    assert not sim.unmatched
