@@ -1,0 +1,63 @@
+"""A workflow's journal lives where its session does: beside a JSONL transcript, or among the
+session's records in PostgreSQL, so the process that carries on a killed run (on this machine or
+another) replays the agents that had finished. Real CLI, a private PostgreSQL cluster, the
+simulator."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from test_routines import env_for, project
+from test_workflow_places import TRIAGE
+
+from loopwright.testing import Simulator
+
+
+def fire(root, env, store):
+    return subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "triage", "--once", "--store", store],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=90)
+
+
+def test_a_routine_items_workflow_on_postgresql_keeps_its_journal_in_the_store(tmp_path, pg_db):
+    root = project(tmp_path, "triage", "source: {command: cat items.jsonl}\nworkflow: triage\n"
+                                       "prompt: \"look at {id}\"\nsandbox: false\n")
+    (root / ".loopwright" / "workflows").mkdir()
+    (root / ".loopwright" / "workflows" / "triage.py").write_text(textwrap.dedent(TRIAGE))
+    (root / "items.jsonl").write_text('{"id": "k1", "title": "slow one", "severity": 1}\n')
+    before = sorted(os.listdir(root))
+    slow = {"rules": [{"match": {"last_user_contains": "LOOK"}, "responses": [{"text": "looked"}]},
+                      {"match": {"last_user_contains": "DECIDE"}, "responses": [{"text": "late", "delay": 60}]}]}
+    with Simulator(slow) as sim:
+        proc = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "triage", "--once", "--store",
+                                 pg_db], cwd=root, env=env_for(tmp_path, sim), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while len(sim.message_requests) < 2:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+                time.sleep(0.02)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.communicate(timeout=10)
+    assert sorted(os.listdir(root)) == before  # nothing written in the project: the journal is in the store
+    rules = {"rules": [{"match": {"last_user_contains": "DECIDE"}, "responses": [{"text": "minor"}]}]}
+    with Simulator(rules) as sim:
+        again = fire(root, env_for(tmp_path, sim), pg_db)
+        sent = [json.dumps(r.body["messages"][-1]["content"]) for r in sim.message_requests]
+    assert again.returncode == 0, again.stderr
+    assert len(sent) == 1 and "DECIDE triage look at k1 after looked" in sent[0]  # LOOK was not asked again
+    listed = subprocess.run([sys.executable, "-m", "loopwright", "routine", "items", "triage", "--json", "--store",
+                             pg_db], cwd=root, env=env_for(tmp_path), capture_output=True, text=True, timeout=60)
+    (done,) = json.loads(listed.stdout)
+    assert done["status"] == "done" and "k1 triaged: minor" in json.dumps(done), done
+    assert sorted(os.listdir(root)) == before
+    session = done.get("session_id") or done.get("session")
+    if session:  # the journal is the session's `workflow` chain: its finished LOOK step is there
+        export = subprocess.run([sys.executable, "-m", "loopwright", "session", "export", session, "--agent",
+                                 "workflow", "--store", pg_db], cwd=root, env=env_for(tmp_path), capture_output=True,
+                                text=True, timeout=60)
+        assert export.returncode == 0 and '"LOOK' in export.stdout or "LOOK" in export.stdout, export.stderr
