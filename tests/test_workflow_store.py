@@ -55,9 +55,11 @@ def test_a_routine_items_workflow_on_postgresql_keeps_its_journal_in_the_store(t
     (done,) = json.loads(listed.stdout)
     assert done["status"] == "done" and "k1 triaged: minor" in json.dumps(done), done
     assert sorted(os.listdir(root)) == before
-    session = done.get("session_id") or done.get("session")
-    if session:  # the journal is the session's `workflow` chain: its finished LOOK step is there
-        export = subprocess.run([sys.executable, "-m", "loopwright", "session", "export", session, "--agent",
-                                 "workflow", "--store", pg_db], cwd=root, env=env_for(tmp_path), capture_output=True,
-                                text=True, timeout=60)
-        assert export.returncode == 0 and '"LOOK' in export.stdout or "LOOK" in export.stdout, export.stderr
+    # the journal is the session's `workflow` chain: the finished LOOK step is there
+    export = subprocess.run([sys.executable, "-m", "loopwright", "session", "export", done["session_id"], "--agent",
+                             "workflow", "--store", pg_db], cwd=root, env=env_for(tmp_path), capture_output=True,
+                            text=True, timeout=60)
+    assert export.returncode == 0, export.stderr
+    steps = [json.loads(line) for line in export.stdout.splitlines()]
+    assert [r["type"] for r in steps] == ["workflow", "step", "step", "finished"]
+    assert "LOOK k1" in steps[1]["shown"] and steps[3]["subtype"] == "success"

@@ -34,10 +34,8 @@ class InConversation:
                 self.task.cancel()
 
     async def __call__(self, on_event: Callable[[Event], None], on_status: Callable[[dict[str, Any]], None]) -> RunResult:
-        from ..workflows.journal import Journal
-        from ..workflows.runtime import Run, run_workflow
-        from ..workflows.scripts import find, load, loader
-        from .commands.workflow import _journal_path, _result
+        from ..workflows.scripts import find, load
+        from .commands.workflow import session_journal
 
         agent, plugins = self.agent, list(self.agent.plugins)
         emit = agent._emitter(on_event)  # the transcript first, then the screen
@@ -50,7 +48,20 @@ class InConversation:
             raise UsageError(f"workflow {self.name!r} not found (workflows: {names})")
         main = load(script)  # a bad file: one error, nothing joins the conversation
         await self._open(emit)
-        journal = Journal(_journal_path(agent.transcript_path) if agent.transcript_path else None)
+        journal = session_journal(agent)
+        try:
+            return await self._run(journal, main, script, emit, on_status)
+        finally:
+            journal.close()
+
+    async def _run(self, journal: Any, main: Any, script: Any, emit: Callable[[Event], None],
+                   on_status: Callable[[dict[str, Any]], None]) -> RunResult:
+        """The workflow run on `journal` (resumed from it when asked and it holds this workflow unfinished)."""
+        from ..workflows.runtime import Run, run_workflow
+        from ..workflows.scripts import loader
+        from .commands.workflow import _result
+
+        agent, plugins = self.agent, list(self.agent.plugins)
         header = journal.header or {}
         resuming = self.resume and journal.finished is None and header.get("name") == self.name
         if resuming:

@@ -296,6 +296,12 @@ class PgLog:
                              (self.session_id, self.store.project, self.store.cwd, time.time()))
             conn.execute(_APPEND, (self.session_id, self.chain, line))
 
+    def journal(self) -> Any:
+        """Where a workflow run in this session keeps its journal (`stores.pgjournal`)."""
+        from .pgjournal import PgJournalLines
+
+        return PgJournalLines(self.store, self.session_id)
+
     def sidechain(self, agent_id: str) -> "PgLog":
         if not _SAFE_ID.fullmatch(agent_id):
             raise ValueError(f"agent id: expected letters, digits, '.', '_' or '-', got {agent_id!r}")

@@ -112,13 +112,9 @@ def slash_workflow(prompt: str, opts: Options | None = None,
 
 
 def run_named(opts: Options, name: str | None, args: list[str]) -> int:
-    from ...workflows.journal import Journal
     from ...workflows.scripts import find, load, loader
-    from ..core import build_agent, cli_stores, load_cli_settings, open_cli_session
+    from ..core import build_agent, load_cli_settings, open_cli_session
 
-    if not (stores := cli_stores(opts.store, Path.cwd())).files:
-        raise UsageError(f"a workflow keeps its journal beside a JSONL transcript, not yet in the store "
-                         f"{stores.url}: run it with --store sqlite:")
     if opts.continue_session or opts.fork_session:
         raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
     if opts.attempts is not None or opts.goal or opts.goal_file:
@@ -129,9 +125,10 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     settings = load_cli_settings(opts)
     agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
     session = open_cli_session(opts, agent)
+    journal = None
     try:
-        journal = Journal(_journal_path(agent.transcript_path))
-        name, args = _what_to_run(opts, journal, name, args)
+        journal = session_journal(agent)
+        name, args = _what_to_run(opts, journal, name, args, agent.session_id)
         plugins = list(agent.plugins)
         script = find(name, Path.cwd(), Path.home(), plugins)
         if script is None:
@@ -151,6 +148,8 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
                                               Usage(), id="wf_" + result.session_id[:8]))
             session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
     finally:
+        if journal is not None:
+            journal.close()
         session.close()
     from ..core import print_result
 
@@ -158,14 +157,26 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     return result.exit_code
 
 
+def session_journal(agent: Any) -> Any:
+    """The journal of the agent's session: beside its JSONL transcript, among its records in a
+    database store, or in memory when the session is not recorded."""
+    from ...workflows.journal import Journal
+
+    stored = getattr(getattr(agent.recorder, "log", None), "journal", None)
+    if stored is not None:
+        return Journal(None, stored())
+    return Journal(_journal_path(agent.transcript_path))
+
+
 def _journal_path(transcript: str) -> Path | None:
     return Path(transcript).with_suffix("") / "workflow.jsonl" if transcript else None
 
 
-def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str]) -> tuple[str, list[str]]:
+def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
+                 session_id: str) -> tuple[str, list[str]]:
     if opts.resume is None:
         if journal.header is not None:
-            raise UsageError(f"session {journal.path.parent.name} already holds a workflow: resume it with --resume")
+            raise UsageError(f"session {session_id} already holds a workflow: resume it with --resume")
         assert name is not None
         return name, args
     header = journal.header
@@ -279,7 +290,7 @@ def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) ->
                      role_usage={"subagents": total} if total.calls else {},
                      structured_output=None if isinstance(value, str) else value,
                      workflow={"name": run.name, "agents": run.done, "replayed": run.replayed,
-                               "journal": str(journal.path) if journal.path else None})
+                               "journal": journal.location})
 
 
 __all__ = ["run_named", "run_workflow_command", "slash_workflow"]
