@@ -15,12 +15,10 @@ class PgJournalLines:
     """`workflows.journal.Lines` on a `PgSessionStore`; appends wait for the disk (a step that
     finished must be found again after a crash)."""
 
-    def __init__(self, sessions: Any, session_id: str) -> None:
-        from .postgres import PgLog
-
-        self.sessions, self.session_id = sessions, session_id
+    def __init__(self, sessions: Any, session_id: str, log: Any) -> None:
+        """`log`: the append handle of the chain (`PgLog`)."""
+        self.sessions, self.session_id, self._log = sessions, session_id, log
         self.location = sessions.location(session_id, CHAIN)
-        self._log = PgLog(sessions, session_id, CHAIN)
 
     def read(self) -> str:
         lines = self.sessions.lines(self.session_id, CHAIN) or []

@@ -298,9 +298,9 @@ class PgLog:
 
     def journal(self) -> Any:
         """Where a workflow run in this session keeps its journal (`stores.pgjournal`)."""
-        from .pgjournal import PgJournalLines
+        from .pgjournal import CHAIN, PgJournalLines
 
-        return PgJournalLines(self.store, self.session_id)
+        return PgJournalLines(self.store, self.session_id, PgLog(self.store, self.session_id, CHAIN))
 
     def sidechain(self, agent_id: str) -> "PgLog":
         if not _SAFE_ID.fullmatch(agent_id):
