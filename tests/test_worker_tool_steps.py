@@ -102,10 +102,13 @@ def test_a_finished_skill_call_is_not_run_again_after_a_kill(project, env, tmp_p
 
 
 @pytest.mark.timeout(300)
-def test_a_finished_subagent_is_not_run_again_after_a_kill(project, env, tmp_path):
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_finished_subagent_is_not_run_again_after_a_kill(project, env, tmp_path, request, kind):
     """The subagent calls the MCP tool; the Agent call is one step: neither the subagent nor its
-    tool call runs again, and its model requests are not made again."""
-    store, log = f"sqlite:///{tmp_path / 'dbos.sqlite'}", tmp_path / "toolbox.log"
+    tool call runs again, its model requests are not made again, and its own transcript (a
+    sidechain of the session, in the store) is kept as the first worker wrote it."""
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}" if kind == "sqlite" else request.getfixturevalue("pg_db")
+    log = tmp_path / "toolbox.log"
     agent_call = {"tool_use": {"name": "Agent", "input": {"description": "record a note", "prompt": "sub S0."}},
                   "repeat": -1}
     rules = [{"match": {"last_user_contains": "sub done S0"}, "responses": [{"text": "done S0", "delay": 4.0,
@@ -115,13 +118,22 @@ def test_a_finished_subagent_is_not_run_again_after_a_kill(project, env, tmp_pat
              {"match": {"last_user_contains": "go S0."}, "responses": [agent_call]}]
     with Simulator({"rules": rules}) as sim:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
-        cli(["enqueue", "--store", store, "go S0.", "--mcp-config", toolbox(log), "--allowedTools",
-             "Agent,mcp__tb__record", "--max-turns", "4"], env, project)
+        out = cli(["enqueue", "--store", store, "go S0.", "--mcp-config", toolbox(log), "--allowedTools",
+                   "Agent,mcp__tb__record", "--max-turns", "4"], env, project)
         kill_and_recover(sim, store, env, project, log, tmp_path, lambda: said(sim, "sub done S0"))
         asked_sub = [r for r in sim.message_requests if "sub S0." in json.dumps(r.body["messages"][:1])]
     assert lines(log) == ["S0"]
     assert len(asked_sub) == 2  # the subagent's two model calls, each made once
     assert not sim.unmatched
+    if kind == "postgresql":
+        import psycopg
+
+        session_id = out.split()[-1]
+        with psycopg.connect(store) as db:
+            (chain,), = db.execute("SELECT DISTINCT chain FROM loopwright.records WHERE session_id = %s AND "
+                                   "chain <> ''", (session_id,)).fetchall()
+        side = cli(["session", "export", session_id, "--agent", chain, "--store", store], env, project)
+        assert "sub S0." in side and "sub done S0" in side
 
 
 @needs_bwrap
