@@ -63,3 +63,16 @@ def test_a_routine_items_workflow_on_postgresql_keeps_its_journal_in_the_store(t
     steps = [json.loads(line) for line in export.stdout.splitlines()]
     assert [r["type"] for r in steps] == ["workflow", "step", "step", "finished"]
     assert "LOOK k1" in steps[1]["shown"] and steps[3]["subtype"] == "success"
+
+
+def test_a_routine_whose_items_run_a_workflow_is_not_sent_to_workers(tmp_path):
+    """Workers run goal loops; a workflow item sent there would run as a bare prompt: refused, said why."""
+    root = project(tmp_path, "triage", "source: {command: cat items.jsonl}\nworkflow: triage\nprompt: \"look at {id}\"\n")
+    (root / "items.jsonl").write_text('{"id": "k1"}\n')
+    out = subprocess.run([sys.executable, "-m", "loopwright", "routine", "run", "triage", "--once", "--queue", "q",
+                          "--store", f"sqlite:///{tmp_path / 'store.db'}"], cwd=root, env=env_for(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "--queue: the items of routine 'triage' run the workflow 'triage', and workers do not run workflows yet" \
+        in out.stderr
+    assert "Traceback" not in out.stderr
