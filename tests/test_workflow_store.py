@@ -76,3 +76,37 @@ def test_a_routine_whose_items_run_a_workflow_is_not_sent_to_workers(tmp_path):
     assert "--queue: the items of routine 'triage' run the workflow 'triage', and workers do not run workflows yet" \
         in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_workflow_run_on_postgresql_resumes_from_the_journal_in_the_store(tmp_path, pg_db):
+    from test_memory import loopwright
+    from test_workflows import world
+
+    home, root = world(tmp_path, two='async def main(wf, args):\n    a = await wf.agent("FIRST")\n'
+                                     '    return a + " " + await wf.agent("SECOND")\n',
+                       one='async def main(wf, args):\n    return await wf.agent("ONLY")\n')
+    cut = {"rules": [{"match": {"last_user_contains": "FIRST"}, "responses": [{"text": "a", "repeat": -1}]},
+                     {"match": {"last_user_contains": "SECOND"}, "responses": [
+                         {"fault": {"status": 400, "message": "no"}, "repeat": -1}]}]}
+    with Simulator(cut) as sim:
+        failed = loopwright(["workflow", "run", "two", "--store", pg_db, "--output-format", "json"], home, root, sim)
+    session = json.loads(failed.stdout)["session_id"]
+    rest = {"rules": [{"match": {"last_user_contains": "SECOND"}, "responses": [{"text": "b"}]},
+                      {"match": {"last_user_contains": "ONLY"}, "responses": [{"text": "c"}]}]}
+    with Simulator(rest) as sim:
+        resumed = loopwright(["workflow", "run", "--resume", session, "--store", pg_db, "--output-format", "json"],
+                             home, root, sim)
+        asked = [json.dumps(r.body["messages"]) for r in sim.message_requests]
+        assert json.loads(resumed.stdout)["result"] == "a b", resumed.stderr
+        assert len(asked) == 1 and "SECOND" in asked[0]  # FIRST was replayed from the journal in the store
+        again = loopwright(["workflow", "run", "one", "--resume", session, "--store", pg_db, "--output-format",
+                            "json"], home, root, sim)
+        assert json.loads(again.stdout)["result"] == "c", again.stderr
+    assert sorted(os.listdir(root)) == [".loopwright"]
+
+    def chain(name):
+        out = loopwright(["session", "export", session, "--agent", name, "--store", pg_db], home, root, sim)
+        return [json.loads(line) for line in out.stdout.splitlines()]
+
+    assert [r.get("name") for r in chain("workflow") if r["type"] == "workflow"] == ["one"]
+    assert [r.get("name") for r in chain("workflow-1") if r["type"] == "workflow"] == ["two"]  # kept aside
