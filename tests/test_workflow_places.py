@@ -262,7 +262,7 @@ def test_a_routine_workflow_is_not_sent_to_workers(tmp_path):
 
     project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\nprompt: \"{id}\"\n")
     out = cli(["routine", "run", "fix", "--once", "--queue", "q"], tmp_path)
-    assert out.returncode == 2 and "--queue: routine fix runs the workflow fix for each item" in out.stderr, out.stderr
+    assert out.returncode == 2 and "--queue: the items of routine 'fix' run the workflow 'fix', and workers do not run" in out.stderr, out.stderr
 
 
 def test_a_routine_items_workflow_killed_mid_run_replays_its_finished_agent_at_the_next_fire(tmp_path):

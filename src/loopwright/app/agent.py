@@ -90,6 +90,9 @@ class Agent:
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
     checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
     stores: Any = None  # core.ports.Stores the session lives in (set by the CLI): its transcript, workflow journal
+    # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
+    # a durable run (loopwright.distributed) makes every call a recorded step with it
+    tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -253,9 +256,10 @@ class Agent:
             tools.append(StructuredOutputTool(answer))
             stop_hooks.append(answer.stop_hook)
             shape = answer.shape
+        offered = self.tool_steps(tools) if self.tool_steps is not None else tools
         config = LoopConfig(
             model=resolve_model(turn.model).id if turn and turn.model else self.model, cwd=self.cwd,
-            session_id=self.session_id, system=self.system(), tools=tools, limits=self.limits, budget=self.budget,
+            session_id=self.session_id, system=self.system(), tools=offered, limits=self.limits, budget=self.budget,
             permissions=rules,
             include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
             hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
@@ -435,10 +439,12 @@ class Agent:
         return await attach_mentions(prompt, self._shell(self.permissions))
 
     def _shell(self, rules: PermissionRules) -> Any:
-        """Where a command's or skill's shell steps run (`context.commands.Shell`)."""
+        """Where a command's or skill's shell steps run (`context.commands.Shell`): the session's
+        tools, through `tool_steps` as the loop's are (a typed command's steps run before the loop)."""
         from ..context.commands import Shell
 
-        return Shell(self._tools(), rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
+        tools = self.tool_steps(list(self._tools())) if self.tool_steps is not None else self._tools()
+        return Shell(tools, rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
 
     async def _mcp_prompt(self, text: str) -> str:
         """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""

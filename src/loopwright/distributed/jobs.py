@@ -64,7 +64,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     from ..cli.goals import goal_from_options
     from ..cli.headless import _arm_goal
     from ..cli.options import parse_options
-    from .durable import DurableModel, durable_tools
+    from .durable import DurableModel, ToolSteps
 
     store, cwd, sid = _worker[0].config.store, job["cwd"], job["resume"] or job["session_id"]
     opts = _as_attempt(job, parse_options(_session_flags(job, store)))
@@ -77,7 +77,8 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         settings = load_cli_settings(opts, announce=False)
         agent = build_agent(opts, settings)
         agent.model_client = DurableModel(agent._client())
-        agent.tools = durable_tools(list(agent._tools()))
+        steps = ToolSteps()
+        agent.tool_steps = steps.wrap  # every tool of every run: built-in, MCP, Skill, Agent, Workflow
         session = open_cli_session(opts, agent)
     finally:
         os.chdir(here)
@@ -89,7 +90,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         if mark and not session.records and session.recorder is not None:  # an attempt says so, once
             session.recorder.attach(mark)
         _arm_goal(agent, spec, saved, opts)
-        emit = make_emitter("json", False, agent.session_id, False, init_fields(settings, agent))
+        emit = steps.watching(make_emitter("json", False, agent.session_id, False, init_fields(settings, agent)))
         approach = (job.get("attempt") or {}).get("approach")
         text = f"{prompt}\n\nApproach for this attempt: {approach}" if approach else prompt or ""
         result = await agent.run(text, on_event=emit)

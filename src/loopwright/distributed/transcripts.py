@@ -1,7 +1,9 @@
 """Where a session's transcript stood when a workflow first began, and how to cut it back there:
 a recovered workflow replays its recorded steps from the top and writes the same records again,
 so what an earlier execution wrote after that mark is removed first. A JSONL transcript is cut at
-a byte offset; a PostgreSQL one loses the records added after the mark's record id."""
+a byte offset; a PostgreSQL one loses the records added after the mark's record id. Only the
+session's own transcript is cut: a subagent's (its sidechain) belongs to an Agent call whose step
+a replay answers from its record, without writing it again."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ def cut_back(stores: Any, session_id: str, at: int) -> None:
         return
     db = stores.db()
     with db.transaction():
-        db.execute("DELETE FROM loopwright.records WHERE session_id = %s AND id > %s", (session_id, at))
+        db.execute("DELETE FROM loopwright.records WHERE session_id = %s AND chain = '' AND id > %s",
+                   (session_id, at))
         if at == 0:
             db.execute("DELETE FROM loopwright.sessions WHERE id = %s", (session_id,))

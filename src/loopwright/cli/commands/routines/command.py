@@ -58,10 +58,15 @@ def ledger(flag: str | None = None) -> Any:
     return cli_stores(flag, Path.cwd(), pass_on=True).ledger()
 
 
-def _queue(name: str | None) -> tuple[str, str] | None:
-    """(store URL, queue) for items sent to workers: the store of this run, which must be durable."""
+def _queue(name: str | None, routine: Any) -> tuple[str, str] | None:
+    """(store URL, queue) for items sent to workers: the store of this run, which must be durable.
+    A routine whose items run a workflow runs them here: a worker runs goal loops, not workflows."""
     if name is None:
         return None
+    if routine.workflow:
+        raise UsageError(f"--queue: the items of routine {routine.name!r} run the workflow {routine.workflow!r}, "
+                         "and workers do not run workflows yet; fire it without --queue (with --store "
+                         "postgresql://… its sessions and journals are still in the database)")
     from ....stores import store_url
 
     url = store_url(None)  # --store was passed on to LOOPWRIGHT_STORE
@@ -120,11 +125,8 @@ def run_routine(args: list[str]) -> int:
         if opts.action == "run":
             from .fire import fire_routine
 
-            if opts.queue and routine.workflow:  # a worker runs an item as a goal loop, not a workflow
-                raise UsageError(f"--queue: routine {routine.name} runs the workflow {routine.workflow} for each "
-                                 "item, which workers do not run yet; run it without --queue")
             return fire_routine(routine, ledger_key(routine), store, once=opts.once, dry_run=opts.dry_run,
-                                queue=_queue(opts.queue))
+                                queue=_queue(opts.queue, routine))
         if opts.action == "show":
             _show(routine, store)
         elif opts.action == "items":
