@@ -46,6 +46,9 @@ from ..core.types import Message, ModelRequest, Response, TextBlock
 if TYPE_CHECKING:
     from .gate import ToolGate
 
+_JITTER = random.Random()  # retry jitter for loops given no generator of their own (seeding one costs ~10 us)
+
+
 class AgentLoop:
     """One prompt run. `run()` returns a `RunResult` whatever ends it; `interrupt()` aborts it
     (running tools are cancelled and answered as interrupted)."""
@@ -54,7 +57,7 @@ class AgentLoop:
                  clock: Clock | None = None, rng: random.Random | None = None) -> None:
         self.client, self.cfg, self.emit = model, config, emit
         self.clock = clock or SystemClock()
-        self.rng = rng or random.Random()
+        self.rng = rng or _JITTER
         self.model = config.model
         self.hooks = config.hooks
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
@@ -119,17 +122,18 @@ class AgentLoop:
 
     async def _loop(self, state: LoopState) -> RunResult:
         while True:
-            limit = check_limits(self._spent(state), self.cfg.limits, self.cfg.budget)
+            spent = self._spent(state)  # one reading a turn, for the limits, the goal's bounds and the deadline
+            limit = check_limits(spent, self.cfg.limits, self.cfg.budget)
             if limit is not None:
                 if limit.terminal_reason == "max_turns" and self.cfg.final_turn:
                     limit = replace(limit, result=await self._final_turn(state))
                 return self._finish(limit, state)
             if self.cfg.goal is not None and self.cfg.goal.active:
-                bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
+                bound = self.cfg.goal.bound_hit(state.turns, spent.cost_usd)
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
             # The time left bounds everything the turn waits for: the model, its tools, the hooks.
-            with anyio.move_on_after(time_left(self._spent(state), self.cfg.budget)) as deadline:
+            with anyio.move_on_after(time_left(spent, self.cfg.budget)) as deadline:
                 if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
                     if self.compactor.thrashing:
                         return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
