@@ -82,20 +82,23 @@ class ToolDispatcher:
                 self.emit(ToolStarted(call.id, call.name, call.input))
             if self.settle is not None:
                 await self.settle()  # the tool_started records are on disk before the tools run
-            limiter = anyio.CapacityLimiter(self.parallel)
 
-            async def one(call: ToolUseBlock) -> None:
-                async with limiter:
+            async def one(call: ToolUseBlock, limiter: anyio.CapacityLimiter | None = None) -> None:
+                if limiter is None:  # a call alone: nothing to limit
                     result = results[call.id] = await self._one(call, batch)
+                else:
+                    async with limiter:
+                        result = results[call.id] = await self._one(call, batch)
                 # at once, not after the group: the session ledger must know what finished
                 self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
 
             if len(group) == 1:
                 await one(group[0])
             else:
+                limiter = anyio.CapacityLimiter(self.parallel)
                 async with anyio.create_task_group() as tg:
                     for call in group:
-                        tg.start_soon(one, call)
+                        tg.start_soon(one, call, limiter)
             if batch.stop is not None:  # a hook asked to stop: later calls do not run
                 for rest in calls[calls.index(group[-1]) + 1:]:
                     results[rest.id] = ToolResultBlock(rest.id, "Not run: a hook stopped the run.", True)

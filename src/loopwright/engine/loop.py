@@ -46,6 +46,20 @@ from ..core.types import Message, ModelRequest, Response, TextBlock
 if TYPE_CHECKING:
     from .gate import ToolGate
 
+class _NoDeadline:
+    """A turn without a time limit: the scope a deadline would be, which never cancels (a cancel
+    scope entered and left every turn costs more than the turn's own bookkeeping)."""
+
+    cancelled_caught = False
+
+    def __enter__(self) -> "_NoDeadline":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_DEADLINE = _NoDeadline()
 _JITTER = random.Random()  # retry jitter for loops given no generator of their own (seeding one costs ~10 us)
 
 
@@ -133,7 +147,8 @@ class AgentLoop:
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
             # The time left bounds everything the turn waits for: the model, its tools, the hooks.
-            with anyio.move_on_after(time_left(spent, self.cfg.budget)) as deadline:
+            left = time_left(spent, self.cfg.budget)
+            with anyio.move_on_after(left) if left is not None else _NO_DEADLINE as deadline:
                 if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
                     if self.compactor.thrashing:
                         return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
@@ -280,6 +295,8 @@ class AgentLoop:
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
+        if not removed:  # (every turn: the common case without the scan)
+            return list(self.cfg.tools)
         if "*" in removed:
             return []
         return [t for t in self.cfg.tools if not any(name_hits(r, t.name) for r in removed)]
