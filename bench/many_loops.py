@@ -10,7 +10,9 @@ and each side in a fresh child process, so the CPU and memory figures are the cl
 - RSS per loop: (the child's peak RSS, `ru_maxrss`, minus its RSS once warmed up) / N. Warmed
   up means imports done and one loop already run, so lazily imported modules are not counted
   against the loops. tracemalloc is not used: it slows every allocation several times and
-  misses what C libraries allocate.
+  misses what C libraries allocate;
+- simulator CPU per turn: the simulator process's CPU while that side ran (from /proc; its warm-up
+  loop included) / (N x 6): the same work for every side, on the machine's other core.
 
 With --workers 1,2,4 the loops run instead on that many `loopwright worker` processes sharing a
 queue in a fresh PostgreSQL database each (bench/on_workers.py), against the bare and raw clients
