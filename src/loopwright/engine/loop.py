@@ -5,6 +5,7 @@ through `emit` and never prints."""
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
@@ -46,23 +47,6 @@ from ..core.types import Message, ModelRequest, Response, TextBlock
 if TYPE_CHECKING:
     from .gate import ToolGate
 
-class _NoDeadline:
-    """A turn without a time limit: the scope a deadline would be, which never cancels (a cancel
-    scope entered and left every turn costs more than the turn's own bookkeeping)."""
-
-    cancelled_caught = False
-
-    def __enter__(self) -> "_NoDeadline":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_DEADLINE = _NoDeadline()
-_JITTER = random.Random()  # retry jitter for loops given no generator of their own (seeding one costs ~10 us)
-
-
 class AgentLoop:
     """One prompt run. `run()` returns a `RunResult` whatever ends it; `interrupt()` aborts it
     (running tools are cancelled and answered as interrupted)."""
@@ -71,7 +55,9 @@ class AgentLoop:
                  clock: Clock | None = None, rng: random.Random | None = None) -> None:
         self.client, self.cfg, self.emit = model, config, emit
         self.clock = clock or SystemClock()
-        self.rng = rng or _JITTER
+        # retry jitter: without a generator of its own, the random module's (seeding one per run costs
+        # ~10 us; the module's is seeded afresh in a forked child, so workers do not retry in step)
+        self.rng: Any = rng or random
         self.model = config.model
         self.hooks = config.hooks
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
@@ -147,8 +133,8 @@ class AgentLoop:
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
             # The time left bounds everything the turn waits for: the model, its tools, the hooks.
-            left = time_left(spent, self.cfg.budget)
-            with anyio.move_on_after(left) if left is not None else _NO_DEADLINE as deadline:
+            left = time_left(spent, self.cfg.budget)  # without a limit no cancel scope: it costs more than the turn's books
+            with anyio.move_on_after(left) if left is not None else nullcontext() as deadline:
                 if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
                     if self.compactor.thrashing:
                         return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
@@ -158,7 +144,7 @@ class AgentLoop:
                 outcome = await self._call(state)
                 nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
                 done, state = await self._apply(nxt, state)
-            if deadline.cancelled_caught:
+            if deadline is not None and deadline.cancelled_caught:
                 self._answer_unfinished(cut.DEADLINE_RUNNING, cut.DEADLINE_WAITING)
                 return self._finish(duration_limit(self.cfg.budget), state)
             if done is not None:
