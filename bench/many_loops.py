@@ -10,7 +10,9 @@ and each side in a fresh child process, so the CPU and memory figures are the cl
 - RSS per loop: (the child's peak RSS, `ru_maxrss`, minus its RSS once warmed up) / N. Warmed
   up means imports done and one loop already run, so lazily imported modules are not counted
   against the loops. tracemalloc is not used: it slows every allocation several times and
-  misses what C libraries allocate.
+  misses what C libraries allocate;
+- simulator CPU per turn: the simulator process's CPU while that side ran (from /proc; its warm-up
+  loop included) / (N x 6): the same work for every side, on the machine's other core.
 
 With --workers 1,2,4 the loops run instead on that many `loopwright worker` processes sharing a
 queue in a fresh PostgreSQL database each (bench/on_workers.py), against the bare and raw clients
@@ -250,9 +252,28 @@ class Served:
             raise SystemExit(f"the simulator did not start: {line!r}")
         self.url = line.split()[-1]
 
+    def cpu(self) -> float | None:
+        """The simulator process's user + system CPU so far, in seconds (None where /proc has no say)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
+
+
+def served_side(served: Served, kind: str, loops: int, store: str, spread: float) -> dict:
+    """One side's child run, with the simulator's own CPU during it (to see that it is not the
+    limit: it runs on the machine's other core, and serves every side the same way)."""
+    before = served.cpu()
+    got = side(kind, loops, served.url, store, spread)
+    after = served.cpu()
+    got["sim_cpu"] = after - before if before is not None and after is not None else None
+    return got
 
 
 def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> dict[str, list[dict]]:
@@ -263,7 +284,7 @@ def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> d
         try:
             for _ in range(runs):
                 for kind in got:
-                    got[kind].append(side(kind, loops, served.url, store, spread))
+                    got[kind].append(served_side(served, kind, loops, store, spread))
         finally:
             served.close()
     return got
@@ -271,13 +292,16 @@ def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> d
 
 def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, store: str, spread: float) -> None:
     ideal = CALLS * delay + spread * (loops - 1) / loops
-    med = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in got.items()}
+    med = {kind: {k: statistics.median(r[k] for r in rs) if rs[0][k] is not None else None for k in rs[0]}
+           for kind, rs in got.items()}
     print(f"{loops} concurrent loops x {TURNS} tool turns ({CALLS} model calls each), model delay {delay} s, "
           f"starts spread over {spread} s, sessions: {store}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
     for kind, m in med.items():
         print(f"  {kind:10} wall {m['wall']:7.2f} s  ({ideal / m['wall']:6.1%} of ideal)  "
               f"{loops * CALLS / m['wall']:7.0f} requests/s  CPU/turn {m['cpu'] / (loops * CALLS) * 1000:6.2f} ms  "
-              f"RSS/loop {m['rss_per_loop_kb']:6.0f} KB")
+              f"RSS/loop {m['rss_per_loop_kb']:6.0f} KB" + (
+                  f"  simulator CPU/turn {m['sim_cpu'] / (loops * CALLS) * 1000:5.2f} ms" if m.get("sim_cpu") is not None
+                  else ""))
     print(f"  loopwright / bare wall time: {med['loopwright']['wall'] / med['bare']['wall']:.2f}x   "
           f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x")
 

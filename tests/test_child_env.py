@@ -126,3 +126,42 @@ def test_every_key_a_provider_reads_is_kept_from_children():
     for path in providers.glob("*.py"):
         names |= set(re.findall(r"""env\.get\(["']([A-Z0-9_]*(?:KEY|TOKEN|SECRET)[A-Z0-9_]*)["']""", path.read_text()))
     assert names and names <= CREDENTIALS, names - CREDENTIALS
+
+
+def test_a_change_to_this_process_environment_reaches_the_next_run(project, monkeypatch):
+    """The decoded environment is reused between runs only while it is unchanged: a variable set,
+    changed or removed before a run is what that run's tools see."""
+    import anyio
+
+    from loopwright.app import Agent
+    from loopwright.core.ports import ToolContext
+    from loopwright.policy.permissions import PermissionRules
+    from loopwright.providers.anthropic import AnthropicModel
+    from loopwright.tools import tool
+
+    seen_values = []
+
+    @tool(read_only=True)
+    async def look(context: ToolContext) -> str:
+        """Say what the variable is."""
+        seen_values.append(context.env.get("LW_TEST_CHANGES"))
+        return "looked"
+
+    call = {"tool_use": {"name": "look", "input": {}}}
+    with Simulator([call, {"text": "done"}] * 3) as sim:
+        for value in ("one", "two", None):
+            if value is None:
+                monkeypatch.delenv("LW_TEST_CHANGES")
+            else:
+                monkeypatch.setenv("LW_TEST_CHANGES", value)
+            agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="k"), cwd=project, tools=[look],
+                          permissions=PermissionRules(allow=("look",)), system_prompt="You look.")
+
+            async def run(agent=agent):
+                try:
+                    return await agent.run("go")
+                finally:
+                    await agent.aclose()
+
+            assert anyio.run(run).result == "done"
+    assert seen_values == ["one", "two", None]

@@ -212,3 +212,13 @@ def test_long_hook_text_is_cut_to_a_preview_with_the_whole_text_in_a_file():
     path = Path(context.rsplit(" is in ", 1)[1].rstrip("]"))
     assert path.read_text() == text
     path.unlink()
+
+
+def test_a_runner_wants_only_the_events_it_has_handlers_for():
+    """The loop skips building a payload for an event no handler is registered for (`wants`);
+    a handler added later is wanted from then on, and a disabled runner wants nothing."""
+    runner = HookRunner()
+    assert not runner.wants("PreToolUse")
+    runner.on("PreToolUse", lambda payload: None, matcher="Bash")
+    assert runner.wants("PreToolUse") and not runner.wants("PostToolUse")
+    assert not HookRunner({"PreToolUse": lambda payload: None}, disabled=True).wants("PreToolUse")

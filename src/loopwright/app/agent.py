@@ -23,7 +23,7 @@ from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
 from ..policy.rules import PermissionRules, normalise_mode
 from ..policy.stop import Limits
-from ..core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace
+from ..core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace, hooks_want
 from ..sandbox import SandboxConfig
 from ..settings import default_limits
 from . import sandboxing, transport
@@ -334,6 +334,8 @@ class Agent:
                                        len(self.plugins))
         if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
             return opening
+        if not hooks_want(hooks, "SessionStart"):
+            return opening  # no handler: no payload, no env file
         started = await self._session_start_hooks(hooks, emit)
         if started.additional_context:
             opening.append(Message("user", tuple(TextBlock(t) for t in bounded_context(started.additional_context))))

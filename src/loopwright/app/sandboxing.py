@@ -45,6 +45,8 @@ def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
 
 def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None]) -> Callable[[Event], None]:
     """`emit`, saying right after system/init when the sandbox was asked for but cannot run."""
+    if sandbox is None or not sandbox.enabled:
+        return emit  # nothing asked for: nothing to say
     from ..core.events import Notice, SystemInit
     from ..sandbox import unavailable_warning
 

@@ -20,11 +20,29 @@ def child_env(base: Mapping[str, str] | None = None, *, add: Mapping[str, str] |
     """`base` (default: this process's environment) without `CREDENTIALS` and `hide`, except the
     names in `keep` (`--pass-env`); then `add` (settings `env`: what it names explicitly is given,
     credentials too)."""
-    base = os.environ if base is None else base
+    base = environ_now() if base is None else base
     hidden = (CREDENTIALS | frozenset(hide)) - frozenset(keep)
     env = {name: value for name, value in base.items() if name not in hidden}
     env.update(add or {})
     return env
 
 
-__all__ = ["CREDENTIALS", "child_env"]
+_decoded: tuple[dict[bytes, bytes], dict[str, str]] | None = None  # os.environ's raw data as last seen, decoded
+
+
+def environ_now() -> dict[str, str]:
+    """This process's environment as a plain dict (do not change it: it is shared). Decoding
+    `os.environ` item by item costs ~20 us, and every run builds its children's environment, so
+    the decoded copy is kept until the environment changes (its raw data compared at C speed)."""
+    global _decoded
+    raw = getattr(os.environ, "_data", None)
+    if not isinstance(raw, dict):  # not CPython's os.environ: decode it every time
+        return dict(os.environ)
+    seen = _decoded
+    if seen is None or seen[0] != raw:
+        # the raw copy first: a change made meanwhile makes the next call decode again
+        seen = _decoded = (dict(raw), dict(os.environ))
+    return seen[1]
+
+
+__all__ = ["CREDENTIALS", "child_env", "environ_now"]

@@ -34,7 +34,8 @@ def loads(text: str | bytes | bytearray, max_depth: int = MAX_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise _too_deep(text, max_depth) from None
-    if isinstance(value, (dict, list)) and text_depth(text, max_depth) > max_depth:
+    # a text no longer than the bound cannot nest deeper than it (every level takes a character)
+    if isinstance(value, (dict, list)) and len(text) > max_depth and text_depth(text, max_depth) > max_depth:
         raise _too_deep(text, max_depth)
     return value
 

@@ -148,6 +148,16 @@ class NoHooks:
     async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         return NO_HOOK_RESULT
 
+    def wants(self, event: str) -> bool:
+        return False
+
+
+def hooks_want(hooks: HookRunner, event: str) -> bool:
+    """Whether `hooks` may act on `event`: False only when the runner has a `wants` that says it
+    has nothing registered for it, so a caller can skip building the event's payload."""
+    wants = getattr(hooks, "wants", None)
+    return wants is None or bool(wants(event))
+
 
 @dataclass(frozen=True, slots=True)
 class Approval:

@@ -18,7 +18,9 @@ from ..core.environ import child_env
 from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolProgress, ToolStarted
 from ..core.fastclass import dataclass
-from ..core.ports import CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput
+from ..core.ports import (
+    CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput, hooks_want,
+)
 from ..core.types import ToolResultBlock, ToolUseBlock
 from .sizes import bounded_context, bounded_result
 
@@ -80,20 +82,23 @@ class ToolDispatcher:
                 self.emit(ToolStarted(call.id, call.name, call.input))
             if self.settle is not None:
                 await self.settle()  # the tool_started records are on disk before the tools run
-            limiter = anyio.CapacityLimiter(self.parallel)
 
-            async def one(call: ToolUseBlock) -> None:
-                async with limiter:
+            async def one(call: ToolUseBlock, limiter: anyio.CapacityLimiter | None = None) -> None:
+                if limiter is None:  # a call alone: nothing to limit
                     result = results[call.id] = await self._one(call, batch)
+                else:
+                    async with limiter:
+                        result = results[call.id] = await self._one(call, batch)
                 # at once, not after the group: the session ledger must know what finished
                 self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
 
             if len(group) == 1:
                 await one(group[0])
             else:
+                limiter = anyio.CapacityLimiter(self.parallel)
                 async with anyio.create_task_group() as tg:
                     for call in group:
-                        tg.start_soon(one, call)
+                        tg.start_soon(one, call, limiter)
             if batch.stop is not None:  # a hook asked to stop: later calls do not run
                 for rest in calls[calls.index(group[-1]) + 1:]:
                     results[rest.id] = ToolResultBlock(rest.id, "Not run: a hook stopped the run.", True)
@@ -120,7 +125,8 @@ class ToolDispatcher:
             names = ", ".join(self.tools) or "none"
             return _error(call, f"No such tool: {call.name}. Available tools: {names}. Use one of those.")
         pre = await self.hooks.run("PreToolUse", self.payload("PreToolUse") | {
-            "tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id}, match=call.name)
+            "tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id},
+            match=call.name) if hooks_want(self.hooks, "PreToolUse") else NO_HOOK_RESULT
         self._note(pre, batch)
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
@@ -152,10 +158,13 @@ class ToolDispatcher:
         # the gate may add environment for this call alone (git's neutralising overrides), and
         # hands the tool where it judged the call's paths
         # ({} in the context means child_env(): the overrides go on top of that, never alone)
-        ctx = replace(self.ctx, env={**(self.ctx.env or child_env()), **decision.env}) if decision.env else self.ctx
-        ctx = ctx if decision.guard is None else replace(ctx, guard=decision.guard)
-        ctx = replace(ctx, progress=lambda done, total, message: self.emit(
-            ToolProgress(call.id, call.name, done, total, message)))
+        changes: dict[str, Any] = {"progress": lambda done, total, message: self.emit(
+            ToolProgress(call.id, call.name, done, total, message))}
+        if decision.env:
+            changes["env"] = {**(self.ctx.env or child_env()), **decision.env}
+        if decision.guard is not None:
+            changes["guard"] = decision.guard
+        ctx = replace(self.ctx, **changes)
         try:
             output: ToolOutput = await tool.run(args, ctx)
         except Exception as exc:  # a tool's bug must not end the loop; the model is told
@@ -167,6 +176,8 @@ class ToolDispatcher:
     async def _after(self, call: ToolUseBlock, tool_input: dict[str, Any], result: ToolResultBlock,
                      batch: Batch, extra: list[str], duration_ms: int, response: Any = None) -> ToolResultBlock:
         event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+        if not extra and not hooks_want(self.hooks, event):
+            return result  # nothing to run and nothing to add
         fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id,
                                   "duration_ms": duration_ms}
         # an interrupted call never gets here (cancellation propagates), so is_interrupt is false

@@ -15,7 +15,7 @@ import os
 import stat
 from dataclasses import field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
@@ -23,7 +23,7 @@ from ..policy import gitsafe, permissions
 from ..policy.permissions import Call, Places, Resolved, Verdict, Want
 from ..policy.reading import deny_below, kept_private, private_patterns
 from ..policy.rules import apply_updates
-from ..core.ports import Access, Approval, Approver, DescribesAccess, PathGuard, Tool
+from ..core.ports import Access, Approval, Approver, PathGuard, Tool
 from ..policy import automode
 from .gitfacts import git_facts
 
@@ -57,9 +57,12 @@ class GateDecision:
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
-    """What the call touches, from the tool when it can say; otherwise from `read_only`."""
-    if isinstance(tool, DescribesAccess):
-        return tool.access(tool_input)
+    """What the call touches, from the tool when it can say (`DescribesAccess`); otherwise from
+    `read_only`. The attribute is looked up as the protocol's isinstance check does, without its
+    cost on every call."""
+    describe = getattr(tool, "access", None)
+    if describe is not None:
+        return describe(tool_input)
     return Access("read" if tool.read_only else "other")
 
 
@@ -164,7 +167,8 @@ class ToolGate:
         access = access_of(tool, tool_input)
         call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
-        call = replace(call, resolved=resolved)
+        if resolved:
+            call = replace(call, resolved=resolved)
         if access.command is not None:
             call = self._shell_facts(call)
         return permissions.decide(call, self.rules, self.places), call
@@ -262,9 +266,17 @@ class CallGuard:
 
     def __init__(self, call: Call, gate: ToolGate) -> None:
         self._resolved = call.resolved
-        within = tuple(loc for locs in call.resolved.values() for loc in locs or ())
-        self._shows = permissions.search_filter(within, gate.rules, gate.places)
+        # the rules and places as judged now; the search filter is built from them on the first
+        # search hit (most calls show none), not for every call
+        self._judged_by = (gate.rules, gate.places)
+        self._filter: Callable[[Resolved], bool] | None = None
         self._dirs: dict[str, str] = {}  # real folders met during this call only: links may change later
+
+    def _shows(self, found: Resolved) -> bool:
+        if self._filter is None:
+            within = tuple(loc for locs in self._resolved.values() for loc in locs or ())
+            self._filter = permissions.search_filter(within, *self._judged_by)
+        return self._filter(found)
 
     def judged(self, path: str) -> tuple[str, ...] | None:
         locs = self._resolved.get(path)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
-from ..core.ports import HookResult, HookRunner
+from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, hooks_want
 from ..core.types import ToolResultBlock
 
 StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]  # a reason to go on, or None
@@ -29,6 +29,8 @@ class LoopHooks:
     async def prompt(self, text: str) -> HookResult:
         if self.subagent is not None:  # its task is the launching agent's, not a person's prompt
             return HookResult(additional_context=tuple(self.subagent.get("context", ())))
+        if not hooks_want(self.hooks, "UserPromptSubmit"):
+            return NO_HOOK_RESULT
         return await self.hooks.run("UserPromptSubmit", self.payload("UserPromptSubmit") | {"prompt": text})
 
     async def expansion(self, fields: Mapping[str, str]) -> HookResult:
@@ -37,6 +39,8 @@ class LoopHooks:
                                     match=fields.get("command_name"))
 
     async def batch(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
+        if not hooks_want(self.hooks, "PostToolBatch"):
+            return NO_HOOK_RESULT
         tool_calls = [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
                        "tool_response": r.to_api()["content"]} for c, r in zip(calls, results)]
         return await self.hooks.run("PostToolBatch", self.payload("PostToolBatch") | {"tool_calls": tool_calls})
@@ -45,11 +49,14 @@ class LoopHooks:
         """Registered Stop hooks and Python stop hooks, merged: a block's reason (or extra
         context) becomes `reason`, the next user message."""
         event = "Stop" if self.subagent is None else "SubagentStop"
+        hooked_too = hooks_want(self.hooks, event)
+        if not hooked_too and not self.stop_hooks:
+            return NO_HOOK_RESULT
         payload = self.payload(event) | {"stop_hook_active": active, "last_assistant_message": last_text,
                                          "background_tasks": self.background()}
         if self.subagent is not None:
             payload |= self.who | {"agent_transcript_path": self.subagent.get("agent_transcript_path", "")}
-        hooked = await self.hooks.run(event, payload, match=self.who.get("agent_type"))
+        hooked = await self.hooks.run(event, payload, match=self.who.get("agent_type")) if hooked_too else NO_HOOK_RESULT
         reasons = [r for r in [await hook(payload) for hook in self.stop_hooks] if r]
         if hooked.decision == "block":
             reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")
@@ -57,5 +64,7 @@ class LoopHooks:
         return replace(hooked, reason="\n".join(reasons) if reasons else None)
 
     async def failure(self, kind: str, errors: Sequence[str], last_text: str) -> None:
+        if not hooks_want(self.hooks, "StopFailure"):
+            return
         await self.hooks.run("StopFailure", self.payload("StopFailure") | {
             "error": kind, "error_details": "; ".join(errors), "last_assistant_message": last_text}, match=kind)

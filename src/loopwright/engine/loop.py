@@ -5,6 +5,7 @@ through `emit` and never prints."""
 from __future__ import annotations
 
 import random
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
@@ -54,7 +55,9 @@ class AgentLoop:
                  clock: Clock | None = None, rng: random.Random | None = None) -> None:
         self.client, self.cfg, self.emit = model, config, emit
         self.clock = clock or SystemClock()
-        self.rng = rng or random.Random()
+        # retry jitter: without a generator of its own, the random module's (seeding one per run costs
+        # ~10 us; the module's is seeded afresh in a forked child, so workers do not retry in step)
+        self.rng: Any = rng or random
         self.model = config.model
         self.hooks = config.hooks
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
@@ -119,17 +122,19 @@ class AgentLoop:
 
     async def _loop(self, state: LoopState) -> RunResult:
         while True:
-            limit = check_limits(self._spent(state), self.cfg.limits, self.cfg.budget)
+            spent = self._spent(state)  # one reading a turn, for the limits, the goal's bounds and the deadline
+            limit = check_limits(spent, self.cfg.limits, self.cfg.budget)
             if limit is not None:
                 if limit.terminal_reason == "max_turns" and self.cfg.final_turn:
                     limit = replace(limit, result=await self._final_turn(state))
                 return self._finish(limit, state)
             if self.cfg.goal is not None and self.cfg.goal.active:
-                bound = self.cfg.goal.bound_hit(state.turns, self._spent(state).cost_usd)
+                bound = self.cfg.goal.bound_hit(state.turns, spent.cost_usd)
                 if bound is not None:
                     return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
             # The time left bounds everything the turn waits for: the model, its tools, the hooks.
-            with anyio.move_on_after(time_left(self._spent(state), self.cfg.budget)) as deadline:
+            left = time_left(spent, self.cfg.budget)  # without a limit no cancel scope: it costs more than the turn's books
+            with anyio.move_on_after(left) if left is not None else nullcontext() as deadline:
                 if self.compactor.over(self.messages, self.model) and await self.compactor.confirm(self._request(state)):
                     if self.compactor.thrashing:
                         return self._finish(Finish("error_during_execution", "compaction_thrashing", True, (
@@ -139,7 +144,7 @@ class AgentLoop:
                 outcome = await self._call(state)
                 nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
                 done, state = await self._apply(nxt, state)
-            if deadline.cancelled_caught:
+            if deadline is not None and deadline.cancelled_caught:
                 self._answer_unfinished(cut.DEADLINE_RUNNING, cut.DEADLINE_WAITING)
                 return self._finish(duration_limit(self.cfg.budget), state)
             if done is not None:
@@ -276,6 +281,8 @@ class AgentLoop:
 
     def _visible_tools(self) -> list[Tool]:
         removed = self.cfg.permissions.removed_tools()
+        if not removed:  # (every turn: the common case without the scan)
+            return list(self.cfg.tools)
         if "*" in removed:
             return []
         return [t for t in self.cfg.tools if not any(name_hits(r, t.name) for r in removed)]

@@ -45,7 +45,7 @@ class Tally:
 
     def spent(self, extra: Extra) -> tuple[float, int]:
         """Money and tokens of every call so far, for the budget breakers."""
-        by_model, _ = self.merged(extra)
+        by_model = self.merged(extra)[0] if extra else self.model_usage
         return (sum(m.cost_usd for m in by_model.values()), sum(m.usage.total for m in by_model.values()))
 
     def result(self, *, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int,

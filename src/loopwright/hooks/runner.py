@@ -124,6 +124,10 @@ class HookRunner:
 
     # ------------------------------------------------------------ running
 
+    def wants(self, event: str) -> bool:
+        """Whether any handler is registered for `event` (its matcher is not looked at)."""
+        return not self.disabled and any(reg.event == event for reg in self.registrations)
+
     async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         if self.disabled:
             return NO_HOOK_RESULT

@@ -54,6 +54,8 @@ def read_place(locs: tuple[Resolved, ...], rules: PermissionRules, places: Place
     rule that names it (`Read(~/notes/**)`). `tree`: each is read with everything below it (a
     recursive shell read), so a folder that holds the own home reads it too. Else an ask that
     names the place and how to allow it."""
+    if not locs:
+        return ALLOW  # nothing to read (the allow rules are not anchored for it)
     reads = _Readable(rules, places)
     own = places.own
     for loc in locs:

@@ -7,6 +7,7 @@ import fnmatch
 import posixpath
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 from ..core.fastclass import dataclass
@@ -16,6 +17,11 @@ __all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "apply_upd
 
 MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
 MODE_ALIASES = {"manual": "default"}
+
+
+@lru_cache(maxsize=64)  # asked every turn; a session's deny list seldom changes
+def _removed(deny: Sequence[str]) -> frozenset[str]:
+    return frozenset(r.strip() for r in deny if "(" not in r)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +37,9 @@ class PermissionRules:
 
     def removed_tools(self) -> frozenset[str]:
         """Bare names in the deny list take the tool out of the request altogether."""
-        return frozenset(r.strip() for r in self.deny if "(" not in r)
+        if not self.deny:
+            return frozenset()
+        return _removed(self.deny) if type(self.deny) is tuple else _removed.__wrapped__(self.deny)
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], *, root: str | None = None) -> PermissionRules:

@@ -173,7 +173,8 @@ def decide(
 ) -> tuple[Next, LoopState]:
     if isinstance(outcome, ModelError):
         return _on_error(outcome, state, limits, jitter)
-    state = replace(state, attempt=0, overloaded_streak=0)
+    if state.attempt or state.overloaded_streak:  # (a replace only when something changes: every turn)
+        state = replace(state, attempt=0, overloaded_streak=0)
     return _on_response(outcome, state, limits, caps)
 
 
@@ -215,13 +216,14 @@ def _fail(reason: str, error: ModelError, retries: int = 0) -> Finish:
 
 def _on_response(r: Response, state: LoopState, limits: Limits, caps: Caps) -> tuple[Next, LoopState]:
     message = r.message
-    if not message.tool_uses or any(b.complete for b in message.tool_uses):
+    uses = message.tool_uses
+    if state.malformed_streak and (not uses or any(b.complete for b in uses)):
         state = replace(state, malformed_streak=0)  # the streak counts responses of malformed calls only
     if r.stop_reason == "refusal":  # row: refusal — its tool calls never run
         return _on_refusal(state, limits)
     if r.stop_reason in ("max_tokens", "model_context_window_exceeded"):
         return _on_cut(r, state, limits, caps)
-    if r.stop_reason == "pause_turn" and not message.tool_uses:  # row: pause_turn — resend as it is
+    if r.stop_reason == "pause_turn" and not uses:  # row: pause_turn — resend as it is
         if state.pause_turns >= limits.max_pause_turns:
             return Finish("error_during_execution", "pause_turn_limit", True,
                           (f"The model paused its turn {state.pause_turns} times in a row",),
@@ -229,16 +231,17 @@ def _on_response(r: Response, state: LoopState, limits: Limits, caps: Caps) -> t
         # an empty pause has nothing to send back: the same request goes again
         resend = (message,) if message.content else ()
         return Continue(resend, "pause_turn"), _counted(replace(state, pause_turns=state.pause_turns + 1))
-    state = replace(state, pause_turns=0)
-    calls = tuple(b for b in message.tool_uses if b.complete)
-    malformed = tuple(b for b in message.tool_uses if not b.complete)
+    if state.pause_turns:
+        state = replace(state, pause_turns=0)
+    calls = tuple(b for b in uses if b.complete)
+    malformed = tuple(b for b in uses if not b.complete) if len(calls) < len(uses) else ()
     if malformed:  # row: input that is not a JSON object
         return _on_malformed(message, calls, malformed, state, limits)
     if calls:  # dispatch by content: complete tool_use blocks run, whatever the label says
         return RunTools(message, calls), _counted(state)
     if _is_empty(message):  # row: empty end_turn
         return _on_empty(state, limits)
-    return CandidateStop(message), _counted(replace(state, empty_retries=0))
+    return CandidateStop(message), _counted(state, empty_retries=0)
 
 
 def _on_malformed(message: Message, calls: tuple[ToolUseBlock, ...], malformed: tuple[ToolUseBlock, ...],
@@ -274,8 +277,8 @@ def stop_reason_warning(r: Response, times_seen: int) -> str | None:
             "know; it went on by the response's content (tool calls run, text is a candidate stop)")
 
 
-def _counted(state: LoopState) -> LoopState:
-    return replace(state, turns=state.turns + 1, compactions_this_turn=0)
+def _counted(state: LoopState, **more: int) -> LoopState:
+    return replace(state, turns=state.turns + 1, compactions_this_turn=0, **more)
 
 
 def _on_refusal(state: LoopState, limits: Limits) -> tuple[Next, LoopState]:
@@ -340,6 +343,9 @@ def _is_empty(message: Message) -> bool:
 
 def after_tools(state: LoopState, caps: Caps) -> LoopState:
     """A tool run ends the chain of stop-hook blocks and output cuts."""
+    if (not state.stop_blocks and not state.continuations and not state.partial_text and not state.empty_retries
+            and state.max_tokens == caps.default_output):
+        return state  # nothing to reset (most turns)
     return replace(state, stop_blocks=0, continuations=0, partial_text="", empty_retries=0,
                    max_tokens=caps.default_output)
 

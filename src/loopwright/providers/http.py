@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from ..core.environ import environ_now
 from ..core.fastclass import dataclass
 
 _PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
@@ -83,7 +84,7 @@ class LoopBoundClient:
         if self._client is None:
             self._loop = loop
             limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
-            if any(k.lower() in _PROXY_VARS for k in os.environ):
+            if any(k.lower() in _PROXY_VARS for k in environ_now()):
                 # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
                 self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
             else:

@@ -6,6 +6,7 @@ beyond reading requests in order, no multipart, no trailers kept.
 from __future__ import annotations
 
 import asyncio
+import time
 from email.utils import formatdate
 from http import HTTPStatus
 
@@ -92,12 +93,23 @@ async def read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> by
     return await reader.readexactly(int(length))
 
 
+_date: tuple[int, str] = (0, "")  # (the second, its Date header value): formatted once a second, not per response
+
+
+def _http_date() -> str:
+    global _date
+    now = int(time.time())
+    if _date[0] != now:
+        _date = (now, formatdate(now, usegmt=True))
+    return _date[1]
+
+
 def head(status: int, headers: dict[str, str]) -> bytes:
     """A response's status line and headers, ending with the blank line."""
     lines = [
         f"HTTP/1.1 {status} {_REASONS.get(status, '')}",
         "server: loopwright-simulator",
-        f"date: {formatdate(usegmt=True)}",
+        f"date: {_http_date()}",
     ]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
