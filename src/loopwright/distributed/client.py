@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import Registry, engine_url
+from ..core.errors import LoopwrightError
+from ..stores.urls import redact
+from .registry import dbos_url, first_line, open_registry
 from .worker import APP_NAME, APP_VERSION
 
 WORKFLOW_NAME = "loopwright.goal_loop"  # jobs.WORKFLOW_NAME, without importing the workflow code
@@ -17,7 +19,7 @@ def ensure_schema(store: str) -> None:
     from dbos._serialization import DefaultSerializer
     from dbos._sys_db import SystemDatabase
 
-    sys_db = SystemDatabase.create(system_database_url=store, engine_kwargs={}, engine=None, schema="dbos",
+    sys_db = SystemDatabase.create(system_database_url=dbos_url(store), engine_kwargs={}, engine=None, schema="dbos",
                                    serializer=DefaultSerializer(), executor_id=None)
     try:
         sys_db.run_migrations()
@@ -26,12 +28,16 @@ def ensure_schema(store: str) -> None:
 
 
 def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> str:
+    """Put `job` on `queue`; a store that cannot be reached is one LoopwrightError naming it."""
     from dbos import DBOSClient
 
-    engine_url(store)  # a bad URL is one clear error
-    ensure_schema(store)
-    Registry(store).close()
-    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
+    open_registry(store).close()  # a bad URL or a store that is down: said here, clearly
+    try:
+        ensure_schema(store)
+        client = DBOSClient(system_database_url=dbos_url(store), application_name=APP_NAME)
+    except Exception as exc:  # SQLAlchemy's and the driver's errors (the store went away, no rights)
+        raise LoopwrightError(f"cannot enqueue on the store {redact(store)}: "
+                              f"{first_line(exc)}") from None
     try:
         name = ATTEMPTS_NAME if job.get("attempts") else WORKFLOW_NAME
         handle = client.enqueue({"workflow_name": name, "queue_name": queue, "workflow_id": workflow_id,
@@ -46,7 +52,7 @@ def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None
     `name`: the workflows of that name (None: every workflow)."""
     from dbos import DBOSClient
 
-    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
+    client = DBOSClient(system_database_url=dbos_url(store), application_name=APP_NAME)
     try:
         found = client.list_workflows(workflow_ids=workflow_ids, name=name)
         return {w.workflow_id: w.status for w in found}
@@ -63,7 +69,7 @@ async def run_queued(store: str, queue: str, job: dict[str, Any], workflow_id: s
     from dbos import DBOSClient
 
     await asyncio.to_thread(enqueue, store, queue, job, workflow_id)
-    client = await asyncio.to_thread(DBOSClient, system_database_url=store, application_name=APP_NAME)
+    client = await asyncio.to_thread(DBOSClient, system_database_url=dbos_url(store), application_name=APP_NAME)
     try:
         while not stop.is_set():
             found = await asyncio.to_thread(client.list_workflows, workflow_ids=[workflow_id])

@@ -20,6 +20,12 @@ def _store(given: str | None) -> str:
     if not store:
         raise UsageError("--store: a durable store is needed (postgresql://… or sqlite:///path), "
                          "or set LOOPWRIGHT_STORE")
+    return durable_libs(store)
+
+
+def durable_libs(store: str) -> str:
+    """`store` once its URL is one workers take and the libraries they need are installed (else a
+    UsageError naming what to install)."""
     from ...distributed.registry import engine_url
 
     engine_url(store)
@@ -29,6 +35,13 @@ def _store(given: str | None) -> str:
     if missing := [m for m in wanted if importlib.util.find_spec(m) is None]:
         raise UsageError(f"workers need {', '.join(missing)}: pip install 'loopwright[durable]'")
     return store
+
+
+def queue_name(value: str, flag: str = "--queue") -> str:
+    """A queue's name: not blank (a queue of no name is one no worker is told to take from)."""
+    if not value.strip() or value != value.strip():
+        raise UsageError(f"{flag}: expected a queue name (not blank, no spaces around it), got {value!r}")
+    return value
 
 
 def _positive(value: str, flag: str, whole: bool = True) -> float:
@@ -56,7 +69,7 @@ def run_worker_command(args: list[str]) -> int:
     from ...distributed.worker import WorkerConfig, default_executor_id, run_worker
 
     config = WorkerConfig(
-        store=_store(opts.store), queue=opts.queue, concurrency=int(_positive(opts.concurrency, "--concurrency")),
+        store=_store(opts.store), queue=queue_name(opts.queue), concurrency=int(_positive(opts.concurrency, "--concurrency")),
         queue_concurrency=int(_positive(opts.queue_concurrency, "--queue-concurrency"))
         if opts.queue_concurrency else None,
         dead_after_s=_positive(opts.dead_after, "--dead-after", whole=False),
@@ -71,12 +84,13 @@ def run_enqueue(args: list[str]) -> int:
     parser.add_argument("--queue", default="loopwright", help="The queue (default loopwright).")
     parser.add_argument("--label", help="A name for the loop in `loopwright workers` (default: the prompt).")
     opts, rest = parser.parse_known_args(args)
-    store = _store(opts.store)
     from ...core.ids import uuid4
     from ..goals import goal_from_options
     from ..options import parse_options
 
-    run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker
+    run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker (a typo first)
+    queue_name(opts.queue)
+    store = _store(opts.store)
     if run.session_id or run.continue_session or run.fork_session:
         raise UsageError("enqueue: --session-id, --continue and --fork-session are not for queued loops; "
                          "a new loop gets its own session id, --resume ID continues one")
@@ -121,9 +135,9 @@ def run_workers(args: list[str]) -> int:
     parser.add_argument("--store", help=STORE_HELP)
     parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
     opts = parser.parse_args(args)
-    from ...distributed.registry import Registry
+    from ...distributed.registry import open_registry
 
-    registry = Registry(_store(opts.store))
+    registry = open_registry(_store(opts.store))
     try:
         workers, running = registry.workers(), registry.executions(running_only=True)
     finally:
