@@ -193,3 +193,19 @@ def test_each_subcommand_help_lists_its_options(place, args, flags):
     assert out.returncode == 0, out.stderr
     for flag in flags:
         assert flag in out.stdout, (flag, out.stdout)
+
+
+@pytest.mark.parametrize("flag,value,expected", [
+    ("--concurrency", "abc", "a whole number from 1 to 10000"),
+    ("--concurrency", "0", "a whole number from 1 to 10000"),
+    ("--concurrency", "-1", "a whole number from 1 to 10000"),
+    ("--concurrency", "99999999999", "a whole number from 1 to 10000"),  # no INTEGER column holds it
+    ("--queue-concurrency", "1.5", "a whole number from 1 to 10000"),
+    ("--dead-after", "nan", "a number of seconds above 0"),  # no worker would ever count as dead
+    ("--drain", "inf", "a number of seconds above 0"),
+    ("--drain", "-3", "a number of seconds above 0"),
+    ("--id", "", "a name for this worker"),
+])
+def test_worker_numbers_and_names_out_of_range_are_refused(place, tmp_path, flag, value, expected):
+    out = run(["worker", "--store", f"sqlite://{tmp_path / 'q.db'}", flag, value], place, timeout=60)
+    refused(out, 2, f"{flag}: expected {expected}, got {value!r}")

@@ -4,6 +4,7 @@ PostgreSQL for many workers on many machines, SQLite for one machine."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -44,13 +45,18 @@ def queue_name(value: str, flag: str = "--queue") -> str:
     return value
 
 
+MOST_AT_ONCE = 10_000  # loops a worker or a queue runs at once: more is a typo (and no INTEGER column holds any)
+
+
 def _positive(value: str, flag: str, whole: bool = True) -> float:
+    """A count (`whole`: 1 to MOST_AT_ONCE) or a number of seconds (finite, above 0)."""
     try:
         number = int(value) if whole else float(value)
     except ValueError:
         number = 0
-    if number <= 0:
-        raise UsageError(f"{flag}: expected a {'whole number' if whole else 'number'} above 0, got {value!r}")
+    if not 0 < number < math.inf or (whole and number > MOST_AT_ONCE):
+        expected = f"a whole number from 1 to {MOST_AT_ONCE}" if whole else "a number of seconds above 0"
+        raise UsageError(f"{flag}: expected {expected}, got {value!r}")
     return number
 
 
@@ -66,6 +72,8 @@ def run_worker_command(args: list[str]) -> int:
     parser.add_argument("--drain", default="30", help="Seconds Ctrl-C waits for running loops before handing "
                         "them back (default 30).")
     opts = parser.parse_args(args)
+    if opts.id is not None and (not opts.id.strip() or opts.id != opts.id.strip()):
+        raise UsageError(f"--id: expected a name for this worker (not blank, no spaces around it), got {opts.id!r}")
     from ...distributed.worker import WorkerConfig, default_executor_id, run_worker
 
     config = WorkerConfig(
