@@ -204,7 +204,7 @@ def test_each_subcommand_help_lists_its_options(place, args, flags):
     ("--dead-after", "nan", "a number of seconds above 0"),  # no worker would ever count as dead
     ("--drain", "inf", "a number of seconds above 0"),
     ("--drain", "-3", "a number of seconds above 0"),
-    ("--id", "", "a name for this worker"),
+    ("--id", "", "a name for this worker (not blank, no spaces around it)"),
 ])
 def test_worker_numbers_and_names_out_of_range_are_refused(place, tmp_path, flag, value, expected):
     out = run(["worker", "--store", f"sqlite://{tmp_path / 'q.db'}", flag, value], place, timeout=60)
