@@ -209,3 +209,19 @@ def test_each_subcommand_help_lists_its_options(place, args, flags):
 def test_worker_numbers_and_names_out_of_range_are_refused(place, tmp_path, flag, value, expected):
     out = run(["worker", "--store", f"sqlite://{tmp_path / 'q.db'}", flag, value], place, timeout=60)
     refused(out, 2, f"{flag}: expected {expected}, got {value!r}")
+
+
+# ------------------------------------------------------------------ demo routine --dir
+
+
+def test_demo_dir_that_is_a_file_or_already_used_is_refused(place, tmp_path):
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    out = run(["demo", "routine", "--dir", str(a_file)], place)
+    refused(out, 2, f"--dir {a_file}: not a folder; expected a new or empty folder")
+    used = tmp_path / "used"
+    (used / "project").mkdir(parents=True)
+    for which in ("routine", "goal"):
+        out = run(["demo", which, "--dir", str(used)], place)
+        refused(out, 2, f"--dir {used}: not empty; expected a new or empty folder")
+    assert a_file.read_text() == "mine\n" and [p.name for p in used.iterdir()] == ["project"]
