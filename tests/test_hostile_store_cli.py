@@ -225,3 +225,19 @@ def test_demo_dir_that_is_a_file_or_already_used_is_refused(place, tmp_path):
         out = run(["demo", which, "--dir", str(used)], place)
         refused(out, 2, f"--dir {used}: not empty; expected a new or empty folder")
     assert a_file.read_text() == "mine\n" and [p.name for p in used.iterdir()] == ["project"]
+
+
+# ------------------------------------------------------------------ enqueue --attempts
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "9"])
+def test_enqueue_attempts_out_of_range_is_refused_and_nothing_is_queued(place, tmp_path, value):
+    """`--attempts 0` was queued as "attempts 0" and then run as one plain loop."""
+    work, env = place
+    subprocess.run(["git", "init", "-q", str(work)], check=True, env=env)
+    db = tmp_path / "q.db"
+    for args in (["enqueue", "--store", f"sqlite://{db}", "fix the bug", "--attempts", value],
+                 ["-p", "fix the bug", "--attempts", value]):
+        out = run(args, place)
+        refused(out, 2, f"--attempts: expected a number from 1 to 8, got {value}")
+    assert not db.exists()
