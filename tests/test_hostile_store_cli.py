@@ -241,3 +241,13 @@ def test_enqueue_attempts_out_of_range_is_refused_and_nothing_is_queued(place, t
         out = run(args, place)
         refused(out, 2, f"--attempts: expected a number from 1 to 8, got {value}")
     assert not db.exists()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_enqueue_resume_of_an_unknown_session_is_refused(place, tmp_path, request, kind):
+    """It was queued, and the worker that took it failed the loop out of sight."""
+    store = f"sqlite://{tmp_path / 'q.db'}" if kind == "sqlite" else request.getfixturevalue("pg_db")
+    out = run(["enqueue", "--store", store, "fix the bug", "--resume", "0f0e0d0c-0000-4000-8000-000000000000"], place)
+    refused(out, 2, "--resume 0f0e0d0c-0000-4000-8000-000000000000: no such session in the store ")
+    listed = run(["workers", "--store", store, "--all"], place)
+    assert listed.returncode == 0 and listed.stdout.strip() == "No workers", listed.stderr

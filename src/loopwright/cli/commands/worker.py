@@ -111,6 +111,8 @@ def run_enqueue(args: list[str]) -> int:
         _check_attempts(run)
     if run.attempts is None or run.goal or run.goal_file or (run.prompt or "").lstrip().startswith("/goal"):
         goal_from_options(run, run.prompt, resuming=run.resuming)
+    if run.resume:
+        _check_resumable(store, run.resume)
     from ...distributed.client import enqueue
     from ...distributed.jobs import new_job
 
@@ -125,6 +127,17 @@ def run_enqueue(args: list[str]) -> int:
     workflow_id = enqueue(store, opts.queue, job, f"loop-{session_id}")
     print(f"{workflow_id} session {run.resume or session_id}")
     return 0
+
+
+def _check_resumable(store: str, session_id: str) -> None:
+    """--resume names a session the store holds (PostgreSQL: the one every worker reads; SQLite: the
+    transcripts under this home, which the workers of this machine share)."""
+    from ...stores import open_store
+
+    stores = open_store(store, os.getcwd())
+    if not stores.sessions.exists(session_id):
+        raise UsageError(f"--resume {session_id}: no such session in the store {stores.url} "
+                         "(see `loopwright sessions --all`); a new loop needs no --resume")
 
 
 def _check_attempts(run: object) -> None:
