@@ -181,8 +181,9 @@ def test_the_top_level_help_lists_the_worker_commands(place):
 
 
 @pytest.mark.parametrize("args,flags", [
-    (["worker"], ["--store", "--queue", "--concurrency", "--queue-concurrency", "--id", "--dead-after", "--drain"]),
-    (["enqueue"], ["--store", "--queue", "--label"]),
+    (["worker"], ["--store URL", "--queue NAME", "--concurrency N", "1 to 10000", "--queue-concurrency N", "--id",
+                  "--dead-after SECONDS", "--drain SECONDS"]),
+    (["enqueue"], ["--store URL", "--queue NAME", "--label", "PROMPT [FLAGS]", "--attempts N"]),
     (["workers"], ["--store", "--all"]),
     (["serve"], ["--store", "--port", "--host", "--all"]),
     (["routine", "run"], ["--queue", "--once", "--dry-run"]),

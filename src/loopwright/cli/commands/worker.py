@@ -62,15 +62,18 @@ def _positive(value: str, flag: str, whole: bool = True) -> float:
 
 def run_worker_command(args: list[str]) -> int:
     parser = Parser(prog="loopwright worker", description="Take goal loops from a queue and run them durably.")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--queue", default="loopwright", help="The queue to take work from (default loopwright).")
-    parser.add_argument("--concurrency", default="4", help="Loops this worker runs at once (default 4).")
-    parser.add_argument("--queue-concurrency", help="Loops of the queue running at once across all workers.")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--queue", metavar="NAME", default="loopwright",
+                        help="The queue to take work from (default loopwright).")
+    parser.add_argument("--concurrency", metavar="N", default="4",
+                        help=f"Loops this worker runs at once, 1 to {MOST_AT_ONCE} (default 4).")
+    parser.add_argument("--queue-concurrency", metavar="N", help="Loops of the queue running at once across all "
+                        "workers (default: no limit beyond each worker's).")
     parser.add_argument("--id", help="This worker's executor id (default: host-pid-random).")
-    parser.add_argument("--dead-after", default="10", help="Seconds without a heartbeat before a worker counts "
-                        "as dead and its loops are taken over (default 10).")
-    parser.add_argument("--drain", default="30", help="Seconds Ctrl-C waits for running loops before handing "
-                        "them back (default 30).")
+    parser.add_argument("--dead-after", metavar="SECONDS", default="10", help="Seconds without a heartbeat before "
+                        "a worker counts as dead and its loops are taken over (default 10).")
+    parser.add_argument("--drain", metavar="SECONDS", default="30", help="Seconds Ctrl-C waits for running loops "
+                        "before handing them back; a second Ctrl-C leaves at once (default 30).")
     opts = parser.parse_args(args)
     if opts.id is not None and (not opts.id.strip() or opts.id != opts.id.strip()):
         raise UsageError(f"--id: expected a name for this worker (not blank, no spaces around it), got {opts.id!r}")
@@ -86,11 +89,15 @@ def run_worker_command(args: list[str]) -> int:
 
 
 def run_enqueue(args: list[str]) -> int:
-    parser = Parser(prog="loopwright enqueue", description="Put a goal loop on a queue; the flags after the "
-                    "prompt are those of `loopwright -p` (--goal, --check, --max-turns, --resume, …).")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--queue", default="loopwright", help="The queue (default loopwright).")
-    parser.add_argument("--label", help="A name for the loop in `loopwright workers` (default: the prompt).")
+    parser = Parser(prog="loopwright enqueue", usage="loopwright enqueue [--store URL] [--queue NAME] "
+                    "[--label TEXT] PROMPT [FLAGS]",
+                    description="Put a goal loop on a queue and print its workflow id. FLAGS "
+                    "are those of `loopwright -p` (--goal, --check, --protect, --max-turns, --resume ID, "
+                    "--attempts N, …).")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--queue", metavar="NAME", default="loopwright", help="The queue (default loopwright).")
+    parser.add_argument("--label", metavar="TEXT", help="A name for the loop in `loopwright workers` "
+                        "(default: the prompt).")
     opts, rest = parser.parse_known_args(args)
     from ...core.ids import uuid4
     from ..goals import goal_from_options
@@ -153,7 +160,7 @@ def _check_attempts(run: object) -> None:
 
 def run_workers(args: list[str]) -> int:
     parser = Parser(prog="loopwright workers", description="The workers of a store and what each runs.")
-    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
     opts = parser.parse_args(args)
     from ...distributed.registry import open_registry
