@@ -252,3 +252,11 @@ def test_enqueue_resume_of_an_unknown_session_is_refused(place, tmp_path, reques
     refused(out, 2, "--resume 0f0e0d0c-0000-4000-8000-000000000000: no such session in the store ")
     listed = run(["workers", "--store", store, "--all"], place)
     assert listed.returncode == 0 and listed.stdout.strip() == "No workers", listed.stderr
+
+
+def test_a_worker_store_in_a_folder_that_does_not_exist_is_named(place, tmp_path):
+    missing = tmp_path / "no" / "such"
+    for args in (["workers"], ["worker"], ["enqueue", "fix the bug"]):
+        out = run([*args, "--store", f"sqlite://{missing / 'q.db'}"], place)
+        refused(out, 2, f"the folder {missing} does not exist; expected sqlite:///PATH in a folder that exists")
+    assert not missing.exists()

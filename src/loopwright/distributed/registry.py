@@ -49,6 +49,9 @@ def dbos_url(url: str) -> str:
         path = "/" + url[len("sqlite:///"):].lstrip("/")
         if os.path.isdir(path):
             raise UsageError(f"--store {url!r}: {path} is a folder; expected sqlite:///PATH naming the SQLite file")
+        if not os.path.isdir(os.path.dirname(path)):
+            raise UsageError(f"--store {url!r}: the folder {os.path.dirname(path)} does not exist; expected "
+                             "sqlite:///PATH in a folder that exists")
         return "sqlite:///" + path
     raise UsageError(f"--store: expected a postgresql://… or sqlite:///… URL, got {url!r}")
 
