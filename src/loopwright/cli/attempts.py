@@ -72,7 +72,7 @@ def run_attempts(opts: Options, prompt: str) -> int:
 
 
 def check_attempts(opts: Options) -> None:
-    n = opts.attempts or 1
+    n = 1 if opts.attempts is None else opts.attempts  # --attempts 0 is refused, not taken as 1
     if not 1 <= n <= MAX_ATTEMPTS:
         raise UsageError(f"--attempts: expected a number from 1 to {MAX_ATTEMPTS}, got {n}")
     if opts.resuming:

@@ -124,7 +124,8 @@ def parser() -> Any:
                "`loopwright trust [PATH]`, `loopwright settings check`, `loopwright sessions`, "
                "`loopwright session export ID`, `loopwright rewind`, "
                "`loopwright attempts clean`, `loopwright serve`, `loopwright mcp …`, "
-               "`loopwright workflow run|list`; each takes --help.")
+               "`loopwright workflow run|list`, and on a durable --store `loopwright worker`, "
+               "`loopwright enqueue PROMPT [FLAGS]`, `loopwright workers`; each takes --help.")
     add = p.add_argument
     add("prompt", nargs="?", help="The prompt (also read from stdin when piped).")
     add("-p", "--print", dest="print_mode", action="store_true", help="Run headless: answer the prompt and exit.")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.errors import LoopwrightError
+from ..stores.urls import redact
 from .dbosinternals import ensure_schema
-from .registry import Registry, engine_url
+from .registry import dbos_url, first_line, open_registry
 from .worker import APP_NAME, APP_VERSION, runs_queue
 
 WORKFLOW_NAME = "loopwright.goal_loop"  # jobs.WORKFLOW_NAME, without importing the workflow code
@@ -22,15 +24,20 @@ def enqueue(store: str, queue: str, job: dict[str, Any], workflow_id: str) -> st
 
 
 def enqueue_all(store: str, queue: str, jobs: list[tuple[dict[str, Any], str]]) -> list[str]:
-    """Each (job, workflow id) on the queue, through one client; the workflow ids."""
+    """Each (job, workflow id) on the queue, through one client; the workflow ids. A store that
+    cannot be reached is one LoopwrightError naming it."""
     from dbos import DBOSClient
 
-    engine_url(store)  # a bad URL is one clear error
-    if store not in _ready:
-        ensure_schema(store)
-        Registry(store).close()
-        _ready.add(store)
-    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
+    try:
+        if store not in _ready:
+            open_registry(store).close()  # a bad URL or a store that is down: said here, clearly
+            ensure_schema(dbos_url(store))
+            _ready.add(store)
+        client = DBOSClient(system_database_url=dbos_url(store), application_name=APP_NAME)
+    except LoopwrightError:
+        raise
+    except Exception as exc:  # SQLAlchemy's and the driver's errors (the store went away, no rights)
+        raise LoopwrightError(f"cannot enqueue on the store {redact(store)}: {first_line(exc)}") from None
     try:
         return [_put(client, queue, job, workflow_id) for job, workflow_id in jobs]
     finally:
@@ -51,7 +58,7 @@ def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None
     `name`: the workflows of that name (None: every workflow)."""
     from dbos import DBOSClient
 
-    client = DBOSClient(system_database_url=store, application_name=APP_NAME)
+    client = DBOSClient(system_database_url=dbos_url(store), application_name=APP_NAME)
     try:
         found = client.list_workflows(workflow_ids=workflow_ids, name=name)
         return {w.workflow_id: w.status for w in found}
@@ -68,7 +75,7 @@ async def run_queued(store: str, queue: str, job: dict[str, Any], workflow_id: s
     from dbos import DBOSClient
 
     await asyncio.to_thread(enqueue, store, queue, job, workflow_id)
-    client = await asyncio.to_thread(DBOSClient, system_database_url=store, application_name=APP_NAME)
+    client = await asyncio.to_thread(DBOSClient, system_database_url=dbos_url(store), application_name=APP_NAME)
     try:
         while not stop.is_set():
             found = await asyncio.to_thread(client.list_workflows, workflow_ids=[workflow_id])

@@ -5,10 +5,13 @@ that started but never finished is not run again)."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import LoopwrightError, UsageError
+from ..stores.urls import redact
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS lw_workers (
@@ -36,14 +39,53 @@ LIVE_STATES = ("alive", "draining")
 _UNCLAIMED = ("state = 'left' OR (state IN ('alive', 'draining', 'recovering') AND beat < {now} - :after)")
 
 
-def engine_url(url: str) -> str:
-    """The SQLAlchemy URL of a store URL: psycopg (v3) for PostgreSQL, the stdlib for SQLite."""
+def dbos_url(url: str) -> str:
+    """The store URL as DBOS and SQLAlchemy are given it. `sqlite:///PATH` names the absolute PATH,
+    as it does for the other stores (SQLAlchemy alone would read three slashes as a path relative
+    to the current folder, so a worker and a `routine run` would use different files); a
+    PostgreSQL URL gets a connect timeout (`stores.urls.bounded`). A URL of another shape, or an
+    SQLite path that is a folder, is a UsageError."""
+    from ..stores.urls import bounded
+
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
-    if url.startswith(("postgresql+psycopg://", "sqlite:///")):
-        return url
+            return bounded("postgresql://" + url[len(prefix):])
+    if url.startswith("postgresql+psycopg://"):
+        return bounded(url)
+    if url.startswith("sqlite:///") and url.rstrip("/") != "sqlite:":
+        path = "/" + url[len("sqlite:///"):].lstrip("/")
+        if os.path.isdir(path):
+            raise UsageError(f"--store {url!r}: {path} is a folder; expected sqlite:///PATH naming the SQLite file")
+        if not os.path.isdir(os.path.dirname(path)):
+            raise UsageError(f"--store {url!r}: the folder {os.path.dirname(path)} does not exist; expected "
+                             "sqlite:///PATH in a folder that exists")
+        return "sqlite:///" + path
     raise UsageError(f"--store: expected a postgresql://… or sqlite:///… URL, got {url!r}")
+
+
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL of a store URL: psycopg (v3) for PostgreSQL, the stdlib for SQLite."""
+    url = dbos_url(url)
+    if url.startswith("postgresql://"):
+        return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def open_registry(url: str) -> "Registry":
+    """The registry of the store, or a LoopwrightError naming the store when it cannot be reached
+    (the database is down, or the URL names none)."""
+    try:
+        return Registry(url)
+    except (UsageError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # SQLAlchemy's and the driver's errors
+        raise LoopwrightError(f"cannot reach the store {redact(url)}: {first_line(exc)}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """What a database error says, in a line, without SQLAlchemy's "(module.Class) " prefix."""
+    line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return re.sub(r"^\([\w.]+\) ", "", line)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import LoopwrightError
-from ..stores import redact
-from .registry import Registry
+from .registry import Registry, dbos_url, open_registry
 
 APP_NAME = "loopwright"
 # One version for every worker, so any of them may recover any other's workflows (DBOS's default
@@ -52,7 +50,7 @@ def runs_queue(queue: str) -> str:
 
 
 def dbos_config(store: str, executor_id: str | None = None) -> dict[str, Any]:
-    config: dict[str, Any] = {"name": APP_NAME, "system_database_url": store, "application_version": APP_VERSION,
+    config: dict[str, Any] = {"name": APP_NAME, "system_database_url": dbos_url(store), "application_version": APP_VERSION,
                               "log_level": "WARNING", "run_admin_server": False}
     if executor_id:
         config["executor_id"] = executor_id
@@ -104,11 +102,10 @@ def run_worker(config: WorkerConfig) -> int:
     from . import attempts  # noqa: F401  (the attempts' workflow and steps, registered)
     from .jobs import use_worker  # and with it the workflow and its steps are registered
 
-    try:
-        registry = Registry(config.store)
-    except Exception as exc:  # SQLAlchemy's errors: the database is down, or the URL names none
-        raise LoopwrightError(f"cannot reach the store {redact(config.store)}: "
-                              f"{(str(exc).strip().splitlines() or [type(exc).__name__])[0]}") from None
+    signals = threading.Event()  # handled from the start: a Ctrl-C while DBOS starts its threads
+    for sig in (signal.SIGINT, signal.SIGTERM):  # would leave them holding the process
+        signal.signal(sig, lambda *_: _on_signal(signals))
+    registry = open_registry(config.store)
     use_registry(registry)
     worker = Worker(config, registry)
     use_worker(worker)
@@ -123,10 +120,8 @@ def run_worker(config: WorkerConfig) -> int:
           f"({config.concurrency} at a time)", file=sys.stderr, flush=True)
     watcher = threading.Thread(target=worker.watch, name="loopwright-heartbeat", daemon=True)
     watcher.start()
-    signals = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: _on_signal(signals))
-    signals.wait()
+    while not signals.wait(0.5):  # a signal may land on one of DBOS's threads: the main thread must
+        pass                      # wake now and then for Python to run its handler
     _drain(worker, registry)
     return 0
 

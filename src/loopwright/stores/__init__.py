@@ -50,7 +50,11 @@ def _sqlite_path(url: str, where: str) -> Path | None:
     if not rest.startswith("///") or rest == "///":
         raise UsageError(f"{where}: expected sqlite:///PATH with an absolute PATH to the SQLite file "
                          f"(e.g. sqlite:///home/me/loops.db), or sqlite: for the default")
-    return Path(rest[2:])
+    path = Path("/" + rest.lstrip("/"))
+    if path.is_dir():
+        raise UsageError(f"{where}: {path} is a folder; expected sqlite:///PATH naming the SQLite file "
+                         f"(e.g. sqlite:///home/me/loops.db)")
+    return path
 
 
 class LocalStores:

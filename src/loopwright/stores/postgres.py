@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ..core.errors import LoopwrightError
-from .urls import redact
+from .urls import bounded, redact
 from .jsonl import _SAFE_ID, _decode, encode, project_name
 
 # Each step brings the schema from the version before it to its own (1-based); never edit a
@@ -114,7 +114,7 @@ class PostgresStores:
             raise LoopwrightError(f"the store {self.url} needs psycopg 3: pip install 'psycopg[binary]'") from None
 
         try:
-            conn = psycopg.connect(self.dsn, autocommit=True)
+            conn = psycopg.connect(bounded(self.dsn), autocommit=True)
         except psycopg.Error as exc:
             raise LoopwrightError(f"cannot reach the store {self.url}: {_first_line(exc)}") from None
         if self.dsn not in _READY:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from ..core.errors import LoopwrightError
 from ..core.home import make_private_dirs, private_file, tighten_home
 
 BUSY_TIMEOUT_S = 30.0
@@ -35,9 +36,17 @@ def connect(path: Path, *, own_folder: bool = True, threads: bool = False) -> sq
         tighten_home(path.parent)
     make_private_dirs(path.parent)
     private_file(path)  # prompts and flags live here: 0600, and SQLite gives -wal/-shm its mode
-    db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not threads)
+    try:
+        db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not threads)
+    except sqlite3.Error as exc:
+        raise LoopwrightError(f"cannot open the SQLite file {path}: {exc}") from None
     try:
         use_wal(db)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if locked(exc):
+            raise
+        raise LoopwrightError(f"cannot use the SQLite file {path}: {exc}") from None
     except BaseException:
         db.close()
         raise

@@ -21,6 +21,11 @@ def run(name: str, args: list[str]) -> int:
         opts = parser.parse_args(args)
         if opts.which not in ("goal", "routine"):
             parser.error(f"argument which: invalid choice: {opts.which!r} (choose from 'goal', 'routine')")
+        if opts.dir is not None and opts.dir.exists() and (not opts.dir.is_dir() or any(opts.dir.iterdir())):
+            from ...core.errors import UsageError
+
+            raise UsageError(f"--dir {opts.dir}: {'not a folder' if not opts.dir.is_dir() else 'not empty'}; "
+                             "expected a new or empty folder for the sample project")
         if opts.which == "routine":
             from .demoroutine import run as run_routine_demo
 

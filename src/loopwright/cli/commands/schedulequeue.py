@@ -20,15 +20,18 @@ def durable_store(flag: str = "--queue") -> str:
     if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise UsageError(f"{flag}: fires go to workers through a durable store; expected --store postgresql://… "
                          f"or sqlite:///PATH, got {url or 'the default store'!r}")
-    return url
+    from .worker import durable_libs
+
+    return durable_libs(url)
 
 
 def check_queued(queue: str, args: list[str]) -> None:
     """What `schedule add --queue` refuses now rather than at the fire."""
     from ..options import parse_options
 
-    if not queue.strip():
-        raise UsageError("--queue: expected a queue name, got ''")
+    from .worker import queue_name
+
+    queue_name(queue)
     opts = parse_options(["-p", *args])
     if opts.session_id or opts.continue_session or opts.fork_session or opts.resume:
         raise UsageError("--queue: each fire is a new loop with its own session; --session-id, --resume, "

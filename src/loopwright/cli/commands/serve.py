@@ -37,7 +37,9 @@ def run_serve(args: list[str]) -> int:
     from ...stores.jsonl import home
 
     url = store_url(opts.store)
-    open_store(url, os.getcwd())  # a bad URL is said now, not on the first page
+    stores = open_store(url, os.getcwd())  # a bad URL, or a database that is down, is said now, not on
+    if not stores.files:                   # the first page after the address was printed
+        stores.connect().close()
     local = _loopback(opts.host)
     sock = _bind(opts.host, opts.port)
     port = sock.getsockname()[1]

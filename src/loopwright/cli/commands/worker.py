@@ -4,6 +4,7 @@ PostgreSQL for many workers on many machines, SQLite for one machine."""
 
 from __future__ import annotations
 
+import math
 import os
 
 from ...core.errors import UsageError
@@ -19,6 +20,12 @@ def _store(given: str | None) -> str:
     if not store:
         raise UsageError("--store: a durable store is needed (postgresql://… or sqlite:///path), "
                          "or set LOOPWRIGHT_STORE")
+    return durable_libs(store)
+
+
+def durable_libs(store: str) -> str:
+    """`store` once its URL is one workers take and the libraries they need are installed (else a
+    UsageError naming what to install)."""
     from ...distributed.registry import engine_url
 
     engine_url(store)
@@ -30,32 +37,49 @@ def _store(given: str | None) -> str:
     return store
 
 
+def queue_name(value: str, flag: str = "--queue") -> str:
+    """A queue's name: not blank (a queue of no name is one no worker is told to take from)."""
+    if not value.strip() or value != value.strip():
+        raise UsageError(f"{flag}: expected a queue name (not blank, no spaces around it), got {value!r}")
+    return value
+
+
+MOST_AT_ONCE = 10_000  # loops a worker or a queue runs at once: more is a typo (and no INTEGER column holds any)
+
+
 def _positive(value: str, flag: str, whole: bool = True) -> float:
+    """A count (`whole`: 1 to MOST_AT_ONCE) or a number of seconds (finite, above 0)."""
     try:
         number = int(value) if whole else float(value)
     except ValueError:
         number = 0
-    if number <= 0:
-        raise UsageError(f"{flag}: expected a {'whole number' if whole else 'number'} above 0, got {value!r}")
+    if not 0 < number < math.inf or (whole and number > MOST_AT_ONCE):
+        expected = f"a whole number from 1 to {MOST_AT_ONCE}" if whole else "a number of seconds above 0"
+        raise UsageError(f"{flag}: expected {expected}, got {value!r}")
     return number
 
 
 def run_worker_command(args: list[str]) -> int:
     parser = Parser(prog="loopwright worker", description="Take goal loops from a queue and run them durably.")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--queue", default="loopwright", help="The queue to take work from (default loopwright).")
-    parser.add_argument("--concurrency", default="4", help="Loops this worker runs at once (default 4).")
-    parser.add_argument("--queue-concurrency", help="Loops of the queue running at once across all workers.")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--queue", metavar="NAME", default="loopwright",
+                        help="The queue to take work from (default loopwright).")
+    parser.add_argument("--concurrency", metavar="N", default="4",
+                        help=f"Loops this worker runs at once, 1 to {MOST_AT_ONCE} (default 4).")
+    parser.add_argument("--queue-concurrency", metavar="N", help="Loops of the queue running at once across all "
+                        "workers (default: no limit beyond each worker's).")
     parser.add_argument("--id", help="This worker's executor id (default: host-pid-random).")
-    parser.add_argument("--dead-after", default="10", help="Seconds without a heartbeat before a worker counts "
-                        "as dead and its loops are taken over (default 10).")
-    parser.add_argument("--drain", default="30", help="Seconds Ctrl-C waits for running loops before handing "
-                        "them back (default 30).")
+    parser.add_argument("--dead-after", metavar="SECONDS", default="10", help="Seconds without a heartbeat before "
+                        "a worker counts as dead and its loops are taken over (default 10).")
+    parser.add_argument("--drain", metavar="SECONDS", default="30", help="Seconds Ctrl-C waits for running loops "
+                        "before handing them back; a second Ctrl-C leaves at once (default 30).")
     opts = parser.parse_args(args)
+    if opts.id is not None and (not opts.id.strip() or opts.id != opts.id.strip()):
+        raise UsageError(f"--id: expected a name for this worker (not blank, no spaces around it), got {opts.id!r}")
     from ...distributed.worker import WorkerConfig, default_executor_id, run_worker
 
     config = WorkerConfig(
-        store=_store(opts.store), queue=opts.queue, concurrency=int(_positive(opts.concurrency, "--concurrency")),
+        store=_store(opts.store), queue=queue_name(opts.queue), concurrency=int(_positive(opts.concurrency, "--concurrency")),
         queue_concurrency=int(_positive(opts.queue_concurrency, "--queue-concurrency"))
         if opts.queue_concurrency else None,
         dead_after_s=_positive(opts.dead_after, "--dead-after", whole=False),
@@ -64,18 +88,23 @@ def run_worker_command(args: list[str]) -> int:
 
 
 def run_enqueue(args: list[str]) -> int:
-    parser = Parser(prog="loopwright enqueue", description="Put a goal loop on a queue; the flags after the "
-                    "prompt are those of `loopwright -p` (--goal, --check, --max-turns, --resume, …).")
-    parser.add_argument("--store", help=STORE_HELP)
-    parser.add_argument("--queue", default="loopwright", help="The queue (default loopwright).")
-    parser.add_argument("--label", help="A name for the loop in `loopwright workers` (default: the prompt).")
+    parser = Parser(prog="loopwright enqueue", usage="loopwright enqueue [--store URL] [--queue NAME] "
+                    "[--label TEXT] PROMPT [FLAGS]",
+                    description="Put a goal loop on a queue and print its workflow id. FLAGS "
+                    "are those of `loopwright -p` (--goal, --check, --protect, --max-turns, --resume ID, "
+                    "--attempts N, …).")
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
+    parser.add_argument("--queue", metavar="NAME", default="loopwright", help="The queue (default loopwright).")
+    parser.add_argument("--label", metavar="TEXT", help="A name for the loop in `loopwright workers` "
+                        "(default: the prompt).")
     opts, rest = parser.parse_known_args(args)
-    store = _store(opts.store)
     from ...core.ids import uuid4
     from ..goals import goal_from_options
     from ..options import parse_options
 
-    run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker
+    run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker (a typo first)
+    queue_name(opts.queue)
+    store = _store(opts.store)
     if run.session_id or run.continue_session or run.fork_session:
         raise UsageError("enqueue: --session-id, --continue and --fork-session are not for queued loops; "
                          "a new loop gets its own session id, --resume ID continues one")
@@ -88,6 +117,8 @@ def run_enqueue(args: list[str]) -> int:
         _check_attempts(run)
     if run.attempts is None or run.goal or run.goal_file or (run.prompt or "").lstrip().startswith("/goal"):
         goal_from_options(run, run.prompt, resuming=run.resuming)
+    if run.resume:
+        _check_resumable(store, run.resume)
     from ...distributed.client import enqueue
     from ...distributed.jobs import new_job
 
@@ -104,6 +135,17 @@ def run_enqueue(args: list[str]) -> int:
     return 0
 
 
+def _check_resumable(store: str, session_id: str) -> None:
+    """--resume names a session the store holds (PostgreSQL: the one every worker reads; SQLite: the
+    transcripts under this home, which the workers of this machine share)."""
+    from ...stores import open_store
+
+    stores = open_store(store, os.getcwd())
+    if not stores.sessions.exists(session_id):
+        raise UsageError(f"--resume {session_id}: no such session in the store {stores.url} "
+                         "(see `loopwright sessions --all`); a new loop needs no --resume")
+
+
 def _check_attempts(run: object) -> None:
     """--attempts on a queue: the same limits as `loopwright -p --attempts`, from a git repository."""
     from pathlib import Path
@@ -117,12 +159,12 @@ def _check_attempts(run: object) -> None:
 
 def run_workers(args: list[str]) -> int:
     parser = Parser(prog="loopwright workers", description="The workers of a store and what each runs.")
-    parser.add_argument("--store", help=STORE_HELP)
+    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
     parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
     opts = parser.parse_args(args)
-    from ...distributed.registry import Registry
+    from ...distributed.registry import open_registry
 
-    registry = Registry(_store(opts.store))
+    registry = open_registry(_store(opts.store))
     try:
         workers, running, now = registry.workers(), registry.executions(running_only=True), registry.now()
     finally:

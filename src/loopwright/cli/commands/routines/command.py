@@ -69,11 +69,14 @@ def _queue(name: str | None, routine: Any) -> tuple[str, str] | None:
                          "postgresql://… its sessions and journals are still in the database)")
     from ....stores import store_url
 
+    from ..worker import durable_libs, queue_name
+
+    queue_name(name)
     url = store_url(None)  # --store was passed on to LOOPWRIGHT_STORE
     if not url.startswith(("postgresql://", "postgres://", "sqlite:///")):
         raise UsageError(f"--queue: items go to workers through a durable store; expected --store postgresql://… or "
                          f"sqlite:///PATH, got {url or 'the default store'!r}")
-    return url, name
+    return durable_libs(url), name
 
 
 def ledger_key(routine: Any) -> str:
