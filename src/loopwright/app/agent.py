@@ -89,7 +89,7 @@ class Agent:
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
     checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
-    stores: Any = None  # core.ports.Stores the session lives in (set by the CLI): its transcript, workflow journal
+    stores: Any = None  # core.storeports.Stores the session lives in (set by the CLI): its transcript, workflow journal
     # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
     # a durable run (loopwright.distributed) makes every call a recorded step with it
     tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
