@@ -10,9 +10,10 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "loopwright"
 
 # A module's layer comes from its folder (or root module); the longest matching prefix wins, so
-# core/ports and core/keeping (the ports, layer 2) sit apart from the rest of core/ (the vocabulary, layer 0).
+# core/ports, core/storeports and core/keeping (the ports, layer 2) sit apart from the rest of
+# core/ (the vocabulary, layer 0).
 LAYER_OF = {
-    "core": 0, "core.ports": 2, "core.keeping": 2,
+    "core": 0, "core.ports": 2, "core.storeports": 2, "core.keeping": 2,
     "policy": 1,
     "engine": 3, "hooks": 3, "session": 3, "context": 3, "agents": 3, "workflows": 3, "proactive": 3,
     "providers": 4, "tools": 4, "stores": 4, "sandbox": 4, "mcp": 4,

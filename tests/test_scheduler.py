@@ -14,7 +14,7 @@ import time
 import anyio
 import pytest
 
-from loopwright.core.ports import Schedule, ScheduledRun
+from loopwright.core.storeports import Schedule, ScheduledRun
 from loopwright.proactive.scheduler import FireOutcome, Scheduler
 from loopwright.stores import open_store
 from loopwright.stores.schedules import SqliteScheduleStore

@@ -301,7 +301,7 @@ def test_the_same_records_export_as_the_same_bytes_from_both_stores(pg_db, tmp_p
 def test_serve_shows_and_pauses_the_schedules_of_a_postgresql_store(pg_db, tmp_path):
     from starlette.testclient import TestClient
 
-    from loopwright.core.ports import Schedule
+    from loopwright.core.storeports import Schedule
     from loopwright.web.app import Config, build
 
     schedules = open_store(pg_db, tmp_path).schedules()

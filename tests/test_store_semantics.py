@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from storekinds import any_store  # noqa: F401  (a fixture)
 
-from loopwright.core.ports import RoutineEntry, Schedule, ScheduledRun
+from loopwright.core.storeports import RoutineEntry, Schedule, ScheduledRun
 from loopwright.stores import open_store
 
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from loopwright.core.ports import Schedule
+from loopwright.core.storeports import Schedule
 from loopwright.stores.schedules import SqliteScheduleStore
 from loopwright.testing import Simulator
 

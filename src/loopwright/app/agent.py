@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import time
 from dataclasses import field, replace
@@ -12,22 +11,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..core.errors import LoopwrightError
-from ..core.events import Event, Notice, ResultEvent, RunResult, UserMessage
+from ..core.events import Event, ResultEvent, RunResult, UserMessage
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
 from ..engine.hookcalls import StopHook
 from ..engine.loop import AgentLoop
-from ..engine.loopconfig import LoopConfig
-from ..engine.sizes import bounded_context
 from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
 from ..policy.rules import PermissionRules, normalise_mode
 from ..policy.stop import Limits
-from ..core.ports import Approver, HookRunner, Model, NoHooks, Tool, Workspace, hooks_want
+from ..core.ports import Approver, HookRunner, Model, Tool, Workspace
 from ..sandbox import SandboxConfig
 from ..settings import default_limits
-from . import sandboxing, transport
-from ..core.types import Message, ModelText, TextBlock
+from . import loopbuild, prompting, sandboxing, sessionstart
+from ..core.types import Message
 
 if TYPE_CHECKING:
     from ..engine.goal import GoalJudge, GoalSpec
@@ -89,7 +86,7 @@ class Agent:
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
     subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
     checkpoints: Any = None  # loopwright.session.checkpoints.Checkpoints: files kept before Write/Edit change them
-    stores: Any = None  # core.ports.Stores the session lives in (set by the CLI): its transcript, workflow journal
+    stores: Any = None  # core.storeports.Stores the session lives in (set by the CLI): its transcript, workflow journal
     # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
     # a durable run (loopwright.distributed) makes every call a recorded step with it
     tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
@@ -168,24 +165,7 @@ class Agent:
         self.goal, self._judge, self._goal_armed, self._goal_baseline = spec, None, False, baseline
 
     def _goal_judge(self, emit: Callable[[Event], None]) -> GoalJudge | None:
-        if self.goal is None:
-            return None
-        if self._judge is None:
-            from ..core.clock import SystemClock
-            from ..engine.goal import GoalJudge
-            from ..tools.workspace import LocalWorkspace
-
-            self._judge = GoalJudge(self.goal, self.evaluator_client or self._client(),
-                                    self.workspace or LocalWorkspace(self.cwd, self._check_wrapper(),
-                                                                     self._child_environment()),
-                                    self.clock or SystemClock(), priced=resolve_model(self.model).price is not None)
-        self._judge.emit = emit
-        if not self._goal_armed:
-            self._judge.start(self._goal_baseline)
-            self._goal_armed = True
-        else:
-            self._judge.new_run()
-        return self._judge if self._judge.active else None
+        return loopbuild.goal_judge(self, emit)
 
     def _child_environment(self) -> dict[str, str]:
         from ..core.environ import child_env
@@ -210,69 +190,14 @@ class Agent:
         return background_work(self._tools())
 
     def _hooks(self, emit: Callable[[Event], None]) -> HookRunner:
-        """The hooks of one run: reporting to its emitter, with this agent's model client for
-        prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
-        hooks = self.hooks or NoHooks()
-        bind = getattr(hooks, "bind", None)
-        if bind is None:
-            return hooks
-        return bind(emit=emit, model=self._client(), post_json=transport.http_post_json,
-                    base_env=self._child_environment())
+        return loopbuild.run_hooks(self, emit)
 
     def _hook_payload(self, event: str) -> dict[str, Any]:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
                 "permission_mode": self.permissions.mode, "hook_event_name": event}
 
     def _build(self, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
-        emit = sandboxing.with_notice(self.sandbox, emit)
-        rules = replace(self.permissions, allow=self.permissions.allow + turn.allow) if turn else self.permissions
-        hooks, approver = self._hooks(emit), self.approver
-        if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
-            from ..hooks import NotifyingApprover
-
-            approver = NotifyingApprover(approver, hooks, lambda: self._hook_payload("Notification"))  # type: ignore[arg-type]
-        tools, stop_hooks, shape = list(self._tools()), list(self.stop_hooks), None
-        if self._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
-            only = self.subagent.allows if self.subagent is not None else None
-            tools, emit = self._mcp.with_tools(tools, only), self._mcp.reporting(emit)
-        if self.skills is not None and any(s.model_invocable for s in self.skills.found.values()):
-            from ..context.commands import model_use
-            from ..tools.skill import SkillTool
-
-            tools.append(SkillTool(functools.partial(model_use, self.skills, self._shell(rules))))
-        if self.agents and (agent_tool := self._subagents().tool(hooks, emit)) is not None:
-            tools.append(agent_tool)
-            if self.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
-                from ..sandbox.pyjail import python_jail
-                from ..workflows.tool import WorkflowTool
-
-                tools.append(WorkflowTool(self._subagents().workflow_runner(), python_jail,
-                                          lambda: self.budget.max_budget_usd))
-        if self.output_schema is not None:  # a fresh answer for every run
-            from ..engine.structured import StructuredAnswer
-            from ..tools.structured import StructuredOutputTool
-
-            answer = StructuredAnswer(self.output_schema)
-            tools.append(StructuredOutputTool(answer))
-            stop_hooks.append(answer.stop_hook)
-            shape = answer.shape
-        offered = self.tool_steps(tools) if self.tool_steps is not None else tools
-        config = LoopConfig(
-            model=resolve_model(turn.model).id if turn and turn.model else self.model, cwd=self.cwd,
-            session_id=self.session_id, system=self.system(), tools=offered, limits=self.limits, budget=self.budget,
-            permissions=rules,
-            include_partial=self.include_partial, stop_hooks=stop_hooks, final_turn=self.final_turn, shape_result=shape,
-            hooks=hooks, approver=approver, classifier=self._classifier(), transcript_path=self.transcript_path,
-            before_write=self.checkpoints.before_write if self.checkpoints is not None else None,
-            goal=self._goal_judge(emit), writable_roots=tuple(Path(r) for r in self._writable_roots()),
-            background_tasks=getattr(self._background(), "running", list), child_env=self._child_environment(),
-            crash_log=self.crash_log or transport.crash_log, **(self.memory.loop_hooks(emit) if self.memory else {}),
-            elsewhere=self._subagents().elsewhere if self.agents else None,
-            subagent=self.subagent.fields() if self.subagent is not None else None,
-            expansion=turn.expansion if turn is not None else None,
-            settle=getattr(self.recorder, "settle", None),
-        )
-        return AgentLoop(self._client(), config, emit=emit, clock=self.clock)
+        return loopbuild.build_loop(self, emit, turn)
 
     async def run(self, prompt: str, *, on_event: Callable[[Event], None] | None = None) -> RunResult:
         """Run one prompt to its result. The conversation carries over to the next `run`."""
@@ -317,51 +242,15 @@ class Agent:
                 task.cancel()
 
     async def _start_session(self, hooks: HookRunner, emit: Callable[[Event], None]) -> list[Message]:
-        """Once per session before its first prompt: the memory files, then what SessionStart
-        hooks add (their additionalContext or plain stdout), open the conversation."""
-        if self._session != "new":
-            return []
-        self._session = "started"
-        # A resumed conversation already holds the memory it was given: it is not read again.
-        if self.history or (self.memory is None and self.skills is None and not self.plugins):
-            opening = []
-            if self.memory is not None:
-                self.memory.remember(self.history)
-        else:
-            from ..context import opening_messages
-
-            opening = opening_messages(self.memory, self.skills, emit, self.agents if self.depth == 0 else None,
-                                       len(self.plugins))
-        if self.subagent is not None:  # a subagent's SubagentStart fired as it was spawned (agents.runner)
-            return opening
-        if not hooks_want(hooks, "SessionStart"):
-            return opening  # no handler: no payload, no env file
-        started = await self._session_start_hooks(hooks, emit)
-        if started.additional_context:
-            opening.append(Message("user", tuple(TextBlock(t) for t in bounded_context(started.additional_context))))
-        return opening
+        return await sessionstart.start_session(self, hooks, emit)
 
     async def _session_start_hooks(self, hooks: Any, emit: Callable[[Event], None]) -> Any:
-        """SessionStart, its command hooks given a `CLAUDE_ENV_FILE`; what they write there holds
-        for the session's tools (app.envfile)."""
-        from .envfile import session_start
-
-        payload = self._hook_payload("SessionStart") | {"source": self.session_source, "model": self.model}
-        started, found, problem = await session_start(hooks, payload, self.session_source, str(self.cwd),
-                                                      self._child_environment())
-        self._session_env |= found
-        if problem:
-            emit(Notice("warning", problem))
-        return started
+        return await sessionstart.session_start_hooks(self, hooks, emit)
 
     async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
         """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if
         the session started. The CLI calls it when a headless run ends."""
-        if self._session != "started":
-            return
-        self._session = "ended"
-        hooks = self._hooks(self._emitter(on_event))
-        await hooks.run("SessionEnd", self._hook_payload("SessionEnd") | {"reason": reason}, match=reason)
+        await sessionstart.end_session(self, reason, on_event=on_event)
 
     async def compact(self, *, on_event: Callable[[Event], None] | None = None, focus: str = "") -> bool:
         """Summarise the older conversation now (like `/compact [focus]`); the last exchanges are
@@ -413,47 +302,18 @@ class Agent:
             await self.model_client.aclose()
 
     async def _start_mcp(self) -> None:
-        """Connect the configured MCP servers, once (each bounded by MCP_TIMEOUT, 30 s)."""
-        if not self.mcp_servers or self._mcp is not None:
-            return
-        from ..mcp.toolset import McpServers
-
-        self._mcp = McpServers(self.mcp_servers, str(self.cwd), self._child_environment())
-        await self._mcp.start()
+        await prompting.start_mcp(self)
 
     async def _typed(self, prompt: str) -> Any:
-        """The turn a prompt starts (`context.commands`): an MCP server's prompt, a command, as typed."""
-        from ..context import Turn
-
-        if isinstance(prompt, ModelText) or not prompt.lstrip().startswith("/"):
-            return Turn(prompt)  # what the model scheduled is text, whatever it starts with
-        if self._mcp is not None and prompt.lstrip().startswith("/mcp__"):
-            return Turn(await self._mcp_prompt(prompt))
-        from ..context.commands import start
-
-        return await start(prompt, self.skills, self._shell(self.permissions))
+        return await prompting.typed(self, prompt)
 
     async def attach_mentions(self, prompt: str) -> Any:
         """A typed prompt with the files its `@path`s name attached, under the Read rules
         (`context.mentions`); `UsageError` when one may not be read."""
-        from ..context.mentions import attach_mentions
-
-        return await attach_mentions(prompt, self._shell(self.permissions))
+        return await prompting.attach_mentions(self, prompt)
 
     def _shell(self, rules: PermissionRules) -> Any:
-        """Where a command's or skill's shell steps run (`context.commands.Shell`): the session's
-        tools, through `tool_steps` as the loop's are (a typed command's steps run before the loop)."""
-        from ..context.commands import Shell
-
-        tools = self.tool_steps(list(self._tools())) if self.tool_steps is not None else self._tools()
-        return Shell(tools, rules, self.cwd, self._writable_roots(), self._child_environment(), self.session_id)
+        return prompting.shell(self, rules)
 
     async def _mcp_prompt(self, text: str) -> str:
-        """`/mcp__server__prompt args` becomes the server's prompt (a name no server has stays as typed)."""
-        from ..core.errors import UsageError
-
-        try:
-            expanded = await self._mcp.expand_prompt(text)
-        except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
-            raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
-        return text if expanded is None else expanded
+        return await prompting.mcp_prompt(self, text)

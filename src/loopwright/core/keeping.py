@@ -71,7 +71,7 @@ class JournalStore(Protocol):
 
 
 class SessionKeeping(Protocol):
-    """A `core.ports.Stores` that also keeps what a session keeps besides its transcript."""
+    """A `core.storeports.Stores` that also keeps what a session keeps besides its transcript."""
 
     def checkpoints(self, session_id: str) -> CheckpointStore: ...
 

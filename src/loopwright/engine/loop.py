@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
 
 import anyio
 
-from .accumulate import Accumulator, unreadable_calls
+from .accumulate import unreadable_calls
 from ..core.clock import Clock, SystemClock
 from ..core.errors import LoopwrightError, ModelError
 from ..core.events import (
@@ -21,13 +21,11 @@ from ..core.events import (
     ModelUsage,
     RESENT_RESULTS_ONLY,
     Notice,
-    PartialEvent,
     ResultEvent,
     RunResult,
     SystemInit,
     UserMessage,
 )
-from ..policy.rules import name_hits
 from ..policy.budget import Spent, check_limits, duration_limit, spend_limit, time_left
 from ..policy.retry import stop_failure
 from ..policy.stop import (
@@ -35,9 +33,10 @@ from ..policy.stop import (
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
 from .dispatch import Batch, ToolDispatcher
-from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext, tool_spec
+from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext
 from .compactor import CompactionLimits, Compactor
 from .loopconfig import FINAL_TURN, LoopConfig, caps_for
+from .modelcall import last_text, request_for, stream_response, visible_tools, wrap_up
 from .hookcalls import LoopHooks
 from . import lastresort as cut
 from .sizes import bounded_context
@@ -230,19 +229,13 @@ class AgentLoop:
                  extra: dict[str, Any] | None = None) -> ModelRequest:
         visible = self._visible_tools()
         self.dispatch.offer(visible)  # what the model may call is what this request shows it
-        return ModelRequest(model=self.model, messages=tuple(self.messages if messages is None else messages),
-                            max_tokens=state.max_tokens, system=self.cfg.system,
-                            tools=tuple(tool_spec(t) for t in visible), extra=extra or {})
+        return request_for(self.model, self.messages if messages is None else messages, state.max_tokens,
+                           self.cfg.system, visible, extra)
 
     async def _final_turn(self, state: LoopState) -> str | None:
         """One wrap-up call with tools disabled, after the turn limit: its text is the result."""
-        last = self.messages[-1]
-        if last.role == "user":  # usually tool results: the request goes after them
-            messages = (*self.messages[:-1], Message("user", last.content + (TextBlock(FINAL_TURN),)))
-        else:
-            messages = (*self.messages, Message.user(FINAL_TURN))
         extra = {"tool_choice": {"type": "none"}} if self._visible_tools() else {}
-        outcome = await self._stream(self._request(state, messages, extra), "final_turn")
+        outcome = await self._stream(self._request(state, wrap_up(self.messages), extra), "final_turn")
         if isinstance(outcome, ModelError) or not outcome.message.text.strip():
             return None
         self._append_user(Message.user(FINAL_TURN))  # recorded as sent (the API merges the two)
@@ -250,24 +243,8 @@ class AgentLoop:
         return outcome.message.text
 
     async def _stream(self, request: ModelRequest, role: str, partial: bool = False) -> Response | ModelError:
-        acc = Accumulator()
-        if self.cfg.settle is not None:
-            await self.cfg.settle()  # what the request says is on disk before it is sent
-        started = self.clock.monotonic()
-        try:
-            async for event in self.client.stream(request):
-                acc.add(event)
-                if partial:
-                    self.emit(PartialEvent(event))
-            if not acc.finished or acc.stop_reason is None:
-                raise ModelError("stream_incomplete", "the response stream ended before its end event")
-        except ModelError as error:
-            return error
-        finally:
-            self.tally.api_seconds += self.clock.monotonic() - started
-        response = acc.response(fallback_model=request.model)
-        self.tally.account(response, role)
-        return response
+        return await stream_response(self.client, request, role, tally=self.tally, clock=self.clock,
+                                     settle=self.cfg.settle, emit=self._emit, partial=partial)
 
     # ------------------------------------------------------------ compaction
 
@@ -280,12 +257,7 @@ class AgentLoop:
         return rebuilt is not None
 
     def _visible_tools(self) -> list[Tool]:
-        removed = self.cfg.permissions.removed_tools()
-        if not removed:  # (every turn: the common case without the scan)
-            return list(self.cfg.tools)
-        if "*" in removed:
-            return []
-        return [t for t in self.cfg.tools if not any(name_hits(r, t.name) for r in removed)]
+        return visible_tools(self.cfg.tools, self.cfg.permissions.removed_tools())
 
     # ------------------------------------------------------------ stops and hooks
 
@@ -369,12 +341,6 @@ class AgentLoop:
         cost, tokens = self.tally.spent(self._elsewhere())
         return Spent(state.turns, cost, tokens, self.clock.monotonic() - self._started)
 
-    def _last_text(self) -> str:
-        for message in reversed(self.messages):
-            if message.role == "assistant" and message.text.strip():
-                return message.text
-        return ""
-
     def _warn(self, text: str, subtype: str = "informational") -> None:
         self.tally.warnings.append(text)
         self.emit(Notice("warning", text, subtype))
@@ -386,14 +352,14 @@ class AgentLoop:
             self._append_user(fin.answer)
         if fin.warning:
             self._warn(fin.warning)
-        text = fin.result if fin.result else self._last_text()
+        text = fin.result if fin.result else last_text(self.messages)
         result = self._result(fin.subtype, fin.terminal_reason, fin.is_error, text, fin.errors, state.turns)
         return replace(result, api_error_status=fin.api_error_status) if fin.api_error_status else result
 
     def _aborted(self) -> RunResult:
         self._answer_unfinished(cut.INTERRUPTED, cut.INTERRUPTED)
         turns = sum(1 for m in self.messages if m.role == "assistant")
-        return self._result("error_during_execution", "aborted", True, self._last_text(),
+        return self._result("error_during_execution", "aborted", True, last_text(self.messages),
                             ("Interrupted by the user",), turns)
 
     def add_env(self, env: dict[str, str]) -> None:
@@ -410,7 +376,7 @@ class AgentLoop:
         self.emit = cut.guarded(self.emit)
         self._answer_unfinished(cut.CRASH_RUNNING, cut.CRASH_WAITING)
         turns = sum(1 for m in self.messages if m.role == "assistant")
-        return self._result("error_during_execution", "internal_error", True, self._last_text(),
+        return self._result("error_during_execution", "internal_error", True, last_text(self.messages),
                             (cut.crash_report(exc, self.cfg.crash_log),), turns)
 
     def _answer_unfinished(self, running: str, waiting: str) -> None:

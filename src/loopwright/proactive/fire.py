@@ -11,7 +11,7 @@ from typing import Any, Awaitable, Callable, Mapping
 import anyio
 
 from ..core.fastclass import dataclass
-from ..core.ports import Ledger
+from ..core.storeports import Ledger
 from .routine import Routine, fill
 from .sources import Found, Item
 

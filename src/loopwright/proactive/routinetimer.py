@@ -12,7 +12,7 @@ import anyio
 
 from ..core.clock import Clock
 from .ticker import Ticker
-from ..core.ports import RoutineEntry
+from ..core.storeports import RoutineEntry
 from ..policy.cadence import schedule_step
 
 POLL_S = 30.0

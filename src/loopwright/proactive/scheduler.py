@@ -13,7 +13,7 @@ from ..core.clock import Clock
 from .ticker import Ticker
 from ..core.fastclass import dataclass
 from ..policy.cadence import decide_fire, schedule_step
-from ..core.ports import Schedule, ScheduledRun, ScheduleStore
+from ..core.storeports import Schedule, ScheduledRun, ScheduleStore
 
 POLL_S = 30.0  # schedules added by another process are seen within this
 MAX_NOTE = 2000

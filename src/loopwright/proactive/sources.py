@@ -17,7 +17,7 @@ import anyio
 
 from ..core.environ import child_env
 from ..core.fastclass import dataclass
-from ..core.ports import Ledger
+from ..core.storeports import Ledger
 
 SOURCE_TIMEOUT_S = 300.0
 REPORT_TIMEOUT_S = 60.0

@@ -9,7 +9,7 @@ from typing import Any, Callable, Literal
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
 from ..core.types import Message
-from ..core.ports import SessionLog, SessionStore
+from ..core.storeports import SessionLog, SessionStore
 from .recorder import Recorder
 from .records import Record, Restored, SessionError, UserEntry, restore
 

@@ -11,7 +11,7 @@ from ..core.events import (
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
 )
 from ..core.ids import uuid4
-from ..core.ports import SessionLog
+from ..core.storeports import SessionLog
 from ..core.types import ToolResultBlock
 from .records import (
     AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,

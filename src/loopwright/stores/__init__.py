@@ -26,7 +26,7 @@ def store_url(flag: str | None, env: Mapping[str, str] | None = None) -> str:
 
 
 def open_store(url: str | None, cwd: str | Path, env: Mapping[str, str] | None = None) -> Any:
-    """The stores the URL names, for the project in `cwd` (a `core.ports.Stores`); a URL of any
+    """The stores the URL names, for the project in `cwd` (a `core.storeports.Stores`); a URL of any
     other shape is a UsageError naming it and the schemes taken."""
     url = (url or "").strip()
     scheme = url.partition(":")[0].lower() if ":" in url else url.lower()

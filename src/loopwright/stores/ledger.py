@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..core.fastclass import dataclass
-from ..core.ports import LedgerItem, RoutineEntry
+from ..core.storeports import LedgerItem, RoutineEntry
 from .sqlitedb import connect, create_schema, write_transaction
 
 _SCHEMA = """

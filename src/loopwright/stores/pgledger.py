@@ -9,7 +9,7 @@ import json
 import time
 from typing import Any, Callable
 
-from ..core.ports import LedgerItem, RoutineEntry, Schedule, ScheduledRun
+from ..core.storeports import LedgerItem, RoutineEntry, Schedule, ScheduledRun
 from .ledger import FireCost
 
 _SCHEDULE_COLUMNS = "id, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, options, cron"

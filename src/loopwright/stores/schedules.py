@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..core.ports import Schedule, ScheduledRun
+from ..core.storeports import Schedule, ScheduledRun
 from .sqlitedb import connect, create_schema, write_transaction
 
 _SCHEMA = """

@@ -99,7 +99,7 @@ def run_schedule(args: list[str]) -> int:
 def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ...config import parse_duration, positive
     from ...core.ids import uuid4
-    from ...core.ports import Schedule
+    from ...core.storeports import Schedule
     from ...policy.cadence import cron_error, cron_next, next_fire
     from ..core import is_loop
     from ..modelcheck import check_flag_models

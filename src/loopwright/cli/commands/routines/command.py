@@ -149,7 +149,7 @@ def run_routine(args: list[str]) -> int:
 
 
 def _add(routine: Any, store: Any, now: bool) -> None:
-    from ....core.ports import RoutineEntry
+    from ....core.storeports import RoutineEntry
     from ....policy.cadence import schedule_step
 
     if not (routine.every_s or routine.cron):

@@ -1,0 +1,104 @@
+"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its goal
+judge, its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
+`agent` is the `loopwright.Agent` (its methods are called, so a subclass's own are used)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..core.events import Event
+from ..core.ports import HookRunner, NoHooks
+from ..engine.loop import AgentLoop
+from ..engine.loopconfig import LoopConfig
+from ..policy.models import resolve_model
+from . import sandboxing, transport
+
+if TYPE_CHECKING:
+    from ..engine.goal import GoalJudge
+
+
+def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
+    emit = sandboxing.with_notice(agent.sandbox, emit)
+    rules = replace(agent.permissions, allow=agent.permissions.allow + turn.allow) if turn else agent.permissions
+    hooks, approver = agent._hooks(emit), agent.approver
+    if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
+        from ..hooks import NotifyingApprover
+
+        approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))  # type: ignore[arg-type]
+    tools, stop_hooks, shape = list(agent._tools()), list(agent.stop_hooks), None
+    if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
+        only = agent.subagent.allows if agent.subagent is not None else None
+        tools, emit = agent._mcp.with_tools(tools, only), agent._mcp.reporting(emit)
+    if agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
+        from ..context.commands import model_use
+        from ..tools.skill import SkillTool
+
+        tools.append(SkillTool(functools.partial(model_use, agent.skills, agent._shell(rules))))
+    if agent.agents and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
+        tools.append(agent_tool)
+        if agent.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
+            from ..sandbox.pyjail import python_jail
+            from ..workflows.tool import WorkflowTool
+
+            tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail,
+                                      lambda: agent.budget.max_budget_usd))
+    if agent.output_schema is not None:  # a fresh answer for every run
+        from ..engine.structured import StructuredAnswer
+        from ..tools.structured import StructuredOutputTool
+
+        answer = StructuredAnswer(agent.output_schema)
+        tools.append(StructuredOutputTool(answer))
+        stop_hooks.append(answer.stop_hook)
+        shape = answer.shape
+    offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
+    config = LoopConfig(
+        model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
+        session_id=agent.session_id, system=agent.system(), tools=offered, limits=agent.limits, budget=agent.budget,
+        permissions=rules,
+        include_partial=agent.include_partial, stop_hooks=stop_hooks, final_turn=agent.final_turn, shape_result=shape,
+        hooks=hooks, approver=approver, classifier=agent._classifier(), transcript_path=agent.transcript_path,
+        before_write=agent.checkpoints.before_write if agent.checkpoints is not None else None,
+        goal=agent._goal_judge(emit), writable_roots=tuple(Path(r) for r in agent._writable_roots()),
+        background_tasks=getattr(agent._background(), "running", list), child_env=agent._child_environment(),
+        crash_log=agent.crash_log or transport.crash_log, **(agent.memory.loop_hooks(emit) if agent.memory else {}),
+        elsewhere=agent._subagents().elsewhere if agent.agents else None,
+        subagent=agent.subagent.fields() if agent.subagent is not None else None,
+        expansion=turn.expansion if turn is not None else None,
+        settle=getattr(agent.recorder, "settle", None),
+    )
+    return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
+
+
+def run_hooks(agent: Any, emit: Callable[[Event], None]) -> HookRunner:
+    """The hooks of one run: reporting to its emitter, with this agent's model client for
+    prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
+    hooks = agent.hooks or NoHooks()
+    bind = getattr(hooks, "bind", None)
+    if bind is None:
+        return hooks
+    return bind(emit=emit, model=agent._client(), post_json=transport.http_post_json,
+                base_env=agent._child_environment())
+
+
+def goal_judge(agent: Any, emit: Callable[[Event], None]) -> GoalJudge | None:
+    if agent.goal is None:
+        return None
+    if agent._judge is None:
+        from ..core.clock import SystemClock
+        from ..engine.goal import GoalJudge
+        from ..tools.workspace import LocalWorkspace
+
+        agent._judge = GoalJudge(agent.goal, agent.evaluator_client or agent._client(),
+                                agent.workspace or LocalWorkspace(agent.cwd, agent._check_wrapper(),
+                                                                 agent._child_environment()),
+                                agent.clock or SystemClock(), priced=resolve_model(agent.model).price is not None)
+    agent._judge.emit = emit
+    if not agent._goal_armed:
+        agent._judge.start(agent._goal_baseline)
+        agent._goal_armed = True
+    else:
+        agent._judge.new_run()
+    return agent._judge if agent._judge.active else None
