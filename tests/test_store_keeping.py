@@ -13,6 +13,7 @@ import textwrap
 
 from storekinds import any_store  # noqa: F401  (a fixture)
 from test_crash import kill9, wait_for
+from test_workflows import rules
 
 from loopwright.session.checkpoints import Checkpoints
 from loopwright.stores import open_store
@@ -156,15 +157,6 @@ async def main(wf, args):
 
     return " | ".join(await wf.parallel(*(wf.pipeline(topic, draft, review) for topic in args)))
 '''
-
-
-def rules(review_delay=0):
-    out = []
-    for topic in ("alpha", "beta", "gamma"):
-        out.append({"match": {"last_user_contains": f"REVIEW draft-{topic}"},
-                    "responses": [{"text": f"reviewed-{topic}", **({"delay": review_delay} if review_delay else {})}]})
-        out.append({"match": {"last_user_contains": f"DRAFT {topic}"}, "responses": [{"text": f"draft-{topic}"}]})
-    return {"rules": out}
 
 
 def workflow_place(tmp_path):

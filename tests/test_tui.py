@@ -442,9 +442,12 @@ def test_shift_tab_keeps_bypass_in_the_cycle_only_when_the_session_started_with_
     assert asked_never.cycle() == "default"  # a mode outside the cycle goes back to its start
 
 
+def write(content):
+    """A model turn that writes `content` to notes.txt."""
+    return {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt", "content": content}}}
+
+
 def test_rewind_puts_the_files_back_to_before_a_prompt(term, tmp_path):
-    write = lambda content: {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt",  # noqa: E731
-                                                                     "content": content}}}
     child, sim = term([write("one\n"), {"text": "first done"}, write("two\n"), {"text": "second done"}],
                       args=("--permission-mode", "acceptEdits"))
     see(child, PROMPT)
@@ -472,8 +475,6 @@ def test_rewind_puts_the_files_back_to_before_a_prompt(term, tmp_path):
 
 
 def test_clear_gives_the_new_conversation_its_own_checkpoints(term, tmp_path):
-    write = lambda content: {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt",  # noqa: E731
-                                                                     "content": content}}}
     child, sim = term([write("one\n"), {"text": "first done"}, write("two\n"), {"text": "second done"}],
                       args=("--permission-mode", "acceptEdits"))
     see(child, PROMPT)

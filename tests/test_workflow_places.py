@@ -169,12 +169,8 @@ def test_a_routine_workflow_key_is_checked(tmp_path):
         assert out.returncode == 2 and said in out.stderr, out.stderr
 
 
-def test_a_routine_workflows_answer_is_held_to_the_items_checks_and_protected_files(tmp_path):
-    from test_routines import cli, items, project
-
-    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\ngoal: \"{id} is fixed\"\n"
-                                    "check: grep -q good answer.txt\nprotect: tests/**\nallowed_tools: [Bash, Write]\n"
-                                    "permission_mode: acceptEdits\nsandbox: false\n")
+def work_then_review(root):
+    """A `fix` workflow of two agents (WORK the item, then REVIEW it) and a protected test file."""
     (root / ".loopwright" / "workflows").mkdir()
     (root / ".loopwright" / "workflows" / "fix.py").write_text(textwrap.dedent('''
         async def main(wf, args):
@@ -183,6 +179,15 @@ def test_a_routine_workflows_answer_is_held_to_the_items_checks_and_protected_fi
     '''))
     (root / "tests").mkdir()
     (root / "tests" / "keep.txt").write_text("the real test\n")
+
+
+def test_a_routine_workflows_answer_is_held_to_the_items_checks_and_protected_files(tmp_path):
+    from test_routines import cli, items, project
+
+    root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\ngoal: \"{id} is fixed\"\n"
+                                    "check: grep -q good answer.txt\nprotect: tests/**\nallowed_tools: [Bash, Write]\n"
+                                    "permission_mode: acceptEdits\nsandbox: false\n")
+    work_then_review(root)
     (root / "items.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in ("g1", "b1", "p1")))
 
     def write(path, content):
@@ -225,14 +230,7 @@ def test_a_resumed_routine_workflow_still_counts_protected_changes_made_before_i
 
     root = project(tmp_path, "fix", "source: {command: cat items.jsonl}\nworkflow: fix\ngoal: \"{id} is fixed\"\n"
                                     "protect: tests/**\nallowed_tools: [Bash]\nsandbox: false\n")
-    (root / ".loopwright" / "workflows").mkdir()
-    (root / ".loopwright" / "workflows" / "fix.py").write_text(textwrap.dedent('''
-        async def main(wf, args):
-            first = await wf.agent(f"WORK {wf.item['id']}")
-            return await wf.agent(f"REVIEW {wf.item['id']} after {first}")
-    '''))
-    (root / "tests").mkdir()
-    (root / "tests" / "keep.txt").write_text("the real test\n")
+    work_then_review(root)
     (root / "items.jsonl").write_text('{"id": "k1"}\n')
     sneak = {"name": "Bash", "input": {"command": "python3 -c \"open('tests/keep.txt', 'w').write('weakened')\""}}
     slow = {"rules": [{"match": {"last_user_contains": "WORK k1"}, "responses": [{"tool_use": sneak}]},
