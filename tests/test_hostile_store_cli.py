@@ -152,6 +152,13 @@ def test_a_blank_queue_name_is_refused(place, tmp_path, args, queue):
         assert not (tmp_path / "q.db").exists()
 
 
+@pytest.mark.parametrize("args", [["worker"], ["enqueue", "fix the bug"], ["routine", "run", "triage", "--once"]])
+def test_a_queue_name_that_would_be_a_companion_is_refused(place, tmp_path, args):
+    """`X.runs` is where the runs of attempts of queue X wait: a queue of that name would mix the two."""
+    out = run([*args, "--queue", "fix.runs", "--store", f"sqlite://{tmp_path / 'q.db'}"], place)
+    refused(out, 2, "--queue: a queue name may not end in '.runs'")
+
+
 def test_a_typo_in_enqueue_flags_is_named_before_the_store_is_asked_for(place):
     out = run(["enqueue", "--sotre", "sqlite:///tmp/x.db", "fix the bug"], place)
     refused(out, 2, "--sotre", "did you mean --store?")

@@ -38,9 +38,13 @@ def durable_libs(store: str) -> str:
 
 
 def queue_name(value: str, flag: str = "--queue") -> str:
-    """A queue's name: not blank (a queue of no name is one no worker is told to take from)."""
+    """A queue's name: not blank (a queue of no name is one no worker is told to take from), and
+    not ending in `.runs`, the suffix of each queue's companion (where runs of attempts wait)."""
     if not value.strip() or value != value.strip():
         raise UsageError(f"{flag}: expected a queue name (not blank, no spaces around it), got {value!r}")
+    if value.endswith(".runs"):
+        raise UsageError(f"{flag}: a queue name may not end in '.runs' (each queue's companion for runs of "
+                         f"attempts is named QUEUE.runs), got {value!r}")
     return value
 
 
