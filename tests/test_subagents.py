@@ -8,6 +8,7 @@ subagent), `--agents JSON` and the SDK's `agents`, init's `agents`, a goal judge
 subagents end. The real CLI and the simulator."""
 
 import json
+import os
 import signal
 
 import pytest
@@ -221,6 +222,19 @@ def sidechains(home, project, sid):
     return sorted(folder.glob("agent-*.jsonl"))
 
 
+def finished_tools(path):
+    """The tool_use ids the session's ledger records as finished (a line being written is skipped)."""
+    ids = set()
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("type") == "tool_finished":
+            ids.add(record.get("toolUseId"))
+    return ids
+
+
 @pytest.mark.parametrize("how", ["kill", "interrupt"])
 def test_a_crash_or_interrupt_leaves_every_transcript_valid_and_resume_never_reruns_a_finished_subagent(tmp_path, how):
     project, home, sid = setup(tmp_path)
@@ -230,8 +244,9 @@ def test_a_crash_or_interrupt_leaves_every_transcript_valid_and_resume_never_rer
         {"responses": [TWO_AGENTS]}]}
     with Simulator(script) as sim:
         proc = start(["-p", "do both", "--session-id", sid, "--output-format", "json"], sim, project, home)
-        wait_for(lambda: requests_for(sim, "TASK-B") and any(
-            "run_result" in p.read_text() for p in sidechains(home, project, sid)))
+        # A has finished for the session once the parent's ledger says so (its tool_finished
+        # record), not when A's own sidechain ends: a kill between the two is "outcome unknown".
+        wait_for(lambda: requests_for(sim, "TASK-B") and "toolu_a" in finished_tools(crash_transcript(home, project, sid)))
         if how == "kill":
             kill9(proc)
         else:
@@ -254,6 +269,43 @@ def test_a_crash_or_interrupt_leaves_every_transcript_valid_and_resume_never_rer
     answers = tool_results(requests[0])
     assert answers["toolu_a"]["content"] == "A done" and not answers["toolu_a"].get("is_error")
     assert answers["toolu_b"]["is_error"]  # it was cut off: its outcome is said, it is not re-run
+
+
+def test_a_kill_after_a_subagent_ends_but_before_its_parent_records_it_is_outcome_unknown_never_a_rerun(tmp_path):
+    """The window between a subagent's own run_result and its parent's tool_finished, held open
+    by a PostToolUse hook: the parent's ledger decides, as for any tool (an unknown outcome, said,
+    not run again), and the subagent's sidechain is whole with its answer."""
+    project, home, sid = setup(tmp_path)
+    held = tmp_path / "post-hook.pid"
+    settings = {"hooks": {"PostToolUse": [hook(f"echo $$ > {held}.tmp; mv {held}.tmp {held}; exec sleep 30",
+                                               "Agent")]}}
+    script = {"rules": [
+        {"match": {"last_user_contains": "TASK-A"}, "responses": [{"text": "A done"}]},
+        {"responses": [agent_call("TASK-A", tid="toolu_a")]}]}
+    with Simulator(script) as sim:
+        proc = start(["-p", "do it", "--session-id", sid, "--output-format", "json",
+                      "--settings", json.dumps(settings)], sim, project, home)
+        try:
+            wait_for(held.exists)
+            [side] = sidechains(home, project, sid)
+            assert "run_result" in side.read_text()  # the subagent has ended...
+            assert "toolu_a" not in finished_tools(crash_transcript(home, project, sid))  # ...its parent not yet
+            kill9(proc)
+        finally:
+            if held.exists():
+                os.kill(int(held.read_text()), signal.SIGKILL)
+    for path in [crash_transcript(home, project, sid), side]:
+        records, warnings = read_records(path)
+        assert records and not warnings
+    assert "A done" in side.read_text()
+
+    with Simulator([{"text": "resumed"}]) as sim:
+        out = crash_run(["-p", "-r", sid, "carry on", "--output-format", "json"], sim, project, home)
+        requests = sim.message_requests
+    assert json.loads(out.stdout)["result"] == "resumed", out.stderr
+    assert len(requests) == 1  # the subagent did not run again
+    answer = tool_results(requests[0])["toolu_a"]
+    assert answer["is_error"] and "Outcome unknown" in answer["content"] and "not run again" in answer["content"]
 
 
 def test_agents_flag_defines_subagents_that_win_a_name_clash(tmp_path):
