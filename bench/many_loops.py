@@ -63,8 +63,9 @@ def tick_tool():
 
     counts: dict[str, int] = {}
 
+    # async, as a tool that does no blocking work is written (a plain def runs on a worker thread)
     @tool(read_only=True)
-    def tick(context: ToolContext) -> str:
+    async def tick(context: ToolContext) -> str:
         """Count this session's ticks."""
         counts[context.session_id] = counts.get(context.session_id, 0) + 1
         return f"tick {counts[context.session_id]} of {TURNS}"
