@@ -8,6 +8,26 @@ from __future__ import annotations
 from pathlib import Path
 
 
+# name -> (module of this package, its entry point), for the commands that take their own arguments
+_COMMANDS = {
+    "rewind": ("rewind", "run_rewind"),
+    "session": ("sessions", "run_session"),
+    "sessions": ("sessions", "run_sessions"),
+    "goal": ("goal", "run"),
+    "schedule": ("schedule", "run_schedule"),
+    "routine": ("routines.command", "run_routine"),
+    "scheduler": ("scheduler", "run_scheduler"),
+    "serve": ("serve", "run_serve"),
+    "mcp": ("mcp", "run_mcp"),
+    "trust": ("trust", "run_trust"),
+    "workflow": ("workflow", "run_workflow_command"),
+    "worker": ("worker", "run_worker_command"),
+    "enqueue": ("worker", "run_enqueue"),
+    "workers": ("worker", "run_workers"),
+    "settings": ("settings", "run_settings"),
+}
+
+
 def run(name: str, args: list[str]) -> int:
     if name == "demo":
         from ..parsing import Parser
@@ -43,57 +63,9 @@ def run(name: str, args: list[str]) -> int:
         from ..attempts import clean
 
         return clean(Path.cwd())
-    if name == "rewind":
-        from .rewind import run_rewind
+    if name in _COMMANDS:  # each command's module is imported only when it runs
+        from importlib import import_module
 
-        return run_rewind(args)
-    if name == "session":
-        from .sessions import run_session
-
-        return run_session(args)
-    if name == "sessions":
-        from .sessions import run_sessions
-
-        return run_sessions(args)
-    if name == "goal":
-        from .goal import run as run_goal
-
-        return run_goal(args)
-    if name == "schedule":
-        from .schedule import run_schedule
-
-        return run_schedule(args)
-    if name == "routine":
-        from .routines.command import run_routine
-
-        return run_routine(args)
-    if name == "scheduler":
-        from .scheduler import run_scheduler
-
-        return run_scheduler(args)
-    if name == "serve":
-        from .serve import run_serve
-
-        return run_serve(args)
-    if name == "mcp":
-        from .mcp import run_mcp
-
-        return run_mcp(args)
-    if name == "trust":
-        from .trust import run_trust
-
-        return run_trust(args)
-    if name == "workflow":
-        from .workflow import run_workflow_command
-
-        return run_workflow_command(args)
-    if name in ("worker", "enqueue", "workers"):
-        from . import worker
-
-        return {"worker": worker.run_worker_command, "enqueue": worker.run_enqueue,
-                "workers": worker.run_workers}[name](args)
-    if name == "settings":
-        from .settings import run_settings
-
-        return run_settings(args)
+        module, function = _COMMANDS[name]
+        return getattr(import_module(f".{module}", __name__), function)(args)
     raise AssertionError(name)
