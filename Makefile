@@ -13,7 +13,7 @@ $(VENV)/.installed: $(VENV)/.base
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-.PHONY: demo demo-routine test bench clean
+.PHONY: demo demo-routine test bench dist clean
 demo: $(VENV)/.base
 	$(VENV)/bin/loopwright demo
 
@@ -21,10 +21,13 @@ demo-routine: $(VENV)/.base
 	$(VENV)/bin/loopwright demo routine
 
 test: $(VENV)/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest -q
 
 bench: $(VENV)/.installed
 	$(PY) bench/turn_overhead.py
 
+dist: $(VENV)/.installed
+	$(PY) -m build --outdir dist
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build dist src/*.egg-info
