@@ -206,3 +206,23 @@ def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request
     loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
               if line.startswith("import time:")}
     assert loaded & heavy == set()
+
+
+@pytest.mark.parametrize("variable, value, model, says", [
+    ("ANTHROPIC_BASE_URL", "127.0.0.1:8080", None, "is not a URL: expected http:// or https://"),
+    ("ANTHROPIC_BASE_URL", "localhost", None, "is not a URL"),
+    ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/v1", None, "ends with /v1, which loopwright adds itself"),
+    ("ANTHROPIC_BASE_URL", "https://gateway.example/v1/", None, "set it to https://gateway.example"),
+    ("OPENAI_BASE_URL", "https://gateway.example/v1/chat/completions", "openai:gpt-5",
+     "set it to https://gateway.example/v1"),
+    ("OPENAI_BASE_URL", "gateway.example/v1", "openai:gpt-5", "is not a URL"),
+])
+def test_a_base_url_that_cannot_be_right_is_named_before_anything_is_sent(tmp_path, variable, value, model, says):
+    # without the check: a URL with no scheme was reported as a missing API key, and a doubled /v1
+    # reached the server as a bare 404 for /v1/v1/messages
+    env = {variable: value, "OPENAI_API_KEY": "sk-test", "HOME": str(tmp_path)}
+    args = ["-p", "hi"] + (["--model", model] if model else [])
+    out = cli(args, env=env, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert variable in out.stderr and says in out.stderr
+    assert "API key" not in out.stderr and "Internal error" not in out.stderr

@@ -22,7 +22,9 @@ from ..core.types import (
 
 # The error tables are re-exported: they are part of this adapter's public face.
 from .anthropic_errors import ERROR_CODE_KIND, STATUS_KIND, map_errors, map_status_error, parse_retry_after
-from .http import LOOPBACK_KEY, Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for, is_loopback
+from .http import (
+    LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
+)
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -139,7 +141,8 @@ class AnthropicModel:
         """Configured from `env`; `origins` names the settings file that set a variable, if one did."""
         api_key = env.get("ANTHROPIC_API_KEY") or None
         auth_token = env.get("ANTHROPIC_AUTH_TOKEN") or None
-        base_url = (env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        base_url = checked_base_url(env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL, "ANTHROPIC_BASE_URL",
+                                    appends="/v1")
         if not api_key and not auth_token:
             if not is_loopback(base_url):
                 raise UsageError(

@@ -49,6 +49,26 @@ def is_loopback(url: str) -> bool:
     return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
+def checked_base_url(url: str, variable: str, *, appends: str) -> str:
+    """`url` without a trailing slash, or a `UsageError` naming `variable` when it cannot be
+    an API's base URL: no http(s) scheme or no host, or a path that already ends with what
+    the client appends itself (`appends`: "/v1" for Anthropic's `/v1/messages`)."""
+    from urllib.parse import urlsplit
+
+    from ..core.errors import UsageError
+
+    base = url.strip().rstrip("/")
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{variable}={url!r} is not a URL: expected http:// or https:// and a host, such as "
+                         f"https://api.example.com or http://127.0.0.1:8080")
+    if appends and parts.path.rstrip("/").endswith(appends):
+        fixed = base[: -len(appends)]
+        raise UsageError(f"{variable}={url!r} ends with {appends}, which loopwright adds itself (requests would "
+                         f"go to {appends}{appends}/…): set it to {fixed}")
+    return base
+
+
 def running_loop() -> object | None:
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:

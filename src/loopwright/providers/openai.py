@@ -23,7 +23,9 @@ from ..core.types import (
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
 )
 from .anthropic_errors import fallback_message, json_object, map_errors, parse_retry_after, status_kind
-from .http import LOOPBACK_KEY, Endpoint, LoopBoundClient, close_response, encode_json, endpoint_for, is_loopback
+from .http import (
+    LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
+)
 from .sse import SSEDecoder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,12 +45,15 @@ def split_model(name: str, env: Mapping[str, str] = os.environ) -> tuple[str, st
         key = env.get("OPENAI_API_KEY") or None
         if not key:
             raise UsageError(f"--model {name}: no OpenAI API key: set OPENAI_API_KEY")
-        return (env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL), name[len("openai:"):], key
+        base = checked_base_url(env.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL, "OPENAI_BASE_URL",
+                                appends="/chat/completions")
+        return base, name[len("openai:"):], key
     if name.startswith("openai-compatible:"):
         base, _, model = name[len("openai-compatible:"):].rpartition("#")
         if not base.startswith(("http://", "https://")) or not model:
             raise UsageError(f"--model {name!r}: expected openai-compatible:BASE_URL#MODEL, such as "
                              "openai-compatible:http://127.0.0.1:8080/v1#llama3")
+        base = checked_base_url(base, f"the base URL of --model {name}", appends="/chat/completions")
         return base, model, env.get("OPENAI_API_KEY") or (LOOPBACK_KEY if is_loopback(base) else None)
     return None
 
