@@ -274,13 +274,42 @@ def test_dry_run_lists_what_a_fire_would_take_and_runs_nothing(tmp_path):
      "attempt_instructions: expected `attempts:` of 2 or more"),
     ("source: {http: 1}\nprompt: a\n", "source.http: expected true (items are POSTed to `loopwright serve`"),
 ])
-def test_a_bad_routine_file_is_one_error_naming_the_file_and_key(tmp_path, text, needle):
+def test_a_bad_routine_file_is_an_error_naming_the_file_and_key(tmp_path, text, needle):
     root = project(tmp_path, "bad", text)
     out = cli(["routine", "run", "bad", "--once"], tmp_path)
     assert out.returncode == 2 and out.stdout == ""
-    (line,) = out.stderr.strip().splitlines()
-    assert line.startswith(f"loopwright: error: {root / '.loopwright' / 'routines' / 'bad.yaml'}: ")
-    assert needle in line, line
+    lines = out.stderr.strip().splitlines()
+    assert lines[0].startswith(f"loopwright: error: {root / '.loopwright' / 'routines' / 'bad.yaml'}: ")
+    assert needle in out.stderr, out.stderr
+    if "not YAML" not in needle:
+        assert len(lines) == 1, out.stderr
+
+
+def test_every_problem_of_a_routine_file_at_once_with_the_key_meant(tmp_path):
+    # before: only the first problem, and an unknown key listed all keys with no hint
+    root = project(tmp_path, "bad", "source: {command: x}\npromt: a\nevery: sometimes\nconcurrency: 0\n"
+                                    "permission_mode: yolo\n")
+    out = cli(["routine", "run", "bad", "--once"], tmp_path)
+    assert out.returncode == 2
+    path = root / ".loopwright" / "routines" / "bad.yaml"
+    lines = out.stderr.strip().splitlines()
+    assert lines[0].startswith(f"loopwright: error: {path}: ")
+    text = out.stderr
+    assert "promt: expected one of the keys" in text and "(did you mean `prompt:`?)" in text
+    assert "every: expected an interval such as 5m" in text
+    assert "concurrency: expected a whole number of at least 1, got 0" in text
+    assert "permission_mode: expected one of default," in text
+    assert "prompt: expected exactly one of `prompt:` or `goal:`" in text
+    assert len(lines) == 5, text
+
+
+def test_a_routine_file_that_is_not_yaml_keeps_the_caret_under_the_spot(tmp_path):
+    project(tmp_path, "bad", "source: {command: x}\nprompt: [a\n")
+    out = cli(["routine", "run", "bad", "--once"], tmp_path)
+    assert out.returncode == 2 and "not YAML:" in out.stderr
+    lines = out.stderr.splitlines()
+    caret = next(i for i, line in enumerate(lines) if line.strip() == "^")
+    assert "line" in " ".join(lines[:caret]) and lines[caret - 1].strip(), out.stderr
 
 
 def test_list_show_pause_and_rm(tmp_path):

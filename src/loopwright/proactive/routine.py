@@ -1,8 +1,8 @@
 """A routine file (`.loopwright/routines/NAME.yaml`), checked: a trigger (`every` / `cron`), an
 item source (`command` printing JSON lines, a `folder` of files, or `http: true`: items POSTed to
 `loopwright serve`), what to do per item (a `prompt` or a `goal` template with `{field}`
-placeholders), limits, concurrency, retries and a `report` command. Every problem is one error
-naming the file, the key and what was expected."""
+placeholders), limits, concurrency, retries and a `report` command. Every problem is found at
+once, each naming the file, the key and what was expected."""
 
 from __future__ import annotations
 
@@ -106,43 +106,69 @@ class _Check:
 
 
 def parse_routine(name: str, path: str, data: Any) -> Routine:
-    """The routine `name` from the parsed YAML `data` of the file at `path`."""
+    """The routine `name` from the parsed YAML `data` of the file at `path`. Every problem is
+    found at once: the `RoutineError` lists each on its own line (unknown keys with the key
+    that was probably meant)."""
     c = _Check(path)
     if not NAME.fullmatch(name):
         raise RoutineError(f"{path}: the file name: expected letters, digits, '.', '_' or '-' before .yaml, "
                            f"got {name!r}")
     if not isinstance(data, dict):
         raise RoutineError(f"{path}: expected a mapping of keys ({', '.join(_KEYS)}), got {type(data).__name__}")
-    unknown = [k for k in data if k not in _KEYS]
-    if unknown:
-        raise c.fail(str(unknown[0]), f"one of the keys {', '.join(_KEYS)}", given=False)
-    every_s, cron = _trigger(c, data)
-    kind, source = _source(c, data.get("source"), name)
-    prompt, goal = c.text(data, "prompt"), c.text(data, "goal")
-    if bool(prompt) == bool(goal):
-        raise c.fail("prompt", "exactly one of `prompt:` or `goal:` (a template such as \"Triage {id}\")",
-                     given=False)
-    template_error(prompt or goal, c, "goal" if goal else "prompt")
-    check, protect = c.texts(data, "check"), c.texts(data, "protect")
+    problems: list[str] = [str(c.fail(str(k), _unknown_hint(str(k)), given=False)) for k in data if k not in _KEYS]
+
+    def checked(part: Any, default: Any = None) -> Any:
+        try:
+            return part()
+        except RoutineError as exc:
+            problems.append(str(exc))
+            return default
+
+    every_s, cron = checked(lambda: _trigger(c, data), (0, ""))
+    kind, source = checked(lambda: _source(c, data.get("source"), name), ("command", ""))
+    prompt, goal = checked(lambda: c.text(data, "prompt"), ""), checked(lambda: c.text(data, "goal"), "")
+    said = any(p.startswith((f"{path}: prompt:", f"{path}: goal:")) for p in problems)
+    if bool(prompt) == bool(goal) and not said:
+        problems.append(str(c.fail("prompt", "exactly one of `prompt:` or `goal:` (a template such as "
+                                   "\"Triage {id}\")", given=False)))
+    elif prompt or goal:
+        checked(lambda: template_error(prompt or goal, c, "goal" if goal else "prompt"))
+    check, protect = checked(lambda: c.texts(data, "check"), ()), checked(lambda: c.texts(data, "protect"), ())
     if (check or protect) and not goal:
-        raise c.fail("check", "a `goal:` (checks and protected paths belong to a goal)", given=False)
+        problems.append(str(c.fail("check", "a `goal:` (checks and protected paths belong to a goal)", given=False)))
     mode = data.get("permission_mode")
     if mode is not None and mode not in _MODES:
-        raise c.fail("permission_mode", f"one of {', '.join(_MODES)}", mode)
+        problems.append(str(c.fail("permission_mode", f"one of {', '.join(_MODES)}", mode)))
     sandbox = data.get("sandbox")
     if sandbox is not None and not isinstance(sandbox, bool):
-        raise c.fail("sandbox", "true or false", sandbox)
-    limits = _limits(c, data.get("limits"))
-    skill = c.text(data, "skill")
+        problems.append(str(c.fail("sandbox", "true or false", sandbox)))
+    limits = checked(lambda: _limits(c, data.get("limits")), {})
+    skill = checked(lambda: c.text(data, "skill"), "")
     if skill and not NAME.fullmatch(skill.removeprefix("/")):
-        raise c.fail("skill", "a skill's name such as fix-bug (its folder under .claude/skills)", skill)
-    workflow = _workflow(c, data, skill)
+        problems.append(str(c.fail("skill", "a skill's name such as fix-bug (its folder under .claude/skills)", skill)))
+    routine = dict(
+        allowed_tools=checked(lambda: c.texts(data, "allowed_tools"), ()),
+        model=checked(lambda: c.text(data, "model"), "") or None,
+        concurrency=checked(lambda: c.whole(data, "concurrency", ""), None) or 1,
+        retry_failed=checked(lambda: c.whole(data, "retry_failed", "", minimum=0), None) or 0,
+        report=checked(lambda: c.text(data, "report"), ""), attempts=checked(lambda: _attempts(c, data), 0),
+        attempt_instructions=checked(lambda: _instructions(c, data), ""),
+        workflow=checked(lambda: _workflow(c, data, skill), ""))
+    if problems:
+        raise RoutineError("\n".join(dict.fromkeys(problems)))
     return Routine(name, path, every_s, cron, kind, source, prompt, goal, check, protect, mode,
-                   c.texts(data, "allowed_tools"), c.text(data, "model") or None, sandbox, **limits,
-                   concurrency=c.whole(data, "concurrency", "") or 1,
-                   retry_failed=c.whole(data, "retry_failed", "", minimum=0) or 0, report=c.text(data, "report"),
-                   skill=skill.removeprefix("/"), attempts=_attempts(c, data),
-                   attempt_instructions=_instructions(c, data), workflow=workflow)
+                   routine["allowed_tools"], routine["model"], sandbox, **limits,
+                   concurrency=routine["concurrency"], retry_failed=routine["retry_failed"],
+                   report=routine["report"], skill=skill.removeprefix("/"), attempts=routine["attempts"],
+                   attempt_instructions=routine["attempt_instructions"], workflow=routine["workflow"])
+
+
+def _unknown_hint(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, _KEYS, n=1, cutoff=0.6)
+    known = f"one of the keys {', '.join(_KEYS)}"
+    return f"{known} (did you mean `{close[0]}:`?)" if close else known
 
 
 def _workflow(c: _Check, data: Mapping[str, Any], skill: str) -> str:

@@ -34,7 +34,9 @@ def load_routine(path: Path) -> Any:
     except OSError as exc:
         raise RoutineError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise RoutineError(f"{path}: not YAML: {' '.join(str(exc).split())}") from None
+        # YAML's own report points at the spot with a caret under the line: keep its lines
+        where = "\n".join(f"    {line}" for line in str(exc).splitlines())
+        raise RoutineError(f"{path}: not YAML:\n{where}") from None
     return parse_routine(path.stem, str(path), data)
 
 
