@@ -37,7 +37,7 @@ class IdleLoop:
 
     def command(self, args: str) -> str | None:
         """`/loop INTERVAL PROMPT`, `/loop PROMPT every 5m`, `/loop` (its state), `/loop stop`."""
-        from ...policy.cadence import EXPIRY_S, parse_loop
+        from ...policy.cadence import EXPIRY_S, cadence, parse_loop
         from ...proactive.schedule import loop_prompt
 
         if args in ("", "status"):
@@ -62,8 +62,11 @@ class IdleLoop:
             self.room.say("⟳ self-paced loop: the model sets when the next iteration comes (ScheduleWakeup); "
                           "/loop stop ends it")
             return self.prompt()
-        self.every_s = parsed.interval_s
+        steps = cadence(parsed.interval_s)  # the same clean cron step as `-p`, schedules and routines
+        self.every_s = steps.every_s
         self.room.status.next_loop = self.clock() + self.every_s
+        if steps.note:
+            self.room.say(f"note: {steps.note}")
         self.room.say(f"⟳ looping every {_say(self.every_s)} while the prompt is idle (/loop stop ends it)")
         return self.prompt()
 
