@@ -7,11 +7,14 @@ import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.jsonsafe import valid_text
 from ..core.ports import ToolContext
 from ..core.regex import PatternError, compile_re2
+
+if TYPE_CHECKING:
+    from .ignores import Ignored
 
 # Version-control metadata is never what the model is looking for and can be huge.
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", ".jj", "_darcs"})
@@ -174,9 +177,10 @@ def split_glob(base: Path, pattern: str) -> tuple[Path, str]:
     return start, "/".join(segments)
 
 
-def walk_files(root: Path, max_depth: int | None = None) -> Iterator[tuple[Path, str]]:
+def walk_files(root: Path, max_depth: int | None = None, ignored: Ignored | None = None) -> Iterator[tuple[Path, str]]:
     """Yield (path, path relative to root with '/') for every file under `root`, skipping
-    version-control directories and not following directory symlinks (no cycles)."""
+    version-control directories, what `ignored` leaves out (tools/ignores), and not following
+    directory symlinks (no cycles)."""
     for dirpath, dirnames, filenames in os.walk(root, onerror=lambda _e: None):
         rel_dir = os.path.relpath(dirpath, root)
         prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
@@ -185,8 +189,11 @@ def walk_files(root: Path, max_depth: int | None = None) -> Iterator[tuple[Path,
             dirnames.clear()
         else:
             dirnames[:] = [d for d in dirnames if d not in VCS_DIRS]
+            if ignored is not None:
+                dirnames[:] = ignored.folders(dirpath, dirnames)
         for name in filenames:
-            yield Path(dirpath, name), prefix + name
+            if ignored is None or not ignored.file(dirpath, name):
+                yield Path(dirpath, name), prefix + name
 
 
 def mtime_or_zero(path: Path) -> float:

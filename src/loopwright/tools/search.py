@@ -18,6 +18,7 @@ from ..core.regex import PatternError
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
 from .grepengine import SEARCH_TIMEOUT_S, Engine, Stopped, compile_pattern
+from .ignores import Ignored
 from .paths import glob_regex, newest_first, resolve_path, split_glob, walk_files
 
 GLOB_MAX_RESULTS = 100
@@ -100,7 +101,8 @@ class GlobTool(BaseTool):
     description = (
         "Find files by glob pattern (`*` within a directory, `**` across directories, `{a,b}` "
         "alternatives). Returns absolute paths, most recently modified first, at most "
-        f"{GLOB_MAX_RESULTS}. Use Grep to search file contents."
+        f"{GLOB_MAX_RESULTS}. Skips what .gitignore/.ignore exclude and hidden folders unless the pattern "
+        "names them. Use Grep to search file contents."
     )
 
     async def run(self, args: GlobInput, ctx: ToolContext) -> ToolOutput:
@@ -110,26 +112,32 @@ class GlobTool(BaseTool):
         if not base.is_dir():
             return ToolOutput(f"{base} is not a directory; give a directory as path.", is_error=True)
         shown = _Shown(ctx)
-        found: list[Path] = await in_thread(_glob, base, args.pattern, shown)
+        ignored = Ignored(str(split_glob(base, args.pattern)[0]), hidden=_names_hidden(args.pattern))
+        found: list[Path] = await in_thread(_glob, base, args.pattern, shown, ignored)
         if not found:
-            return ToolOutput("No files found" + shown.note())
+            return ToolOutput("No files found" + shown.note() + ignored.note())
         lines = [str(p) for p in found[:GLOB_MAX_RESULTS]]
         if len(found) > GLOB_MAX_RESULTS:
             lines.append(
                 f"(Showing the {GLOB_MAX_RESULTS} most recently modified of {len(found)} files. "
                 "Use a more specific pattern or path to narrow the results.)"
             )
-        return ToolOutput("\n".join(lines) + shown.note())
+        return ToolOutput("\n".join(lines) + shown.note() + ignored.note())
 
 
-def _glob(base: Path, pattern: str, keep: Callable[[Path], bool] = bool) -> list[Path]:
+def _names_hidden(pattern: str | None) -> bool:
+    """A pattern that names a hidden folder (`.github/**`, `**/.config/*`) walks hidden folders."""
+    return bool(pattern) and any(part.startswith(".") and part not in (".", "..") for part in pattern.split("/")[:-1])
+
+
+def _glob(base: Path, pattern: str, keep: Callable[[Path], bool] = bool, ignored: Ignored | None = None) -> list[Path]:
     start, rest = split_glob(base, pattern)
     if not start.is_dir():
         return []
     regex = glob_regex(rest)
     # Without `**` a pattern cannot match deeper than its own number of segments.
     depth = None if "**" in rest else rest.count("/") + 1
-    matches = [p for p, rel in walk_files(start, depth) if regex.match(rel) and p.is_file() and keep(p)]
+    matches = [p for p, rel in walk_files(start, depth, ignored) if regex.match(rel) and p.is_file() and keep(p)]
     return newest_first(matches)
 
 
@@ -193,7 +201,8 @@ class GrepTool(BaseTool):
     description = (
         "Search file contents with a regular expression. output_mode: files_with_matches "
         "(default; paths, newest first), content (matching lines as path:line:text, with -A/-B/-C "
-        "context), count (path:N). Filter files with glob or type. Skips binary files, files over "
+        "context), count (path:N). Filter files with glob or type. Skips what .gitignore/.ignore "
+        "exclude, hidden folders (name one as path or in glob to search it), binary files, files over "
         "64 MiB, version-control directories and anything but regular files. Prefer this over running grep "
         "or rg in Bash."
     )
@@ -216,9 +225,10 @@ class GrepTool(BaseTool):
         if problem:
             return problem
         shown = _Shown(ctx)
+        ignored = Ignored(str(root if root.is_dir() else root.parent), hidden=_names_hidden(args.glob))
         try:
             with anyio.fail_after(self.timeout_s):
-                lines = await in_thread(_grep, root, engine, args, shown)
+                lines = await in_thread(_grep, root, engine, args, shown, ignored)
         except TimeoutError:
             return ToolOutput(engine.timed_out(self.timeout_s), is_error=True)
         except Stopped:
@@ -226,12 +236,13 @@ class GrepTool(BaseTool):
                               "pattern (RE2 syntax runs in linear time).", is_error=True)
         finally:
             engine.close()  # an abandoned search thread sees this and ends; a worker process is killed
-        return ToolOutput(_page(lines, args) + engine.note() + shown.note())
+        return ToolOutput(_page(lines, args) + engine.note() + shown.note() + ignored.note())
 
 
-def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bool] = bool) -> list[str]:
+def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bool] = bool,
+          ignored: Ignored | None = None) -> list[str]:
     hits: list[tuple[Path, list[str], list[int]]] = []
-    for path in _candidate_files(root, args, keep):
+    for path in _candidate_files(root, args, keep, ignored):
         found = engine.search(path)
         if found is not None and found[1]:
             hits.append((path, *found))
@@ -248,7 +259,8 @@ def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bo
     return out
 
 
-def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool]) -> Iterable[Path]:
+def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool],
+                     ignored: Ignored | None = None) -> Iterable[Path]:
     """Regular files only (reading a FIFO would wait forever), and only those the call may show."""
     if root.is_file():
         if keep(root):
@@ -256,7 +268,7 @@ def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool]) 
         return
     name_glob = glob_regex(args.glob) if args.glob else None
     types = FILE_TYPES.get(args.type or "", ())
-    for path, rel in walk_files(root):
+    for path, rel in walk_files(root, ignored=ignored):
         if name_glob is not None and not name_glob.match(rel if "/" in (args.glob or "") else path.name):
             continue
         if types and not any(fnmatch.fnmatchcase(path.name, t) for t in types):
