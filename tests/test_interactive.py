@@ -117,7 +117,7 @@ def test_ctrl_c_stops_the_running_turn_not_the_session(terminal):
     while not sim.message_requests and time.monotonic() < deadline:
         time.sleep(0.05)
     t.proc.send_signal(signal.SIGINT)
-    t.expect("(stopped)").expect("› ").send("are you there?").expect("still here").expect("› ").send("/exit")
+    t.expect("Interrupted by you").expect("› ").send("are you there?").expect("still here").expect("› ").send("/exit")
     assert t.close() == 0
 
 
@@ -127,7 +127,7 @@ def test_esc_stops_the_running_turn_in_plain_lines_and_what_was_typed_waits(term
     t.expect("› ").send("wait a while").expect("sleep 30")
     os.write(t.master, b"still ")  # typed while the turn runs
     os.write(t.master, b"\x1b")
-    t.expect("(stopped)").expect("› still ")  # the typed words wait in the next prompt
+    t.expect("Interrupted by you").expect("› still ")  # the typed words wait in the next prompt
     t.send("here").expect("after the stop").expect("› ").send("/exit")
     assert t.close() == 0
     last = sim.message_requests[-1].body["messages"]

@@ -26,8 +26,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>]")
 
 def spawn(tmp_path, sim, args=(), **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "NO_COLOR"))}
-    env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"),
-               TERM="xterm-256color", COLUMNS="80", LINES="24", **extra)
+    env.update({"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": sim.base_url, "HOME": str(tmp_path / "fakehome"),
+                "TERM": "xterm-256color", "COLUMNS": "80", "LINES": "24", **extra})
     child = pexpect.spawn(sys.executable, ["-m", "loopwright", *args], cwd=str(tmp_path), env=env,
                           dimensions=(24, 80), encoding="utf-8", codec_errors="replace", timeout=60)
     child.logfile_read = io.StringIO()  # everything the terminal was sent
@@ -115,9 +115,15 @@ def test_esc_mid_tool_stops_the_turn_and_the_transcript_stays_valid(term):
     see(child, PROMPT)
     say(child, "wait a while")
     see(child, r"Bash\(sleep 30\)")
+    # while it works the screen says so: a spinner with the elapsed time, how to stop it, the status line
+    see(child, "Working… ")
+    see(child, "to interrupt")
+    see(child, "claude-sonnet-5 · default · turn 1")
+    assert re.search(r"Working… \d+s · ↓ \d+ tokens · esc to interrupt", shown(child))
     child.send("still ")  # typed while the turn runs: it waits in the next prompt
     child.send(ESC)
-    see(child, r"\(stopped\)", timeout=20)  # not the 30 s of the sleep
+    see(child, "Interrupted by you", timeout=20)  # not the 30 s of the sleep; the person's own stop
+    assert "error_during_execution" not in shown(child)
     see(child, PROMPT)
     say(child, "there?")
     see(child, "after the stop")
@@ -222,14 +228,31 @@ def test_multi_line_input_and_commands_complete(term):
     assert sim.message_requests[0].body["messages"][-1]["content"][-1]["text"] == "first line\nsecond line"
 
 
-def test_no_color_gives_plain_lines_without_escape_sequences(term):
-    child, sim = term([{"text": "plain answer"}], NO_COLOR="1")
+COLOUR = re.compile(r"\x1b\[[0-9;]*(?:3[0-9]|4[0-9]|9[0-7]|10[0-7])(?:;[0-9;]*)?m")
+
+
+def test_no_color_drops_only_the_colours(term):
+    # before: NO_COLOR switched the whole terminal to plain lines (no status line, no Markdown)
+    child, sim = term([{"text": "a **plain** answer\n\n- one"}], NO_COLOR="1")
+    see(child, PROMPT)
+    say(child, "hi")
+    see(child, "one")
+    see(child, PROMPT)
+    see(child, "claude-sonnet-5 · default")  # the status line is there
+    say(child, "/help")
+    see(child, "/loop")
+    see(child, PROMPT)
+    assert leave(child) == 0
+    raw = child.logfile_read.getvalue()
+    assert "**plain**" not in shown(child) and "• one" in shown(child)  # Markdown still rendered
+    assert not COLOUR.search(raw), COLOUR.search(raw)
+
+
+def test_a_dumb_terminal_gets_plain_lines_without_escape_sequences(term):
+    child, sim = term([{"text": "plain answer"}], TERM="dumb")
     see(child, PROMPT)
     say(child, "hi")
     see(child, "plain answer")
-    see(child, PROMPT)
-    say(child, "/help")
-    see(child, "/loop")
     see(child, PROMPT)
     assert leave(child) == 0
     assert "\x1b" not in child.logfile_read.getvalue(), repr(child.logfile_read.getvalue())
@@ -308,7 +331,7 @@ def test_ctrl_c_mid_tool_stops_the_turn_not_the_session(term):
     say(child, "wait")
     see(child, r"Bash\(sleep 30\)")
     child.send("\x03")
-    see(child, r"\(stopped\)", timeout=20)
+    see(child, "Interrupted by you", timeout=20)
     see(child, PROMPT)
     say(child, "hello?")
     see(child, "here still")
@@ -352,7 +375,7 @@ def test_compact_takes_a_focus_and_the_status_line_fits_a_resized_terminal(term)
 
 
 def test_an_idle_loop_fires_in_plain_lines_too(term):
-    child, sim = term([{"text": "tick", "repeat": -1}], NO_COLOR="1")
+    child, sim = term([{"text": "tick", "repeat": -1}], TERM="dumb")
     see(child, PROMPT)
     say(child, "/loop 2s look around")
     see(child, "using every 1m")

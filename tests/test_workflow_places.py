@@ -317,7 +317,7 @@ def test_ctrl_c_stops_a_workflow_in_the_interactive_session_and_the_session_goes
             while not sim.message_requests and time.monotonic() < deadline:
                 time.sleep(0.05)
             t.proc.send_signal(signal.SIGINT)
-            t.expect("(stopped)").expect("› ").send("still there?").expect("still here").expect("› ").send("/exit")
+            t.expect("Interrupted by you").expect("› ").send("still there?").expect("still here").expect("› ").send("/exit")
             assert t.close() == 0
         finally:
             t.proc.kill()

@@ -1,7 +1,7 @@
 """`loopwright` at a terminal: the workspace-trust question first (before any project hook
 runs), then one session at an interactive prompt (cli/tui): prompt_toolkit and rich when input and
-output are a terminal with colour, plain lines with NO_COLOR, a dumb terminal or redirected
-output. Neither library is imported on any other path."""
+output are a terminal (without colours under NO_COLOR), plain lines with a dumb terminal or
+redirected output. Neither library is imported on any other path."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def fancy() -> bool:
     """prompt_toolkit and rich, or plain lines."""
-    return (sys.stdin.isatty() and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    return (sys.stdin.isatty() and sys.stdout.isatty()
             and os.environ.get("TERM", "dumb") not in ("dumb", "unknown", ""))
 
 

@@ -222,6 +222,9 @@ class Progress:
                 return loop_line(event)
             case ResultEvent():
                 r = event.result
+                if r.terminal_reason == "aborted":  # the person's own interrupt: not a failure
+                    return (f"\n■ interrupted by you · {plural(r.num_turns, 'turn')} · "
+                            f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {plural(r.num_turns, 'turn')} · "
                         f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
             case UserMessage() | PartialEvent() | HookStarted() | HookResponse():

@@ -166,7 +166,7 @@ def closing_line(result: RunResult) -> str | None:
     """What to print after a turn: the answer was shown as it came, so only a stop, an error or a
     structured answer needs saying."""
     if result.terminal_reason == "aborted":
-        return "(stopped)"
+        return "Interrupted by you. What should it do instead?"
     if result.is_error:
         return "Error: " + "; ".join(result.errors or [result.terminal_reason])
     if result.structured_output is not None:

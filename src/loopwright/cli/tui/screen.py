@@ -1,7 +1,9 @@
 """The terminal drawn with rich, read with prompt_toolkit: assistant text as Markdown while it
 streams, thinking dimmed, one line a tool call with its result collapsed (Ctrl-O shows the last
 one whole), edits as a small diff, inline permission choices, and keys read during a turn (Esc
-stops it; what else is typed waits in the next prompt)."""
+stops it; what else is typed waits in the next prompt). While a turn runs, the bottom of the
+screen is one live region: the paragraph being written, a spinner with the elapsed time, the
+tokens received and "esc to interrupt", and the status line. NO_COLOR drops only the colours."""
 
 from __future__ import annotations
 
@@ -26,13 +28,34 @@ THINKING_LINES = 6  # thinking is shown dimmed, cut to its first lines
 WORDS = {"y": "yes", "n": "no", "a": "always", "t": "tell the model instead"}
 
 
+class Working:
+    """The spinner line of a running turn, rendered afresh at each refresh of the live region."""
+
+    def __init__(self) -> None:
+        from rich.spinner import Spinner
+
+        self.started, self.tokens, self.partial_chars = time.monotonic(), 0, 0
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich__(self) -> Any:
+        elapsed = int(time.monotonic() - self.started)
+        clock = f"{elapsed // 60}m {elapsed % 60:02d}s" if elapsed >= 60 else f"{elapsed}s"
+        tokens = self.tokens + self.partial_chars // 4  # an estimate until the message's usage arrives
+        count = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+        self.spinner.update(text=Text.assemble(("Working… ", "bold"), (f"{clock} · ↓ {count} tokens · ", "dim"),
+                                               ("esc", "bold"), (" to interrupt", "dim")))
+        return self.spinner
+
+
 class RichFront(KeyWatch):
     def __init__(self) -> None:
-        self.console = Console(highlight=False)
+        self.console = Console(highlight=False)  # rich drops colours itself when NO_COLOR is set
         self.progress = Progress(sys.stdout)
         self.room: Any = None
         self.session: Any = None
-        self.live: Any = None
+        self.live: Any = None  # the live region while a turn runs
+        self.working: Working | None = None
+        self.paragraph: Any = None  # the Markdown of the paragraph being written, shown live
         self.block, self.text, self.drawn, self.streamed = "", "", 0.0, False
         self.asking: asyncio.Future[str] | None = None
         self.draft, self.last_ctrl_c, self.last_output = "", 0.0, ""
@@ -53,9 +76,13 @@ class RichFront(KeyWatch):
         if isinstance(event, PartialEvent):
             self._partial(event.event)
         elif isinstance(event, AssistantMessage):
+            self.progress.turn = event.turn  # goal lines name the turn they judged
             if not self.streamed and event.message.text.strip():
                 self._markdown(event.message.text)
             self.streamed = False
+            if self.working is not None:
+                self.working.tokens += event.usage.output_tokens
+                self.working.partial_chars = 0
         elif isinstance(event, ToolStarted):
             self._end_live()
             self.console.print(Text("⏺ ", style="green") + Text(visible(_call(event.name, event.input)), style="bold"))
@@ -75,7 +102,10 @@ class RichFront(KeyWatch):
         if isinstance(event, BlockStart):
             self.block, self.text = str(event.block.get("type", "")), ""
         elif isinstance(event, BlockDelta):
-            self.text += str(event.delta.get("text", event.delta.get("thinking", "")))
+            piece = str(event.delta.get("text", event.delta.get("thinking", event.delta.get("partial_json", ""))))
+            self.text += piece if self.block in ("text", "thinking") else ""
+            if self.working is not None:
+                self.working.partial_chars += len(piece)
             if self.block == "text":
                 self._stream()
         elif isinstance(event, BlockStop):
@@ -91,28 +121,52 @@ class RichFront(KeyWatch):
 
     def _stream(self, final: bool = False) -> None:
         """Redraws the paragraph being written; a finished paragraph (a blank line outside a code
-        fence) is drawn once more and left in place, so the live part stays within the screen."""
-        from rich.live import Live
+        fence) is printed for good, so the live part stays within the screen."""
         from rich.markdown import Markdown
 
         head, tail = _finished(self.text)
         if head:
-            self._draw(Markdown(visible(head)), Live)
-            self._end_live()
+            self.paragraph = None
+            self.console.print(Markdown(visible(head)))
             self.console.print()  # the blank line between paragraphs
             self.text = tail
         now = time.monotonic()
-        if not final and self.live is not None and now - self.drawn < REFRESH_S:
+        if not final and self.paragraph is not None and now - self.drawn < REFRESH_S:
             return
         if self.text.strip():
             self.drawn = now
-            self._draw(Markdown(visible(self.text)), Live)
+            self.paragraph = Markdown(visible(self.text))
+            self._refresh()
 
-    def _draw(self, markdown: Any, live_class: Any) -> None:
-        if self.live is None:
-            self.live = live_class(console=self.console, auto_refresh=False, vertical_overflow="visible")
+    def _view(self) -> Any:
+        from rich.console import Group
+
+        parts: list[Any] = [self.paragraph] if self.paragraph is not None else []
+        if self.working is not None:
+            parts.append(self.working)
+            if self.room is not None:
+                width = max(20, self.console.width)
+                parts.append(Text(visible(self.room.status.line(width)), style="dim reverse"))
+        return Group(*parts)
+
+    def _refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self._view(), refresh=True)
+        elif self.paragraph is not None:  # no turn running (a resumed conversation replayed): print
+            self._end_live()
+
+    def _start_live(self) -> None:
+        from rich.live import Live
+
+        if self.live is None and self.console.is_terminal:
+            self.live = Live(self._view(), console=self.console, auto_refresh=True, refresh_per_second=8,
+                             transient=True, vertical_overflow="visible", get_renderable=self._view)
             self.live.start()
-        self.live.update(markdown, refresh=True)
+
+    def _stop_live(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
 
     def _markdown(self, text: str) -> None:
         from rich.markdown import Markdown
@@ -121,9 +175,12 @@ class RichFront(KeyWatch):
         self.console.print(Markdown(visible(text)))
 
     def _end_live(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-            self.live = None
+        """The paragraph shown live is printed for good (what comes next goes below it)."""
+        if self.paragraph is not None:
+            paragraph, self.paragraph = self.paragraph, None
+            if self.live is not None:
+                self.live.update(self._view(), refresh=True)
+            self.console.print(paragraph)
 
     def expand(self) -> None:
         lines = self.last_output.splitlines()
@@ -211,13 +268,30 @@ class RichFront(KeyWatch):
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
         """Keys one at a time while a turn runs: Esc stops it, an ask takes its answer, the rest
-        is typed ahead into the next prompt."""
+        is typed ahead into the next prompt. The live region shows that it is working."""
         self._watch()
+        self.working = Working()
+        self._start_live()
         try:
             yield
         finally:
             self._unwatch()
             self._end_live()
+            self.working = None
+            self._stop_live()
+
+    @contextlib.contextmanager
+    def _paused(self) -> Iterator[None]:
+        """A whole line read (prompt_toolkit draws it): the live region and the key watch wait."""
+        had_live = self.live is not None
+        self._end_live()
+        self._stop_live()
+        try:
+            with super()._paused():
+                yield
+        finally:
+            if had_live:
+                self._start_live()
 
     def key(self, key: str) -> None:
         if key == "esc":
@@ -232,6 +306,7 @@ class RichFront(KeyWatch):
 
     def close(self) -> None:
         self._end_live()
+        self._stop_live()
 
 
 def _finished(text: str) -> tuple[str, str]:
