@@ -59,8 +59,10 @@ def test_wrap_builds_the_isolation(tmp_path):
     ({}, SandboxConfig()),
     ({"enabled": True}, SandboxConfig(enabled=True)),
     ({"enabled": True, "network": True}, SandboxConfig(enabled=True, network=True)),
-    ({"enabled": True, "network": {"allowedDomains": ["example.com"]}}, SandboxConfig(enabled=True)),
+    ({"enabled": True, "network": {"allowedDomains": ["example.com"]}},
+     SandboxConfig(enabled=True, domains=("example.com",))),
     ({"enabled": True, "network": {"allowedDomains": ["*"]}}, SandboxConfig(enabled=True, network=True)),
+    ({"network": {"allowAll": True, "allowedDomains": ["x.org"]}}, SandboxConfig(network=True)),
     ({"enabled": True, "failIfUnavailable": False}, SandboxConfig(enabled=True, fail_closed=False)),
 ])
 def test_settings(section, expected):
