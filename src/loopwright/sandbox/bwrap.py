@@ -24,8 +24,8 @@ class SandboxConfig:
     """`enabled`: run every Bash command under bwrap. `network`: keep the host's network (off:
     a private one with only its own loopback). `domains`: with the network off, the hosts
     commands may still reach through loopwright's proxy (`proxy.py`; patterns: `domains.py`).
-    `fail_closed`: when bwrap cannot run, refuse
-    Bash instead of running unsandboxed. `writable`: more writable roots than the session's.
+    `fail_closed`: when bwrap cannot run, refuse Bash instead of running unsandboxed.
+    `writable`: more writable roots than the session's.
     `unix_sockets`: the host unix sockets the user named (`allowUnixSockets`), `all_unix_sockets`
     (`allowAllUnixSockets`): either one lets commands create unix sockets — Linux's filter sees
     a socket's family, not the path it connects to, so naming one socket opens them all."""

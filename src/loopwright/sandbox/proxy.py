@@ -49,7 +49,7 @@ class Limits:
     head_timeout_s: float = 30.0  # to send them
     connect_timeout_s: float = 30.0  # to resolve and connect upstream
     idle_timeout_s: float = 300.0  # a connection with no bytes either way is closed
-    connections: int = 256  # at once, every command together
+    connections: int = 128  # at once, every command together (each holds two descriptors here)
     per_command: int = 64  # at once, one command
 
 

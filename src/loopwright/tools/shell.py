@@ -130,7 +130,8 @@ class BashTool(BaseTool):
 
     def _proxy_channel(self) -> Channel | None:
         """A way to the network proxy for one command, when it runs sandboxed with allowed domains."""
-        if not (self.sandbox.enabled and self.sandbox.domains) or bwrap.availability() is not None:
+        config = self.sandbox
+        if not (config.enabled and config.domains) or config.network or bwrap.availability() is not None:
             return None
         from ..sandbox.domains import Allowlist
         from ..sandbox.proxy import shared_proxy
