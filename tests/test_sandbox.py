@@ -59,8 +59,10 @@ def test_wrap_builds_the_isolation(tmp_path):
     ({}, SandboxConfig()),
     ({"enabled": True}, SandboxConfig(enabled=True)),
     ({"enabled": True, "network": True}, SandboxConfig(enabled=True, network=True)),
-    ({"enabled": True, "network": {"allowedDomains": ["example.com"]}}, SandboxConfig(enabled=True)),
+    ({"enabled": True, "network": {"allowedDomains": ["example.com"]}},
+     SandboxConfig(enabled=True, domains=("example.com",))),
     ({"enabled": True, "network": {"allowedDomains": ["*"]}}, SandboxConfig(enabled=True, network=True)),
+    ({"network": {"allowAll": True, "allowedDomains": ["x.org"]}}, SandboxConfig(network=True)),
     ({"enabled": True, "failIfUnavailable": False}, SandboxConfig(enabled=True, fail_closed=False)),
 ])
 def test_settings(section, expected):
@@ -287,6 +289,8 @@ def layered(tmp_path, project: dict, user: dict | None = None, flag: str | None 
 @pytest.mark.parametrize("section,dropped", [
     ({"enabled": True, "network": {"allowAll": True}}, "sandbox.network"),
     ({"enabled": True, "network": {"allowUnixSockets": ["/run/docker.sock"]}}, "sandbox.network"),
+    ({"enabled": True, "network": {"allowedDomains": ["pypi.org", "*.github.com"]}}, "sandbox.network"),
+    ({"enabled": True, "network": True}, "sandbox.network"),
     ({"enabled": False}, "sandbox.enabled"),
     ({"enabled": True, "failIfUnavailable": False}, "sandbox.failIfUnavailable"),
 ])
@@ -303,12 +307,16 @@ def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, 
 def test_user_settings_and_flags_may_open_it(tmp_path, monkeypatch):
     from loopwright.settings import sandbox_config
 
-    user = {"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True}}}
-    flag = json.dumps({"sandbox": {"network": {"allowUnixSockets": ["/run/x.sock"]}, "failIfUnavailable": False}})
-    settings, env = layered(tmp_path, {}, user=user, flag=flag)
+    user = {"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True, "allowedDomains": ["pypi.org"]}}}
+    flag = json.dumps({"sandbox": {"network": {"allowUnixSockets": ["/run/x.sock"], "allowedDomains": ["*.github.com"]},
+                                   "failIfUnavailable": False}})
+    project = {"sandbox": {"network": {"allowedDomains": ["evil.example"]}}}
+    settings, env = layered(tmp_path, project, user=user, flag=flag)
     monkeypatch.setenv("HOME", env["HOME"])
     config = sandbox_config(settings, None)
-    assert settings.findings == () and config.all_unix_sockets and config.unix_sockets == ("/run/x.sock",)
+    assert [f.key for f in settings.findings] == ["sandbox.network"]  # the project's list only
+    assert config.all_unix_sockets and config.unix_sockets == ("/run/x.sock",)
+    assert config.domains == ("pypi.org", "*.github.com") and not config.network  # the lists add up
     assert not config.fail_closed and config.sockets_open
     off = sandbox_config(settings, False)
     assert not off.enabled  # --no-sandbox beats every file

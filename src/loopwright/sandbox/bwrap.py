@@ -22,8 +22,10 @@ LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 @dataclass(frozen=True, slots=True)
 class SandboxConfig:
     """`enabled`: run every Bash command under bwrap. `network`: keep the host's network (off:
-    a private one with only its own loopback). `fail_closed`: when bwrap cannot run, refuse
-    Bash instead of running unsandboxed. `writable`: more writable roots than the session's.
+    a private one with only its own loopback). `domains`: with the network off, the hosts
+    commands may still reach through loopwright's proxy (`proxy.py`; patterns: `domains.py`).
+    `fail_closed`: when bwrap cannot run, refuse Bash instead of running unsandboxed.
+    `writable`: more writable roots than the session's.
     `unix_sockets`: the host unix sockets the user named (`allowUnixSockets`), `all_unix_sockets`
     (`allowAllUnixSockets`): either one lets commands create unix sockets — Linux's filter sees
     a socket's family, not the path it connects to, so naming one socket opens them all."""
@@ -34,6 +36,13 @@ class SandboxConfig:
     writable: tuple[str, ...] = ()
     unix_sockets: tuple[str, ...] = ()
     all_unix_sockets: bool = False
+    domains: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.domains:  # a bad pattern fails here, naming itself, not at the first command
+            from .domains import Allowlist
+
+            Allowlist.parse(self.domains)
 
     @property
     def sockets_open(self) -> bool:
@@ -42,19 +51,21 @@ class SandboxConfig:
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], *, writable: tuple[str, ...] = ()) -> SandboxConfig:
         """From settings' `sandbox` object: `enabled`, `network` (true, or an object with
-        `allowAll: true` or `"*"` in `allowedDomains`; per-domain filtering is not supported,
-        so anything else keeps the network off; `allowUnixSockets: [paths]` and
+        `allowAll: true` or `"*"` in `allowedDomains` for the whole network, else the hosts
+        `allowedDomains` lists through the proxy; `allowUnixSockets: [paths]` and
         `allowAllUnixSockets: true` as in Claude Code) and `failIfUnavailable` (default true).
         Which settings files may open what is decided by the caller (`config.sandbox_settings`)."""
         net = section.get("network")
         sockets: tuple[str, ...] = ()
         every_socket = False
+        domains: tuple[str, ...] = ()
         if isinstance(net, Mapping):
             sockets = tuple(str(p) for p in net.get("allowUnixSockets") or () if isinstance(p, str))
             every_socket = net.get("allowAllUnixSockets") is True
-            net = net.get("allowAll") is True or "*" in (net.get("allowedDomains") or ())
+            domains = tuple(d for d in net.get("allowedDomains") or () if isinstance(d, str))
+            net = net.get("allowAll") is True or "*" in domains
         return cls(section.get("enabled") is True, net is True, section.get("failIfUnavailable") is not False,
-                   writable, sockets, every_socket)
+                   writable, sockets, every_socket, () if net is True else domains)
 
 
 def bwrap_path() -> str | None:

@@ -29,7 +29,10 @@ def parse(text: str, source: str) -> dict[str, Any]:
     try:
         _schema().validate_python(data)
     except ValidationError as exc:
-        raise UsageError(f"{source}: {describe(exc.errors()[0])}") from None
+        # Of a union's members, the one that got furthest into the value says what is wrong:
+        # `network: {"allowedDomains": [...]}` is about a domain, not about `network` being no bool.
+        errors = exc.errors()
+        raise UsageError(f"{source}: {describe(max(errors, key=lambda e: len(e['loc'])))}") from None
     return data
 
 
@@ -39,6 +42,7 @@ def describe(error: Mapping[str, Any]) -> str:
     # a tagged union puts the tag into the path; a person wrote `hooks[0].command`, not `.command.command`
     loc = [p for i, p in enumerate(loc) if not (p in HANDLER_TYPES and i >= 2 and isinstance(loc[i - 1], int)
                                                  and loc[i - 2] == "hooks")]
+    loc = [p for p in loc if p not in _UNION_MEMBERS]  # pydantic names the member it tried: not a key
     kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         loc.append("type")
@@ -58,6 +62,7 @@ def describe(error: Mapping[str, Any]) -> str:
     return f"{_path(loc)}: expected {expected.format(**ctx)}, got {_show(given)}"
 
 
+_UNION_MEMBERS = frozenset({"bool", "SandboxNetwork"})
 _EXPECTED = {
     "string_type": "a string", "bool_type": "true or false", "int_type": "a number", "float_type": "a number",
     "list_type": "a list", "dict_type": "an object", "model_type": "an object", "model_attributes_type": "an object",
@@ -151,6 +156,15 @@ def _schema() -> Any:
         allowedDomains: list[str] | None = None
         allowUnixSockets: list[str] | None = None
         allowAllUnixSockets: bool | None = None
+
+        @field_validator("allowedDomains")
+        @classmethod
+        def _domains(cls, value: list[str] | None) -> list[str] | None:
+            from ..sandbox.domains import Allowlist
+
+            if value is not None:
+                Allowlist.parse(d for d in value if d != "*")  # "*": the whole network
+            return value
 
     class Sandbox(Open):
         enabled: bool | None = None

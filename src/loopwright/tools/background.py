@@ -63,7 +63,8 @@ class ShellRegistry:
         # exit still kills what we started instead of leaving it running unowned.
         self._finalizer = weakref.finalize(self, _kill_groups, self._groups, self._dirs)
 
-    def start(self, argv: list[str], ctx: ToolContext, command: str, description: str = "") -> str:
+    def start(self, argv: list[str], ctx: ToolContext, command: str, description: str = "",
+              pass_fds: tuple[int, ...] = ()) -> str:
         if not self._dirs:
             self._dirs.append(tempfile.mkdtemp(prefix="loopwright-shells-"))
         self._count += 1
@@ -72,7 +73,7 @@ class ShellRegistry:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=ctx.cwd,
-                                    env=ctx.env or child_env(), start_new_session=True)
+                                    env=ctx.env or child_env(), start_new_session=True, pass_fds=pass_fds)
         finally:
             os.close(fd)
         self._groups.add(proc.pid)

@@ -63,10 +63,12 @@ def shell_path() -> str:
 
 
 async def run_command(
-    command: str, ctx: ToolContext, timeout_s: float, out: CappedText, argv: list[str] | None = None
+    command: str, ctx: ToolContext, timeout_s: float, out: CappedText, argv: list[str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> tuple[bool, int]:
-    """Run `command` (or `argv`, the full command line, e.g. wrapped by the sandbox); returns
-    (timed_out, exit code). Cancellation kills the process group and then propagates."""
+    """Run `command` (or `argv`, the full command line, e.g. wrapped by the sandbox, which
+    inherits `pass_fds`); returns (timed_out, exit code). Cancellation kills the process group
+    and then propagates."""
     read_fd, write_fd = os.pipe()
     try:
         # One pipe for both streams keeps stdout and stderr interleaved in the order written.
@@ -78,6 +80,7 @@ async def run_command(
             cwd=ctx.cwd,
             env=ctx.env or child_env(),  # the harness's credentials stay with the harness
             start_new_session=True,  # its own process group: one signal reaches every child
+            pass_fds=pass_fds,
         ))
     except BaseException:
         os.close(read_fd)

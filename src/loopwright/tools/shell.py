@@ -17,6 +17,7 @@ from .base import BaseTool, ToolInput
 from .procs import MAX_OUTPUT_CHARS, CappedText, run_command, shell_path
 
 if TYPE_CHECKING:
+    from ..sandbox.proxy import Channel
     from .background import ShellRegistry
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -69,8 +70,9 @@ class BashTool(BaseTool):
     def access(self, tool_input: dict[str, Any]) -> Access:
         return bash_access(tool_input)
 
-    def argv(self, command: str, ctx: ToolContext) -> tuple[list[str], str]:
-        """The command line to start, and a note for the model (empty when all is well).
+    def argv(self, command: str, ctx: ToolContext, channel: Channel | None = None) -> tuple[list[str], str]:
+        """The command line to start, and a note for the model (empty when all is well); with a
+        proxy `channel`, the sandboxed command starts behind its forwarder.
         Raises `SandboxUnavailable` when the sandbox is on, cannot run, and fails closed."""
         plain = [shell_path(), "-c", command]
         if not self.sandbox.enabled:
@@ -88,7 +90,8 @@ class BashTool(BaseTool):
 
         roots = tuple(str(r) for r in (*ctx.writable_roots, *self.sandbox.writable)) or (str(ctx.cwd),)
         try:
-            return bwrap.wrap(plain, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network,
+            inner = channel.command(plain) if channel is not None else plain
+            return bwrap.wrap(inner, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network,
                               sockets_open=self.sandbox.sockets_open), ""
         except (Unprotectable, UnsupportedMachine, OSError) as exc:  # OSError: no home for its locks
             raise SandboxUnavailable(f"Bash is refused: the sandbox cannot guard this project: {exc}") from None
@@ -96,19 +99,25 @@ class BashTool(BaseTool):
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         if not Path(ctx.cwd).is_dir():
             return ToolOutput(f"The working directory {ctx.cwd} does not exist.", is_error=True)
+        channel = self._proxy_channel()
         try:
-            argv, note = self.argv(args.command, ctx)
+            argv, note = self.argv(args.command, ctx, channel)
         except SandboxUnavailable as exc:
+            if channel is not None:
+                channel.close()
             return ToolOutput(str(exc), is_error=True)
         if args.run_in_background:
-            return self._background(argv, args, ctx, note)
+            return self._background(argv, args, ctx, note, channel)
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
         out = CappedText(MAX_OUTPUT_CHARS)
         try:
-            timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out, argv=argv)
+            timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out, argv=argv,
+                                                pass_fds=(channel.fd,) if channel is not None else ())
         except OSError as exc:
             return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
-        text = "\n".join(t for t in (note, out.render()) if t)
+        finally:
+            refused = channel.close() if channel is not None else ()
+        text = "\n".join(t for t in (note, out.render(), *refused) if t)
         if timed_out:
             tail = f"\n{text}" if text else ""
             return ToolOutput(f"Command timed out after {timeout_ms} ms{tail}", is_error=True)
@@ -119,11 +128,27 @@ class BashTool(BaseTool):
         body = f"\n{text}" if text else ""
         return ToolOutput(f"Exit code {_describe_exit(code)}{body}", is_error=True)
 
-    def _background(self, argv: list[str], args: BashInput, ctx: ToolContext, note: str) -> ToolOutput:
+    def _proxy_channel(self) -> Channel | None:
+        """A way to the network proxy for one command, when it runs sandboxed with allowed domains."""
+        config = self.sandbox
+        if not (config.enabled and config.domains) or config.network or bwrap.availability() is not None:
+            return None
+        from ..sandbox.domains import Allowlist
+        from ..sandbox.proxy import shared_proxy
+
+        return shared_proxy().open(Allowlist.parse(self.sandbox.domains))
+
+    def _background(self, argv: list[str], args: BashInput, ctx: ToolContext, note: str,
+                    channel: Channel | None) -> ToolOutput:
         try:
-            shell_id = self.shells.start(argv, ctx, args.command, args.description or "")
+            shell_id = self.shells.start(argv, ctx, args.command, args.description or "",
+                                         pass_fds=(channel.fd,) if channel is not None else ())
         except OSError as exc:
+            if channel is not None:
+                channel.close()
             return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
+        if channel is not None:
+            channel.release()  # the channel ends when the command's sandbox does
         lines = [note] if note else []
         lines.append(f"Command running in background with ID: {shell_id}. Read its output with BashOutput "
                      f"(bash_id {shell_id!r}); stop it with KillShell (shell_id {shell_id!r}).")
