@@ -23,8 +23,11 @@ _RISKY_VARS = frozenset({"PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPT
                          "SUDO_ASKPASS", "TZDIR", "LOCPATH", "RUSTC_WRAPPER", "TERMINFO"})
 _RISKY_PREFIXES = ("LD_", "DYLD_", "GIT_", "PYTHON", "PERL", "RUBY", "BASH_FUNC_", "JAVA", "_JAVA",
                    "NPM_CONFIG_", "npm_config_", "GEM_", "CARGO_")
-_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/dev/stdin", "/dev/zero", "/dev/random",
-            "/dev/urandom")
+# Device names, each exactly as written: a path that only starts like one is an ordinary path
+# (`/dev/fd/../../../home/u/.bashrc` is a file in a home), judged where the kernel lands.
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero", "/dev/random",
+                      "/dev/urandom"})
+_DESCRIPTOR = re.compile(r"/dev/fd/[0-9]+")
 # Redirections that open a file for writing; `>&N` with a number only duplicates a descriptor.
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})
@@ -250,4 +253,6 @@ def input_targets(part: Part) -> list[Target]:
 
 
 def is_device(path: str) -> bool:
-    return path in _DEVICES or path.startswith("/dev/fd/")
+    """Whether `path` is one of the harmless device names (or a descriptor, `/dev/fd/3`) exactly:
+    nothing follows it, no `..` walks out of it."""
+    return path in _DEVICES or _DESCRIPTOR.fullmatch(path) is not None
