@@ -189,7 +189,8 @@ def _safe_globs(part: Part, resolved: Mapping[str, Any] | None, cwd: str, unsure
             changed = True
     if not changed:
         return part
-    return Part(tuple(words), part.redirects, part.text, part.full, part.opaque, part.hidden, part.late_args)
+    return Part(tuple(words), part.redirects, part.text, part.full, part.opaque, part.hidden, part.late_args,
+                part.env)
 
 
 def _dashed(matches: Any, cwd: str) -> bool:
