@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import readonly, shellline
+from . import nosandbox, readonly, shellline
 from .bashrules import broad, part_hits, suggest
 from .calls import Call
 from .gitsafe import config_problem
@@ -76,7 +76,26 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
         return verdict
     if mode == "bypassPermissions":
         return ALLOW
-    return _shell_mode(line, call, rules, places, mode)
+    verdict = _shell_mode(line, call, rules, places, mode)
+    if rules.strict and verdict.decision == "allow":
+        return _unsandboxed(line, call, rules, places, mode)
+    return verdict
+
+
+def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    """A line the rules and the mode allow, judged again for a run without an OS sandbox: the
+    short list of readers (policy/nosandbox), and parts an allow rule names, except a rule that
+    lets a program run anything, which is set aside (and named)."""
+    tool = call.tool
+    aside = [(r, s) for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool) and nosandbox.sets_aside(s)]
+    kept = tuple(r for r in rules.allow if r not in {r for r, _ in aside})
+    again = _shell_mode(line, call, replace(rules, allow=kept), places, mode, strict=True)
+    if again.decision == "allow":
+        return ALLOW
+    met = [r for r, s in aside if any(part_hits(s, p, anywhere=False) for p in line.parts)]
+    note = (f"; the allow rule {', '.join(met)} lets a program run anything, which needs a sandbox, so it is set "
+            "aside" if met else "")
+    return Verdict("ask", f"{nosandbox.ASKED}: {again.reason}{note}", hint=again.hint)
 
 
 def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
@@ -157,7 +176,9 @@ def _worktree(top: str) -> tuple[Resolved, ...]:
     return (Resolved(top, top, "dir"),)  # git names it as it found it: real
 
 
-def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str, *,
+                strict: bool = False) -> Verdict:
+    """`strict`: no sandbox bounds the line; only the short list of readers runs unnamed by a rule."""
     tool = call.tool
     allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool)]
     anything = any(broad(s) for s in allows)
@@ -172,6 +193,11 @@ def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places
         if problem is not None:
             return replace(problem, reason=f"`{t.part.text}`: {problem.reason}")
     for part, reading in zip(line.parts, line.readings):
+        if strict:
+            if not (id(part) in ruled or nosandbox.runs_unasked(part, reading)):
+                why = f"`{part.text}` is not one of the read-only commands that run without one"
+                return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+            continue
         edits = mode == "acceptEdits" and (readonly.is_safe_edit(part) or reading.ok)
         if not ((reading.ok and readonly.is_read_only(part)) or id(part) in ruled or edits):
             why = f"`{part.text}` is not allowed by a rule" + (f" ({reading.why})" if reading.why else "")
