@@ -123,3 +123,16 @@ async def test_a_device_reached_by_a_walk_is_still_a_device(home):
     assert not done["permission_denials"], shown
     moved, shown = await attempt(home, "Bash", {"command": "mv a.txt /tmp/../dev/./null"}, "acceptEdits")
     assert moved["permission_denials"] and (home / "proj" / "a.txt").exists(), shown
+
+
+@pytest.mark.parametrize("mode", ["default", "plan"])
+@pytest.mark.parametrize("line", ["cd .. && cat /proc/self/cwd/proj/../.ssh/id_rsa",
+                                  "cd .. && cat /dev/fd/../cwd/proj/../.ssh/id_rsa",
+                                  "cd .. && head /proc/thread-self/cwd/proj/../.ssh/id_rsa",
+                                  "cd .. && cat < /proc/self/root{home}/proj/../.ssh/id_rsa"])
+async def test_a_link_in_proc_is_not_judged_as_the_gate_sees_it(home, mode, line, monkeypatch):
+    """`/proc/self/cwd` is the gate's folder for the gate and the command's for the command: run
+    where the CLI runs (the process in the project), a `cd ..` makes them differ."""
+    monkeypatch.chdir(home / "proj")
+    done, shown = await attempt(home, "Bash", {"command": line.format(home=home)}, mode)
+    assert done["permission_denials"] and "tok-2718" not in shown, shown
