@@ -146,6 +146,7 @@ def trial(line: str, mode: str, template: Path, scratch: Path) -> Trial:
         shutil.rmtree(world)
     shutil.copytree(template, world, symlinks=True)
     proj = world / "proj"
+    line = line.replace("@W@", str(world))  # paths that name the world absolutely (gategrammar)
     allowed, env = judge(line, mode, proj)
     if not allowed:
         return Trial(line, mode, False, [])

@@ -10,7 +10,10 @@ from hypothesis import strategies as st
 # Places, as the world of gatefuzz.py has them (the project is the working directory).
 INSIDE = ["a.txt", "sub", "sub/b.txt", "n1", "sub/n2", "./a.txt", "sub/../n3", "-rf"]
 OUTSIDE = ["../outside/victim", "../outside", "../outside/new", "ln_out", "ln_out/victim", "ln_out/new",
-           "ln_file", "../home/.profile", "~/x", "$HOME/y", "/tmp/../$HOME/z", "../outside/inner/deep"]
+           "ln_file", "../home/.profile", "~/x", "$HOME/y", "/tmp/../$HOME/z", "../outside/inner/deep",
+           # out of a device or special prefix (@W@ is the world's folder, see gatefuzz.trial)
+           "/dev/fd/../../..@W@/outside/victim", "/dev/..@W@/outside/new", "/proc/self/../..@W@/home/.profile",
+           "/tmp/..@W@/outside/inner/deep"]
 PROTECTED = [".git/config", ".git/hooks/pre-commit", ".claude/settings.json", ".mcp.json", ".gitattributes",
              "sub/.git/x", ".loopwright/settings.json"]
 SPECIAL = ["/dev/null", "-", "/dev/stdout", "*", "s*", "{a,../outside/v2}.txt", "'../outside/q'",
@@ -37,7 +40,8 @@ READERS = st.one_of(
     _cmd("ls", ["-la", "-R", "-d"], (0, 2)),
     _cmd("stat", ["-c%s"]),
     _cmd("diff", ["-u", "--output=../outside/d"], (2, 2)),
-    _cmd("xxd", ["-r", "-p"], (1, 2)),
+    _cmd("xxd", ["-r", "-p", "-ps", "-c4", "-cols 4", "-co", "--"], (1, 2)),
+    _cmd("od", ["-c", "-An"], (1, 2)),
     _cmd("find", [".", "-name a.txt", "-fprint ../outside/f", "-delete", "-exec cat {} +", "-newer"], (0, 1)),
     _cmd("tree", ["-o", "-a"], (0, 1)),
     _cmd("git status", ["--short", "-uno"], (0, 0)),
@@ -75,7 +79,11 @@ REDIRECTS = st.one_of(
     st.just(" 2>&1"), st.just(" 2>/dev/null"), st.just(" >&-"),
 )
 
-simple = st.builds(lambda c, r: c + "".join(r), st.one_of(READERS, WRITERS),
+# Variables given to a command: quiet ones, and ones a program may load a file or options from.
+ASSIGNED = st.sampled_from(["", "", "LANG=C ", "TZ=UTC ", "MAGIC=../outside/victim ", "GREP_OPTIONS=-r ",
+                            "env FOO=1 "])
+
+simple = st.builds(lambda a, c, r: a + c + "".join(r), ASSIGNED, st.one_of(READERS, WRITERS),
                    st.lists(REDIRECTS, max_size=2))
 
 CONNECT = st.sampled_from([" ; ", " && ", " || ", " | "])

@@ -48,6 +48,8 @@ def template(tmp_path_factory):
 @example(line="git diff", mode="default")  # refreshes the index's file times only
 @example(line="git status --short", mode="default")
 @example(line="mv a.txt /dev/null", mode="acceptEdits")  # (the oracle's /dev is private: see the holes test)
+@example(line="echo x >> /dev/fd/../../..@W@/outside/victim", mode="default")  # issue 29: a device prefix walked out of
+@example(line="xxd -ps a.txt sub/b.txt", mode="default")  # issue 29: xxd writes its second operand
 def test_what_the_gate_allows_changes_only_what_it_said(template, tmp_path_factory, line, mode):
     scratch = tmp_path_factory.mktemp("run", numbered=True)
     trial = gatefuzz.trial(line, mode, template, scratch)

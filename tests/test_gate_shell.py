@@ -211,6 +211,9 @@ CWD, HOME = "/work/p", "/home/u"
 PLACES = Places(CWD, (CWD,), HOME, "/home/u/.loopwright")
 
 
+DEVICE_NODES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/tty")  # what the gate's lstat finds
+
+
 def bash(command: str, *, links=None, git=None, holds=None, tree_holds=()) -> Call:
     c = Call("Bash", "exec", (), command)
     resolved = {}
@@ -220,7 +223,7 @@ def bash(command: str, *, links=None, git=None, holds=None, tree_holds=()) -> Ca
         for link, target in (links or {}).items():
             if real == link or real.startswith(link + "/"):
                 real = target + real[len(link):]
-        resolved[w.path] = (Resolved(lexical, real),)
+        resolved[w.path] = (Resolved(lexical, real, "device" if real in DEVICE_NODES else ""),)
     c = Call("Bash", "exec", (), command, {}, resolved, {p: git or GitFacts(CWD) for p in wanted_repos(c)})
     return Call("Bash", "exec", (), command, {}, resolved, c.git,
                 holds if holds is not None else {t: tree_holds for t in wanted_trees(c, PLACES)})
@@ -241,8 +244,9 @@ def bash(command: str, *, links=None, git=None, holds=None, tree_holds=()) -> Ca
     ("grep -r x /", {}, "ask"),
     ("cat link/secret", {}, "ask"),
     ("cat f > /dev/null", {"mode": "plan"}, "allow"),
-    ("cat .env", {"deny": ("Read(.env)",)}, "ask"),
-    ("cat .env", {"deny": ("Read(.env)",), "mode": "bypassPermissions"}, "ask"),
+    ("cat .env", {"deny": ("Read(.env)",)}, "deny"),  # as the Read tool: a deny rule denies (issue 29)
+    ("cat .env", {"deny": ("Read(.env)",), "mode": "bypassPermissions"}, "deny"),
+    ("cat .env", {"ask": ("Read(.env)",)}, "ask"),
     ("cat f", {"deny": ("Read(.env)",)}, "allow"),
     ("cat $F", {"deny": ("Read(.env)",), "allow": ("Bash",)}, "ask"),  # could be .env
 ])
@@ -267,19 +271,19 @@ def test_reads_are_judged_where_they_land(command, rules, expected):
 ])
 def test_the_shell_reads_where_the_read_tool_reads(path, rules, tool):
     """One predicate (policy/reading) for both: a `cat` of a path is allowed exactly when the
-    Read tool is, asked for a place with the same reason and hint; where a Read rule denies the
-    tool, the shell asks (issue 21: a person may still let the command run); its asks are hard."""
+    Read tool is, asked for a place with the same reason and hint; where a Read deny rule denies
+    the tool, it denies the shell too (issue 29); its asks are hard."""
     rules = PermissionRules(**rules)
     shell = bash(f"cat {path}", links={CWD + "/link": "/elsewhere"})
     read = Call("Read", "read", (path,), None, {}, {path: shell.resolved[path]})
     by_tool, by_shell = decide(read, rules, PLACES), decide(shell, rules, PLACES)
-    assert by_tool.decision == tool and by_shell.decision == ("allow" if tool == "allow" else "ask")
+    assert by_tool.decision == tool and by_shell.decision == tool
     if tool == "ask" and not by_tool.hard:  # asked for the place: the same words
         assert by_shell.reason == f"`cat {path}`: {by_tool.reason}" and by_shell.hint == by_tool.hint
     elif tool != "allow":  # met by a rule: both name it
         rule = (*rules.deny, *rules.ask)[0]
         assert rule in by_tool.reason and rule in by_shell.reason
-    assert by_shell.hard or tool == "allow"
+    assert by_shell.hard or tool != "ask"
 
 
 def test_a_folder_read_whole_that_holds_the_own_home_is_asked():
@@ -291,12 +295,14 @@ def test_a_folder_read_whole_that_holds_the_own_home_is_asked():
     assert decide(bash("grep -r x ~"), named, home_places).decision == "allow"
 
 
-def test_a_recursive_read_asks_when_the_folder_holds_a_covered_file():
+def test_a_recursive_read_is_refused_when_the_folder_holds_a_covered_file():
     rules = PermissionRules(deny=("Read(.env)",))
     assert decide(bash("grep -r x ."), rules, PLACES).decision == "allow"
-    assert decide(bash("grep -r x .", tree_holds=("/work/p/.env",)), rules, PLACES).hard
+    assert decide(bash("grep -r x .", tree_holds=("/work/p/.env",)), rules, PLACES).decision == "deny"
+    asked = PermissionRules(ask=("Read(.env)",))
+    assert decide(bash("grep -r x .", tree_holds=("/work/p/.env",)), asked, PLACES).hard
     assert decide(bash("grep -r x .", tree_holds=None), rules, PLACES).decision == "ask"  # too many to look at
-    assert decide(bash("rg x", tree_holds=("/work/p/a/.env",)), rules, PLACES).decision == "ask"
+    assert decide(bash("rg x", tree_holds=("/work/p/a/.env",)), rules, PLACES).decision == "deny"
     assert decide(bash("git status", tree_holds=("/work/p/.env",)), rules, PLACES).decision == "allow"  # names only
     assert decide(bash("git diff", tree_holds=("/work/p/.env",)), rules, PLACES).decision == "ask"
 

@@ -108,6 +108,7 @@ class Agent:
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         self._refuse_root_bypass()
+        self.permissions = sandboxing.strict_without(self.permissions, self.sandbox)
         if self.skills is not None or self.plugins:
             from ..context import reading_grants
 

@@ -29,6 +29,17 @@ def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd:
     return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + _added_dirs(cwd, permissions))))
 
 
+def strict_without(permissions: PermissionRules, sandbox: SandboxConfig | None) -> PermissionRules:
+    """The rules, strict (policy/nosandbox) when the sandbox is asked for but cannot start here
+    and Bash runs without it (`sandbox.failIfUnavailable` false): the gate alone then stands
+    between a command and the machine."""
+    if permissions.strict or sandbox is None or not sandbox.enabled or sandbox.fail_closed:
+        return permissions
+    from ..sandbox import availability
+
+    return permissions if availability() is None else replace(permissions, strict=True)
+
+
 def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
     """bypassPermissions as root only inside a working sandbox (or with the explicit override)."""
     from ..core.errors import UsageError

@@ -222,6 +222,8 @@ class ToolGate:
             if len(found) > MAX_GLOB_MATCHES:
                 return None  # too many to check one by one: treated as unknown
             names = found or [path]
+        if any(through_proc(n) for n in names):
+            return None  # where it lands depends on the process that opens it
         return tuple(place(n) for n in names)
 
     def explain(self, tool: str, verdict: Verdict) -> str:
@@ -234,6 +236,44 @@ class ToolGate:
         hint = f" To allow it: {verdict.hint}." if verdict.hint else ""
         return (f"Permission needed for {tool}: {verdict.reason}; {nobody}, so the call was denied.{hint} "
                 "Do not retry the same call; choose another way or tell the user which permission is needed.")
+
+
+MAX_LINKS = 40  # as the kernel's limit on links followed in one lookup
+
+
+def through_proc(path: str) -> bool:
+    """Whether the kernel, walking the absolute `path`, follows a link that lives in /proc
+    (`/proc/self`, `/proc/<pid>/cwd`, `/dev/fd` -> /proc/self/fd …). Such a link names something
+    of the process that opens it: where it leads for a shell command is not where it leads for
+    the gate (`cd .. && cat /proc/self/cwd/proj/../.ssh/id_rsa`). Too many links: True too."""
+    todo = path.split("/")[::-1]
+    done, hops = "", 0
+    while todo:
+        name = todo.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            done = done.rpartition("/")[0]
+            continue
+        step = f"{done}/{name}"
+        try:
+            is_link = stat.S_ISLNK(os.lstat(step).st_mode)
+        except (OSError, ValueError):
+            is_link = False  # missing: the rest is only a name
+        if not is_link:
+            done = step
+            continue
+        hops += 1
+        if step.startswith("/proc/") or hops > MAX_LINKS:
+            return True
+        try:
+            target = os.readlink(step)
+        except OSError:
+            return True
+        if target.startswith("/"):
+            done = ""
+        todo.extend(target.split("/")[::-1])
+    return False
 
 
 def place(path: str) -> Resolved:

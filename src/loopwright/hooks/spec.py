@@ -218,6 +218,7 @@ def _path_applies(spec: str, path: str, cwd: str) -> bool:
     from ..policy.permissions import Places, Resolved, path_hits
 
     home = os.path.realpath(os.path.expanduser("~"))
-    full = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    joined = os.path.join(cwd, os.path.expanduser(path))
     places = Places(os.path.realpath(cwd), (os.path.realpath(cwd),), home)
-    return path_hits(spec, (Resolved(full, os.path.realpath(full)),), places)
+    # where it lands from the path as given: `lnk/../x` is not `x` when lnk is a symlink
+    return path_hits(spec, (Resolved(os.path.normpath(joined), os.path.realpath(joined)),), places)

@@ -23,8 +23,11 @@ _RISKY_VARS = frozenset({"PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPT
                          "SUDO_ASKPASS", "TZDIR", "LOCPATH", "RUSTC_WRAPPER", "TERMINFO"})
 _RISKY_PREFIXES = ("LD_", "DYLD_", "GIT_", "PYTHON", "PERL", "RUBY", "BASH_FUNC_", "JAVA", "_JAVA",
                    "NPM_CONFIG_", "npm_config_", "GEM_", "CARGO_")
-_DEVICES = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/", "/dev/stdin", "/dev/zero", "/dev/random",
-            "/dev/urandom")
+# Device names, each exactly as written: a path that only starts like one is an ordinary path
+# (`/dev/fd/../../../home/u/.bashrc` is a file in a home), judged where the kernel lands.
+_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/stdin", "/dev/zero", "/dev/random",
+                      "/dev/urandom"})
+_DESCRIPTOR = re.compile(r"/dev/fd/[0-9]+")
 # Redirections that open a file for writing; `>&N` with a number only duplicates a descriptor.
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_OPS = frozenset({"<", "<>"})
@@ -42,6 +45,8 @@ class Part:
     opaque: str | None = None  # why its effect cannot be judged from its text
     hidden: bool = False  # the command that really runs is not in the text (eval $x, bash script.sh)
     late_args: bool = False  # more operands arrive at run time (xargs)
+    env: tuple[tuple[str, str | None], ...] = ()  # (name, value; None: known at run time) it is given
+
 
     @property
     def name(self) -> str | None:
@@ -103,12 +108,16 @@ def _expand(simple: Simple, nesting: int) -> list[Part]:
     full = render(simple.assignments + simple.words)
     risky = [n for n in (a.text.split("=", 1)[0].rstrip("+") for a in simple.assignments) if _is_risky(n)]
     words, why, hidden = _strip(list(simple.words))
-    late = any(w.value == "xargs" for w in simple.words[:len(simple.words) - len(words)])
+    stripped = simple.words[:len(simple.words) - len(words)]
+    late = any(w.value == "xargs" for w in stripped)
     if risky:
         why = why or f"sets {', '.join(risky)}, which changes what runs"
     # A part judged unsafe keeps its whole text, so `Bash(ls *)` cannot cover `PATH=x ls`.
     text = full if why else render(words)
-    part = Part(tuple(words), simple.redirects, text, full, why, hidden, late)
+    # what it is given: assignments before it and those `env` strips (a wrapper's other words
+    # never look like one)
+    env = tuple(_assigned(w) for w in (*simple.assignments, *stripped) if _ASSIGNMENT.match(w.text))
+    part = Part(tuple(words), simple.redirects, text, full, why, hidden, late, env)
     name = part.name
     if part.words and part.words[0].value is None:
         return [_with(part, "the command name is known only at run time", hidden=True)]
@@ -123,9 +132,14 @@ def _expand(simple: Simple, nesting: int) -> list[Part]:
 _RUNS_HIDDEN_CODE = frozenset({"source", ".", "trap", "fish", "csh", "tcsh", "enable", "alias", "parallel", "watch"})
 
 
+def _assigned(word: Word) -> tuple[str, str | None]:
+    name = word.text.split("=", 1)[0].rstrip("+")
+    return name, word.value.split("=", 1)[1] if word.value is not None and "=" in word.value else None
+
+
 def _with(part: Part, why: str, hidden: bool) -> Part:
     return Part(part.words, part.redirects, part.text, part.full, part.opaque or why, part.hidden or hidden,
-                part.late_args)
+                part.late_args, part.env)
 
 
 def _inner(part: Part, nesting: int, is_eval: bool) -> list[Part]:
@@ -250,4 +264,6 @@ def input_targets(part: Part) -> list[Target]:
 
 
 def is_device(path: str) -> bool:
-    return path in _DEVICES or path.startswith("/dev/fd/")
+    """Whether `path` is one of the harmless device names (or a descriptor, `/dev/fd/3`) exactly:
+    nothing follows it, no `..` walks out of it."""
+    return path in _DEVICES or _DESCRIPTOR.fullmatch(path) is not None

@@ -77,24 +77,27 @@ SUBCOMMANDS: dict[str, Spec] = {
 }
 
 
-def judge_git(args: list[Word]) -> tuple[str | None, str | None]:
-    """(subcommand, why not read-only) for the words after `git`."""
+def judge_git(args: list[Word]) -> tuple[str | None, str | None, tuple[Word, ...]]:
+    """(subcommand, why not read-only, the files it may read itself) for the words after `git`.
+    `git diff` with two operands one of which lies outside the worktree (or anywhere outside a
+    repository) compares the two files as `diff` would (an implicit `--no-index`): its operands
+    are files it reads, whatever else they may be."""
     k = 0
     while k < len(args) and args[k].value in GLOBAL:
         k += 1
     if k >= len(args) or args[k].value is None or args[k].value.startswith("-"):  # type: ignore[union-attr]
-        return None, "git with global options (-c, -C, --git-dir …) can run configured programs"
+        return None, "git with global options (-c, -C, --git-dir …) can run configured programs", ()
     sub = args[k].value
     spec = SUBCOMMANDS.get(sub or "")
     if spec is None:
-        return sub, f"`git {sub}` changes things or is not known to only read"
+        return sub, f"`git {sub}` changes things or is not known to only read", ()
     # A glob that starts with a pattern character may expand to an option. Judged by the text
     # alone, so the Bash tool's overrides and the gate always agree on which calls only read.
     rest = [Word(w.text, None) if w.glob and (w.value or "")[:1] in ("*", "?", "[") else w for w in args[k + 1:]]
     parsed = parse(spec, rest)
     if parsed.problem:
-        return sub, parsed.problem
-    return sub, _listing(sub or "", parsed)
+        return sub, parsed.problem, ()
+    return sub, _listing(sub or "", parsed), parsed.operands if sub == "diff" else ()
 
 
 def _listing(sub: str, parsed: Parsed) -> str | None:

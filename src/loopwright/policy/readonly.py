@@ -13,7 +13,7 @@ from .getopt import Cmd, parse
 from .opts_edit import EDITS, SAFE_EDITS
 from .opts_git import judge_git
 from .opts_read import READ_ONLY
-from .readspecial import judge_find, judge_printf, judge_ps, judge_test
+from .readspecial import judge_find, judge_printf, judge_ps, judge_test, judge_xxd
 from .shellwords import Word
 
 __all__ = ["SAFE_EDITS", "Reading", "is_read_only", "is_safe_edit", "judge"]
@@ -36,10 +36,31 @@ class Reading:
     git: str | None = None
 
 
+# Variables a read-only command may be given: the locale, colours and widths. Anything else may
+# name a file the program loads (MAGIC for file, LESSOPEN, TERMINFO, GREP_OPTIONS …) or change
+# how it reads its options, so the command is not taken as read-only with it.
+_QUIET_VARS = frozenset({"LANG", "LANGUAGE", "TZ", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR",
+                         "COLUMNS", "LINES", "TERM", "GREP_COLOR", "GREP_COLORS", "LS_COLORS", "TIME_STYLE",
+                         "QUOTING_STYLE", "TABSIZE", "BLOCK_SIZE", "BLOCKSIZE", "DU_BLOCK_SIZE", "DF_BLOCK_SIZE",
+                         "LS_BLOCK_SIZE"})
+
+
+def _loud_var(name: str, value: str | None) -> bool:
+    """A variable that may make a program read or do more than its words say: not on the quiet
+    list, or with a value known only at run time or naming a path (`TZ=/x`, `LC_ALL=../x`)."""
+    quiet = name in _QUIET_VARS or name.startswith("LC_")
+    return not quiet or value is None or "/" in value
+
+
 @lru_cache(maxsize=2048)
 def judge(part: Part) -> Reading:
     if part.opaque:
         return Reading(False, part.opaque)
+    # (a bare `f=x` only sets a shell variable; the risky names are caught as the line is read)
+    loud = [name for name, value in part.env if _loud_var(name, value)] if part.words else []
+    if loud:
+        return Reading(False, f"it is given {', '.join(loud)}, which a program may read a file or its options "
+                       "from")
     inputs = tuple(input_targets(part))
     if not part.words:
         return Reading(True, reads=inputs)
@@ -63,12 +84,15 @@ def _judge(name: str, args: list[Word]) -> Reading:
     if name == "env":
         return _verdict("`env` with words runs a command or changes its environment" if args else None)
     if name == "git":
-        sub, why = judge_git(args)
-        return Reading(why is None, why or "", git=sub)
+        sub, why, files = judge_git(args)
+        return Reading(why is None, why or "", tuple(Target(w.value, w.glob, tree=True) for w in files), git=sub)
     if name == "find":
         why, starts, files = judge_find(args)
         reads = [Target(w.value, w.glob, tree=True) for w in starts or [_DOT]] + [Target(w.value, w.glob) for w in files]
         return Reading(why is None, why or "", tuple(reads))
+    if name == "xxd":
+        why, files = judge_xxd(args)
+        return Reading(why is None, why or "", tuple(Target(w.value, w.glob) for w in files))
     cmd = READ_ONLY.get(name)
     if cmd is None:
         return Reading(False, f"`{name}` is not known to only read")
@@ -106,7 +130,10 @@ def _by_table(name: str, cmd: Cmd, args: list[Word]) -> Reading:
     if not paths and (cmd.default or (tree and name in _GREPS)):
         paths = [_DOT]
     reads = [Target(w.value, w.glob, tree=tree) for w in paths]
-    reads += [Target(w.value, w.glob) for w in parsed.values(*cmd.reads) if w is not None]
+    named = [w for w in parsed.values(*cmd.reads) if w is not None]
+    if name == "file":  # `file -m a:b` loads each magic file of the list
+        named = [Word(w.text, part, w.glob) for w in named for part in (w.value.split(":") if w.value else [None])]
+    reads += [Target(w.value, w.glob) for w in named]
     return Reading(True, reads=tuple(reads))
 
 

@@ -4,9 +4,11 @@ the call is not read-only (or None) and, for find, the folders it walks. Pure.""
 
 from __future__ import annotations
 
+import re
+
 from .shellwords import Word
 
-__all__ = ["judge_find", "judge_printf", "judge_ps", "judge_test"]
+__all__ = ["judge_find", "judge_printf", "judge_ps", "judge_test", "judge_xxd"]
 
 # find's primaries that only test or print, with how many words they take.
 _FIND = {
@@ -128,3 +130,44 @@ def judge_ps(args: list[Word]) -> str | None:
         else:
             return f"ps {v} is not read here (BSD `e` prints other processes' environments)"
     return None
+
+
+# xxd reads each option word by its first letter (`-ps`, `-postscript`, `--plain` are all -p)
+# until the first operand: the file it reads, then the file it WRITES. -r (revert) is left out.
+_XXD_FLAGS = frozenset("abeupiCdEhv")
+_NUMBER = re.compile(r"[-+]?(?:0[xX])?[0-9a-fA-F]+")
+_XXD_VALUES = {"c": "ols", "g": "roupsize", "o": "ffset", "s": "eek", "l": "en", "n": "ame", "R": ""}
+
+
+def judge_xxd(args: list[Word]) -> tuple[str | None, list[Word]]:
+    """(why not read-only, the file it reads). One operand at most: a second is its output."""
+    k = 0
+    while k < len(args):
+        v = args[k].value
+        if v is None:
+            return f"`{args[k].text}` is known only at run time and may be an option such as -r", []
+        if v == "--":
+            k += 1
+            break
+        if not v.startswith("-") or v == "-":
+            break
+        word = v[1:] if v.startswith("--") else v
+        letter, rest = word[1], word[2:]
+        k += 1
+        if letter == "c" and rest.startswith("apitalize"):
+            continue
+        if letter in _XXD_VALUES:
+            long = _XXD_VALUES[letter]
+            if not rest or (long and rest.startswith(long)):  # `-c 8`, `-cols 8`: the value is the next word
+                if k >= len(args):
+                    return f"xxd {v} needs a value", []
+                k += 1
+            elif letter in "cgosl" and not _NUMBER.fullmatch(rest):  # `-c8` is glued; `-co 8` is unclear
+                return f"xxd {v} is not read here", []
+            continue
+        if letter not in _XXD_FLAGS:
+            return f"xxd {v} is not read-only here", []
+    files = args[k:]
+    if len(files) > 1:
+        return f"`xxd` writes its second file ({files[1].text})", []
+    return None, files

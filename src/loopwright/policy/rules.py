@@ -27,13 +27,16 @@ def _removed(deny: Sequence[str]) -> frozenset[str]:
 @dataclass(frozen=True, slots=True)
 class PermissionRules:
     """The mode and the rules (`Tool` or `Tool(specifier)`), checked deny, then ask, then allow.
-    `additional_dirs` are writable roots beside the working directory (`--add-dir`)."""
+    `additional_dirs` are writable roots beside the working directory (`--add-dir`). `strict`:
+    no OS sandbox can start here, so the shell gate lets only a short list of readers run
+    without asking (policy/nosandbox), in every mode but bypassPermissions."""
 
     mode: str = "default"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     additional_dirs: tuple[str, ...] = ()
+    strict: bool = False
 
     def removed_tools(self) -> frozenset[str]:
         """Bare names in the deny list take the tool out of the request altogether."""
@@ -67,7 +70,7 @@ class PermissionRules:
         """Rules add up; the higher source's mode wins unless it is the default."""
         mode = higher.mode if higher.mode != "default" else self.mode
         return PermissionRules(mode, self.allow + higher.allow, self.deny + higher.deny, self.ask + higher.ask,
-                               self.additional_dirs + higher.additional_dirs)
+                               self.additional_dirs + higher.additional_dirs, self.strict or higher.strict)
 
 
 def normalise_mode(mode: str) -> str | None:

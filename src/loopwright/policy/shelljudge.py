@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import readonly, shellline
+from . import nosandbox, readonly, shellline
 from .bashrules import broad, part_hits, suggest
 from .calls import Call
-from .commands import is_device
 from .gitsafe import config_problem
 from .judged import ALLOW, Decision, Resolved, Verdict, path_rule_hits
 from .opts_git import CONTENT
 from .pathrules import Places
 from .reading import deny_below, read_place, read_rule
 from .rules import PermissionRules, name_hits, parse_rule
-from .writing import critical, write_where
+from .writing import critical, harmless_device, write_where
 
 __all__ = ["decide_shell", "line_of", "wanted_repos", "wanted_trees"]
 
@@ -77,7 +76,26 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
         return verdict
     if mode == "bypassPermissions":
         return ALLOW
-    return _shell_mode(line, call, rules, places, mode)
+    verdict = _shell_mode(line, call, rules, places, mode)
+    if rules.strict and verdict.decision == "allow":
+        return _unsandboxed(line, call, rules, places, mode)
+    return verdict
+
+
+def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+    """A line the rules and the mode allow, judged again for a run without an OS sandbox: the
+    short list of readers (policy/nosandbox), and parts an allow rule names, except a rule that
+    lets a program run anything, which is set aside (and named)."""
+    tool = call.tool
+    aside = [(r, s) for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool) and nosandbox.sets_aside(s)]
+    kept = tuple(r for r in rules.allow if r not in {r for r, _ in aside})
+    again = _shell_mode(line, call, replace(rules, allow=kept), places, mode, strict=True)
+    if again.decision == "allow":
+        return ALLOW
+    met = [r for r, s in aside if any(part_hits(s, p, anywhere=False) for p in line.parts)]
+    note = (f"; the allow rule {', '.join(met)} lets a program run anything, which needs a sandbox, so it is set "
+            "aside" if met else "")
+    return Verdict("ask", f"{nosandbox.ASKED}: {again.reason}{note}", hint=again.hint)
 
 
 def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
@@ -103,7 +121,10 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
                     return Verdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
                                    hard=decision == "ask")
         elif t.kind != "device" and (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
-            return Verdict("ask", f"`{t.part.text}` may read what the {ruled[0]} rule {ruled[1]} keeps private",
+            decision, rule, certain = ruled
+            if decision == "deny" and certain:  # it would read what the rule keeps private: as the Read tool
+                return Verdict("deny", f"`{t.part.text}` reads what the deny rule {rule} keeps private")
+            return Verdict("ask", f"`{t.part.text}` may read what the {decision} rule {rule} keeps private",
                            hard=True)
         if t.removes and t.part.name in ("rm", "rmdir") and locs and any(critical(x.real, places) for x in locs):
             return Verdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
@@ -116,36 +137,48 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
 
 
 def _read_ruled(t: shellline.Touch, locs: tuple[Resolved, ...] | None, call: Call, rules: PermissionRules,
-                places: Places) -> tuple[Decision, str] | None:
+                places: Places) -> tuple[Decision, str, bool] | None:
     """The Read deny or ask rule a read may meet, as the tools judge it (`reading.read_rule`: a
     file it covers, a path known only at run time); or, for a folder read whole (or a repository
     whose contents git prints), a rule that reaches below it (`reading.deny_below`) where the
-    gate found a covered file there or could not look through it all."""
+    gate found a covered file there or could not look through it all. The flag says whether the
+    read surely meets it (a place the gate resolved, a covered file it found below), rather
+    than may."""
     if t.kind == "repo":
         if readonly.judge(t.part).git not in CONTENT:
             return None  # status, branch …: names only
         facts = call.git.get(t.path) if t.path else None
         if facts is None or facts.error is not None:
-            return read_rule(None, rules, places)  # where it reads is unknown: every Read rule may meet it
+            unknown = read_rule(None, rules, places)  # where it reads is unknown: every Read rule may meet it
+            return None if unknown is None else (*unknown, False)
         if not facts.top:
             return None
         tree, locs = facts.top, _worktree(facts.top)
     else:
         named = read_rule(locs, rules, places)
-        if named is not None or not t.tree or locs is None or t.path is None:
-            return named
+        if named is not None:
+            return (*named, locs is not None)
+        if not t.tree or locs is None or t.path is None:
+            return None
         tree = t.path
     rule = deny_below(locs, rules, places)
-    if rule is None or call.holds.get(tree) == ():
+    found = call.holds.get(tree)
+    if rule is None or found == ():
         return None
-    return ("deny" if rule in rules.deny else "ask"), rule
+    if found and t.kind != "repo":  # it reads these (git prints only what the repository tracks)
+        met = read_rule(tuple(Resolved(f, f) for f in found), rules, places)
+        if met is not None:
+            return (*met, True)
+    return ("deny" if rule in rules.deny else "ask"), rule, False
 
 
 def _worktree(top: str) -> tuple[Resolved, ...]:
     return (Resolved(top, top, "dir"),)  # git names it as it found it: real
 
 
-def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str, *,
+                strict: bool = False) -> Verdict:
+    """`strict`: no sandbox bounds the line; only the short list of readers runs unnamed by a rule."""
     tool = call.tool
     allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool)]
     anything = any(broad(s) for s in allows)
@@ -160,6 +193,11 @@ def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places
         if problem is not None:
             return replace(problem, reason=f"`{t.part.text}`: {problem.reason}")
     for part, reading in zip(line.parts, line.readings):
+        if strict:
+            if not (id(part) in ruled or nosandbox.runs_unasked(part, reading)):
+                why = f"`{part.text}` is not one of the read-only commands that run without one"
+                return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+            continue
         edits = mode == "acceptEdits" and (readonly.is_safe_edit(part) or reading.ok)
         if not ((reading.ok and readonly.is_read_only(part)) or id(part) in ruled or edits):
             why = f"`{part.text}` is not allowed by a rule" + (f" ({reading.why})" if reading.why else "")
@@ -183,7 +221,7 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
                        "a device)", hard=True, hint="approve it yourself")
     locs = call.resolved.get(t.path)
     if t.kind == "write":
-        return write_where(locs, rules, places, shell=True, removes=t.removes)
+        return write_where(locs, rules, places, into=t.into, removes=t.removes)
     if t.kind == "repo":
         facts = call.git.get(t.path)
         if facts is None:
@@ -201,5 +239,5 @@ def _read_where(locs: tuple[Resolved, ...], rules: PermissionRules, places: Plac
     """A read goes where the tools may read (`reading.read_place`: the readable places, never
     loopwright's own home unless a rule names it), devices aside (`cat /dev/urandom`). Hard, as
     for writes: a hook's allow does not answer it, only a person."""
-    verdict = read_place(tuple(loc for loc in locs if not is_device(loc.real)), rules, places, tree=tree)
+    verdict = read_place(tuple(loc for loc in locs if not harmless_device(loc)), rules, places, tree=tree)
     return None if verdict.decision == "allow" else replace(verdict, hard=True)

@@ -27,7 +27,8 @@ _CD = {"cd": Spec("LPe@", prefixes=False, permute=False), "pushd": Spec("n", pre
 class Touch:
     """A path a part writes (`write`), reads (`read`; `tree`: a folder and all below it), or the
     folder whose git repository it reads (`repo`). `path` is relative to the working directory
-    or absolute; None when the line leaves it unknown until it runs."""
+    or absolute; None when the line leaves it unknown until it runs. `into`: a write that opens
+    the file and writes into it (a redirection, tee, dd), which leaves a device a device."""
 
     part: Part
     path: str | None
@@ -35,6 +36,7 @@ class Touch:
     glob: bool = False
     removes: bool = False
     tree: bool = False
+    into: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +74,8 @@ def read_line(analysis: Analysis, resolved: Mapping[str, Any] | None = None, cwd
     touches: list[Touch] = []
     for k, (part, reading) in enumerate(zip(parts, readings)):
         unknown = any(j != k for j in linkers)
-        for t, kind in _raw_touches(part, reading):
-            touches += _placed(part, t, kind, bases[k], unknown)
+        for t, kind, into in _raw_touches(part, reading):
+            touches += _placed(part, t, kind, bases[k], unknown, into)
     return Line(parts, tuple(readings), tuple(touches), git_ok)
 
 
@@ -81,35 +83,40 @@ def read_line(analysis: Analysis, resolved: Mapping[str, Any] | None = None, cwd
 _WRITE_INTO = frozenset({"tee", "dd"})
 
 
-def _raw_touches(part: Part, reading: Reading) -> list[tuple[Target, str]]:
+def _raw_touches(part: Part, reading: Reading) -> list[tuple[Target, str, bool]]:
+    """(target, kind, into) for each path the part touches. A device is known here by its exact
+    name only; any other path is judged where the gate finds it leads."""
     redirected = [t.path for t in redirect_targets(part)]
-    out: list[tuple[Target, str]] = []
+    out: list[tuple[Target, str, bool]] = []
     for t in write_targets(part):
+        into = part.name in _WRITE_INTO or t.path in redirected
+        if t.path in redirected:
+            redirected.remove(t.path)
         if t.path is None or not is_device(t.path):
-            out.append((t, "write"))
-        elif t.path in redirected:
-            redirected.remove(t.path)  # `> /dev/null`: the shell opens the device and writes into it
-        elif part.name not in _WRITE_INTO:
-            out.append((t, "device"))  # mv, cp, ln, touch, chmod, rm … on a device node
+            out.append((t, "write", into))
+        elif not into:
+            out.append((t, "device", False))  # mv, cp, ln, touch, chmod, rm … on a device node
+        # else `> /dev/null`: the shell opens the device and writes into it
     reads = reading.reads if reading.ok else (*input_targets(part), *copy_reads(part))
-    out += [(t, "read") for t in reads if t.path is None or not is_device(t.path)]
+    out += [(t, "read", False) for t in reads if t.path is None or not is_device(t.path)]
     if reading.ok and reading.git:
-        out.append((Target("."), "repo"))
+        out.append((Target("."), "repo", False))
     return out
 
 
-def _placed(part: Part, t: Target, kind: str, bases: tuple[str, ...] | None, unknown: bool) -> list[Touch]:
+def _placed(part: Part, t: Target, kind: str, bases: tuple[str, ...] | None, unknown: bool,
+            into: bool) -> list[Touch]:
     """The target joined to each folder the part may run in; unknown after a linking part
     (only the working directory itself, `.`, cannot have been replaced; but the repository
     git finds there can: a `.git` unpacked or linked into place)."""
     path = t.path
     if path is None or (unknown and not (path == "." and bases == ("",) and kind != "repo")):
-        return [Touch(part, None, kind, t.glob, t.removes, t.tree)]
+        return [Touch(part, None, kind, t.glob, t.removes, t.tree, into)]
     if path.startswith(("/", "~")):
-        return [Touch(part, path, kind, t.glob, t.removes, t.tree)]
+        return [Touch(part, path, kind, t.glob, t.removes, t.tree, into)]
     if bases is None:
-        return [Touch(part, None, kind, t.glob, t.removes, t.tree)]
-    return [Touch(part, _join(b, path), kind, t.glob, t.removes, t.tree) for b in bases]
+        return [Touch(part, None, kind, t.glob, t.removes, t.tree, into)]
+    return [Touch(part, _join(b, path), kind, t.glob, t.removes, t.tree, into) for b in bases]
 
 
 def _join(base: str, path: str) -> str:
@@ -182,7 +189,8 @@ def _safe_globs(part: Part, resolved: Mapping[str, Any] | None, cwd: str, unsure
             changed = True
     if not changed:
         return part
-    return Part(tuple(words), part.redirects, part.text, part.full, part.opaque, part.hidden, part.late_args)
+    return Part(tuple(words), part.redirects, part.text, part.full, part.opaque, part.hidden, part.late_args,
+                part.env)
 
 
 def _dashed(matches: Any, cwd: str) -> bool:

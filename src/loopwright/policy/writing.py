@@ -12,13 +12,19 @@ from .judged import Resolved, Verdict, path_rule_hits
 from .pathrules import Places, in_own_home, in_roots, inside, protected
 from .rules import PermissionRules, parse_rule
 
-__all__ = ["critical", "write_where"]
+__all__ = ["critical", "harmless_device", "write_where"]
 
 
 def critical(real: str, places: Places) -> bool:
     """Removing these loses the machine or the project: /, a top-level directory, home, the
     working directory or one of its parents."""
     return real == "/" or posixpath.dirname(real) == "/" or real == places.home or inside(places.cwd, real)
+
+
+def harmless_device(loc: Resolved) -> bool:
+    """Whether the kernel lands on one of the harmless devices (`/dev/null`, `/dev/zero` …):
+    judged where the path leads and what is there, never by how it is spelt."""
+    return loc.kind == "device" and is_device(loc.real)
 
 
 def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places) -> bool:
@@ -31,16 +37,17 @@ def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Pl
     return False
 
 
-def write_where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places, *, shell: bool = False,
+def write_where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places, *, into: bool = False,
                 removes: bool = False) -> Verdict | None:
     """An ask for a write that lands on a protected path, in loopwright's own home, on a file
     with other hard links (the write changes what those names show) or outside the writable
     roots (or may: a path known only at run time). Hard: a hook's allow does not answer it, only
-    a person. Device paths (`> /dev/null`) are exempt in shell redirections only."""
+    a person. `into`: the write opens the file and writes into it (a shell redirection, tee, dd
+    of=), so a harmless device it lands on (`> /dev/null`) stays what it is and is exempt."""
     if locs is None:
         return Verdict("ask", "it writes to a path known only when it runs", hard=True, hint="allow it explicitly")
     for loc in locs:
-        if shell and is_device(loc.real):
+        if into and harmless_device(loc):
             continue
         if protected(loc.real) or protected(loc.lexical):
             return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
