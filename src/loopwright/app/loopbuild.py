@@ -36,7 +36,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..context.commands import model_use
         from ..tools.skill import SkillTool
 
-        tools.append(SkillTool(functools.partial(model_use, agent.skills, agent._shell(rules))))
+        tools.append(SkillTool(functools.partial(model_use, agent.skills)))
     if agent.agents and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
         tools.append(agent_tool)
         if agent.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
