@@ -164,7 +164,7 @@ def render(skill: Skill, args: str, values: dict[str, str]) -> Rendered:
         names["CLAUDE_PLUGIN_ROOT"] = skill.plugin_root
         if skill.plugin_data and DATA_VAR in body:
             names["CLAUDE_PLUGIN_DATA"] = made(skill.plugin_data)
-    texts, steps = split_steps(body)
+    texts, steps = _split_steps(body)
     texts = [_filled(t, args, words, names, quote=False) for t in texts]
     placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
     if args and not placed:
@@ -173,7 +173,7 @@ def render(skill: Skill, args: str, values: dict[str, str]) -> Rendered:
     return Rendered(tuple(texts), tuple(_filled(c, args, words, names, quote=True) for c in steps))
 
 
-def split_steps(body: str) -> tuple[list[str], list[str]]:
+def _split_steps(body: str) -> tuple[list[str], list[str]]:
     """(texts, commands): `body` cut around its shell steps, in order; an inline form inside a
     fenced block is part of that block's command."""
     texts, commands, at = [], [], 0
