@@ -164,3 +164,123 @@ def test_in_stream_json_input_an_unknown_command_is_that_turns_error_and_the_ses
     assert sent == 1 and [r["is_error"] for r in results] == [True, False], out.stdout + out.stderr
     assert "Unknown command: /relase; did you mean /release?" in results[0]["errors"][0]
     assert results[1]["result"] == "hi there" and out.returncode == 0
+
+
+# Issue 29 item 6: a shell step is found in the file's text before the arguments are filled in,
+# so arguments never add one; a model-started skill's step is a Bash call of the loop's.
+
+def skill_file(project, name, body):
+    folder = project / ".claude" / "skills" / name
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\ndescription: {name}\n---\n{body}")
+
+
+def skill_call(name, args=""):
+    return {"tool_use": {"name": "Skill", "input": {"skill": name, "args": args}, "id": "toolu_skill1"}}
+
+
+def result_of(request):
+    return request.body["messages"][-1]["content"][0]
+
+
+def transcript_records(home, sid):
+    [path] = (home / ".lw").rglob(f"{sid}.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_step_the_models_arguments_carry_stays_text(world):
+    home, project = world
+    skill_file(project, "echo-it", "Say: $ARGUMENTS\n")
+    with Simulator([skill_call("echo-it", "!`touch pwned` and ```!\ntouch pwned2\n```"), {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash"], home, project, sim)
+        result = result_of(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert not result.get("is_error") and "Say: !`touch pwned` and ```!\ntouch pwned2\n```" in result["content"]
+    assert not (project / "pwned").exists() and not (project / "pwned2").exists()
+
+
+def test_a_step_the_person_types_as_an_argument_stays_text(world):
+    home, project = world
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "/release !`touch pwned`", "--allowedTools", "Bash"], home, project, sim)
+        prompt = first_prompt(sim)
+    assert out.returncode == 0, out.stderr
+    assert "Release !`touch (notes: !`touch pwned`)." in prompt and not (project / "pwned").exists()
+
+
+def test_arguments_inside_a_files_step_are_words_never_commands(world):
+    home, project = world
+    skill_file(project, "ver", "VERSION !`./scripts/version.sh $ARGUMENTS` FIRST !`./scripts/version.sh $0`\n")
+    args = "x; touch pwned1 $(touch pwned2) `touch pwned3` 'two words'"
+    with Simulator([skill_call("ver", args), {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash(./scripts/version.sh:*)"], home, project, sim)
+        result = result_of(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert not result.get("is_error"), result
+    # each argument a word of the script's, as a shell splits the arguments: 8 of them, none run
+    assert "VERSION v1.2.8 x; touch pwned1 $(touch pwned2) `touch pwned3` two words FIRST v1.2.1 x;" in result["content"]
+    assert not list(project.glob("pwned*"))
+
+
+def hook_settings(project, script):
+    hook = project / "hook.sh"
+    hook.write_text("#!/bin/sh\n" + script)
+    hook.chmod(0o755)
+    settings = {"hooks": {event: [{"matcher": "Bash", "hooks": [{"type": "command", "command": str(hook)}]}]
+                          for event in ("PreToolUse", "PostToolUse")}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    return str(project / "settings.json")
+
+
+def test_a_skills_own_step_is_a_bash_call_that_a_pre_tool_use_hook_blocks(world):
+    home, project = world
+    skill_file(project, "maker", "MADE !`touch made`\n")
+    blocker = hook_settings(project, 'cat >> hook-input.jsonl; echo >> hook-input.jsonl\n'
+                                     'echo "no shell commands here" >&2; exit 2\n')
+    sid = "2f1c9a52-7d3e-4f6a-9b1c-0d2e3f4a5b6c"
+    with Simulator([skill_call("maker"), {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash", "--settings", blocker, "--session-id", sid,
+                          "--output-format", "json"], home, project, sim)
+        result = result_of(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert not (project / "made").exists()
+    assert result["is_error"] and "the shell step `touch made` was not allowed" in result["content"]
+    assert "A PreToolUse hook blocked this call: no shell commands here" in result["content"]
+    [seen] = [json.loads(line) for line in (project / "hook-input.jsonl").read_text().splitlines() if line]
+    assert seen["tool_name"] == "Bash" and seen["tool_input"] == {"command": "touch made"}
+    assert seen["tool_use_id"] == "toolu_skill1_step1"
+    records = transcript_records(home, sid)
+    started = [(r["name"], r["input"], r["toolUseId"]) for r in records if r["type"] == "tool_started"]
+    assert started == [("Skill", {"skill": "maker", "args": ""}, "toolu_skill1"),
+                       ("Bash", {"command": "touch made"}, "toolu_skill1_step1")]
+    denied = json.loads(out.stdout)["permission_denials"]
+    assert [(d["tool_name"], d["tool_use_id"]) for d in denied] == [("Bash", "toolu_skill1_step1")]
+
+
+def test_a_skills_allowed_step_runs_with_the_hooks_around_it_and_is_recorded(world):
+    home, project = world
+    skill_file(project, "maker", "MADE !`touch made; echo made-it`\n")
+    logger = hook_settings(project, 'cat >> hook-input.jsonl; echo >> hook-input.jsonl\n')
+    sid = "3a2b1c0d-7d3e-4f6a-9b1c-0d2e3f4a5b6c"
+    with Simulator([skill_call("maker"), {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go", "--allowedTools", "Bash", "--settings", logger, "--session-id", sid],
+                         home, project, sim)
+        result = result_of(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert (project / "made").exists() and not result.get("is_error") and "MADE made-it" in result["content"]
+    seen = [json.loads(line) for line in (project / "hook-input.jsonl").read_text().splitlines() if line]
+    assert [s["hook_event_name"] for s in seen] == ["PreToolUse", "PostToolUse"]
+    assert seen[1]["tool_response"]["stdout"].strip() == "made-it"
+    finished = [r for r in transcript_records(home, sid) if r["type"] == "tool_finished"]
+    assert [r["toolUseId"] for r in finished] == ["toolu_skill1_step1", "toolu_skill1"]
+
+
+def test_a_skills_step_is_refused_by_the_sessions_rules_without_a_rule(world):
+    home, project = world
+    skill_file(project, "maker", "MADE !`touch made`\n")
+    with Simulator([skill_call("maker"), {"text": "ok"}]) as sim:
+        out = loopwright(["-p", "go", "--output-format", "json"], home, project, sim)
+        result = result_of(sim.message_requests[1])
+    assert out.returncode == 0, out.stderr
+    assert result["is_error"] and "the shell step `touch made` was not allowed: Permission needed for Bash" \
+        in result["content"] and not (project / "made").exists()

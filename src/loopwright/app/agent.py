@@ -103,6 +103,7 @@ class Agent:
         self._mcp: Any = None  # loopwright.mcp.servers.McpServers, once started
         self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
         self._auto: Any = None  # engine.automode.AutoClassifier: one per session, its counts kept across turns
+        self._set_aside: tuple[str, ...] = ()  # the allow rules auto mode sets aside, as last said
         if self.output_schema is not None:
             from ..engine.structured import StructuredAnswer
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
     emit = sandboxing.with_notice(agent.sandbox, emit)
     rules = replace(agent.permissions, allow=agent.permissions.allow + turn.allow) if turn else agent.permissions
+    emit = _set_aside_notice(agent, rules, emit)
     hooks, approver = agent._hooks(emit), agent.approver
     if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
         from ..hooks import NotifyingApprover
@@ -36,7 +37,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..context.commands import model_use
         from ..tools.skill import SkillTool
 
-        tools.append(SkillTool(functools.partial(model_use, agent.skills, agent._shell(rules))))
+        tools.append(SkillTool(functools.partial(model_use, agent.skills)))
     if agent.agents and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
         tools.append(agent_tool)
         if agent.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
@@ -70,6 +71,29 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         settle=getattr(agent.recorder, "settle", None),
     )
     return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
+
+
+def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+    """`emit`, saying right after system/init which allow rules auto mode sets aside (the gate
+    drops them: `policy.automode.drop_broad`): once a session, and again only when they change."""
+    from ..policy.rules import normalise_mode
+
+    if agent.depth != 0 or normalise_mode(rules.mode) != "auto":
+        return emit
+    from ..policy.automode import drop_broad, set_aside_notice
+
+    dropped = drop_broad(rules.allow)[1]
+    if not dropped or dropped == agent._set_aside:
+        return emit
+    agent._set_aside = dropped
+    from ..core.events import Notice, SystemInit
+
+    def noticed(event: Event) -> None:
+        emit(event)
+        if isinstance(event, SystemInit):
+            emit(Notice("warning", set_aside_notice(dropped), "auto_mode_rules_set_aside"))
+
+    return noticed
 
 
 def run_hooks(agent: Any, emit: Callable[[Event], None]) -> HookRunner:

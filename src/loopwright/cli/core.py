@@ -269,7 +269,8 @@ def make_emitter(fmt: str, verbose: bool, session_id: str, hook_events: bool = F
                     print(f"loopwright: warning: MCP server {server['name']!r} failed: "
                           f"{visible(server.get('error', ''))}; the run goes on without its tools",
                           file=sys.stderr, flush=True)
-        elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning"):  # always said
+        elif isinstance(event, Notice) and event.subtype in ("memory_warning", "skill_warning",
+                                                                   "auto_mode_rules_set_aside"):  # always said
             print(f"loopwright: warning: {visible(event.text)}", file=sys.stderr, flush=True)
         elif isinstance(event, Notice) and event.subtype == "context_loaded" and fmt == "text":
             print(f"loopwright: {event.text}", file=sys.stderr, flush=True)

@@ -1,9 +1,11 @@
 """What a prompt the person types as `/name args` starts, as Claude Code runs custom commands
-and skills: the body with its placeholders filled, each `` !`cmd` `` and ```` ```! ```` block
-replaced by the command's output (run as a Bash call would be: through the permission gate, the
-command's `allowed-tools` granted, then under the sandbox), each `@file` it names attached (read
-under the Read rules), and its `allowed-tools` and `model` for the turn. An unknown `/name`
-is refused before anything is sent; a step that is denied or fails stops the command, saying why."""
+and skills: the body with its placeholders filled, each `` !`cmd` `` and ```` ```! ```` block of
+the file (never one the arguments carry: `skills.render`) replaced by the command's output (run as
+a Bash call would be: through the permission gate, the command's `allowed-tools` granted, then
+under the sandbox), each `@file` it names attached (read under the Read rules), and its
+`allowed-tools` and `model` for the turn. An unknown `/name` is refused before anything is sent;
+a step that is denied or fails stops the command, saying why. When the model starts a skill, its
+steps are Bash calls of the loop's (`model_use`)."""
 
 from __future__ import annotations
 
@@ -21,8 +23,6 @@ from . import Turn
 from .memory import imports
 from .skills import Skill, render
 
-_FENCED = re.compile(r"^```!\s*\n(.*?)\n?```[ \t]*$", re.S | re.M)
-_INLINE = re.compile(r"(?<![^\s(])!`([^`\n]+)`")
 _NAME = re.compile(r"/([A-Za-z0-9:_-]+)(?=\s|$)")
 
 
@@ -52,10 +52,11 @@ async def start(prompt: str, skills: Any, shell: Shell) -> Turn:
         return Turn(prompt)
     skill, args = found
     allow = grants(skill)
-    body = render(skill, args, skills.values)
-    refs = [r for r in imports(body) if not r.startswith("~")]  # what `@` names, before outputs are in
+    rendered = render(skill, args, skills.values)
+    # what `@` names, in the text and not in the steps' outputs
+    refs = [r for r in imports("\n".join(rendered.texts)) if not r.startswith("~")]
     runner = _Steps(skill, replace(shell.rules, allow=shell.rules.allow + allow), shell)
-    body = await runner.outputs(body)
+    body = rendered.text([await runner.run(command) for command in rendered.steps])
     attached = [text for ref in refs if (text := await runner.attach(ref)) is not None]
     text = "\n\n".join([f"<command-name>/{skill.name}</command-name>\n<command-args>{args}</command-args>\n\n{body}",
                         *attached])
@@ -68,18 +69,27 @@ async def start(prompt: str, skills: Any, shell: Shell) -> Turn:
         "command_source": source, "prompt": prompt})
 
 
-async def model_use(skills: Any, shell: Shell, name: str, args: str = "") -> tuple[str, bool]:
-    """What the `Skill` tool returns when the model starts `name`: its body, with its shell steps
-    run and replaced by their output under the session's own rules (a model-started skill's
-    `allowed-tools` grant nothing); a step refused or failing is the tool's error."""
-    text, is_error = skills.use(name, args)
-    skill = skills.found.get(name)
-    if is_error or skill is None or not (_FENCED.search(text) or _INLINE.search(text)):
-        return text, is_error
-    try:
-        return await _Steps(skill, shell.rules, shell).outputs(text), False
-    except CommandError as exc:
-        return f"The skill {name} could not start: {str(exc).replace('; nothing was sent', '')}", True
+async def model_use(skills: Any, name: str, args: str, step: Any) -> tuple[str, bool]:
+    """What the `Skill` tool returns when the model starts `name`: its body, each shell step of
+    the file replaced by its output. Each step is a Bash call of the loop's (`step`:
+    `ToolContext.step`), so PreToolUse and PostToolUse hooks, the permission gate under the
+    session's own rules (a model-started skill's `allowed-tools` grant nothing), the sandbox and
+    the transcript see it as they see the model's; a step refused or failing is the tool's error,
+    and the steps after it do not run."""
+    found = skills.use(name, args)
+    if isinstance(found, str):
+        return found, True
+    outputs = []
+    for command in found.steps:
+        if step is None:
+            return (f"The skill {name} could not start: its shell step `{command}` needs the loop to run it as a "
+                    "Bash call, and nothing here does"), True
+        done = await step("Bash", {"command": command})
+        if done.refused or done.is_error:
+            how = "was not allowed" if done.refused else "failed"
+            return f"The skill {name} could not start: the shell step `{command}` {how}: {done.text.strip()}", True
+        outputs.append("" if done.text == "(no output)" else done.text.rstrip("\n"))
+    return f"Launching skill: {name}\n\n{found.text(outputs)}", False
 
 
 def grants(skill: Skill) -> tuple[str, ...]:
@@ -130,16 +140,6 @@ class _Steps:
         self.skill, self.shell = skill, shell
         self.gate = ToolGate(rules, shell.cwd, None, shell.env)  # no approver: a step never asks
         self.tools = {t.name: t for t in shell.tools}
-
-    async def outputs(self, body: str) -> str:
-        """`body` with every shell step replaced by its output, in order."""
-        parts, at = [], 0
-        for match in sorted([*_FENCED.finditer(body), *_INLINE.finditer(body)], key=lambda m: m.start()):
-            if match.start() < at:
-                continue  # an inline form inside a fenced block is part of that block's command
-            parts += [body[at:match.start()], await self.run(match.group(1).strip())]
-            at = match.end()
-        return "".join(parts + [body[at:]])
 
     async def run(self, command: str) -> str:
         bash = self._tool("Bash", f"its shell step `{command}`")

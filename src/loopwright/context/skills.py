@@ -121,33 +121,86 @@ def listing(skills: dict[str, Skill]) -> str | None:
             f"when the task matches its description, and follow what it loads:\n\n{lines}\n</system-reminder>")
 
 
-def render(skill: Skill, args: str, values: dict[str, str]) -> str:
-    """The body a use of `skill` gives, its placeholders filled: `$ARGUMENTS`, `$ARGUMENTS[N]` and
-    `$N` (the arguments split as a shell splits them, from 0), `${CLAUDE_SKILL_DIR}`, a plugin's
-    `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PLUGIN_DATA}`, and the
-    `values` given (`${CLAUDE_SESSION_ID}`, `${CLAUDE_PROJECT_DIR}`); arguments the body does
-    not place are added at its end."""
+# A body's shell steps: `` !`cmd` `` (at the start, after a space or an opening bracket) and
+# ```` ```! ```` blocks.
+_FENCED = re.compile(r"^```!\s*\n(.*?)\n?```[ \t]*$", re.S | re.M)
+_INLINE = re.compile(r"(?<![^\s(])!`([^`\n]+)`")
+_PLACEHOLDER = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)|\$\{(\w+)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Rendered:
+    """One use of a skill: its text split around its shell steps. The steps are found in the
+    file's own text before any placeholder is filled, so arguments can never add a step (a `!`
+    they carry stays text); inside a step each argument is filled in as one quoted shell word,
+    so it cannot add a command to the step either."""
+
+    texts: tuple[str, ...]  # the text before, between and after the steps: one more than steps
+    steps: tuple[str, ...]  # each step's command, its placeholders filled
+
+    def text(self, outputs: Sequence[str]) -> str:
+        """The whole, each step replaced by its output."""
+        if len(outputs) != len(self.steps):
+            raise ValueError(f"{len(self.steps)} step outputs expected, got {len(outputs)}")
+        return "".join(t + o for t, o in zip(self.texts, outputs)) + self.texts[-1]
+
+
+def render(skill: Skill, args: str, values: dict[str, str]) -> Rendered:
+    """What a use of `skill` gives: its shell steps found in the body as written, then every
+    placeholder filled in one pass (a filled-in value is never read again): `$ARGUMENTS`,
+    `$ARGUMENTS[N]` and `$N` (the arguments split as a shell splits them, from 0),
+    `${CLAUDE_SKILL_DIR}`, a plugin's `${CLAUDE_PLUGIN_ROOT}` and `${CLAUDE_PLUGIN_DATA}`, and the
+    `values` given (`${CLAUDE_SESSION_ID}`, `${CLAUDE_PROJECT_DIR}`); arguments the body does not
+    place are added at its end, as text."""
     try:
         words = shlex.split(args)
     except ValueError:
         words = args.split()
     body = skill.body
-    placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
-    body = _INDEXED.sub(lambda m: _word(words, m), body).replace("$ARGUMENTS", args)
+    names = {"CLAUDE_SKILL_DIR": skill.folder, **values}
     if skill.plugin_root:
-        from .plugins import fill
+        from .plugins import DATA_VAR, made
 
-        body = fill(body, skill.plugin_root, skill.plugin_data)
-    for name, value in {"CLAUDE_SKILL_DIR": skill.folder, **values}.items():
-        body = body.replace("${" + name + "}", value)
+        names["CLAUDE_PLUGIN_ROOT"] = skill.plugin_root
+        if skill.plugin_data and DATA_VAR in body:
+            names["CLAUDE_PLUGIN_DATA"] = made(skill.plugin_data)
+    texts, steps = _split_steps(body)
+    texts = [_filled(t, args, words, names, quote=False) for t in texts]
+    placed = "$ARGUMENTS" in body or _INDEXED.search(body) is not None
     if args and not placed:
-        body += f"\n\nARGUMENTS: {args}"
-    return f"Base directory for this skill: {skill.folder}\n\n{body}"
+        texts[-1] += f"\n\nARGUMENTS: {args}"
+    texts[0] = f"Base directory for this skill: {skill.folder}\n\n{texts[0]}"
+    return Rendered(tuple(texts), tuple(_filled(c, args, words, names, quote=True) for c in steps))
 
 
-def _word(words: list[str], match: re.Match[str]) -> str:
-    index = int(match.group(1) or match.group(2))
-    return words[index] if index < len(words) else match.group(0)
+def _split_steps(body: str) -> tuple[list[str], list[str]]:
+    """(texts, commands): `body` cut around its shell steps, in order; an inline form inside a
+    fenced block is part of that block's command."""
+    texts, commands, at = [], [], 0
+    for match in sorted([*_FENCED.finditer(body), *_INLINE.finditer(body)], key=lambda m: m.start()):
+        if match.start() < at:
+            continue
+        texts.append(body[at:match.start()])
+        commands.append(match.group(1).strip())
+        at = match.end()
+    return texts + [body[at:]], commands
+
+
+def _filled(text: str, args: str, words: list[str], names: dict[str, str], *, quote: bool) -> str:
+    """`text` with its placeholders filled; `quote`: a shell step's, where each argument is one
+    quoted word (`$ARGUMENTS` the words a shell would split the arguments into, each quoted)."""
+    def one(match: re.Match[str]) -> str:
+        index, number, name = match.group(1), match.group(2), match.group(3)
+        if name is not None:
+            return names.get(name, match.group(0))
+        if index is None and number is None:  # $ARGUMENTS
+            return " ".join(shlex.quote(w) for w in words) if quote else args
+        at = int(index or number)
+        if at >= len(words):
+            return match.group(0)  # no such argument: left as written
+        return shlex.quote(words[at]) if quote else words[at]
+
+    return _PLACEHOLDER.sub(one, text)
 
 
 class Skills:
@@ -164,16 +217,17 @@ class Skills:
             emit(Notice("warning", f"skills: {text}", "skill_warning"))
         self.problems = []
 
-    def use(self, name: str, args: str = "") -> tuple[str, bool]:
-        """What the Skill tool returns for `name`: (text, is_error)."""
+    def use(self, name: str, args: str = "") -> Rendered | str:
+        """What the Skill tool loads for `name`, its steps not run yet; or why it cannot (the text
+        of the tool's error)."""
         skill = self.found.get(name)
         if skill is None:
             known = ", ".join(s.name for s in self.found.values() if s.model_invocable) or "none"
-            return f"Unknown skill: {name}. Skills available: {known}", True
+            return f"Unknown skill: {name}. Skills available: {known}"
         if not skill.model_invocable:
             return (f"The skill {name} may only be started by the user (/{name}); ask them to run it instead of "
-                    "doing its steps yourself", True)
-        return f"Launching skill: {name}\n\n{render(skill, args, self.values)}", False
+                    "doing its steps yourself")
+        return render(skill, args, self.values)
 
     def typed(self, prompt: str) -> tuple[Skill, str] | None:
         """`/name args` typed by the person, when `name` is a skill or command they may start."""

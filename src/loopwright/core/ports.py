@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from .fastclass import dataclass
 from .types import ModelRequest, StreamEvent
@@ -39,6 +39,15 @@ class PathGuard(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """What a tool call made as a step of another call came to (`ToolContext.step`)."""
+
+    text: str
+    is_error: bool = False
+    refused: bool = False  # it never ran: a PreToolUse hook or the permission gate stopped it
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a tool may know about where it runs. `guard`: the gate's judgement of this call
     (None when no gate judged it, e.g. a tool run directly)."""
@@ -50,6 +59,10 @@ class ToolContext:
     guard: PathGuard | None = None
     progress: Callable[[float, float | None, str], None] | None = None  # a running call says how far it is
     before_write: Callable[[str], None] | None = None  # file checkpoints: told a file's real path before it changes
+    # another tool call made as a step of this one (a skill's shell step), carried out as the model's
+    # calls are: PreToolUse/PostToolUse hooks, the permission gate, the tool's sandbox, the records;
+    # None where no dispatcher runs the call (then there is no other way to run one)
+    step: Callable[[str, dict[str, Any]], Awaitable[StepOutcome]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

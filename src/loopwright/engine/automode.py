@@ -57,6 +57,8 @@ class AutoClassifier:
 
     async def judge(self, tool_name: str, tool_input: dict) -> Judgement:
         history = automode.transcript(self.history(), tool_name, tool_input, self.read_only)
+        if history is None:  # judged whole or not at all: a cut would hide what padding pushed out
+            return self._counted(Judgement(False, automode.too_long(tool_name), evaluated=False))
         request = ModelRequest(model=self.model_name, max_tokens=MAX_TOKENS, system=automode.SYSTEM,
                                messages=(Message.user(automode.request_text(self.memory(), history)),),
                                extra={"temperature": 0})
@@ -101,13 +103,13 @@ class AutoClassifier:
 def classifier_for(model: Model, main: str, chosen: str | None, memory: Any, tools: Sequence[Any]) -> AutoClassifier:
     """A session's classifier: `chosen` or the main provider's small model; the memory files are
     read when the first call is judged, not at start-up (a fresh copy: the session's own memory
-    keeps its record of what it gave)."""
+    keeps its record of what it gave), and shown to it as untrusted file text, each under its path."""
     text: list[str] = []
 
     def standing() -> str:
         if not text:
             files = memory.fork().at_start() if memory is not None else []
-            text.append("\n\n".join(f.text for f in files))
+            text.append("\n\n".join(f"Contents of {f.path}:\n{f.text}" for f in files))
         return text[0]
 
     return AutoClassifier(model, resolve_model(chosen or default_model(main)).id, standing,

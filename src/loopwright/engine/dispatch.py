@@ -19,7 +19,8 @@ from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolProgress, ToolStarted
 from ..core.fastclass import dataclass
 from ..core.ports import (
-    CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, Tool, ToolContext, ToolOutput, hooks_want,
+    CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, StepOutcome, Tool, ToolContext, ToolOutput,
+    hooks_want,
 )
 from ..core.types import ToolResultBlock, ToolUseBlock
 from .sizes import bounded_context, bounded_result
@@ -56,6 +57,8 @@ class ToolDispatcher:
         self.denials: list[PermissionDenial] = []
         self.inflight: dict[str, ToolResultBlock] = {}  # finished results of the batch running now
         self.started: set[str] = set()  # calls of that batch announced as started (tool_started recorded)
+        self._batch = Batch([])  # the batch running now: a step's hook may stop it
+        self._steps: dict[str, int] = {}  # steps made so far, by the call that made them
 
     @property
     def gate(self) -> ToolGate:
@@ -73,9 +76,9 @@ class ToolDispatcher:
             self.tools = {t.name: t for t in tools}
 
     async def run(self, calls: Sequence[ToolUseBlock]) -> Batch:
-        batch = Batch([])
+        batch = self._batch = Batch([])
         results: dict[str, ToolResultBlock] = {}
-        self.inflight, self.started = results, set()
+        self.inflight, self.started, self._steps = results, set(), {}
         for group in self._groups(calls):
             for call in group:
                 self.started.add(call.id)
@@ -159,7 +162,8 @@ class ToolDispatcher:
         # hands the tool where it judged the call's paths
         # ({} in the context means child_env(): the overrides go on top of that, never alone)
         changes: dict[str, Any] = {"progress": lambda done, total, message: self.emit(
-            ToolProgress(call.id, call.name, done, total, message))}
+            ToolProgress(call.id, call.name, done, total, message)),
+            "step": lambda name, step_input: self._step(call, name, step_input)}
         if decision.env:
             changes["env"] = {**(self.ctx.env or child_env()), **decision.env}
         if decision.guard is not None:
@@ -196,6 +200,23 @@ class ToolDispatcher:
             return result
         return ToolResultBlock(result.tool_use_id, result.content + "\n\n" + "\n".join(bounded_context(extra)),
                                result.is_error)
+
+    async def _step(self, parent: ToolUseBlock, name: str, tool_input: dict[str, Any]) -> StepOutcome:
+        """A call `parent` makes as a step of itself (a skill's shell step): announced, judged, run
+        and recorded as a call of the model's is, under its own id (`<parent>_step<n>`), which no
+        assistant message holds, so a resume never answers or runs it again on its own."""
+        n = self._steps[parent.id] = self._steps.get(parent.id, 0) + 1
+        call = ToolUseBlock(f"{parent.id}_step{n}", name, tool_input)
+        self.emit(ToolStarted(call.id, call.name, call.input))
+        if self.settle is not None:
+            await self.settle()
+        try:
+            result = await self._one(call, self._batch)
+        finally:
+            CURRENT_TOOL_USE_ID.set(parent.id)  # the rest of the parent call is the parent's
+        self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
+        refused = any(d.tool_use_id == call.id for d in self.denials)
+        return StepOutcome(result.text, result.is_error, refused)
 
     def _note(self, hook: HookResult, batch: Batch) -> None:
         if hook is NO_HOOK_RESULT:

@@ -1,5 +1,6 @@
 """`Skill`: the model loads a listed skill by name (offered only when the session has skills).
-What a skill is and where it lives is the caller's (`context.skills`); this tool only asks. Its
+What a skill is and where it lives is the caller's (`context.skills`); this tool only asks, handing
+on the way its call makes further calls (`ToolContext.step`: a skill's shell steps). Its
 schema is plain data and its input checked by hand, so offering it loads no validation library
 on the way to the first request."""
 
@@ -28,8 +29,8 @@ class SkillTool:
                    "A skill already loaded in this conversation need not be loaded again.")
     input_schema = SCHEMA
 
-    def __init__(self, use: Callable[[str, str], Any]) -> None:
-        self.use = use  # (name, args) -> (text, is_error), or an awaitable of it
+    def __init__(self, use: Callable[[str, str, Any], Any]) -> None:
+        self.use = use  # (name, args, ctx.step) -> (text, is_error), or an awaitable of it
 
     def validate(self, raw: dict[str, Any]) -> dict[str, str]:
         unknown = sorted(set(raw) - set(SCHEMA["properties"]))  # type: ignore[arg-type]
@@ -45,6 +46,6 @@ class SkillTool:
         return Access("session")  # reads the session's own skill files, changes nothing
 
     async def run(self, args: dict[str, str], ctx: ToolContext) -> ToolOutput:
-        found = self.use(args["skill"], args["args"])
+        found = self.use(args["skill"], args["args"], ctx.step)
         text, is_error = await found if inspect.isawaitable(found) else found
         return ToolOutput(text, is_error=is_error)
