@@ -76,17 +76,18 @@ def text_beneath(root: str | os.PathLike[str], path: str | os.PathLike[str], lim
     return data.decode("utf-8", errors="replace")
 
 
-def open_beneath(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> int:
+def open_beneath(root: str | os.PathLike[str], path: str | os.PathLike[str], *, read: bool = True) -> int:
     """A read-only, non-blocking descriptor of the regular file at `path`, every step of its
-    resolution beneath `root` (the caller closes it)."""
+    resolution beneath `root` (the caller closes it). `read` False: a descriptor that only says
+    where the path leads (`O_PATH`; a file the user may not read is found all the same)."""
     real_root = os.path.realpath(os.fspath(root))
     shown = os.fspath(path)
     rest = _relative(real_root, shown)
     root_fd = os.open(real_root, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fd = _by_kernel(root_fd, rest) if rest else None
+        fd = _by_kernel(root_fd, rest, read) if rest else None
         if fd is None:
-            fd = _walk(root_fd, real_root, rest, shown)
+            fd = _walk(root_fd, real_root, rest, shown, read)
         try:
             _must_be_plain(fd, shown)
         except BaseException:
@@ -123,7 +124,7 @@ def _libc() -> Any:
     return _kernel["libc"]
 
 
-def _by_kernel(root_fd: int, rest: str) -> int | None:
+def _by_kernel(root_fd: int, rest: str, read: bool) -> int | None:
     """`openat2` beneath the root (first for a look at what the path is, then to read it when it
     is a regular file, so a device is never opened); None where the kernel cannot do it, or
     refuses for a reason the walk judges better (an absolute link that may stay inside)."""
@@ -139,6 +140,9 @@ def _by_kernel(root_fd: int, rest: str) -> int | None:
         info = os.fstat(look)
         if not stat.S_ISREG(info.st_mode):
             return None  # the walk says what it is, and refuses it
+        if not read:
+            kept, look = look, -1
+            return kept
         fd = _openat2(root_fd, rest, _FILE_FLAGS)
         if fd is None:
             return None
@@ -148,7 +152,8 @@ def _by_kernel(root_fd: int, rest: str) -> int | None:
             return None  # it changed between the two opens: the walk looks again
         return fd
     finally:
-        os.close(look)
+        if look >= 0:
+            os.close(look)
 
 
 def _openat2(dirfd: int, rest: str, flags: int) -> int | None:
@@ -174,7 +179,7 @@ def _openat2(dirfd: int, rest: str, flags: int) -> int | None:
     return None  # EXDEV, ELOOP, EAGAIN and the rest: the walk finds out and says why
 
 
-def _walk(root_fd: int, real_root: str, rest: str, shown: str) -> int:
+def _walk(root_fd: int, real_root: str, rest: str, shown: str, read: bool = True) -> int:
     """The path taken one component at a time from the root, no component followed by the
     kernel: a symlink is read and what it names walked instead, a `..` goes back up the folders
     already opened (never above the root)."""
@@ -213,8 +218,10 @@ def _walk(root_fd: int, real_root: str, rest: str, shown: str) -> int:
             if not any(p not in ("", ".") for p in pending):  # the last component: the file itself
                 if not stat.S_ISREG(info.st_mode):
                     raise Unsafe(f"{shown} is {_kind(info.st_mode)}, not a regular file")
-                try:
-                    return os.open(name, _FILE_FLAGS | os.O_NOFOLLOW, dir_fd=here)
+                try:  # O_NOFOLLOW: a symlink swapped in since the look is refused (or, with O_PATH,
+                    # opened as itself, which is no regular file)
+                    return os.open(name, (_FILE_FLAGS if read or not _O_PATH else _O_PATH | os.O_CLOEXEC)
+                                   | os.O_NOFOLLOW, dir_fd=here)
                 except OSError as exc:
                     if exc.errno == errno.ELOOP:
                         raise Unsafe(f"{shown} became a symlink while it was opened") from None
