@@ -3,10 +3,13 @@ memory file, rule, import, skill, command, agent or plugin file that is a link l
 root is left out with one warning naming it, and nothing of /proc is ever loaded — not even
 loopwright's own environment, API key and all; links that stay inside still work; Grep and Glob
 do not follow a link out of the folder they search, even where the gate would allow the target.
-Real files, the real CLI in a subprocess, the loopback simulator."""
+Real files, the real CLI in a subprocess, the loopback simulator; the main cases run twice: on this
+kernel's `openat2`, and under a seccomp filter that makes `openat2` ENOSYS, as a kernel older than
+5.6 (or a container's filter) would, so the component-by-component walk is what judges them."""
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -30,11 +33,41 @@ def world(tmp_path):
     return home, project, outside
 
 
-def run(args, home, project, sim, key=FAKE_KEY):
+# Installs a seccomp filter (classic BPF: on this architecture, openat2 fails with ENOSYS; every
+# other call is allowed), checks that openat2 now fails so, then becomes the CLI: the filter holds
+# across exec.
+NO_OPENAT2 = r"""
+import ctypes, os, struct, sys
+arch, nr = {"x86_64": (0xC000003E, 437), "aarch64": (0xC00000B7, 437)}[os.uname().machine]
+ALLOW, ENOSYS = 0x7FFF0000, 0x00050000 | 38
+code = [(0x20, 0, 0, 4), (0x15, 0, 3, arch), (0x20, 0, 0, 0), (0x15, 0, 1, nr), (0x06, 0, 0, ENOSYS),
+        (0x06, 0, 0, ALLOW)]
+raw = b"".join(struct.pack("HBBI", *c) for c in code)
+buf = ctypes.create_string_buffer(raw)
+prog = struct.pack("HxxxxxxQ", len(code), ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.c_char_p(prog), 0, 0) == 0, ctypes.get_errno()  # PR_SET_SECCOMP, FILTER
+how = ctypes.create_string_buffer(24)
+assert libc.syscall(ctypes.c_long(nr), -100, b".", how, ctypes.c_size_t(24)) == -1 and ctypes.get_errno() == 38
+os.execv(sys.executable, [sys.executable, "-m", "loopwright", *sys.argv[1:]])
+"""
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def how(request):
+    """How the kernel lets loopwright open a file beneath a root."""
+    if request.param == "walk" and platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("the filter is written for x86_64 and aarch64")
+    return request.param
+
+
+def run(args, home, project, sim, key=FAKE_KEY, how="openat2"):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
     env.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY=key,
                ANTHROPIC_BASE_URL=sim.base_url)
-    return subprocess.run([sys.executable, "-m", "loopwright", *args], env=env, cwd=project, capture_output=True,
+    start = ["-c", NO_OPENAT2] if how == "walk" else ["-m", "loopwright"]
+    return subprocess.run([sys.executable, *start, *args], env=env, cwd=project, capture_output=True,
                           text=True, timeout=60)
 
 
@@ -58,11 +91,11 @@ def tool_result(sim, n=1):
 # ------------------------------------------------------------------ memory files and rules
 
 
-def test_a_claude_md_linked_to_a_file_outside_is_not_loaded(world):
+def test_a_claude_md_linked_to_a_file_outside_is_not_loaded(world, how):
     home, project, outside = world
     (project / "CLAUDE.md").symlink_to(outside / "secret.md")
     with Simulator([{"text": "ok"}]) as sim:
-        out = run(["-p", "go"], home, project, sim)
+        out = run(["-p", "go"], home, project, sim, how=how)
         body = sent(sim)
     assert out.returncode == 0, out.stderr
     assert SECRET not in body and SECRET not in kept(home)
@@ -71,11 +104,11 @@ def test_a_claude_md_linked_to_a_file_outside_is_not_loaded(world):
 
 
 @pytest.mark.parametrize("where", [".claude/rules/x.md", "CLAUDE.local.md", ".claude/CLAUDE.md"])
-def test_a_rule_linked_to_proc_self_environ_never_sends_the_api_key(world, where):
+def test_a_rule_linked_to_proc_self_environ_never_sends_the_api_key(world, where, how):
     home, project, _ = world
     (project / where).symlink_to("/proc/self/environ")
     with Simulator([{"text": "ok"}]) as sim:
-        out = run(["-p", "go"], home, project, sim)
+        out = run(["-p", "go"], home, project, sim, how=how)
         body = sent(sim)
     assert out.returncode == 0, out.stderr
     assert FAKE_KEY not in body and FAKE_KEY not in kept(home) and "ANTHROPIC_BASE_URL" not in body
@@ -96,7 +129,7 @@ def test_an_import_through_a_folder_linked_outside_is_not_loaded(world):
     assert "@vendor/secret.md is outside the project and was not loaded" in said
 
 
-def test_links_that_stay_inside_the_project_still_work(world):
+def test_links_that_stay_inside_the_project_still_work(world, how):
     """`CLAUDE.md -> AGENTS.md` is common; an absolute link inside and a rule linked to a shared
     file of the project too."""
     home, project, _ = world
@@ -106,7 +139,7 @@ def test_links_that_stay_inside_the_project_still_work(world):
     (project / ".claude" / "rules" / "shared.md").symlink_to(project / "docs" / "rule.md")
     (project / ".claude" / "rules" / "up.md").symlink_to("../../docs/rule.md")
     with Simulator([{"text": "ok"}]) as sim:
-        out = run(["-p", "go"], home, project, sim)
+        out = run(["-p", "go"], home, project, sim, how=how)
         [memory] = [b["text"] for b in sim.message_requests[0].body["messages"][0]["content"] if b["type"] == "text"]
     assert out.returncode == 0, out.stderr
     assert f"Contents of {project / 'CLAUDE.md'} (project instructions" in memory and "AGENTS-RULE" in memory
@@ -114,7 +147,7 @@ def test_links_that_stay_inside_the_project_still_work(world):
     assert not warnings(out, "memory:")
 
 
-def test_a_link_planted_in_a_subfolder_is_not_loaded_by_the_next_read_there(world):
+def test_a_link_planted_in_a_subfolder_is_not_loaded_by_the_next_read_there(world, how):
     """A command run earlier (or the clone itself) leaves `sub/CLAUDE.md -> /proc/self/environ`;
     the model's Read in `sub` must not bring the environment in as that folder's memory."""
     home, project, _ = world
@@ -124,7 +157,7 @@ def test_a_link_planted_in_a_subfolder_is_not_loaded_by_the_next_read_there(worl
     (project / "sub" / "deep" / "x.txt").write_text("x\n")
     script = [{"tool_use": {"name": "Read", "input": {"file_path": "sub/deep/x.txt"}}}, {"text": "done"}]
     with Simulator(script) as sim:
-        out = run(["-p", "read it"], home, project, sim)
+        out = run(["-p", "read it"], home, project, sim, how=how)
         body = sent(sim)
     assert out.returncode == 0, out.stderr
     assert "DEEP-RULE" in body and FAKE_KEY not in body and FAKE_KEY not in kept(home)
@@ -146,7 +179,7 @@ def test_the_read_tool_does_not_open_a_planted_link_out_of_the_project(world):
 # ------------------------------------------------------------ skills, commands, agents, plugins
 
 
-def test_a_skill_folder_linked_outside_is_left_out_and_one_inside_is_listed(world):
+def test_a_skill_folder_linked_outside_is_left_out_and_one_inside_is_listed(world, how):
     home, project, outside = world
     skills = project / ".claude" / "skills"
     (skills / "real").mkdir(parents=True)
@@ -154,7 +187,7 @@ def test_a_skill_folder_linked_outside_is_left_out_and_one_inside_is_listed(worl
     (skills / "alias").symlink_to("real")
     (skills / "evil").symlink_to(outside / "skill")
     with Simulator([{"text": "ok"}]) as sim:
-        out = run(["-p", "go"], home, project, sim)
+        out = run(["-p", "go"], home, project, sim, how=how)
         body = sent(sim)
     assert out.returncode == 0, out.stderr
     assert "- real: the real one" in body and "- alias: the real one" in body and SECRET not in body
@@ -217,7 +250,8 @@ def test_a_plugin_whose_manifest_links_outside_is_not_loaded(world, tmp_path):
     ("Grep", {"pattern": "OUTSIDE-SECRET", "path": "sub", "output_mode": "files_with_matches"}),
     ("Glob", {"pattern": "**/*.md"}),
 ], ids=["grep-content", "grep-subfolder", "glob"])
-def test_a_search_does_not_follow_a_link_out_of_its_folder_even_where_the_gate_allows(world, tool, tool_input):
+def test_a_search_does_not_follow_a_link_out_of_its_folder_even_where_the_gate_allows(world, tool, tool_input,
+                                                                                     how):
     """The link's target is readable (`--add-dir`), so the gate would show it; the search still
     leaves it out, as ripgrep does, and says so. A folder linked outside is not entered either."""
     home, project, outside = world
@@ -226,7 +260,7 @@ def test_a_search_does_not_follow_a_link_out_of_its_folder_even_where_the_gate_a
     (project / "sub" / "own.md").write_text("OUTSIDE-SECRET-lookalike of our own\n")
     script = [{"tool_use": {"name": tool, "input": tool_input}}, {"text": "done"}]
     with Simulator(script) as sim:
-        out = run(["-p", "search", "--add-dir", str(outside)], home, project, sim)
+        out = run(["-p", "search", "--add-dir", str(outside)], home, project, sim, how=how)
         result = tool_result(sim)
     assert out.returncode == 0, out.stderr
     content = result["content"]
