@@ -23,7 +23,7 @@ import os
 import stat
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_LINKS", "Unsafe", "open_beneath", "read_beneath", "text_beneath"]
+__all__ = ["MAX_BYTES", "MAX_LINKS", "Beneath", "Unsafe", "open_beneath", "read_beneath", "text_beneath"]
 
 MAX_BYTES = 1 << 20  # what one context file may hold unless the reader says otherwise
 MAX_LINKS = 40  # symlinks followed on one path, as the kernel's own limit
@@ -80,22 +80,41 @@ def open_beneath(root: str | os.PathLike[str], path: str | os.PathLike[str], *, 
     """A read-only, non-blocking descriptor of the regular file at `path`, every step of its
     resolution beneath `root` (the caller closes it). `read` False: a descriptor that only says
     where the path leads (`O_PATH`; a file the user may not read is found all the same)."""
-    real_root = os.path.realpath(os.fspath(root))
-    shown = os.fspath(path)
-    rest = _relative(real_root, shown)
-    root_fd = os.open(real_root, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        fd = _by_kernel(root_fd, rest, read) if rest else None
+    with Beneath(root) as beneath:
+        return beneath.open(path, read=read)
+
+
+class Beneath:
+    """A root held open, to open many files beneath it (a search): resolved once, at the start."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.real = os.path.realpath(os.fspath(root))
+        self.fd = os.open(self.real, (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def open(self, path: str | os.PathLike[str], *, read: bool = True) -> int:
+        """As `open_beneath`, beneath this root."""
+        shown = os.fspath(path)
+        rest = _relative(self.real, shown)
+        fd = _by_kernel(self.fd, rest, read) if rest else None
         if fd is None:
-            fd = _walk(root_fd, real_root, rest, shown, read)
+            fd = _walk(self.fd, self.real, rest, shown, read)
         try:
             _must_be_plain(fd, shown)
         except BaseException:
             os.close(fd)
             raise
         return fd
-    finally:
-        os.close(root_fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> Beneath:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _relative(real_root: str, path: str) -> str:
@@ -159,14 +178,18 @@ def _by_kernel(root_fd: int, rest: str, read: bool) -> int | None:
 def _openat2(dirfd: int, rest: str, flags: int) -> int | None:
     import ctypes
 
-    if "how" not in _kernel:
+    if "call" not in _kernel:  # built once: a search opens thousands of files
         class OpenHow(ctypes.Structure):  # struct open_how
             _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
-        _kernel["how"] = OpenHow
-    how = _kernel["how"](flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
-    fd = _libc().syscall(ctypes.c_long(_OPENAT2[os.uname().machine]), ctypes.c_int(dirfd),
-                         ctypes.c_char_p(os.fsencode(rest)), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+        call = _libc().syscall
+        call.restype = ctypes.c_long
+        _kernel.update(call=call, nr=ctypes.c_long(_OPENAT2[os.uname().machine]), how={}, OpenHow=OpenHow,
+                       size=ctypes.c_size_t(ctypes.sizeof(OpenHow)))
+    how = _kernel["how"].get(flags)
+    if how is None:
+        how = _kernel["how"][flags] = _kernel["OpenHow"](flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+    fd = _kernel["call"](_kernel["nr"], ctypes.c_int(dirfd), os.fsencode(rest), ctypes.byref(how), _kernel["size"])
     if fd >= 0:
         _kernel["openat2"] = True
         return int(fd)

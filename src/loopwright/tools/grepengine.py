@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..core.beneath import open_beneath
+from ..core.beneath import Beneath
 from ..core.regex import PatternError, compile_re2
 from .grepworker import split_lines
 from .paths import is_binary
@@ -48,7 +48,7 @@ class Engine:
         self.stop = threading.Event()
         self.skipped_large = 0
 
-    def search(self, root: str, path: str | Path) -> tuple[list[str], list[int]] | None:
+    def search(self, root: Beneath, path: str | Path) -> tuple[list[str], list[int]] | None:
         """`path` (relative to `root`, or absolute inside it) opened beneath `root`; `Unsafe`
         when it leads out of it."""
         if self.stop.is_set():
@@ -92,12 +92,12 @@ def compile_pattern(pattern: str, *, ignore_case: bool, multiline: bool) -> Engi
     return Linear(regex, multiline)
 
 
-def read_regular(root: str, path: str | Path, limit: int) -> bytes | None:
+def read_regular(root: Beneath, path: str | Path, limit: int) -> bytes | None:
     """A regular file's bytes, or None for an unreadable one; `TooLarge` past `limit`, `Unsafe`
     for anything but a regular file reached beneath `root` (a device is never opened: opening
     some has effects; the descriptor is non-blocking, so a FIFO swapped in cannot hang us)."""
     try:
-        fd = open_beneath(root, path)
+        fd = root.open(path)
     except OSError:  # gone, unreadable (an `Unsafe` is no OSError: it goes to the caller)
         return None
     try:

@@ -17,7 +17,7 @@ from typing import Literal
 import anyio
 from pydantic import Field
 
-from ..core.beneath import Unsafe, open_beneath
+from ..core.beneath import Beneath, Unsafe
 from ..core.ports import ToolContext, ToolOutput
 from ..core.regex import PatternError
 from .access import ACCESS
@@ -69,11 +69,11 @@ class _Shown:
         self.left_out += 1
         return False
 
-    def beneath(self, root: str, rel: str) -> bool:
+    def beneath(self, root: Beneath, rel: str) -> bool:
         """Whether `rel` is still a regular file when reached beneath `root` (the real folder
         searched); one whose link leads out of it is left out and counted."""
         try:
-            os.close(open_beneath(root, rel, read=False))
+            os.close(root.open(rel, read=False))
         except Unsafe:
             self.left_out += 1
             return False
@@ -147,9 +147,13 @@ def _glob(base: Path, pattern: str, shown: _Shown) -> list[Path]:
     regex = glob_regex(rest)
     # Without `**` a pattern cannot match deeper than its own number of segments.
     depth = None if "**" in rest else rest.count("/") + 1
-    real = os.path.realpath(start)
-    matches = [p for p, rel in walk_files(start, depth)
-               if regex.match(rel) and p.is_file() and shown.beneath(real, rel) and shown(p)]
+    try:
+        inside = Beneath(start)
+    except OSError:  # gone since
+        return []
+    with inside:
+        matches = [p for p, rel in walk_files(start, depth)
+                   if regex.match(rel) and p.is_file() and shown.beneath(inside, rel) and shown(p)]
     return newest_first(matches)
 
 
@@ -256,14 +260,20 @@ def _grep(root: Path, real: str, engine: Engine, args: GrepInput, shown: _Shown)
     """`real`: where `root` lands, the folder every file is read beneath (a file's own folder
     when `root` is a file)."""
     hits: list[tuple[Path, list[str], list[int]]] = []
-    for path, beneath, rel in _candidate_files(root, real, args, shown):
-        try:
-            found = engine.search(beneath, rel)
-        except Unsafe:
-            shown.left_out += 1
-            continue
-        if found is not None and found[1]:
-            hits.append((path, *found))
+    named = os.path.basename(real) if os.path.isfile(real) else None
+    try:
+        inside = Beneath(os.path.dirname(real) if named else real)
+    except OSError:  # gone since
+        return []
+    with inside:
+        for path, rel in _candidate_files(root, named, args, shown):
+            try:
+                found = engine.search(inside, rel)
+            except Unsafe:
+                shown.left_out += 1
+                continue
+            if found is not None and found[1]:
+                hits.append((path, *found))
     if not hits:
         return []
     if args.output_mode == "files_with_matches":
@@ -277,12 +287,13 @@ def _grep(root: Path, real: str, engine: Engine, args: GrepInput, shown: _Shown)
     return out
 
 
-def _candidate_files(root: Path, real: str, args: GrepInput, keep: _Shown) -> Iterable[tuple[Path, str, str]]:
+def _candidate_files(root: Path, named: str | None, args: GrepInput, keep: _Shown) -> Iterable[tuple[Path, str]]:
     """Regular files only (reading a FIFO would wait forever), and only those the call may show:
-    each as (path shown, folder it is read beneath, its path there)."""
-    if root.is_file():
+    each as (path shown, its path in the folder it is read beneath). `named`: the name of the
+    file the call searches, when it names one."""
+    if named is not None:
         if keep(root):  # an explicitly named file is searched whatever the filters say
-            yield root, os.path.dirname(real), os.path.basename(real)
+            yield root, named
         return
     name_glob = glob_regex(args.glob) if args.glob else None
     types = FILE_TYPES.get(args.type or "", ())
@@ -292,7 +303,7 @@ def _candidate_files(root: Path, real: str, args: GrepInput, keep: _Shown) -> It
         if types and not any(fnmatch.fnmatchcase(path.name, t) for t in types):
             continue
         if path.is_file() and keep(path):
-            yield path, real, rel
+            yield path, rel
 
 
 def _content_lines(path: str, lines: list[str], matched: list[int], args: GrepInput) -> list[str]:
