@@ -116,6 +116,22 @@ def test_a_rule_linked_to_proc_self_environ_never_sends_the_api_key(world, where
     assert f"{project / where}: the symlink" in said and "/proc/self/environ leads outside" in said
 
 
+def test_the_users_own_files_may_link_into_home_but_nothing_of_proc_is_loaded(world, how):
+    """A dotfile manager links `~/.claude/CLAUDE.md` into `~/dotfiles`: that works. A user file may
+    import anything, so its root is the whole filesystem: /proc is still never loaded from it."""
+    home, project, _ = world
+    (home / "dotfiles").mkdir()
+    (home / "dotfiles" / "CLAUDE.md").write_text("DOTFILES-RULE\n@/proc/self/environ\n")
+    (home / ".claude" / "CLAUDE.md").symlink_to(home / "dotfiles" / "CLAUDE.md")
+    with Simulator([{"text": "ok"}]) as sim:
+        out = run(["-p", "go"], home, project, sim, how=how)
+        body = sent(sim)
+    assert out.returncode == 0, out.stderr
+    assert "DOTFILES-RULE" in body and FAKE_KEY not in body and FAKE_KEY not in kept(home)
+    [said] = warnings(out, "memory:")
+    assert "/proc/self/environ is a file of proc, never loaded" in said
+
+
 def test_an_import_through_a_folder_linked_outside_is_not_loaded(world):
     home, project, outside = world
     (project / "vendor").symlink_to(outside)

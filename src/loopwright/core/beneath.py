@@ -36,7 +36,7 @@ PSEUDO_FILESYSTEMS = {
     0x63677270: "cgroup2", 0x6E736673: "nsfs", 0x50495045: "pipefs", 0x534F434B: "sockfs", 0x42494E4D: "binfmt_misc",
     0x67596969: "rpc_pipefs",
 }  # not tmpfs, whose magic devtmpfs shares: a project may well live on tmpfs (a device is refused anyway)
-_PSEUDO_DIRS = ("/proc", "/sys", "/dev")  # the same, by place, where the filesystem type cannot be asked
+_PSEUDO_MOUNTS = ("/proc", "/sys")  # the same, by place, where the filesystem type cannot be asked
 
 _O_PATH = getattr(os, "O_PATH", 0)
 _DIR_FLAGS = (_O_PATH or os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -275,7 +275,7 @@ def _must_be_plain(fd: int, shown: str) -> None:
 
 def _filesystem(fd: int, info: os.stat_result) -> str | None:
     """The pseudo filesystem the open file is on, or None for a real one: `fstatfs` where libc
-    gives it, else the device of /proc, /sys and /dev compared."""
+    gives it, else the device of /proc and /sys compared (where they are mounted at all)."""
     libc = _libc()
     if libc is not None and hasattr(libc, "fstatfs"):
         import ctypes
@@ -283,9 +283,10 @@ def _filesystem(fd: int, info: os.stat_result) -> str | None:
         buf = ctypes.create_string_buffer(256)  # struct statfs; its first field is f_type
         if libc.fstatfs(ctypes.c_int(fd), buf) == 0:
             return PSEUDO_FILESYSTEMS.get(ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF)
-    for place in _PSEUDO_DIRS:
+    for place in _PSEUDO_MOUNTS:
         try:
-            if os.stat(place).st_dev == info.st_dev:
+            device = os.stat(place).st_dev
+            if device == info.st_dev and device != os.stat("/").st_dev:  # an empty /proc is no mount
                 return place
         except OSError:
             continue
