@@ -3,7 +3,9 @@
 file's frontmatter gives `name` and `description` (required: a file without them is skipped with a
 warning naming it), `tools` (an allowlist; unknown names are dropped), `disallowedTools` (taken
 away first) and `model`; its body is the agent's prompt. `--agents` gives the same as JSON, with
-`prompt`; a bad entry there is an error naming the flag and the key."""
+`prompt`; a bad entry there is an error naming the flag and the key. A file is opened beneath where
+it was found (the project, the home folder, the plugin's folder: `core.beneath`); one that is a
+symlink leading out is skipped with a warning naming it."""
 
 from __future__ import annotations
 
@@ -51,16 +53,20 @@ def definitions(cwd: str | Path, home: str | Path, plugins: Sequence[Any] = (),
     """`plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`, below the user's and the
     project's; `project` False: the plugins' only."""
     from ..context.frontmatter import frontmatter
+    from ..core.beneath import Unsafe, text_beneath
 
     found = builtins()
     problems: list[str] = []
-    roots = [(Path(d), f"{p.name}:", p) for p in plugins for d in p.agent_dirs]
+    roots = [(Path(d), p.root, f"{p.name}:", p) for p in plugins for d in p.agent_dirs]
     if project:
-        roots += [(Path(home) / ".claude" / "agents", "", None), (Path(cwd) / ".claude" / "agents", "", None)]
-    for root, prefix, plugin in roots:
+        roots += [(Path(home) / ".claude" / "agents", home, "", None), (Path(cwd) / ".claude" / "agents", cwd, "", None)]
+    for root, beneath, prefix, plugin in roots:
         for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
             try:
-                text = path.read_text(encoding="utf-8", errors="replace")
+                text = text_beneath(beneath, path)
+            except Unsafe as exc:
+                problems.append(f"{exc}; skipped")
+                continue
             except OSError as exc:
                 problems.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
                 continue

@@ -24,13 +24,14 @@ def installed(home: str | Path, cwd: str | Path) -> tuple[dict[str, str], list[s
     """Each installed plugin's id and folder (the installs for other projects left out), and the
     problems with the record. Both of Claude Code's shapes are read: `{"plugins": {id: entry}}`
     and `{"version": 2, "plugins": {id: [entry, …]}}`."""
+    from ..core.beneath import Unsafe, text_beneath
+
     path = os.path.join(home, RECORD)
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = json.loads(text_beneath(home, path))
     except FileNotFoundError:
         return {}, []
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, Unsafe) as exc:
         return {}, [f"{path}: cannot be read as JSON ({getattr(exc, 'strerror', None) or exc}); no installed "
                     "plugin is loaded"]
     plugins = doc.get("plugins") if isinstance(doc, dict) else None

@@ -9,8 +9,14 @@ home; then for each folder from the root down: `CLAUDE.md`, `.claude/CLAUDE.md`,
 where no project file of the CLAUDE.md family exists on the whole walk. An import follows its
 file, is read relative to it, at most four hops deep, once; one inside a code span or fence is
 text. A project file's import that leads outside the project is not loaded (a cloned repository
-must not pull `~/.ssh` into the conversation); the user's own files may import anything. What
-cannot be loaded is said once, never fatal."""
+must not pull `~/.ssh` into the conversation); the user's own files may import anything.
+
+Every file is opened as the kernel resolves it (`core.beneath`), beneath its root: the project
+for the project's files and their imports (a folder above the project for that folder's own
+files), the home folder for the user's (so a dotfile manager's links keep working), and for a
+user file's import the whole filesystem. A file that is a symlink leading out of its root is not
+loaded, nor is anything of /proc, /sys or a device, whatever the root. What cannot be loaded is
+said once, never fatal."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ..core.beneath import Unsafe, read_beneath
 from ..core.events import Event, Notice
 from ..core.fastclass import dataclass
 from ..core.types import Message, TextBlock, ToolResultBlock, ToolUseBlock
@@ -70,11 +77,13 @@ class Memory:
     def at_start(self) -> list[MemoryFile]:
         files: list[MemoryFile] = []
         claude_home = self.home / ".claude"
-        self._add(files, claude_home / "CLAUDE.md", "user")
+        self._add(files, claude_home / "CLAUDE.md", "user", self.home)
         for rule in sorted((claude_home / "rules").glob("*.md")):
-            self._add(files, rule, "user")
+            self._add(files, rule, "user", self.home)
         if self.own_home is not None:
-            self._add(files, self.own_home / "LOOPWRIGHT.md", "user")
+            from .skills import user_root
+
+            self._add(files, self.own_home / "LOOPWRIGHT.md", "user", Path(user_root(self.home, self.own_home)))
         for folder in _walk(self.cwd):
             self._add_folder(files, folder)
         return files
@@ -139,17 +148,21 @@ class Memory:
         return files
 
     def _add_folder(self, files: list[MemoryFile], folder: Path) -> None:
+        """A folder above the project roots its own files; the project roots its own and its
+        subfolders'."""
+        root = self.cwd if folder.is_relative_to(self.cwd) else folder
         names = [("CLAUDE.md", "project"), (".claude/CLAUDE.md", "project")]
         names += [(str(p.relative_to(folder)), "project") for p in sorted((folder / ".claude" / "rules").glob("*.md"))]
         names += [("LOOPWRIGHT.md", "project"), ("CLAUDE.local.md", "local")]
         if self._agents_md:
             names.insert(0, ("AGENTS.md", "project"))
         for name, kind in names:
-            self._add(files, folder / name, kind)
+            self._add(files, folder / name, kind, root)
 
-    def _add(self, files: list[MemoryFile], path: Path, kind: str, hops: int = 0, via: Path | None = None,
-             written: str = "") -> None:
-        """`via`: the file whose import `written` named `path`."""
+    def _add(self, files: list[MemoryFile], path: Path, kind: str, root: Path, hops: int = 0,
+             via: Path | None = None, written: str = "") -> None:
+        """`root`: what `path` must be opened beneath; `via`: the file whose import `written`
+        named `path`."""
         real = os.path.realpath(path)
         if real in self.loaded and via is not None:
             self._warn(f"{via}: the import @{written} was given already (an import cycle or a repeat); given once")
@@ -164,22 +177,27 @@ class Memory:
                        "only import files of the project; import it from ~/.claude/CLAUDE.md instead)")
             return
         try:
-            text = Path(real).read_text(encoding="utf-8", errors="replace")
+            data, whole = read_beneath(root, path, MAX_CHARS * 4)
+        except Unsafe as exc:
+            self._warn(f"{exc}; not loaded")
+            return
         except OSError as exc:
             self._warn(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
             return
         self.loaded.add(real)
-        text = _COMMENT.sub("", text)
-        if len(text) > MAX_CHARS:
-            self._warn(f"{path}: {len(text)} characters; only the first {MAX_CHARS} are given to the model")
+        text = _COMMENT.sub("", data.decode("utf-8", errors="replace"))
+        if len(text) > MAX_CHARS or not whole:
+            self._warn(f"{path}: more than {MAX_CHARS} characters; only the first {MAX_CHARS} are given to the model")
             text = text[:MAX_CHARS]
         files.append(MemoryFile(str(path), kind, text.strip()))
         for target in imports(text):
             if hops + 1 > MAX_HOPS:
                 self._warn(f"{path}: the import @{target} is more than {MAX_HOPS} imports deep; skipped")
                 continue
+            # the user's files may import anything (but nothing of /proc and its kin); the
+            # project's only files of the project
             self._add(files, Path(os.path.expanduser(target)) if target.startswith(("~", "/"))
-                      else path.parent / target, kind, hops + 1, path, target)
+                      else path.parent / target, kind, Path("/") if kind == "user" else self.cwd, hops + 1, path, target)
 
     def _inside_project(self, path: Path) -> bool:
         return path.is_relative_to(self.cwd)

@@ -5,7 +5,9 @@
 named `plugin:name`; `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder and `${CLAUDE_PLUGIN_DATA}` its
 persistent data folder (`~/.claude/plugins/data/ID/`, made when first used), both filled in and set
 for the processes a plugin starts. A broken plugin is left out whole, with one line naming the file
-and the key. Which installed plugins load is `context.installed`'s business."""
+and the key; so is one whose manifest, hooks or servers file is a symlink leading out of its folder
+(every file is opened beneath it: `core.beneath`). Which installed plugins load is
+`context.installed`'s business."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..core.beneath import Unsafe, text_beneath
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 
@@ -111,7 +114,7 @@ def load(dirs: Sequence[str], cwd: str | Path,
 
 def _plugin(root: str) -> Plugin:
     manifest_path = os.path.join(root, MANIFEST)
-    manifest = _json(manifest_path) if os.path.isfile(manifest_path) else {}
+    manifest = _json(manifest_path, root) if os.path.isfile(manifest_path) else {}
     name = manifest.get("name", os.path.basename(root)) if manifest else os.path.basename(root)
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         where = f"{manifest_path}: name" if manifest else f"{root}: the folder name"
@@ -122,21 +125,24 @@ def _plugin(root: str) -> Plugin:
     commands = _paths(root, manifest, "commands", manifest_path) or [os.path.join(root, "commands")]
     agents = _paths(root, manifest, "agents", manifest_path) or [os.path.join(root, "agents")]
     skills = [os.path.join(root, "skills"), *_paths(root, manifest, "skills", manifest_path)]
-    hooks = [(f, _hooks(f, _json(f), root)) for f in [os.path.join(root, "hooks", "hooks.json")] if os.path.isfile(f)]
+    hooks = [(f, _hooks(f, _json(f, root), root)) for f in [os.path.join(root, "hooks", "hooks.json")]
+             if os.path.isfile(f)]
     hooks += [(f"{manifest_path}: hooks", _hooks(manifest_path, h, root)) if isinstance(h, dict)
-              else (h, _hooks(h, _json(h), root)) for h in _inline_or_paths(root, manifest, "hooks", manifest_path)]
-    mcp = [(f, _servers(f, _json(f))) for f in [os.path.join(root, ".mcp.json")] if os.path.isfile(f)]
+              else (h, _hooks(h, _json(h, root), root)) for h in _inline_or_paths(root, manifest, "hooks", manifest_path)]
+    mcp = [(f, _servers(f, _json(f, root))) for f in [os.path.join(root, ".mcp.json")] if os.path.isfile(f)]
     mcp += [(f"{manifest_path}: mcpServers", _servers(manifest_path, m)) if isinstance(m, dict)
-            else (m, _servers(m, _json(m))) for m in _inline_or_paths(root, manifest, "mcpServers", manifest_path)]
+            else (m, _servers(m, _json(m, root))) for m in _inline_or_paths(root, manifest, "mcpServers", manifest_path)]
     workflows = _paths(root, manifest, "workflows", manifest_path) or [os.path.join(root, "workflows")]
     return Plugin(name, root, version, tuple(commands), tuple(skills), tuple(agents), tuple(workflows),
                   tuple(hooks), tuple(mcp))
 
 
-def _json(path: str) -> dict[str, Any]:
+def _json(path: str, root: str) -> dict[str, Any]:
+    """The JSON object of a plugin's file, opened beneath the plugin's folder."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(text_beneath(root, path))
+    except Unsafe as exc:
+        raise Broken(str(exc)) from None
     except OSError as exc:
         raise Broken(f"{path}: cannot be read ({exc.strerror or exc})") from None
     except ValueError as exc:

@@ -5,7 +5,10 @@ name and description reach the model until it is used — through the `Skill` to
 person with `/name args` — and then its body, with the folder its supporting files are in.
 
 The frontmatter is read leniently, as Claude Code reads it (a bad value does not drop the skill),
-but every problem is said once, naming the file and the key."""
+but every problem is said once, naming the file and the key. Each file is opened beneath where it
+was found (`core.beneath`): the project for the project's, the home folder for the user's, the
+plugin's folder for a plugin's; a skill folder or file that is a symlink leading out is left out
+with one line naming it."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import shlex
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from ..core.beneath import Unsafe, text_beneath
 from ..core.events import Event, Notice
 from ..core.fastclass import dataclass
 
@@ -44,35 +48,46 @@ def discover(cwd: str | Path, home: str | Path, own_home: str | Path | None, plu
              project: bool = True) -> tuple[dict[str, Skill], list[str]]:
     """Every skill found, by name (the user's first: they win a clash), and the problems seen.
     `plugins` (`context.plugins.Plugin`) add theirs as `plugin:name`; `project` False: only those."""
-    roots = [Path(home) / ".claude" / "skills", *([Path(own_home) / "skills"] if own_home else []),
-             Path(cwd) / ".claude" / "skills", Path(cwd) / ".loopwright" / "skills"] if project else []
+    own = user_root(home, own_home) if own_home else ""
+    roots = [(Path(home) / ".claude" / "skills", home), *([(Path(own_home) / "skills", own)] if own_home else []),
+             (Path(cwd) / ".claude" / "skills", cwd), (Path(cwd) / ".loopwright" / "skills", cwd)] if project else []
     skills: dict[str, Skill] = {}
     problems: list[str] = []
-    for root, prefix, plugin in [(r, "", None) for r in roots] + [
-            (Path(d), f"{p.name}:", p) for p in plugins for d in p.skill_dirs]:
+    for root, beneath, prefix, plugin in [(r, b, "", None) for r, b in roots] + [
+            (Path(d), p.root, f"{p.name}:", p) for p in plugins for d in p.skill_dirs]:
         for path in sorted(root.glob("*/SKILL.md")):
-            skill = _read(path, problems, prefix + path.parent.name, plugin)
+            skill = _read(path, beneath, problems, prefix + path.parent.name, plugin)
             if skill is not None and skill.name not in skills:
                 skills[skill.name] = skill
     # Custom commands (`.claude/commands/NAME.md`, `sub/NAME.md` as `sub:NAME`) work as skills do;
     # a skill wins a name clash.
-    command_roots = [(Path(home) / ".claude" / "commands", "", None),
-                     (Path(cwd) / ".claude" / "commands", "", None)] if project else []
-    for root, prefix, plugin in command_roots + [(Path(d), f"{p.name}:", p) for p in plugins
-                                                 for d in p.command_dirs]:
+    command_roots = [(Path(home) / ".claude" / "commands", home, "", None),
+                     (Path(cwd) / ".claude" / "commands", cwd, "", None)] if project else []
+    for root, beneath, prefix, plugin in command_roots + [(Path(d), p.root, f"{p.name}:", p) for p in plugins
+                                                          for d in p.command_dirs]:
         for path in sorted(root.rglob("*.md")) if root.is_dir() else [root] if root.suffix == ".md" else []:
             name = ":".join(path.relative_to(root).with_suffix("").parts) if root.is_dir() else root.stem
-            command = _read(path, problems, prefix + name, plugin)
+            command = _read(path, beneath, problems, prefix + name, plugin)
             if command is not None and command.name not in skills:
                 skills[command.name] = command
     return skills, problems
 
 
-def _read(path: Path, problems: list[str], name: str = "", plugin: Any = None) -> Skill | None:
-    """A SKILL.md (named by its folder) or a command file (`name` given); `plugin`: the
-    `context.plugins.Plugin` it comes with."""
+def user_root(home: str | Path, own_home: str | Path) -> str | Path:
+    """What a file of loopwright's own home is opened beneath: the home folder, like the user's
+    other files, unless loopwright's home lies elsewhere."""
+    own = os.path.realpath(own_home)
+    return home if Path(own).is_relative_to(os.path.realpath(home)) else own
+
+
+def _read(path: Path, beneath: str | Path, problems: list[str], name: str = "", plugin: Any = None) -> Skill | None:
+    """A SKILL.md (named by its folder) or a command file (`name` given), opened beneath
+    `beneath`; `plugin`: the `context.plugins.Plugin` it comes with."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = text_beneath(beneath, path)
+    except Unsafe as exc:
+        problems.append(f"{exc}; not loaded")
+        return None
     except OSError as exc:
         problems.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
         return None

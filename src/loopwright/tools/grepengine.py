@@ -1,5 +1,6 @@
-"""How Grep reads and matches files without ever hanging: regular files only, opened so that
-nothing blocks (a FIFO, a device or a socket is skipped, never opened for reading), at most
+"""How Grep reads and matches files without ever hanging: regular files only, opened beneath
+the folder searched as the kernel resolves them (`core.beneath`: a symlink leading out of it is
+never followed, a FIFO, a device or a socket never opened for reading), at most
 `MAX_FILE_BYTES` each; patterns on RE2 (linear time, off the event loop, the GIL released while
 it matches), and the few that need backtracking on Python's `re` in a worker process. A search
 runs in a thread that checks `stop` as it goes, so a deadline, Ctrl-C or SIGTERM ends it at once
@@ -10,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..core.beneath import Beneath
 from ..core.regex import PatternError, compile_re2
 from .grepworker import split_lines
 from .paths import is_binary
@@ -47,11 +48,13 @@ class Engine:
         self.stop = threading.Event()
         self.skipped_large = 0
 
-    def search(self, path: Path) -> tuple[list[str], list[int]] | None:
+    def search(self, root: Beneath, path: str | Path) -> tuple[list[str], list[int]] | None:
+        """`path` (relative to `root`, or absolute inside it) opened beneath `root`; `Unsafe`
+        when it leads out of it."""
         if self.stop.is_set():
             raise Stopped
         try:
-            raw = read_regular(path, MAX_FILE_BYTES)
+            raw = read_regular(root, path, MAX_FILE_BYTES)
         except TooLarge:
             self.skipped_large += 1
             return None
@@ -89,20 +92,16 @@ def compile_pattern(pattern: str, *, ignore_case: bool, multiline: bool) -> Engi
     return Linear(regex, multiline)
 
 
-def read_regular(path: Path, limit: int) -> bytes | None:
-    """A regular file's bytes, or None for anything else or an unreadable one; `TooLarge` past
-    `limit`. Checked before opening (a device is never opened: opening some has effects) and
-    again on the open descriptor, which is non-blocking (a FIFO swapped in between cannot hang us)."""
+def read_regular(root: Beneath, path: str | Path, limit: int) -> bytes | None:
+    """A regular file's bytes, or None for an unreadable one; `TooLarge` past `limit`, `Unsafe`
+    for anything but a regular file reached beneath `root` (a device is never opened: opening
+    some has effects; the descriptor is non-blocking, so a FIFO swapped in cannot hang us)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except OSError:
+        fd = root.open(path)
+    except OSError:  # gone, unreadable (an `Unsafe` is no OSError: it goes to the caller)
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
         if info.st_size > limit:
             raise TooLarge
         chunks, left = [], limit + 1

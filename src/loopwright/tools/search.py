@@ -1,22 +1,28 @@
 """The search tools, with Claude Code's names and fields: Glob (files by pattern, newest first)
 and Grep (a ripgrep-shaped regex search over files; how it matches is `grepengine`). Both leave
 out the files the permission gate says the call may not show (Read deny rules, links that lead
-outside what the call may read), and say how many."""
+outside what the call may read), and say how many. Neither follows a symlink out of the folder it
+searches, whatever the gate would allow (ripgrep does not follow links either): each file found is
+reached beneath that folder as the kernel resolves it (`core.beneath`), so a link planted in the
+tree, or swapped in while the search runs, cannot show a file the gate never judged."""
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 import anyio
 from pydantic import Field
 
+from ..core.beneath import Beneath, Unsafe
 from ..core.ports import ToolContext, ToolOutput
 from ..core.regex import PatternError
 from .access import ACCESS
 from .base import BaseTool, ToolInput, in_thread
+from .fileio import Refused, landing
 from .grepengine import SEARCH_TIMEOUT_S, Engine, Stopped, compile_pattern
 from .ignores import Ignored
 from .paths import glob_regex, newest_first, resolve_path, split_glob, walk_files
@@ -63,6 +69,18 @@ class _Shown:
             return True
         self.left_out += 1
         return False
+
+    def beneath(self, root: Beneath, rel: str) -> bool:
+        """Whether `rel` is still a regular file when reached beneath `root` (the real folder
+        searched); one whose link leads out of it is left out and counted."""
+        try:
+            os.close(root.open(rel, read=False))
+        except Unsafe:
+            self.left_out += 1
+            return False
+        except OSError:
+            return False
+        return True
 
     def note(self) -> str:
         if not self.left_out:
@@ -130,14 +148,20 @@ def _names_hidden(pattern: str | None) -> bool:
     return bool(pattern) and any(part.startswith(".") and part not in (".", "..") for part in pattern.split("/")[:-1])
 
 
-def _glob(base: Path, pattern: str, keep: Callable[[Path], bool] = bool, ignored: Ignored | None = None) -> list[Path]:
+def _glob(base: Path, pattern: str, shown: _Shown, ignored: Ignored | None = None) -> list[Path]:
     start, rest = split_glob(base, pattern)
     if not start.is_dir():
         return []
     regex = glob_regex(rest)
     # Without `**` a pattern cannot match deeper than its own number of segments.
     depth = None if "**" in rest else rest.count("/") + 1
-    matches = [p for p, rel in walk_files(start, depth, ignored) if regex.match(rel) and p.is_file() and keep(p)]
+    try:
+        inside = Beneath(start)
+    except OSError:  # gone since
+        return []
+    with inside:
+        matches = [p for p, rel in walk_files(start, depth, ignored)
+                   if regex.match(rel) and p.is_file() and shown.beneath(inside, rel) and shown(p)]
     return newest_first(matches)
 
 
@@ -227,8 +251,11 @@ class GrepTool(BaseTool):
         shown = _Shown(ctx)
         ignored = Ignored(str(root if root.is_dir() else root.parent), hidden=_names_hidden(args.glob))
         try:
+            real = landing(args.path or ".", ctx)  # where the gate judged the search to start
             with anyio.fail_after(self.timeout_s):
-                lines = await in_thread(_grep, root, engine, args, shown, ignored)
+                lines = await in_thread(_grep, root, real, engine, args, shown, ignored)
+        except Refused as exc:
+            return ToolOutput(f"Cannot search {root}: {exc}", is_error=True)
         except TimeoutError:
             return ToolOutput(engine.timed_out(self.timeout_s), is_error=True)
         except Stopped:
@@ -239,13 +266,25 @@ class GrepTool(BaseTool):
         return ToolOutput(_page(lines, args) + engine.note() + shown.note() + ignored.note())
 
 
-def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bool] = bool,
+def _grep(root: Path, real: str, engine: Engine, args: GrepInput, shown: _Shown,
           ignored: Ignored | None = None) -> list[str]:
+    """`real`: where `root` lands, the folder every file is read beneath (a file's own folder
+    when `root` is a file)."""
     hits: list[tuple[Path, list[str], list[int]]] = []
-    for path in _candidate_files(root, args, keep, ignored):
-        found = engine.search(path)
-        if found is not None and found[1]:
-            hits.append((path, *found))
+    named = os.path.basename(real) if os.path.isfile(real) else None
+    try:
+        inside = Beneath(os.path.dirname(real) if named else real)
+    except OSError:  # gone since
+        return []
+    with inside:
+        for path, rel in _candidate_files(root, named, args, shown, ignored):
+            try:
+                found = engine.search(inside, rel)
+            except Unsafe:
+                shown.left_out += 1
+                continue
+            if found is not None and found[1]:
+                hits.append((path, *found))
     if not hits:
         return []
     if args.output_mode == "files_with_matches":
@@ -259,12 +298,14 @@ def _grep(root: Path, engine: Engine, args: GrepInput, keep: Callable[[Path], bo
     return out
 
 
-def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool],
-                     ignored: Ignored | None = None) -> Iterable[Path]:
-    """Regular files only (reading a FIFO would wait forever), and only those the call may show."""
-    if root.is_file():
-        if keep(root):
-            yield root  # an explicitly named file is searched whatever the filters say
+def _candidate_files(root: Path, named: str | None, args: GrepInput, keep: _Shown,
+                     ignored: Ignored | None = None) -> Iterable[tuple[Path, str]]:
+    """Regular files only (reading a FIFO would wait forever), and only those the call may show:
+    each as (path shown, its path in the folder it is read beneath). `named`: the name of the
+    file the call searches, when it names one."""
+    if named is not None:
+        if keep(root):  # an explicitly named file is searched whatever the filters say
+            yield root, named
         return
     name_glob = glob_regex(args.glob) if args.glob else None
     types = FILE_TYPES.get(args.type or "", ())
@@ -274,7 +315,7 @@ def _candidate_files(root: Path, args: GrepInput, keep: Callable[[Path], bool],
         if types and not any(fnmatch.fnmatchcase(path.name, t) for t in types):
             continue
         if path.is_file() and keep(path):
-            yield path
+            yield path, rel
 
 
 def _content_lines(path: str, lines: list[str], matched: list[int], args: GrepInput) -> list[str]:
