@@ -81,19 +81,23 @@ def test_without_a_timeout_variable_a_call_still_has_claude_codes_default_bound(
     assert tool_timeout(ServerSpec("s", "stdio", command="x", timeout_s=2.5))[0] == 2.5
 
 
-def test_sigterm_mid_call_stops_the_servers_whole_group(dirs, tmp_path):
+def test_sigterm_mid_call_stops_every_servers_whole_group(dirs, tmp_path):
+    """One server is mid-call with no bound set, another never finished its handshake: after
+    SIGTERM loopwright ends with its result and neither server, nor what they started, is left."""
     home, project = dirs
-    log, pids = tmp_path / "calls.log", tmp_path / "pids"
+    log, calling, stuck = tmp_path / "calls.log", tmp_path / "calling.pids", tmp_path / "stuck.pids"
+    config = {"mcpServers": {
+        "h": {"command": sys.executable, "args": [str(HOSTILE), "hang-call"], "env": {"HOSTILE_PIDS": str(calling)}},
+        "s": {"command": sys.executable, "args": [str(HOSTILE), "hang-init"], "env": {"HOSTILE_PIDS": str(stuck)}}}}
     with Simulator([call("mcp__h__wait"), {"text": "never"}]) as sim:
         proc = _popen(["-p", "go", "--output-format", "json", "--allowedTools", "mcp__h", "--mcp-config",
-                       hostile("hang-call")], project, home, sim.base_url,
-                      {"HOSTILE_LOG": str(log), "HOSTILE_PIDS": str(pids)})
+                       json.dumps(config)], project, home, sim.base_url, {"HOSTILE_LOG": str(log), "MCP_TIMEOUT": "6000"})
         _wait_for(lambda: log.exists() and "wait" in log.read_text())  # the call is running, no bound set
-        server, child = server_pids(pids)
+        pids = server_pids(calling) + server_pids(stuck)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     assert json.loads(out)["terminal_reason"] == "aborted", err
-    assert gone(server) and gone(child)
+    assert all(gone(pid) for pid in pids)
 
 
 def test_colliding_and_overlong_names_are_unique_valid_and_each_call_reaches_its_own_tool(dirs, tmp_path):
