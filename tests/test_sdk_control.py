@@ -196,3 +196,42 @@ def test_an_interrupt_stops_a_slash_workflow_and_the_session_goes_on(tmp_path):
         code = host.finish()
     assert stopped["is_error"] is True and stopped["terminal_reason"] == "aborted", stopped
     assert second["result"] == "Still here." and code == 0
+
+
+def test_every_control_request_gets_exactly_one_answer_and_a_malformed_one_an_error_naming_the_field(tmp_path):
+    def request(rid, body):
+        line = {"type": "control_request", "request": body}
+        if rid is not None:
+            line["request_id"] = rid
+        return line
+
+    sent = [
+        request("r1", {"subtype": "set_permission_mode", "mode": "plan"}),  # before any initialize
+        request(None, {"subtype": "initialize", "hooks": None}),
+        request("r2", {"subtype": "initialize", "hooks": {"PreToolUse": "nope"}}),
+        request("r3", {"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": [1]}]}}),
+        request("r4", "initialize"),
+        request("r5", {"subtype": "no_such_request"}),
+        request("r6", {"subtype": "initialize", "hooks": None}),
+        request("r7", {"subtype": "initialize", "hooks": None}),  # a second one: success again, as Claude Code
+        request("r8", {"subtype": "mcp_status"}),
+    ]
+    with Simulator([]) as sim:
+        host = Host(sim, tmp_path)
+        for line in sent:
+            host.send(line)
+        assert host.finish() == 0
+        stderr = host.proc.stderr.read()
+    frames = []
+    while (frame := host.frames.get(timeout=10)) is not None:
+        frames.append(frame)
+    answers = [f["response"] for f in frames if f["type"] == "control_response"]
+    assert [a["request_id"] for a in answers] == [f"r{i}" for i in range(1, 9)]
+    by_id = {a["request_id"]: a for a in answers}
+    assert [by_id[f"r{i}"]["subtype"] for i in (1, 6, 7, 8)] == ["success"] * 4
+    assert by_id["r2"]["subtype"] == "error" and "hooks.PreToolUse: expected a list" in by_id["r2"]["error"]
+    assert "hooks.PreToolUse[0].hookCallbackIds: expected a list of strings" in by_id["r3"]["error"]
+    assert "request: expected an object" in by_id["r4"]["error"]
+    assert by_id["r5"]["error_code"] == "unsupported_request"
+    assert "has no request_id" in stderr and "cannot be answered" in stderr
+    assert "Traceback" not in stderr

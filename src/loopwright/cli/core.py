@@ -344,6 +344,9 @@ async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit:
         nonlocal presses
         presses += 1
         if presses > 1:
+            stdio = sys.modules.get("loopwright.mcp.stdio")  # loaded only when a stdio MCP server started
+            if stdio is not None:
+                stdio.kill_all()  # os._exit skips atexit: the servers' groups would outlive us
             os._exit(130)  # a second interrupt: leave now
         interrupt()
 

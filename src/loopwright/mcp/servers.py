@@ -13,9 +13,14 @@ from typing import Any, Callable, Mapping
 
 from .config import ServerSpec
 
-__all__ = ["Connection", "ServerGone", "connect_timeout", "tool_timeout"]
+__all__ = ["Connection", "ServerGone", "connect_timeout", "connect_timeout_source", "tool_timeout"]
 
 CONNECT_TIMEOUT_S = 30.0  # MCP_TIMEOUT (ms) overrides
+# A tool call's bound when neither the entry's `timeout` nor MCP_TOOL_TIMEOUT sets one: Claude
+# Code's default (100,000,000 ms, about 28 h). Long, but a bound: a silent server never holds a
+# run forever, and a call that reports progress is given that long again at each report.
+DEFAULT_TOOL_TIMEOUT_S = 100_000.0
+CLOSE_GRACE_S = 5.0
 MAX_RESTARTS = 1
 MAX_PAGES = 100
 CONNECTION_CLOSED = -32000  # the JSON-RPC error the SDK raises when the server's end closed
@@ -32,12 +37,15 @@ class Connection:
         self.spec, self.cwd, self.env, self.on_change = spec, cwd, dict(env), on_change
         self.status, self.error, self.instructions = "pending", "", ""
         self.tools: list[Any] = []  # mcp Tool objects
+        self.renamed: dict[str, str] = {}  # wire name -> the server's name, where they differ (mcp.names)
+        self.unnamed: list[str] = []  # the server's tools left out: no unique wire name
         self.restarts = 0
         self._client: Any = None
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._errlog: Any = None
+        self._process: Any = None  # mcp.stdio.ServerProcess of a stdio server
         self._shut = False  # closed for good (the session ended)
         self._stale = False  # the server said its tools changed; not listed again yet
         self._listing = asyncio.Lock()
@@ -45,13 +53,18 @@ class Connection:
     # ------------------------------------------------------------ lifetime
 
     async def start(self, timeout: float) -> None:
+        """Connect, list the tools; a server that has not finished its handshake by `timeout` is
+        stopped (its whole process group) and marked failed, and the session goes on."""
         self._ready, self._closing = asyncio.Event(), asyncio.Event()
         self.status, self.error = "pending", ""
         self._task = asyncio.get_running_loop().create_task(self._serve(), name=f"mcp:{self.spec.name}")
         try:
             await asyncio.wait_for(self._ready.wait(), timeout)
         except asyncio.TimeoutError:
-            self.error = f"did not answer within {timeout:g} s"
+            self.error = (f"did not finish its handshake within {timeout:g} s ({connect_timeout_source()}); "
+                          "it was stopped")
+            if self._process is not None:
+                self._process.kill()
             await self.close()
             self.status = "failed"
 
@@ -87,13 +100,13 @@ class Connection:
 
             return bridged(spec.bridge)
         if spec.transport == "stdio":
-            from mcp import StdioServerParameters, stdio_client
+            from .stdio import ServerProcess
 
             # the server's stderr is kept aside (quoted when it fails), not mixed into loopwright's own
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=self.env | dict(spec.env),
-                                           cwd=spec.cwd or self.cwd)
-            return stdio_client(params, errlog=self._errlog)
+            self._process = ServerProcess(spec.command, list(spec.args), self.env | dict(spec.env),
+                                          spec.cwd or self.cwd, self._errlog)
+            return self._process.streams()
         headers = dict(spec.headers)
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
@@ -110,15 +123,23 @@ class Connection:
         await self.close()
 
     async def close(self) -> None:
+        """Ask the server's task to leave (the transport stops the server); every wait is bounded:
+        a task still there after the grace has its server killed, then is cancelled."""
         if self.status != "failed":
             self.status = "closed"
         self._closing.set()
         task, self._task = self._task, None
         if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), 5.0)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_GRACE_S)
+            if not done and self._process is not None:
+                self._process.kill()  # its pipes close, so the transport and the client end
+                done, _ = await asyncio.wait({task}, timeout=CLOSE_GRACE_S)
+            if not done:
                 task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_GRACE_S)
+        if self._process is not None and self._process.broken:
+            self.error = self.error or self._process.broken
+        self._process = None
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
@@ -174,7 +195,8 @@ class Connection:
         except Exception as exc:  # noqa: BLE001
             closed = getattr(exc, "code", None) == CONNECTION_CLOSED
             if closed or self._task is None or self._task.done() or self._client is None:
-                why = _describe(exc, self._stderr_tail()) or "the connection closed"
+                broken = self._process.broken if self._process is not None else ""
+                why = broken or _describe(exc, self._stderr_tail()) or "the connection closed"
                 self.error = f"the connection closed ({why})"
                 await self.close()
                 self.status = "failed"
@@ -186,7 +208,7 @@ class Connection:
         """Another request of the connected client (`list_resources`, `read_resource`,
         `list_prompts`, `get_prompt`), bounded like a tool call."""
         client = await self._connected()
-        return await asyncio.wait_for(getattr(client, method)(*args, **kwargs), tool_timeout(self.spec) or 60.0)
+        return await asyncio.wait_for(getattr(client, method)(*args, **kwargs), _set_timeout(self.spec) or 60.0)
 
     def offers(self, capability: str) -> bool:
         caps = self._client.server_capabilities if self._client is not None else None
@@ -219,8 +241,23 @@ def connect_timeout() -> float:
     return int(raw) / 1000 if raw.isdigit() and int(raw) > 0 else CONNECT_TIMEOUT_S
 
 
-def tool_timeout(spec: ServerSpec) -> float | None:
-    """The per-call timeout: the entry's `timeout`, else MCP_TOOL_TIMEOUT (ms), else none."""
+def connect_timeout_source() -> str:
+    raw = os.environ.get("MCP_TIMEOUT", "")
+    return "MCP_TIMEOUT" if raw.isdigit() and int(raw) > 0 else "the default; MCP_TIMEOUT (ms) sets it"
+
+
+def tool_timeout(spec: ServerSpec) -> tuple[float, str]:
+    """The per-call timeout and where it comes from: the entry's `timeout`, else
+    MCP_TOOL_TIMEOUT (ms), else Claude Code's default."""
+    if spec.timeout_s is not None:
+        return spec.timeout_s, f"the `timeout` of its entry in {spec.source or 'its configuration'}"
+    limit = _set_timeout(spec)
+    if limit is not None:
+        return limit, "MCP_TOOL_TIMEOUT"
+    return DEFAULT_TOOL_TIMEOUT_S, "the default; MCP_TOOL_TIMEOUT (ms) sets it"
+
+
+def _set_timeout(spec: ServerSpec) -> float | None:
     if spec.timeout_s is not None:
         return spec.timeout_s
     raw = os.environ.get("MCP_TOOL_TIMEOUT", "")

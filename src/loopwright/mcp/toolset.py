@@ -7,7 +7,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..core.events import Event, Notice, SystemInit
 from ..core.ports import Tool
-from .config import ServerSpec, server_prefix
+from .config import ServerSpec, server_prefix, tool_name
+from .names import wire_names
 from .resources import ListResources, ReadResource
 from .servers import Connection, connect_timeout
 from .tools import McpTool
@@ -36,10 +37,23 @@ class McpServers:
         self._tools = None
 
     def tools(self) -> list[Any]:
-        """loopwright tools (`mcp__server__tool`) of the connected servers."""
+        """loopwright tools (`mcp__server__tool`, unique and valid on the wire: `mcp.names`) of
+        the connected servers; each connection's `renamed` maps the names given to the
+        original ones, `unnamed` lists the tools left out."""
         if self._tools is None:
             live = [c for c in self.connections if c.status == "connected"]
-            self._tools = [McpTool(c, t) for c in live for t in c.tools]
+            names = wire_names((c.spec.name, t.name) for c in live for t in c.tools)
+            self._tools = []
+            for c in live:
+                c.renamed, c.unnamed = {}, []
+                for t in c.tools:
+                    name = names.get((c.spec.name, t.name))
+                    if name is None:
+                        c.unnamed.append(t.name)
+                        continue
+                    if name != tool_name(c.spec.name, t.name):
+                        c.renamed[name] = t.name
+                    self._tools.append(McpTool(c, t, name))
             if any(c.offers("resources") for c in live):
                 self._tools += [ListResources(self.connections), ReadResource(self.connections)]
         return self._tools
@@ -63,18 +77,24 @@ class McpServers:
             return "\n\n".join(getattr(m.content, "text", "") for m in got.messages).strip()
         return None
 
-    def statuses(self) -> list[dict[str, str]]:
+    def statuses(self) -> list[dict[str, Any]]:
         out = []
         for c in self.connections:
-            entry = {"name": c.spec.name, "status": c.status if c.status != "closed" else "connected"}
+            entry: dict[str, Any] = {"name": c.spec.name, "status": c.status if c.status != "closed" else "connected"}
             if c.error:
                 entry["error"] = c.error
+            if c.renamed:  # the names the model sees that are not `mcp__<server>__<tool>` as the server said it
+                entry["renamed_tools"] = dict(c.renamed)
             out.append(entry)
         return out
 
     def failures(self) -> list[str]:
-        return [f"MCP server {c.spec.name!r} ({c.spec.source}) failed: {c.error}"
-                for c in self.connections if c.status == "failed"]
+        self.tools()
+        out = [f"MCP server {c.spec.name!r} ({c.spec.source}) failed: {c.error}"
+               for c in self.connections if c.status == "failed"]
+        out += [f"MCP server {c.spec.name!r} ({c.spec.source}): tools {', '.join(map(repr, c.unnamed))} have no "
+                "name that is unique on the wire; they are not offered" for c in self.connections if c.unnamed]
+        return out
 
     def with_tools(self, fixed: list[Tool], only: Callable[[str], bool] | None = None) -> list[Tool]:
         """A run's tools: the fixed ones, then what the servers offer at each moment (`only`:
@@ -91,7 +111,11 @@ class McpServers:
 
             emit(replace(event, mcp_servers=tuple(self.statuses())))
             for line in self.failures():
-                emit(Notice("warning", f"{line}; the run goes on without its tools"))
+                emit(Notice("warning", line if "not offered" in line else f"{line}; the run goes on without its tools"))
+            for c in self.connections:
+                for name, original in c.renamed.items():
+                    emit(Notice("info", f"MCP server {c.spec.name!r}: tool {original!r} is offered as {name} (its "
+                                        "name is too long or clashes with another once cleaned)"))
 
         return with_status
 

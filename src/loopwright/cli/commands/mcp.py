@@ -173,6 +173,7 @@ def _show(name: str | None, as_json: bool) -> int:
     async def check() -> list[dict[str, Any]]:
         await servers.start()
         try:
+            servers.tools()  # the names on the wire, each connection's `renamed` filled
             return [_described(c) for c in servers.connections]
         finally:
             await servers.aclose()
@@ -185,6 +186,10 @@ def _show(name: str | None, as_json: bool) -> int:
     for entry in found:
         mark = "✓ connected" if entry["status"] == "connected" else f"✗ failed: {entry.get('error', '')}"
         print(printable(f"{entry['name']}: {entry['target']} ({entry['scope']}: {entry['source']}) - {mark}"))
+        for wire, original in entry.get("renamed_tools", {}).items():
+            print(printable(f"  {wire} is the server's tool {original!r} (renamed: too long, or clashing once cleaned)"))
+        for original in entry.get("unnamed_tools", []):
+            print(printable(f"  the server's tool {original!r} is not offered: no unique name for it on the wire"))
         if name is not None:
             for tool in entry["tools"]:
                 print(printable(f"  {tool}"))
@@ -195,12 +200,17 @@ def _described(c: Any) -> dict[str, Any]:
     from ...mcp.config import tool_name
 
     spec = c.spec
+    wire = {original: name for name, original in c.renamed.items()}
     target = spec.url if spec.transport != "stdio" else " ".join([spec.command, *spec.args])
     out = {"name": spec.name, "transport": spec.transport, "target": target, "scope": spec.scope,
            "source": spec.source, "status": c.status if c.status != "closed" else "connected",
-           "tools": [tool_name(spec.name, t.name) for t in c.tools]}
+           "tools": [wire.get(t.name, tool_name(spec.name, t.name)) for t in c.tools if t.name not in c.unnamed]}
     if c.error:
         out["error"] = c.error
+    if c.renamed:
+        out["renamed_tools"] = dict(c.renamed)
+    if c.unnamed:
+        out["unnamed_tools"] = list(c.unnamed)
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,11 +32,22 @@ class HostRequests:
         }
 
     def handle(self, message: dict[str, Any]) -> None:
-        rid = str(message.get("request_id"))
-        body = message.get("request") if isinstance(message.get("request"), dict) else {}
-        subtype = str(body.get("subtype"))
-        handler = self._handlers.get(subtype)
+        """Exactly one `control_response` for every request that has an id to answer to: an error
+        one naming the field when the request is malformed, or when answering it failed in a
+        way nobody foresaw. A request without an id cannot be answered: that is said on stderr."""
+        rid = message.get("request_id")
+        body = message.get("request")
+        subtype = body.get("subtype") if isinstance(body, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)) or rid == "":
+            print(f"loopwright: warning: a control_request ({subtype or 'no subtype'}) has no request_id (expected "
+                  f"a non-empty string, got {_shown(rid)}): it cannot be answered", file=sys.stderr, flush=True)
+            return
         try:
+            if not isinstance(body, dict):
+                raise ValueError(f"control_request: request: expected an object with a \"subtype\", got {_shown(body)}")
+            if not isinstance(subtype, str):
+                raise ValueError(f"control_request: request.subtype: expected a string, got {_shown(subtype)}")
+            handler = self._handlers.get(subtype)
             if handler is None:
                 raise Unsupported(f"Unsupported control request subtype: {subtype}")
             answer = {"subtype": "success", "request_id": rid, "response": handler(body)}
@@ -43,12 +55,18 @@ class HostRequests:
             answer = {"subtype": "error", "request_id": rid, "error": str(exc)}
             if isinstance(exc, Unsupported):
                 answer["error_code"] = "unsupported_request"
+        except Exception as exc:  # noqa: BLE001 - a bug of ours still answers, so the host never waits
+            print(f"loopwright: error: answering control request {subtype!r} failed: {type(exc).__name__}: {exc}",
+                  file=sys.stderr, flush=True)
+            answer = {"subtype": "error", "request_id": rid,
+                      "error": f"{subtype}: could not be answered ({type(exc).__name__}: {exc})"}
         self.channel.write({"type": "control_response", "response": answer})
 
     def cancel(self, request_id: str) -> None:
         """The host withdrew a request of its own: every one is answered at once, so none is open."""
 
     def initialize(self, body: dict[str, Any]) -> dict[str, Any]:
+        check_initialize(body)  # nothing is registered from a request that is wrong anywhere
         hooks = body.get("hooks")
         if isinstance(hooks, dict) and hooks:
             runner = self.agent.hooks
@@ -126,3 +144,37 @@ class HostRequests:
         if self.out.mcp_servers:  # as the last system/init said
             return {"mcpServers": [dict(s) for s in self.out.mcp_servers]}
         return {"mcpServers": [{"name": s.name, "status": "pending"} for s in self.agent.mcp_servers]}
+
+
+def check_initialize(body: dict[str, Any]) -> None:
+    """`initialize` as the protocol has it, else a ValueError naming the field:
+    `hooks` null or {Event: [{matcher?, hookCallbackIds: [str], timeout?}]}, `agents` null or an object."""
+    hooks = body.get("hooks")
+    if hooks is not None:
+        if not isinstance(hooks, dict):
+            raise ValueError(f"initialize: hooks: expected null or an object of events, got {_shown(hooks)}")
+        for event, groups in hooks.items():
+            where = f"initialize: hooks.{event}"
+            if not isinstance(groups, list):
+                raise ValueError(f"{where}: expected a list of matchers, got {_shown(groups)}")
+            for i, group in enumerate(groups):
+                at = f"{where}[{i}]"
+                if not isinstance(group, dict):
+                    raise ValueError(f"{at}: expected an object with \"hookCallbackIds\", got {_shown(group)}")
+                if group.get("matcher") is not None and not isinstance(group["matcher"], str):
+                    raise ValueError(f"{at}.matcher: expected a string or null, got {_shown(group['matcher'])}")
+                ids = group.get("hookCallbackIds")
+                if not isinstance(ids, list) or not all(isinstance(x, str) for x in ids):
+                    raise ValueError(f"{at}.hookCallbackIds: expected a list of strings, got {_shown(ids)}")
+                timeout = group.get("timeout")
+                if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+                    raise ValueError(f"{at}.timeout: expected a number of seconds, got {_shown(timeout)}")
+    agents = body.get("agents")
+    if agents is not None and not isinstance(agents, dict):
+        raise ValueError(f"initialize: agents: expected null or an object of agent definitions, got {_shown(agents)}")
+
+
+def _shown(value: Any) -> str:
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "nothing"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+    return kind if value is None or isinstance(value, (dict, list)) else f"{kind} ({str(value)[:60]!r})"
