@@ -11,6 +11,7 @@ import os
 import tempfile
 from typing import Any, Callable, Mapping
 
+from ..core import lifeline
 from .config import ServerSpec
 
 __all__ = ["Connection", "ServerGone", "connect_timeout", "tool_timeout"]
@@ -91,8 +92,11 @@ class Connection:
 
             # the server's stderr is kept aside (quoted when it fails), not mixed into loopwright's own
             self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            params = StdioServerParameters(command=spec.command, args=list(spec.args), env=self.env | dict(spec.env),
-                                           cwd=spec.cwd or self.cwd)
+            env, cwd = self.env | dict(spec.env), spec.cwd or self.cwd
+            # a server dies with us (lifeline); the SDK already gives it a session of its own
+            program, *args = lifeline.tethered([spec.command, *spec.args], cwd=cwd,
+                                               env={"PATH": os.environ.get("PATH", os.defpath), **env})
+            params = StdioServerParameters(command=program, args=args, env=env, cwd=cwd)
             return stdio_client(params, errlog=self._errlog)
         headers = dict(spec.headers)
         if spec.transport == "sse":
