@@ -7,8 +7,8 @@ session of its own) has them ended by the next worker before it takes the loop o
 way the loop is then finished by the next worker, its interrupted call never run again."""
 
 import json
+import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -37,8 +37,6 @@ def pids_running(token):
 
 
 def cleanup(token):
-    import os
-
     for pid in pids_running(token):  # (only when a test failed: what it left running)
         try:
             os.kill(pid, signal.SIGKILL)
@@ -149,3 +147,58 @@ def test_the_next_worker_ends_what_the_signal_cannot_reach_before_it_takes_over(
         assert killed < said.index("1 of its loops taken over"), said  # ended before the loop went on
     finally:
         cleanup(token)
+
+
+@pytest.fixture
+def own_cluster():
+    """A PostgreSQL cluster of this test's own (it is restarted: the session's must not be)."""
+    import shutil
+
+    from pgcluster import start_cluster
+
+    cluster, reason = start_cluster()
+    if cluster is None:
+        pytest.skip(reason)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.root, ignore_errors=True)
+
+
+# Found by this test, not fixed yet: a loop whose transcript write meets the restart ends in
+# error ("cannot write the transcript …: terminating connection due to administrator command")
+# instead of retrying, so not every loop finishes. It waits out its bound when it fails (~4 min),
+# so it runs only when asked for (LOOPWRIGHT_TEST_PG_RESTART=1).
+@pytest.mark.skipif(os.environ.get("LOOPWRIGHT_TEST_PG_RESTART") != "1", reason="set LOOPWRIGHT_TEST_PG_RESTART=1")
+@pytest.mark.xfail(strict=True, reason="the session store does not retry a write cut off by a database restart")
+@pytest.mark.timeout(300)
+def test_loops_on_two_workers_survive_a_database_restart(own_cluster, env, tmp_path):
+    """pg_ctl restart while four loops run on two workers, each loop mid-way (its tool call done,
+    its answer awaited): every loop finishes, and no tool call ran twice."""
+    from test_workers import loop_number, marker_lines, registry, script, enqueue
+
+    store = own_cluster.create_database("restart")
+    project = tmp_path / "project"
+    (project / "markers").mkdir(parents=True)
+    with Simulator(script(4, slow=(0, 1, 2, 3), slow_s=6.0)) as sim, open(tmp_path / "workers.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        for i in range(4):  # all queued first: each worker takes two
+            enqueue(store, env, project, i)
+        workers = [start_worker(store, env, project, log, "--concurrency", "2", "--id", f"p{k}") for k in range(2)]
+        try:
+            reg = registry(store)
+
+            def mid_loop():  # loops whose tool call ran and whose answer is awaited, on both workers
+                running = reg.executions(running_only=True)
+                done = marker_lines(project)
+                return {e.executor_id for e in running if done.get(f"L{loop_number(e)}")} == {"p0", "p1"}
+            wait_for(mid_loop, 120, "both workers to be mid-loop")
+            reg.close()
+            own_cluster.restart()
+            wait_for(lambda: all_done(store, 4), 180, "every loop after the restart")
+        finally:
+            for proc in workers:
+                if proc.poll() is None:
+                    stop(proc)
+    assert marker_lines(project) == {f"L{i}": 1 for i in range(4)}
