@@ -1,7 +1,8 @@
 """Loopwright's own tables beside DBOS's, in the same database: the workers and their heartbeats
 (how survivors notice a dead executor), each execution of a workflow on a worker (what
-`loopwright workers` shows, and who took over whom), and the start marks of tool calls (a call
-that started but never finished is not run again)."""
+`loopwright workers` shows, and who took over whom), the start marks of tool calls (a call
+that started but never finished is not run again), and the process groups each worker's tools
+hold (what a survivor ends before it takes a dead worker's loops over: leftovers.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ _TABLES = (
         PRIMARY KEY (workflow_id, executor_id, started))""",
     """CREATE TABLE IF NOT EXISTS lw_tool_starts (
         step_key TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL)""",
+    # machine: where pgid means something (boot id and PID namespace); ticks: the group leader's
+    # start time, in clock ticks since that boot (with pgid, one process for good)
+    """CREATE TABLE IF NOT EXISTS lw_tool_groups (
+        executor_id TEXT NOT NULL, machine TEXT NOT NULL, pgid BIGINT NOT NULL, ticks BIGINT NOT NULL,
+        PRIMARY KEY (executor_id, pgid, ticks))""",
 )
 
 # The database's clock, in seconds since the epoch: every time in these tables is read from it, so
@@ -204,6 +210,22 @@ class Registry:
         """True the first time a tool step starts; False when it started before (and never finished)."""
         return bool(self._run("INSERT INTO lw_tool_starts VALUES (:k, {now}) ON CONFLICT (step_key) DO NOTHING",
                               k=step_key))
+
+    def tool_group_started(self, executor_id: str, machine: str, pgid: int, ticks: int) -> None:
+        self._run("INSERT INTO lw_tool_groups VALUES (:e, :m, :p, :t) ON CONFLICT DO NOTHING",
+                  e=executor_id, m=machine, p=pgid, t=ticks)
+
+    def tool_group_ended(self, executor_id: str, pgid: int) -> None:
+        """No process of the group is left (any older row of the same id had ended before it was reused)."""
+        self._run("DELETE FROM lw_tool_groups WHERE executor_id = :e AND pgid = :p", e=executor_id, p=pgid)
+
+    def tool_groups_of(self, executor_id: str) -> list[tuple[str, int, int]]:
+        """(machine, process group id, its leader's start ticks) of what `executor_id`'s tools may still run."""
+        rows = self._run("SELECT machine, pgid, ticks FROM lw_tool_groups WHERE executor_id = :e", e=executor_id)
+        return [(r[0], int(r[1]), int(r[2])) for r in rows]
+
+    def forget_tool_groups(self, executor_id: str) -> None:
+        self._run("DELETE FROM lw_tool_groups WHERE executor_id = :e", e=executor_id)
 
     def close(self) -> None:
         self.engine.dispose()

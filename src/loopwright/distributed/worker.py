@@ -79,6 +79,9 @@ class Worker:
                 self.registry.beat(me)
                 for gone in self.registry.gone(self.config.dead_after_s):
                     if gone != me and self.registry.claim_recovery(gone, self.config.dead_after_s):
+                        # what its tools left running here ends first: its loops must not go on
+                        # while its old commands still write to the same files
+                        self._end_left_behind(gone)
                         # its executions closed first: no survivor starts one before it is closed
                         self.registry.taken_over(gone)
                         count = recover(gone)
@@ -87,6 +90,14 @@ class Worker:
                               file=sys.stderr, flush=True)
             except Exception as exc:  # a database hiccup: said, and tried again at the next beat
                 print(f"loopwright worker: warning: heartbeat failed: {exc}", file=sys.stderr, flush=True)
+
+
+    def _end_left_behind(self, gone: str) -> None:
+        from .leftovers import end_left_behind
+
+        if ended := end_left_behind(self.registry, gone):
+            print(f"loopwright worker: {gone} is gone; {ended} of its tool processes (or groups) still running "
+                  "here were killed", file=sys.stderr, flush=True)
 
 
 def default_executor_id() -> str:
@@ -107,6 +118,10 @@ def run_worker(config: WorkerConfig) -> int:
         signal.signal(sig, lambda *_: _on_signal(signals))
     registry = open_registry(config.store)
     use_registry(registry)
+    from .leftovers import Recorder, mark_children
+
+    mark_children(config.executor_id)  # its tools' processes name it, and their groups are recorded
+    recorder = Recorder(registry, config.executor_id)
     worker = Worker(config, registry)
     use_worker(worker)
     DBOS(config=dbos_config(config.store, config.executor_id))  # type: ignore[arg-type]
@@ -122,7 +137,7 @@ def run_worker(config: WorkerConfig) -> int:
     watcher.start()
     while not signals.wait(0.5):  # a signal may land on one of DBOS's threads: the main thread must
         pass                      # wake now and then for Python to run its handler
-    _drain(worker, registry)
+    _drain(worker, registry, recorder)
     return 0
 
 
@@ -132,11 +147,13 @@ def _on_signal(signals: threading.Event) -> None:
     signals.set()
 
 
-def _drain(worker: Worker, registry: Registry) -> None:
-    """Take no more work; let what runs finish within the drain time; hand back the rest."""
+def _drain(worker: Worker, registry: Registry, recorder: Any) -> None:
+    """Take no more work; let what runs finish within the drain time; hand back the rest, and
+    end whatever its tools still run (a job a command left behind, a child that left its group)."""
     from dbos import DBOS
 
     from .dbosinternals import stop_taking_work
+    from .leftovers import end_left_behind
 
     me = worker.config.executor_id
     registry.beat(me, "draining")
@@ -150,6 +167,8 @@ def _drain(worker: Worker, registry: Registry) -> None:
     left = registry.executions_of(me)
     worker.stop.set()
     DBOS.destroy()  # what still runs stops here, before anyone else may take it
+    recorder.close()
+    end_left_behind(registry, me)
     for workflow_id, started in left:
         registry.ended(workflow_id, me, started, "handed back")
     registry.beat(me, "left")  # the others recover at once what was still running here

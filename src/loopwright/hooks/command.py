@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from ..core import lifeline
 from ..core.fastclass import dataclass
 from . import reap
 from .spec import CommandSpec
@@ -62,9 +63,11 @@ async def run_process(command: Sequence[str], stdin: bytes, *, cwd: str | None, 
     """`mark` (unique per run) goes into the hook's environment, so that what it starts can be
     found and ended even after leaving its session."""
     since = reap.clock_ticks() - 1
-    # A session of its own: one signal reaches its process group, and its session id finds the rest.
-    process = await anyio.open_process(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, cwd=cwd, env=reap.marked(dict(env), mark),
+    # A session of its own: one signal reaches its process group, and its session id finds the rest;
+    # and it dies with us (lifeline), as a tool's command does.
+    env = reap.marked(dict(env), mark)
+    process = await anyio.open_process(lifeline.tethered(command, cwd=cwd, env=env), stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
                                        start_new_session=True)
 
     def stop() -> None:  # over the cap: no point waiting for the rest

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from ..core import lifeline
 from ..tools.procs import KILL_GRACE_S, group_alive
 
 __all__ = ["ServerProcess", "kill_all", "MAX_MESSAGE_BYTES"]
@@ -62,8 +63,11 @@ class ServerProcess:
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
         from mcp.shared.message import SessionMessage
 
-        process = await anyio.open_process([self.command, *self.args], env=self.env, cwd=self.cwd,
-                                           stderr=self.errlog, start_new_session=True)
+        # a server dies with us (lifeline), in a session of its own so its whole group can be ended
+        argv = lifeline.tethered([self.command, *self.args], cwd=self.cwd,
+                                 env={"PATH": os.environ.get("PATH", os.defpath), **self.env})
+        process = await anyio.open_process(argv, env=self.env, cwd=self.cwd, stderr=self.errlog,
+                                           start_new_session=True)
         self.pid = process.pid
         _LIVE.add(process.pid)
         to_client, read = anyio.create_memory_object_stream[Any](0)

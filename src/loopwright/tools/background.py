@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 from pydantic import Field
 
+from ..core import lifeline
 from ..core.environ import child_env
 from ..core.fastclass import dataclass
 from ..core.ports import Access, ToolContext, ToolOutput
@@ -71,11 +72,14 @@ class ShellRegistry:
         shell_id = f"bash_{self._count}"
         log = os.path.join(self._dirs[0], f"{shell_id}.log")
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=ctx.cwd,
-                                    env=ctx.env or child_env(), start_new_session=True, pass_fds=pass_fds)
+        env = ctx.env or child_env()
+        try:  # its own group, and it dies with us (lifeline): a killed worker leaves no shell behind
+            proc = subprocess.Popen(lifeline.tethered(argv, cwd=ctx.cwd, env=env), stdin=subprocess.DEVNULL,
+                                    stdout=fd, stderr=fd, cwd=ctx.cwd, env=env, start_new_session=True,
+                                    pass_fds=pass_fds)
         finally:
             os.close(fd)
+        lifeline.started(proc.pid)
         self._groups.add(proc.pid)
         self.shells[shell_id] = BackgroundShell(shell_id, command, description, proc, log)
         return shell_id
@@ -114,6 +118,7 @@ class ShellRegistry:
             while shell.proc.poll() is None:
                 await anyio.sleep(0.01)
             self._groups.discard(pgid)
+            lifeline.ended(pgid)
 
     def running(self) -> list[dict[str, Any]]:
         """Still-running shells as a Stop hook's `background_tasks` entries."""

@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import anyio
 
+from ..core import lifeline
 from ..core.environ import child_env
 from ..core.ports import ToolContext
 
@@ -70,15 +71,16 @@ async def run_command(
     inherits `pass_fds`); returns (timed_out, exit code). Cancellation kills the process group
     and then propagates."""
     read_fd, write_fd = os.pipe()
+    env = ctx.env or child_env()  # the harness's credentials stay with the harness
     try:
         # One pipe for both streams keeps stdout and stderr interleaved in the order written.
         proc = Child(subprocess.Popen(
-            argv or [shell_path(), "-c", command],
+            lifeline.tethered(argv or [shell_path(), "-c", command], cwd=ctx.cwd, env=env),  # dies with us
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
             stderr=write_fd,
             cwd=ctx.cwd,
-            env=ctx.env or child_env(),  # the harness's credentials stay with the harness
+            env=env,
             start_new_session=True,  # its own process group: one signal reaches every child
             pass_fds=pass_fds,
         ))
@@ -87,6 +89,7 @@ async def run_command(
         raise
     finally:
         os.close(write_fd)
+    lifeline.started(proc.pid)
     try:
         with anyio.move_on_after(timeout_s) as deadline:
             await _collect(proc, read_fd, out)
@@ -100,6 +103,7 @@ async def run_command(
     finally:
         # Closing our end means a leftover background job gets EPIPE instead of blocking.
         os.close(read_fd)
+        lifeline.ended(proc.pid)
     code = proc.returncode
     return deadline.cancelled_caught, code if code is not None else -1
 

@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from ..core import lifeline
 from ..core.environ import child_env
 from ..core.ports import CheckResult
 
@@ -28,8 +29,9 @@ class LocalWorkspace:
         self.env = dict(env) if env is not None else None
 
     async def run_check(self, command: str, timeout_s: float) -> CheckResult:
-        proc = await asyncio.create_subprocess_exec(
-            *self.wrap(command), cwd=self.cwd, env=self.env if self.env is not None else child_env(),
+        env = self.env if self.env is not None else child_env()
+        proc = await asyncio.create_subprocess_exec(  # its own group, dying with us (lifeline)
+            *lifeline.tethered(self.wrap(command), cwd=self.cwd, env=env), cwd=self.cwd, env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         try:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core import lifeline
 from ..core.errors import ToolInputError
 from ..core.ports import Access, ToolContext, ToolOutput
 
@@ -93,7 +94,7 @@ async def _drive(jail: list[str], args: dict[str, Any], wf: Workflow) -> Any:
     from .runtime import WorkflowError
 
     proc = await asyncio.create_subprocess_exec(
-        *jail, "-c", Path(__file__).with_name("childmain.py").read_text(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        *lifeline.tethered(jail), "-c", Path(__file__).with_name("childmain.py").read_text(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, limit=MAX_LINE, start_new_session=True)
     assert proc.stdin is not None and proc.stdout is not None
     pending: set[asyncio.Task[Any]] = set()
