@@ -206,3 +206,35 @@ def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request
     loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
               if line.startswith("import time:")}
     assert loaded & heavy == set()
+
+
+def closed_pipe(args, sim_url, cwd, home):
+    """The command with its stdout a real pipe whose reader has already gone (`… | head -1` once
+    head has exited): every write to it fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(ANTHROPIC_BASE_URL=sim_url, ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(home))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(CLI + args, stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_every_command_ends_quietly_with_141_when_its_reader_closed_the_pipe(tmp_path):
+    """As `git log | head -1`: no error line, no crash log, the exit status of a closed pipe."""
+    home = tmp_path / "home"
+    env = {"LOOPWRIGHT_HOME": str(home)}
+    with Simulator([{"text": "hello", "repeat": -1}]) as sim:
+        assert cli(["-p", "hi"], sim.base_url, env=env, cwd=tmp_path).returncode == 0  # a session to list
+        added = cli(["schedule", "add", "say hi", "--every", "1h", "--id", "nightly"], env=env, cwd=tmp_path)
+        assert added.returncode == 0, added.stderr
+        commands = [["-p", "hi"], ["-p", "hi", "--output-format", "json"],
+                    ["-p", "hi", "--output-format", "stream-json", "--verbose"], ["sessions"], ["sessions", "--json"],
+                    ["mcp", "list"], ["schedule", "list"], ["--version"]]
+        for args in commands:
+            out = closed_pipe(args, sim.base_url, tmp_path, home)
+            assert out.returncode == 141, (args, out.returncode, out.stderr)
+            assert "error" not in out.stderr.lower() and "Traceback" not in out.stderr, (args, out.stderr)
+    assert not list(home.glob("logs/crash-*")), "a closed pipe is no crash"

@@ -10,7 +10,7 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
-from ..core.errors import LoopwrightError
+from ..core.errors import LoopwrightError, reader_gone
 from ..core.events import Event, ResultEvent, RunResult, UserMessage
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
@@ -213,7 +213,7 @@ class Agent:
                 for message in opening:  # recorded, so a resume keeps what SessionStart added
                     loop.emit(UserMessage(message, synthetic=False))
             except Exception as exc:  # the loop's last resort, for what comes before the loop
-                if isinstance(exc, LoopwrightError):
+                if isinstance(exc, LoopwrightError) or reader_gone(exc):
                     raise
                 result = loop.crashed(exc)
                 loop.emit(ResultEvent(result))

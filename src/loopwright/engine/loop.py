@@ -13,7 +13,7 @@ import anyio
 
 from .accumulate import unreadable_calls
 from ..core.clock import Clock, SystemClock
-from ..core.errors import LoopwrightError, ModelError
+from ..core.errors import LoopwrightError, ModelError, reader_gone
 from ..core.events import (
     ApiRetry,
     AssistantMessage,
@@ -111,6 +111,8 @@ class AgentLoop:
             except LoopwrightError:
                 raise  # deliberate errors (an unwritable transcript, bad settings) keep their own message
             except Exception as exc:  # the last resort: a bug ends the run with a result, never a traceback
+                if reader_gone(exc):
+                    raise  # the events' reader closed its end: the command's entry point ends quietly
                 result = self.crashed(exc)
         if result is None:  # interrupted
             result = self._aborted()
