@@ -238,3 +238,23 @@ def test_every_command_ends_quietly_with_141_when_its_reader_closed_the_pipe(tmp
             assert out.returncode == 141, (args, out.returncode, out.stderr)
             assert "error" not in out.stderr.lower() and "Traceback" not in out.stderr, (args, out.stderr)
     assert not list(home.glob("logs/crash-*")), "a closed pipe is no crash"
+
+
+@pytest.mark.parametrize("flag, offered", [
+    ("Read", {"Read"}), ("", set()), ("Read,Agent", {"Read", "Agent"}), ("Task Bash", {"Agent", "Bash"}),
+    ("Workflow", {"Workflow"}),
+    ("default", {"Read", "Write", "Edit", "Bash", "Glob", "Grep", "BashOutput", "KillShell", "Agent", "Workflow"})])
+def test_tools_offers_exactly_the_tools_named(tmp_path, flag, offered):
+    """As Claude Code's `--tools`: "" none, "default" all, else the names given and no extras."""
+    with Simulator([{"text": "ok"}]) as sim:
+        out = cli(["-p", "hi", "--tools", flag, "--output-format", "stream-json", "--verbose"], sim.base_url,
+                  cwd=tmp_path)
+        body = sim.message_requests[0].body
+    assert out.returncode == 0, out.stderr
+    assert {t["name"] for t in body.get("tools", [])} == offered
+    assert set(json.loads(out.stdout.splitlines()[0])["tools"]) == offered  # system/init says the same
+
+
+def test_tools_names_an_unknown_tool_in_one_line(tmp_path):
+    out = cli(["-p", "hi", "--tools", "Read,Raed"], cwd=tmp_path)
+    assert out.returncode == 2 and "--tools: unknown tool(s) Raed" in out.stderr and "Workflow" in out.stderr

@@ -90,6 +90,9 @@ class Agent:
     # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
     # a durable run (loopwright.distributed) makes every call a recorded step with it
     tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
+    # `--tools`: the only tools of loopwright's own offered (Agent, Workflow and Skill too, when named);
+    # None: all of them. MCP servers' tools and --json-schema's StructuredOutput are not among these
+    only_tools: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
