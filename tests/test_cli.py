@@ -105,12 +105,16 @@ def test_bad_flags_are_one_clear_line_exit_2(tmp_path, args, needle):
     assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
 
 
-def run_until_tool_started(tmp_path, sim):
+def run_until_tool_started(tmp_path, sim, flags=("-p", "go", "--output-format", "json"), stdin=None):
     """A real `loopwright -p` process, returned once the scripted Bash call has run `touch started`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
-    proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(CLI + [*flags, "--allowedTools", "Bash"], cwd=tmp_path, env=env,
+                            stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    if stdin:
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
     for _ in range(600):
         if (tmp_path / "started").exists():
             break
@@ -126,6 +130,32 @@ def test_sigint_aborts_with_a_result_and_exit_130(tmp_path):
     assert proc.returncode == 130, stderr
     result = json.loads(stdout)
     assert result["terminal_reason"] == "aborted" and result["is_error"]
+
+
+STREAM = ("-p", "--output-format", "stream-json", "--verbose")
+USER_LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "go"}}) + "\n"
+
+
+@pytest.mark.parametrize("flags, stdin", [(("-p", "go", "--output-format", "json"), None), ((*STREAM, "go"), None),
+                                          ((*STREAM, "--input-format", "stream-json"), USER_LINE)])
+def test_ctrl_c_is_reported_as_the_users_interrupt_in_claude_codes_words_exit_130(tmp_path, flags, stdin):
+    """As Claude Code: the cut call answered, then `[Request interrupted by user for tool use]` in
+    the conversation (a stream-json user line), the result `error_during_execution` saying so.
+    With stream-json input too: Ctrl-C ends the process with 130, as for `-p`."""
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": "touch started; sleep 30"}}}]) as sim:
+        proc = run_until_tool_started(tmp_path, sim, flags, stdin)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    result = lines[-1]
+    said = "[Request interrupted by user for tool use]"
+    assert result["subtype"] == "error_during_execution" and result["is_error"] and result["errors"] == [said]
+    assert result["terminal_reason"] == "aborted"
+    if len(lines) > 1:  # stream-json: the conversation's last user message says it, after the cut call's result
+        last_user = [line for line in lines if line["type"] == "user"][-1]["message"]["content"]
+        assert last_user[0]["type"] == "tool_result" and last_user[0]["is_error"]
+        assert last_user[-1] == {"type": "text", "text": said}
 
 
 class _MinimalFake(BaseHTTPRequestHandler):

@@ -348,21 +348,23 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
 
 
 async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
-                     interrupt: Callable[[], None]) -> RunResult:
+                     interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the agent."""
+    the session and close the agent. `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 
-    def on_signal() -> None:
+    def on_signal(sig: int) -> None:
         nonlocal presses
         presses += 1
         if presses > 1:
             os._exit(130)  # a second interrupt: leave now
+        if signals is not None:
+            signals.append(sig)
         interrupt()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         result = await work()
         await agent.end_session("other", on_event=emit)

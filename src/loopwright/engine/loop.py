@@ -359,10 +359,15 @@ class AgentLoop:
         return replace(result, api_error_status=fin.api_error_status) if fin.api_error_status else result
 
     def _aborted(self) -> RunResult:
-        self._answer_unfinished(cut.INTERRUPTED, cut.INTERRUPTED)
+        """The user interrupted: the calls cut short answered, then Claude Code's note that the
+        user interrupted (recorded and sent on, so the next turn knows), which the result says too."""
+        last = self.messages[-1] if self.messages else None
+        answer = last and cut.answer_unfinished(last, self.dispatch.inflight, self.dispatch.started,
+                                                cut.INTERRUPTED, cut.INTERRUPTED)
+        said = cut.USER_INTERRUPTED_TOOLS if answer else cut.USER_INTERRUPTED
+        self._append_user(Message("user", (*(answer.content if answer else ()), TextBlock(said))))
         turns = sum(1 for m in self.messages if m.role == "assistant")
-        return self._result("error_during_execution", "aborted", True, last_text(self.messages),
-                            ("Interrupted by the user",), turns)
+        return self._result("error_during_execution", "aborted", True, last_text(self.messages), (said,), turns)
 
     def add_env(self, env: dict[str, str]) -> None:
         """More environment for the tools' processes from here on (what SessionStart hooks set)."""
