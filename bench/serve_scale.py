@@ -89,12 +89,12 @@ def main() -> None:
         big = generate(home, opts.sessions, opts.events)
         print(f"generated {opts.sessions:,} sessions in {PROJECTS} projects and one of {opts.events:,} events "
               f"in {time.perf_counter() - t0:.1f}s")
-        server = Server(env, tmp, "--all")
+        server = Server(env, tmp, "--all", "--no-token")
         try:
             report(server, big, opts.runs)
         finally:
             server.stop()
-        server = Server(env, tmp, "--all")  # a new launch: the cache on disk is still good
+        server = Server(env, tmp, "--all", "--no-token")  # a new launch: the cache on disk is still good
         try:
             print(f"sessions list, first request after a restart (the cache kept): {timed(server.base + '/')[1]:.3f}s")
         finally:

@@ -73,7 +73,7 @@ def scheduled(env, project, schedule_id="nightly") -> None:
 
 class Server:
     """`loopwright serve --port 0` in a subprocess; `url` is the address it printed (the port it
-    took, the token), `base` the same without the token."""
+    took, the token), `base` the same without the token, `auth` the header that carries it."""
 
     def __init__(self, env, cwd, *args: str) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "loopwright", "serve", "--port", "0", *args],
@@ -89,9 +89,12 @@ class Server:
         self.base = self.url.split("/?token=")[0]
         self.port = int(self.base.rpartition(":")[2])
         self.token = self.url.split("?token=")[1]
+        self.auth = {"X-Loopwright-Token": self.token}
+        self.said = self.proc.stderr.readline()  # the line after the address: who may read
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(self.base + "/static/style.css", timeout=2).read()
+                probe = urllib.request.Request(self.base + "/static/style.css", headers=self.auth)
+                urllib.request.urlopen(probe, timeout=2).read()
                 return
             except OSError:
                 time.sleep(0.1)

@@ -105,12 +105,16 @@ def test_bad_flags_are_one_clear_line_exit_2(tmp_path, args, needle):
     assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
 
 
-def run_until_tool_started(tmp_path, sim):
+def run_until_tool_started(tmp_path, sim, flags=("-p", "go", "--output-format", "json"), stdin=None):
     """A real `loopwright -p` process, returned once the scripted Bash call has run `touch started`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test")
-    proc = subprocess.Popen(CLI + ["-p", "go", "--output-format", "json", "--allowedTools", "Bash"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(CLI + [*flags, "--allowedTools", "Bash"], cwd=tmp_path, env=env,
+                            stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    if stdin:
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
     for _ in range(600):
         if (tmp_path / "started").exists():
             break
@@ -126,6 +130,32 @@ def test_sigint_aborts_with_a_result_and_exit_130(tmp_path):
     assert proc.returncode == 130, stderr
     result = json.loads(stdout)
     assert result["terminal_reason"] == "aborted" and result["is_error"]
+
+
+STREAM = ("-p", "--output-format", "stream-json", "--verbose")
+USER_LINE = json.dumps({"type": "user", "message": {"role": "user", "content": "go"}}) + "\n"
+
+
+@pytest.mark.parametrize("flags, stdin", [(("-p", "go", "--output-format", "json"), None), ((*STREAM, "go"), None),
+                                          ((*STREAM, "--input-format", "stream-json"), USER_LINE)])
+def test_ctrl_c_is_reported_as_the_users_interrupt_in_claude_codes_words_exit_130(tmp_path, flags, stdin):
+    """As Claude Code: the cut call answered, then `[Request interrupted by user for tool use]` in
+    the conversation (a stream-json user line), the result `error_during_execution` saying so.
+    With stream-json input too: Ctrl-C ends the process with 130, as for `-p`."""
+    with Simulator([{"tool_use": {"name": "Bash", "input": {"command": "touch started; sleep 30"}}}]) as sim:
+        proc = run_until_tool_started(tmp_path, sim, flags, stdin)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    lines = [json.loads(line) for line in stdout.splitlines() if line.strip()]
+    result = lines[-1]
+    said = "[Request interrupted by user for tool use]"
+    assert result["subtype"] == "error_during_execution" and result["is_error"] and result["errors"] == [said]
+    assert result["terminal_reason"] == "aborted"
+    if len(lines) > 1:  # stream-json: the conversation's last user message says it, after the cut call's result
+        last_user = [line for line in lines if line["type"] == "user"][-1]["message"]["content"]
+        assert last_user[0]["type"] == "tool_result" and last_user[0]["is_error"]
+        assert last_user[-1] == {"type": "text", "text": said}
 
 
 class _MinimalFake(BaseHTTPRequestHandler):
@@ -226,3 +256,55 @@ def test_a_base_url_that_cannot_be_right_is_named_before_anything_is_sent(tmp_pa
     assert out.returncode == 2, out.stderr
     assert variable in out.stderr and says in out.stderr
     assert "API key" not in out.stderr and "Internal error" not in out.stderr
+
+
+def closed_pipe(args, sim_url, cwd, home):
+    """The command with its stdout a real pipe whose reader has already gone (`… | head -1` once
+    head has exited): every write to it fails."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(ANTHROPIC_BASE_URL=sim_url, ANTHROPIC_API_KEY="sk-test", LOOPWRIGHT_HOME=str(home))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(CLI + args, stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_every_command_ends_quietly_with_141_when_its_reader_closed_the_pipe(tmp_path):
+    """As `git log | head -1`: no error line, no crash log, the exit status of a closed pipe."""
+    home = tmp_path / "home"
+    env = {"LOOPWRIGHT_HOME": str(home)}
+    with Simulator([{"text": "hello", "repeat": -1}]) as sim:
+        assert cli(["-p", "hi"], sim.base_url, env=env, cwd=tmp_path).returncode == 0  # a session to list
+        added = cli(["schedule", "add", "say hi", "--every", "1h", "--id", "nightly"], env=env, cwd=tmp_path)
+        assert added.returncode == 0, added.stderr
+        commands = [["-p", "hi"], ["-p", "hi", "--output-format", "json"],
+                    ["-p", "hi", "--output-format", "stream-json", "--verbose"], ["sessions"], ["sessions", "--json"],
+                    ["mcp", "list"], ["schedule", "list"], ["--version"]]
+        for args in commands:
+            out = closed_pipe(args, sim.base_url, tmp_path, home)
+            assert out.returncode == 141, (args, out.returncode, out.stderr)
+            assert "error" not in out.stderr.lower() and "Traceback" not in out.stderr, (args, out.stderr)
+    assert not list(home.glob("logs/crash-*")), "a closed pipe is no crash"
+
+
+@pytest.mark.parametrize("flag, offered", [
+    ("Read", {"Read"}), ("", set()), ("Read,Agent", {"Read", "Agent"}), ("Task Bash", {"Agent", "Bash"}),
+    ("Workflow", {"Workflow"}),
+    ("default", {"Read", "Write", "Edit", "Bash", "Glob", "Grep", "BashOutput", "KillShell", "Agent", "Workflow"})])
+def test_tools_offers_exactly_the_tools_named(tmp_path, flag, offered):
+    """As Claude Code's `--tools`: "" none, "default" all, else the names given and no extras."""
+    with Simulator([{"text": "ok"}]) as sim:
+        out = cli(["-p", "hi", "--tools", flag, "--output-format", "stream-json", "--verbose"], sim.base_url,
+                  cwd=tmp_path)
+        body = sim.message_requests[0].body
+    assert out.returncode == 0, out.stderr
+    assert {t["name"] for t in body.get("tools", [])} == offered
+    assert set(json.loads(out.stdout.splitlines()[0])["tools"]) == offered  # system/init says the same
+
+
+def test_tools_names_an_unknown_tool_in_one_line(tmp_path):
+    out = cli(["-p", "hi", "--tools", "Read,Raed"], cwd=tmp_path)
+    assert out.returncode == 2 and "--tools: unknown tool(s) Raed" in out.stderr and "Workflow" in out.stderr

@@ -3,8 +3,10 @@ simulator, the server as a subprocess, and headless Chromium driving it — the 
 of record, a session growing live, schedule actions with and without the token, and markup
 from a model or a tool that stays text."""
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -101,7 +103,7 @@ def test_markup_from_a_model_or_a_tool_never_runs(server, driver, store):
     text = driver.find_element("id", "records").text
     assert INJECTED_TEXT in text and INJECTED_TOOL in text  # shown as text
     assert driver.find_elements("css selector", "#records img, #records script") == []
-    status, headers, body = request(f"{server.base}/s/{store['goal']}")
+    status, headers, body = request(f"{server.base}/s/{store['goal']}", headers=server.auth)
     assert status == 200 and "script-src 'self'" in headers["content-security-policy"]
     assert "<script>window" not in body and "&lt;img src=x onerror=" in body
 
@@ -115,7 +117,7 @@ def test_a_running_session_updates_without_a_reload(server, driver, store):
                                 "--allowedTools", "Bash"], env=env, cwd=store["project"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            _wait(lambda: "echo first" in request(f"{server.base}/s/{sid}")[2], 20)
+            _wait(lambda: "echo first" in request(f"{server.base}/s/{sid}", headers=server.auth)[2], 20)
             driver.get(f"{server.base}/s/{sid}")
             assert driver.find_element("id", "live")  # the page knows the session is running
             driver.execute_script("window.notReloaded = true")
@@ -182,8 +184,9 @@ def test_cost_is_drawn_as_svg(server, driver):
 def test_nothing_outside_the_stores_is_served(server, store):
     for path in ("/static/..%2F..%2Fcli%2Fmain.py", "/static/app.py", "/s/..%2F..%2Fetc%2Fpasswd", "/s/..",
                  f"/s/{store['goal']}%2F..%2F..%2Fschedules.db"):
-        assert request(server.base + path)[0] == 404, path
-    assert request(server.base + "/", headers={"Host": "attacker.example:80"})[0] == 403  # DNS rebinding
+        assert request(server.base + path, headers=server.auth)[0] == 404, path
+    rebound = request(server.base + "/", headers={"Host": "attacker.example:80", **server.auth})  # DNS rebinding
+    assert rebound[0] == 403 and "unknown Host" in rebound[2]
 
 
 def test_port_0_takes_a_free_port_and_prints_the_address_with_it(tmp_path):
@@ -192,7 +195,7 @@ def test_port_0_takes_a_free_port_and_prints_the_address_with_it(tmp_path):
     s = Server(env, project)  # started with --port 0
     try:
         assert s.port > 0 and s.url.startswith(f"http://127.0.0.1:{s.port}/?token=")
-        status, _, body = request(s.base + "/")
+        status, _, body = request(s.base + "/", headers=s.auth)
         assert status == 200 and "<html" in body.lower()
         taken = cli(["serve", "--port", str(s.port)], env, project, timeout=30)  # that port is now in use
         assert taken.returncode == 2 and f"--port {s.port}: cannot listen there (in use)" in taken.stderr
@@ -323,7 +326,7 @@ def test_the_list_marks_each_attempt_with_its_place_in_the_run_and_the_ruling(at
     listed = json.loads(cli(["sessions", "--json"], env, repo).stdout)
     other = Server(env, repo)
     try:
-        status, headers, body = request(other.base + "/api/sessions")
+        status, headers, body = request(other.base + "/api/sessions", headers=other.auth)
     finally:
         other.stop()
     assert status == 200 and headers["content-type"].startswith("application/json")
@@ -403,3 +406,83 @@ def test_each_routine_shows_its_cost_per_fire_and_in_all(tmp_path, driver):
     assert abs(in_all - sum(costs)) < 0.0002 and abs(in_all - sum(float(c.lstrip("$")) for c in items)) < 0.0002
     assert total[2].startswith(fires[0][5])  # the last fire's cost
     assert by_routine == ["triage", total[1]] and bars  # the cost page: per routine, as a chart too
+
+
+def test_a_record_of_megabytes_shows_cut_with_a_link_to_its_whole_line(tmp_path):
+    """A 5 MB answer (one transcript line): the page and its event stream end, each block cut
+    to a bounded size with a link to the raw line, which gives the whole record back."""
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    big = "".join(f"word{i} " for i in range(700_000))  # ~5 MB, one line
+    with Simulator([{"text": big}]) as sim:
+        out = cli(["-p", "say a lot", "--output-format", "json"], env, project, sim, timeout=120)
+    sid = json.loads(out.stdout)["session_id"]
+    s = Server(env, project)
+    try:
+        status, _, page = request(f"{s.base}/s/{sid}", headers=s.auth)
+        _, _, events = request(f"{s.base}/s/{sid}/events", headers=s.auth)
+        links = sorted(set(re.findall(rf'href="(/s/{sid}/raw[^"]*)"', page)))
+        whole = [request(s.base + html.unescape(href), headers=s.auth) for href in links]
+        bad = request(f"{s.base}/s/{sid}/raw?at=1", headers=s.auth)[0]
+    finally:
+        s.stop()
+    assert status == 200 and page.rstrip().endswith("</html>") and len(page) < 1_000_000  # 5 MB twice, cut
+    assert "more characters" in page and links and "word699999" not in page
+    assert "event: done" in events and len(events) < 1_000_000 and "more characters" in events
+    records = [json.loads(body) for code, _, body in whole if code == 200]
+    assert len(records) == len(links)
+    answer = next(r for r in records if r.get("type") == "assistant")
+    assert answer["message"]["content"][0]["text"] == big  # the whole line, as recorded
+    assert bad == 404  # no line starts in the middle of one
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "::1", "localhost"])
+def test_every_loopback_address_it_prints_answers(tmp_path, host):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    try:
+        s = Server(env, project, "--host", host)
+    except RuntimeError as exc:
+        if "exited" not in str(exc):  # it started but did not answer its own address
+            raise
+        pytest.skip(f"cannot bind {host} here (no IPv6 loopback?): {exc}")
+    try:
+        first = request(s.url)  # the address it printed, as a browser opens it
+        cookie = first[1].get("set-cookie", "").split(";")[0]
+        page = request(s.base + "/", headers={"Cookie": cookie})
+        rebound = request(s.base + "/", headers={"Host": f"attacker.example:{s.port}", **s.auth})
+    finally:
+        s.stop()
+    assert first[0] == 303 and cookie.startswith("loopwright_token="), first
+    assert page[0] == 200 and "Sessions" in page[2]
+    assert rebound[0] == 403
+
+
+def test_reading_needs_the_token_unless_no_token_is_asked_for(store):
+    s = Server(store["env"], store["project"])
+    try:
+        pages = ["/", f"/s/{store['goal']}", f"/s/{store['goal']}/raw", "/api/sessions", "/schedules", "/cost",
+                 "/static/style.css", "/list/events"]
+        without = {path: request(s.base + path)[0] for path in pages}
+        wrong = request(s.base + "/?token=not-it")[0]
+        first = request(s.url)
+        cookie = first[1]["set-cookie"]
+        with_cookie = request(s.base + f"/s/{store['goal']}", headers={"Cookie": cookie.split(";")[0]})
+    finally:
+        s.stop()
+    assert set(without.values()) == {403} and wrong == 403, without
+    assert "every page needs the token" in s.said
+    assert first[0] == 303 and first[1]["location"] == "/"
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert with_cookie[0] == 200 and "goal set" in with_cookie[2]
+
+    opened = Server(store["env"], store["project"], "--no-token")
+    try:
+        read = request(opened.base + f"/s/{store['goal']}")[0]
+        change = request(f"{opened.base}/schedules/nightly/pause", b"", method="POST")[0]
+    finally:
+        opened.stop()
+    assert "--no-token: anyone on this machine can read every transcript" in opened.said
+    assert read == 200 and change == 403  # changes still need the token
+    refused = cli(["serve", "--no-token", "--host", "0.0.0.0", "--port", "0"], store["env"], store["project"])
+    assert refused.returncode == 2 and "--no-token: only on a loopback address" in refused.stderr

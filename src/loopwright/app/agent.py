@@ -10,7 +10,7 @@ from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequence
 
-from ..core.errors import LoopwrightError
+from ..core.errors import LoopwrightError, reader_gone
 from ..core.events import Event, ResultEvent, RunResult, UserMessage
 from ..core.fastclass import dataclass
 from ..core.ids import uuid4
@@ -90,6 +90,9 @@ class Agent:
     # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
     # a durable run (loopwright.distributed) makes every call a recorded step with it
     tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
+    # `--tools`: the only tools of loopwright's own offered (Agent, Workflow and Skill too, when named);
+    # None: all of them. MCP servers' tools and --json-schema's StructuredOutput are not among these
+    only_tools: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
@@ -215,7 +218,7 @@ class Agent:
                 for message in opening:  # recorded, so a resume keeps what SessionStart added
                     loop.emit(UserMessage(message, synthetic=False))
             except Exception as exc:  # the loop's last resort, for what comes before the loop
-                if isinstance(exc, LoopwrightError):
+                if isinstance(exc, LoopwrightError) or reader_gone(exc):
                     raise
                 result = loop.crashed(exc)
                 loop.emit(ResultEvent(result))

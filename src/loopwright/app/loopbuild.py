@@ -33,14 +33,18 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
     if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None
         tools, emit = agent._mcp.with_tools(tools, only), agent._mcp.reporting(emit)
-    if agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
+    named = agent.only_tools
+    offered = (lambda name: True) if named is None else named.__contains__
+    if offered("Skill") and agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
         from ..context.commands import model_use
         from ..tools.skill import SkillTool
 
         tools.append(SkillTool(functools.partial(model_use, agent.skills)))
-    if agent.agents and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
-        tools.append(agent_tool)
-        if agent.depth == 0:  # a workflow the model writes: its agents are subagents (not offered to them)
+    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
+    if agent.agents and (offered("Agent") or workflow) and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
+        if offered("Agent"):
+            tools.append(agent_tool)
+        if workflow:
             from ..sandbox.pyjail import python_jail
             from ..workflows.tool import WorkflowTool
 

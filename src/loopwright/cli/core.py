@@ -116,7 +116,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     from ..policy.models import DEFAULT_MODEL
     from ..policy.rules import parse_tool_list
     from ..settings import PROJECT, default_limits, permission_rules
-    from ..tools import BUILTIN_TOOL_NAMES, builtin_tools
+    from ..tools import builtin_tools
 
     if settings is None:
         settings = load_cli_settings(opts)
@@ -132,14 +132,9 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     rules = permission_rules(settings, mode=opts.permission_mode, allow=parse_tool_list(opts.allowed),
                              deny=parse_tool_list(opts.disallowed))
     rules, sandbox = writable_dirs_and_sandbox(opts, settings, rules)
-    tools = builtin_tools(sandbox=sandbox)
-    if opts.tools_flag is not None and opts.tools_flag != "default":
-        wanted = parse_tool_list([opts.tools_flag])
-        unknown = [n for n in wanted if n not in BUILTIN_TOOL_NAMES]
-        if unknown:
-            raise UsageError(f"--tools: unknown tool(s) {', '.join(unknown)}; expected names from "
-                             f"{', '.join(BUILTIN_TOOL_NAMES)}")
-        tools = [t for t in tools if t.name in wanted]
+    tools, only = builtin_tools(sandbox=sandbox), tools_named(opts.tools_flag)
+    if only is not None:
+        tools = [t for t in tools if t.name in only]
     system = opts.system_prompt
     if opts.system_prompt_file:
         system = read_text_file(opts.system_prompt_file, "--system-prompt-file")
@@ -170,13 +165,33 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         budget=Budget(limit(opts.max_budget_usd), opts.max_tokens_total, duration),
         permissions=rules, sandbox=sandbox, classifier_model=opts.classifier_model,
         include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
-        child_env=children,
+        child_env=children, only_tools=only,
         mcp_servers=mcp_servers(opts, settings) + plugin_mcp_servers(plugins, os.environ),
         memory=project_memory(opts, settings), plugins=plugins,
         skills=project_skills(opts, session_id, plugins), agents=project_agents(opts, plugins),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
     )
+
+
+HARNESS_TOOLS = ("Agent", "Workflow", "Skill")  # offered beside the built-in tools when there is something to offer
+
+
+def tools_named(flag: str | None) -> frozenset[str] | None:
+    """`--tools`: exactly the tools named (`""` none, `default` or no flag: all, None here), as
+    Claude Code's flag; Agent, Workflow and Skill are offered only when named too."""
+    from ..policy.rules import parse_tool_list
+    from ..tools import BUILTIN_TOOL_NAMES
+
+    if flag is None or flag.strip() == "default":
+        return None
+    wanted = ["Agent" if name == "Task" else name for name in parse_tool_list([flag])]  # Task: the old name
+    known = (*BUILTIN_TOOL_NAMES, *HARNESS_TOOLS)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        raise UsageError(f"--tools: unknown tool(s) {', '.join(unknown)}; expected \"\" (none), \"default\" (all) or "
+                         f"names from {', '.join(known)}")
+    return frozenset(wanted)
 
 
 def pass_env_names(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -334,13 +349,13 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
 
 
 async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
-                     interrupt: Callable[[], None]) -> RunResult:
+                     interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the agent."""
+    the session and close the agent. `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 
-    def on_signal() -> None:
+    def on_signal(sig: int) -> None:
         nonlocal presses
         presses += 1
         if presses > 1:
@@ -348,10 +363,12 @@ async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit:
             if stdio is not None:
                 stdio.kill_all()  # os._exit skips atexit: the servers' groups would outlive us
             os._exit(130)  # a second interrupt: leave now
+        if signals is not None:
+            signals.append(sig)
         interrupt()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
+        loop.add_signal_handler(sig, on_signal, sig)
     try:
         result = await work()
         await agent.end_session("other", on_event=emit)

@@ -13,7 +13,53 @@ if TYPE_CHECKING:
     from .options import Options
 
 
+CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `git log | head -1`
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command, ended quietly when its reader closed the pipe (`loopwright sessions | head -1`):
+    no error line, no crash log, exit 141 as the shell shows for git and other Unix tools."""
+    try:
+        return _main(argv)
+    except BaseException as exc:
+        from ..core.errors import reader_gone
+
+        if not reader_gone(exc):
+            raise
+        if not _stdout_gone():  # a pipe of something else (a child process) broke: that is a bug
+            from .crash import report_crash
+
+            return report_crash(exc, None)  # type: ignore[arg-type]
+        _stdout_to_devnull()
+        return CLOSED_PIPE
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has closed it."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+    except (AttributeError, ValueError, OSError):  # no poll() here, or no stdout descriptor: trust the error
+        return True
+
+
+def _stdout_to_devnull() -> None:
+    """What is still buffered for stdout goes nowhere, so the interpreter's last flush at exit
+    does not complain about the closed pipe."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (AttributeError, ValueError, OSError):
+        pass  # no descriptor to replace: nothing buffered can reach a pipe
+
+
+def _main(argv: list[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args in (["--version"], ["-v"]):  # fast path: no imports beyond the package root
         print(f"{__version__} (loopwright)")
@@ -47,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the last resort: one line and a result, the traceback in a log file
+        from ..core.errors import reader_gone
         from .crash import report_crash
+
+        if reader_gone(exc):
+            raise  # a closed pipe is no bug: main() ends quietly
 
         return report_crash(exc, opts)
 

@@ -151,7 +151,8 @@ def parser() -> Any:
         help='Rules that allow tools without asking, e.g. "Bash" "Edit" or "Bash,Edit".')
     add("--disallowedTools", "--disallowed-tools", dest="disallowed", nargs="+", action="extend", default=[],
         help="Rules that deny tools; a bare name removes the tool from the request.")
-    add("--tools", dest="tools_flag", help='Built-in tools to offer: "" none, "default" all, or "Bash,Read".')
+    add("--tools", dest="tools_flag", help='Exactly the tools to offer (Agent, Workflow and Skill too): "" none, '
+        '"default" all, or "Bash,Read". MCP tools are not affected.')
     add("--permission-mode", help="default (manual), acceptEdits, plan, dontAsk, bypassPermissions or auto "
         "(default: the settings' defaultMode, else default).")
     add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",

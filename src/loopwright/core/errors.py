@@ -85,3 +85,12 @@ class ModelError(LoopwrightError):
         status = f" ({self.status})" if self.status else ""
         rid = f" [request {self.request_id}]" if self.request_id else ""
         return f"API error{status} {self.kind}: {self.message}{rid}"
+
+
+def reader_gone(exc: BaseException) -> bool:
+    """Whether `exc` is only a closed pipe (`BrokenPipeError`, alone or every member of an
+    exception group): whoever read the output went away (`loopwright sessions | head -1`). Not a
+    bug, so no last resort turns it into a crash; the command's entry point ends quietly."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(reader_gone(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError)

@@ -10,6 +10,9 @@ from ..core.events import Event
 from ..core.types import Message, ToolResultBlock
 
 INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
+# What Claude Code writes into the conversation when the user interrupts (and says in the result)
+USER_INTERRUPTED = "[Request interrupted by user]"
+USER_INTERRUPTED_TOOLS = "[Request interrupted by user for tool use]"
 DEADLINE_RUNNING = ("Interrupted: the run reached its time limit (--max-duration) while this call was running, "
                     "so it was stopped; it may have had part of its effect.")
 DEADLINE_WAITING = "Not run: the run reached its time limit (--max-duration) before this call started."

@@ -13,7 +13,7 @@ import anyio
 
 from .accumulate import unreadable_calls
 from ..core.clock import Clock, SystemClock
-from ..core.errors import LoopwrightError, ModelError
+from ..core.errors import LoopwrightError, ModelError, reader_gone
 from ..core.events import (
     ApiRetry,
     AssistantMessage,
@@ -111,6 +111,8 @@ class AgentLoop:
             except LoopwrightError:
                 raise  # deliberate errors (an unwritable transcript, bad settings) keep their own message
             except Exception as exc:  # the last resort: a bug ends the run with a result, never a traceback
+                if reader_gone(exc):
+                    raise  # the events' reader closed its end: the command's entry point ends quietly
                 result = self.crashed(exc)
         if result is None:  # interrupted
             result = self._aborted()
@@ -357,10 +359,15 @@ class AgentLoop:
         return replace(result, api_error_status=fin.api_error_status) if fin.api_error_status else result
 
     def _aborted(self) -> RunResult:
-        self._answer_unfinished(cut.INTERRUPTED, cut.INTERRUPTED)
+        """The user interrupted: the calls cut short answered, then Claude Code's note that the
+        user interrupted (recorded and sent on, so the next turn knows), which the result says too."""
+        last = self.messages[-1] if self.messages else None
+        answer = last and cut.answer_unfinished(last, self.dispatch.inflight, self.dispatch.started,
+                                                cut.INTERRUPTED, cut.INTERRUPTED)
+        said = cut.USER_INTERRUPTED_TOOLS if answer else cut.USER_INTERRUPTED
+        self._append_user(Message("user", (*(answer.content if answer else ()), TextBlock(said))))
         turns = sum(1 for m in self.messages if m.role == "assistant")
-        return self._result("error_during_execution", "aborted", True, last_text(self.messages),
-                            ("Interrupted by the user",), turns)
+        return self._result("error_during_execution", "aborted", True, last_text(self.messages), (said,), turns)
 
     def add_env(self, env: dict[str, str]) -> None:
         """More environment for the tools' processes from here on (what SessionStart hooks set)."""

@@ -1,10 +1,12 @@
-"""The Starlette application of `loopwright serve`: routes, the per-launch token, the checks
-that keep it local (Host, Origin, token on every change) and the security headers."""
+"""The Starlette application of `loopwright serve`: routes, the per-launch token (needed for
+every page unless `--no-token`), the checks that keep it local (Host, Origin, token on every
+change) and the security headers."""
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import re
 import time
 from dataclasses import dataclass
@@ -22,8 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..stores.sessionlist import _locked
 from .index import SessionIndex
-from .pages import cost_page, schedules_page, session_page, sessions_json, sessions_list, sessions_page
-from .transcript import Renderer, lines
+from .pages import cost_page, raw_link, schedules_page, session_page, sessions_json, sessions_list, sessions_page
+from .transcript import Renderer, lines, raw_line
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
@@ -42,9 +44,10 @@ class Config:
     root: Path
     cwd: str | None  # None: every project
     token: str
-    local: bool  # bound to loopback: reads need no token, but the Host must be ours
+    local: bool  # bound to loopback: the Host must name it (a loopback address or localhost)
     port: int
     store: str = ""  # the store URL of the schedules and routine ledgers ('': the home's SQLite file)
+    open_reads: bool = False  # `--no-token`: pages without the token (changes still need it)
 
 
 def build(config: Config, index: SessionIndex | None = None) -> Starlette:
@@ -65,6 +68,9 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         if path is None:
             return PlainTextResponse("no such session", 404)
         return StreamingResponse(session_page(index, path, sid), media_type="text/html; charset=utf-8")
+
+    def raw(request: Request) -> Response:
+        return _raw(request, index)
 
     async def events(request: Request) -> Response:
         return await _events(request, index)
@@ -99,7 +105,7 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         finally:
             ledger.close()
 
-    routes = [Route("/", sessions), Route("/api/sessions", sessions_api), Route("/s/{sid}", session),
+    routes = [Route("/", sessions), Route("/api/sessions", sessions_api), Route("/s/{sid}", session), Route("/s/{sid}/raw", raw),
               Route("/s/{sid}/events", events), Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
               Route("/routines/{name}/items", items, methods=["POST"]),
@@ -137,16 +143,39 @@ async def _events(request: Request, index: SessionIndex) -> Response:
                                                                       request.query_params.get("turn", "0"))
     if not (str(offset).isdigit() and str(turn).isdigit()):
         return PlainTextResponse("bad offset", 400)
-    return StreamingResponse(_tail(request, path, int(offset), Renderer(int(turn))), media_type="text/event-stream",
+    renderer = Renderer(int(turn), raw_link(request.path_params["sid"]))
+    return StreamingResponse(_tail(request, path, int(offset), renderer), media_type="text/event-stream",
                              headers={"x-accel-buffering": "no"})
+
+
+def _raw(request: Request, index: SessionIndex) -> Response:
+    """One whole line of a transcript (`at`: where it starts; `agent`: a subagent's sidechain),
+    as plain text: what a page cut for display."""
+    sid = request.path_params["sid"]
+    path, agent, at = _path(index, sid), request.query_params.get("agent"), request.query_params.get("at", "0")
+    if path is None:
+        return PlainTextResponse("no such session", 404)
+    if agent is not None:
+        if not _SAFE_ID.fullmatch(agent):
+            return PlainTextResponse("no such subagent", 404)
+        path = path.with_suffix("") / "subagents" / f"agent-{agent}.jsonl"
+    if not at.isdigit():
+        return PlainTextResponse("bad at: expected the byte offset where a line starts", 400)
+    try:
+        body = raw_line(path, int(at))
+    except OSError:
+        return PlainTextResponse("no such subagent" if agent is not None else "no such session", 404)
+    if body is None:
+        return PlainTextResponse(f"no line starts at byte {at}", 404)
+    return StreamingResponse(body, media_type="text/plain; charset=utf-8")
 
 
 async def _tail(request: Request, path: Path, offset: int, renderer: Renderer) -> AsyncIterator[bytes]:
     quiet_since = time.monotonic()
     while not await request.is_disconnected():
         html = []
-        for offset, record in lines(path, offset):
-            html.append(renderer.record(record) if record is not None else "")
+        for at, offset, record in lines(path, offset):
+            html.append(renderer.record(record, at) if record is not None else "")
         if html:
             yield _sse("records", "".join(html), f"{offset}:{renderer.turn}")
             quiet_since = time.monotonic()
@@ -256,13 +285,33 @@ async def _static(request: Request) -> Response:
     return Response(data, media_type=STATIC[name])
 
 
+def loopback_host(host: str, port: int) -> bool:
+    """Whether a Host header names this server on loopback: `localhost` or a loopback address
+    (127.x.y.z, [::1]) with our port — never a name DNS could point here (DNS rebinding)."""
+    name, given = host.lower(), ""
+    if not name.endswith("]") and ":" in name:  # a port after the name ([::1] alone has none)
+        name, _, given = name.rpartition(":")
+    if given != str(port) and not (given == "" and port == 80):
+        return False
+    if name == "localhost":
+        return True
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    elif ":" in name:
+        return False  # an IPv6 address is bracketed in a Host
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 class Guard:
     """Every request: the Host must be ours when bound to loopback (no DNS rebinding), the token
-    is needed for anything when bound elsewhere, `?token=` becomes a cookie, headers are set."""
+    is needed for everything (unless `--no-token` on loopback), `?token=` becomes a cookie
+    (HttpOnly, SameSite=Strict), headers are set."""
 
     def __init__(self, app: ASGIApp, config: Config) -> None:
         self.app, self.config = app, config
-        self.hosts = {f"{h}:{config.port}" for h in ("127.0.0.1", "localhost", "[::1]")}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -289,9 +338,9 @@ class Guard:
         await self.app(scope, receive, with_headers)
 
     def _refusal(self, request: Request) -> Response | None:
-        if self.config.local and request.headers.get("host", "") not in self.hosts:
+        if self.config.local and not loopback_host(request.headers.get("host", ""), self.config.port):
             return PlainTextResponse("forbidden: unknown Host (this server answers only on loopback)", 403)
-        if not self.config.local and not (ITEMS.fullmatch(request.url.path) or has_token(
+        if not self.config.open_reads and not (ITEMS.fullmatch(request.url.path) or has_token(
                 request, self.config.token) or _valid(request.query_params.get("token"), self.config.token) or _valid(
                 request.headers.get("x-loopwright-token"), self.config.token)):
             return PlainTextResponse("forbidden: open the address with ?token=… that loopwright serve printed", 403)

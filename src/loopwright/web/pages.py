@@ -122,10 +122,10 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
             facts.append(("attempt", attempt_label(row["attempt"])))
         yield '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
     yield '<div id="records">'
-    renderer, offset, batch = Renderer(), 0, []
+    renderer, offset, batch = Renderer(raw=raw_link(session_id)), 0, []
     subagents = Sidechains(path)
-    for offset, record in lines(path):
-        batch.append(renderer.record(record) + subagents.after(record) if record is not None else
+    for at, offset, record in lines(path):
+        batch.append(renderer.record(record, at) + subagents.after(record) if record is not None else
                      '<div class="rec damaged">a damaged line (not JSON) was skipped</div>')
         if len(batch) >= 100:
             yield "".join(batch)
@@ -135,6 +135,11 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
         src = query(f"/s/{session_id}/events", offset=offset, turn=renderer.turn)
         yield f'<p id="live" class="live" data-src="{esc(src)}">running: follows the session as it goes</p>'
     yield foot()
+
+
+def raw_link(session_id: str) -> Any:
+    """The address of one whole line of a session's transcript, by where it starts."""
+    return lambda at: query(f"/s/{session_id}/raw", at=at)
 
 
 def schedules_page(store: Any, token: str | None, ledger: Any = None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .html import esc
+from .html import esc, query
 from .transcript import Renderer, lines
 
 
@@ -41,16 +41,17 @@ class Sidechains:
 
 
 def render(path: Path) -> str:
-    renderer = Renderer()
-    body = "".join(renderer.record(r) if r is not None else '<div class="rec damaged">a damaged line</div>'
-                   for _, r in lines(path))
     name = path.stem.removeprefix("agent-")
+    page = path.parent.parent.name  # <session-id>/subagents/agent-<id>.jsonl: the session's page
+    renderer = Renderer(raw=lambda at: query(f"/s/{page}/raw", agent=name, at=at))
+    body = "".join(renderer.record(r, at) if r is not None else '<div class="rec damaged">a damaged line</div>'
+                   for at, _, r in lines(path))
     return (f'<details class="sidechain" id="sidechain-{esc(name)}"><summary>subagent {esc(name)} · '
             f"{renderer.turn} turn(s)</summary>{body}</details>")
 
 
 def _first_prompt(path: Path) -> str:
-    for _, record in lines(path):
+    for _, _, record in lines(path):
         if record is None or record.get("type") != "user":
             continue
         content = (record.get("message") or {}).get("content")

@@ -1,7 +1,8 @@
-"""`loopwright serve [--port 8484] [--host 127.0.0.1] [--all]`: the local web view of the stores.
-Prints the address with a per-launch token (as Jupyter does); changes need it, and so does
-everything when bound beyond loopback. `--port 0` takes a free port; the address printed has the
-port bound."""
+"""`loopwright serve [--port 8484] [--host 127.0.0.1] [--all] [--no-token]`: the local web view of
+the stores. Prints the address with a per-launch token (as Jupyter does): every page needs it (on
+a shared machine any local user can reach a loopback port), kept in a cookie after the first
+visit; `--no-token` opens the pages on loopback, on purpose, and changes still need it. `--port 0`
+takes a free port; the address printed has the port bound."""
 
 from __future__ import annotations
 
@@ -19,8 +20,11 @@ from ..parsing import Parser
 def run_serve(args: list[str]) -> int:
     p = Parser(prog="loopwright serve", description="A local web view of sessions, schedules and cost.")
     p.add_argument("--port", type=int, default=8484, help="The port (default 8484; 0 takes a free one).")
-    p.add_argument("--host", default="127.0.0.1", help="The address to bind (default 127.0.0.1; any other "
-                   "address needs the token for every request).")
+    p.add_argument("--host", default="127.0.0.1", help="The address to bind (default 127.0.0.1; an address "
+                   "beyond loopback sends the token in clear text).")
+    p.add_argument("--no-token", action="store_true", help="Pages without the token (loopback only): anyone "
+                   "on this machine can then read every transcript shown; pausing, resuming or running a "
+                   "schedule still needs it.")
     p.add_argument("--all", action="store_true", help="Every folder's sessions (default: this folder's).")
     p.add_argument("--store", metavar="URL", help="Where the schedules and routine ledgers shown live (default: "
                    "$LOOPWRIGHT_STORE, else the home's SQLite file); sessions are the home's transcript files.")
@@ -41,15 +45,19 @@ def run_serve(args: list[str]) -> int:
     if not stores.files:                   # the first page after the address was printed
         stores.connect().close()
     local = _loopback(opts.host)
+    if opts.no_token and not local:
+        raise UsageError(f"--no-token: only on a loopback address (127.0.0.1, ::1, localhost), not --host {opts.host}: "
+                         "beyond it anyone who can reach the port could read every transcript")
     sock = _bind(opts.host, opts.port)
     port = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
-    config = Config(home(), None if opts.all else os.getcwd(), token, local, port, url)
+    config = Config(home(), None if opts.all else os.getcwd(), token, local, port, url, open_reads=opts.no_token)
     shown = f"[{opts.host.strip('[]')}]" if ":" in opts.host else opts.host
     scope = "every folder" if opts.all else os.getcwd()
-    print(f"loopwright serve: sessions of {scope}; Ctrl-C stops it\n"
-          f"    http://{shown}:{port}/?token={token}\n"
-          f"(the token is needed to pause, resume or run a schedule{'' if local else ', and for every request'})",
+    who = ("(--no-token: anyone on this machine can read every transcript shown here; pausing, resuming or "
+           "running a schedule still needs the token)" if opts.no_token else
+           "(every page needs the token: open this address once and a cookie keeps it)")
+    print(f"loopwright serve: sessions of {scope}; Ctrl-C stops it\n    http://{shown}:{port}/?token={token}\n{who}",
           file=sys.stderr, flush=True)
     if not local:
         print("loopwright serve: warning: bound beyond loopback without TLS; the token travels in clear text",

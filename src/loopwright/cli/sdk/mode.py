@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import signal
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -207,10 +208,13 @@ def run_sdk(opts: Options) -> int:
         threading.Thread(target=read_stdin, args=(asyncio.get_running_loop(), server), daemon=True).start()
         return await server.serve()
 
+    signals: list[int] = []
     try:
-        result = asyncio.run(foreground(agent, work, out.emit, server.stop))  # type: ignore[arg-type]
+        result = asyncio.run(foreground(agent, work, out.emit, server.stop, signals))  # type: ignore[arg-type]
     finally:
         session.close()
+    if signals and signals[0] == signal.SIGINT:
+        return 130  # the user's Ctrl-C, as for `-p`
     return 1 if result is not None and result.is_error else 0
 
 
