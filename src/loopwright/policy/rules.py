@@ -27,13 +27,15 @@ def _removed(deny: Sequence[str]) -> frozenset[str]:
 @dataclass(frozen=True, slots=True)
 class PermissionRules:
     """The mode and the rules (`Tool` or `Tool(specifier)`), checked deny, then ask, then allow.
-    `additional_dirs` are writable roots beside the working directory (`--add-dir`)."""
+    `additional_dirs` are writable roots beside the working directory (`--add-dir`).
+    `strict`: the sandbox is on but cannot run here, so no OS boundary backs the gate."""
 
     mode: str = "default"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
     additional_dirs: tuple[str, ...] = ()
+    strict: bool = False
 
     def removed_tools(self) -> frozenset[str]:
         """Bare names in the deny list take the tool out of the request altogether."""
@@ -81,7 +83,8 @@ def bypass_refusal(mode: str, *, is_root: bool, sandboxed: bool, override: bool)
     if mode != "bypassPermissions" or not is_root or sandboxed or override:
         return None
     return ("--permission-mode bypassPermissions is refused when running as root without a sandbox; "
-            "turn the sandbox on (--sandbox), run as another user, or set LOOPWRIGHT_ALLOW_ROOT_BYPASS=1")
+            "let the sandbox run (install bubblewrap; no --no-sandbox), run as another user, or set "
+            "LOOPWRIGHT_ALLOW_ROOT_BYPASS=1")
 
 
 def parse_rule(rule: str) -> tuple[str, str | None]:
