@@ -305,9 +305,9 @@ def run_filter(prog: bytes, nr: int, arch: int, args=(0, 0)) -> int:
             raise AssertionError(f"unexpected opcode {op:#x}")
 
 
-@pytest.mark.parametrize("machine,arch,socket_nr,pair_nr", [("x86_64", 0xC000003E, 41, 53),
-                                                             ("aarch64", 0xC00000B7, 198, 199)])
-def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr):
+@pytest.mark.parametrize("machine,arch,socket_nr,pair_nr,keyrings", [
+    ("x86_64", 0xC000003E, 41, 53, (248, 249, 250)), ("aarch64", 0xC00000B7, 198, 199, (217, 218, 219))])
+def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr, keyrings):
     from loopwright.sandbox.seccomp import program
 
     deny, allow, kill, nosys = 0x50001, 0x7FFF0000, 0x80000000, 0x50026
@@ -319,6 +319,8 @@ def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr):
     assert run_filter(off, pair_nr, arch, (1, 1 | 0o2000000)) == allow  # a stream pair, close-on-exec
     assert run_filter(off, pair_nr, arch, (1, 2)) == deny  # a datagram pair could be pointed at a host socket
     assert run_filter(off, 425, arch) == nosys  # io_uring_setup
+    for nr in keyrings:  # add_key, request_key, keyctl: the keyrings are the host's
+        assert run_filter(off, nr, arch) == deny and run_filter(on, nr, arch) == deny
     assert run_filter(off, 0, arch) == allow
     assert run_filter(off, socket_nr, 0x40000003, (1, 1)) == kill  # 32-bit code: not judged, stopped
     assert run_filter(off, 0x40000000 | 41, arch, (1, 1)) == kill  # x32
