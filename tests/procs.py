@@ -43,4 +43,23 @@ def kill_mid_tool(args: list[str], cwd: Path, env: dict, marker: Path, timeout: 
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=10)
-    os.killpg(int(marker.read_text()), signal.SIGKILL)  # the orphaned tool of the killed run
+    kill_orphan(marker)
+
+
+def kill_orphan(marker: Path) -> None:
+    """Kill the process group whose id a tool wrote to `marker` (`echo $$`), orphaned by a killed
+    run — when it is the tool's: a sandboxed tool writes its PID namespace's number, which on
+    the host is some other process (and the sandbox ended with the run anyway), so the group is
+    killed only when that process works in the marker's folder."""
+    import signal
+
+    pid = int(marker.read_text())
+    try:
+        if os.path.realpath(os.readlink(f"/proc/{pid}/cwd")) != os.path.realpath(marker.parent):
+            return
+    except OSError:
+        return  # gone already
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

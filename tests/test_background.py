@@ -97,8 +97,14 @@ async def test_a_clean_exit_is_completed_with_code_zero(tmp_path):
     assert "<exit_code>0</exit_code>" in got and "done" in got
 
 
+# The group tests read the shells' own pids and look for them on the host: a sandboxed command
+# sees only its PID namespace's numbers, so they run on the host, said explicitly (the sandboxed
+# group's end: test_sandboxed_background_shell_is_killed_with_its_namespace).
+HOST = SandboxConfig(enabled=False)
+
+
 async def test_kill_stops_the_whole_group(tmp_path):
-    shells = Shells(tmp_path)
+    shells = Shells(tmp_path, HOST)
     shell_id = await shells.start(f"sleep 300 & echo $! > {tmp_path / 'child.pid'}; wait")
     child = await wait_for_pid(tmp_path / "child.pid")
     out = await shells.call("KillShell", shell_id=shell_id)
@@ -129,7 +135,7 @@ async def test_running_lists_background_tasks_like_the_stop_hook(tmp_path):
 
 
 async def test_stop_all_kills_every_group(tmp_path):
-    shells = Shells(tmp_path)
+    shells = Shells(tmp_path, HOST)
     pids = []
     for n in range(3):
         await shells.start(f"sleep 300 & echo $! > {tmp_path / f'{n}.pid'}; wait")

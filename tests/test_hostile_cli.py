@@ -211,8 +211,10 @@ def test_max_duration_stops_a_long_batch_of_tools(place):
     work, home, sid = place
     calls = [tool_use("Bash", command="echo $$ >> started; sleep 2") for _ in range(30)]
     with Simulator([{"tool_use": calls}, {"text": "never", "repeat": -1}]) as sim:
+        # --no-sandbox: the test reads the commands' own pids and looks for them on the host (a
+        # sandboxed command sees its PID namespace's numbers)
         out = run(["-p", "go", "--session-id", sid, "--output-format", "json", "--allowedTools", "Bash",
-                   "--max-duration", "3s"], sim, work, home)
+                   "--max-duration", "3s", "--no-sandbox"], sim, work, home)
         requests = len(sim.message_requests)
     result = result_of(out)
     assert result["subtype"] == "error_max_duration" and result["terminal_reason"] == "max_duration"

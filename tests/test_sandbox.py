@@ -35,19 +35,31 @@ async def bash(command: str, cwd: Path, sandbox: SandboxConfig, roots=()) -> obj
     return await t.run(t.validate({"command": command}), ToolContext(cwd=cwd, writable_roots=(cwd, *roots)))
 
 
-def test_wrap_builds_the_isolation(tmp_path):
+def test_wrap_builds_the_isolation(tmp_path, monkeypatch):
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
-    argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".netrc").write_text("machine x password y\n")
+    monkeypatch.setenv("HOME", str(home))
+    (tmp_path / "secret.txt").write_text("s")
+    argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap",
+                deny_read=("secret.txt",), deny_write=("locked",))
     assert argv[:4] == [sys.executable, "-I", "-S", str(Path(bwrap_module.__file__).with_name("launch.py"))]
     spec, text = marshal.loads(bytes.fromhex(argv[4])), " ".join(argv[5:])
     for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--cap-drop ALL",
                  "--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
         assert flag in text
     assert text.index("--tmpfs /tmp") < text.index(f"--bind {tmp_path} {tmp_path}")  # a root under /tmp stays
-    assert argv[5:][spec["insert"]] == "--chdir"  # the guards go after every root
+    after_roots = " ".join(argv[5:][spec["insert"]:])  # the guards go after every root, the masks after them
+    assert after_roots.startswith(f"--tmpfs {home}/.ssh --remount-ro {home}/.ssh ")
+    assert f"--ro-bind /dev/null {home}/.netrc" in after_roots and f"--ro-bind /dev/null {tmp_path}/secret.txt" \
+        in after_roots
+    assert f"{home}/.aws" not in text  # missing: nothing to hide
     guards = {g[0]: g[1:] for g in spec["guards"]}
-    assert guards[f"{tmp_path}/.git"] == ("dir", "rw", "") and guards[f"{tmp_path}/.git/hooks"] == ("dir", "ro", "")
-    assert guards[f"{tmp_path}/.git/commondir"] == ("file", "ro", ".\n")  # a placeholder git reads as absent
+    assert guards[f"{tmp_path}/.git"] == ("dir", "rw", "") and guards[f"{tmp_path}/.git/hooks"] == ("dir", "hold", "")
+    assert guards[f"{tmp_path}/.git/commondir"] == ("file", "hold", ".\n")  # a placeholder git reads as absent
+    assert guards[f"{tmp_path}/.mcp.json"] == ("file", "ro", "")  # watched when missing, no placeholder
+    assert guards[f"{tmp_path}/locked"] == ("dir", "ro", "")  # sandbox.filesystem.denyWrite
     assert spec["seccomp"] and argv[-4:] == ["--", "/bin/bash", "-c", "x"]
     shared = wrap(["true"], cwd=str(tmp_path), roots=(), network=True, bwrap="bwrap")
     assert "--share-net" in shared and "--unshare-net" not in shared
@@ -56,18 +68,45 @@ def test_wrap_builds_the_isolation(tmp_path):
 
 
 @pytest.mark.parametrize("section,expected", [
-    ({}, SandboxConfig()),
-    ({"enabled": True}, SandboxConfig(enabled=True)),
+    ({}, SandboxConfig(enabled=True, fail_closed=False)),  # on by default
+    ({"enabled": False}, SandboxConfig(enabled=False)),
     ({"enabled": True, "network": True}, SandboxConfig(enabled=True, network=True)),
     ({"enabled": True, "network": {"allowedDomains": ["example.com"]}},
      SandboxConfig(enabled=True, domains=("example.com",))),
     ({"enabled": True, "network": {"allowedDomains": ["*"]}}, SandboxConfig(enabled=True, network=True)),
     ({"network": {"allowAll": True, "allowedDomains": ["x.org"]}}, SandboxConfig(network=True)),
     ({"enabled": True, "failIfUnavailable": False}, SandboxConfig(enabled=True, fail_closed=False)),
+    ({"failIfUnavailable": True}, SandboxConfig(fail_closed=True)),
+    ({"filesystem": {"denyRead": ["~/notes"], "allowWrite": ["/srv/out"], "denyWrite": ["conf"]}},
+     SandboxConfig(deny_read=(os.path.expanduser("~/notes"),), writable=("/srv/out",), deny_write=("conf",))),
+    ({"excludedCommands": ["docker *"], "allowUnsandboxedCommands": False},
+     SandboxConfig(excluded=("docker *",), allow_unsandboxed=False)),
 ])
 def test_settings(section, expected):
     assert SandboxConfig.from_settings(section) == expected
 
+
+@pytest.mark.parametrize("section,named", [
+    ({"filesystem": {"denyRead": "~/.ssh"}}, "sandbox.filesystem.denyRead: expected a list"),
+    ({"filesystem": {"denyRead": ["~/*.key"]}}, "sandbox.filesystem.denyRead: '~/*.key' is a pattern"),
+    ({"filesystem": ["x"]}, "sandbox.filesystem: expected an object"),
+    ({"excludedCommands": [3]}, "sandbox.excludedCommands: expected a list"),
+    ({"allowUnsandboxedCommands": "no"}, "sandbox.allowUnsandboxedCommands: expected true or false"),
+])
+def test_bad_sandbox_settings_are_named(section, named):
+    with pytest.raises(ValueError, match=named.replace("*", r"\*").replace("(", r"\(")):
+        SandboxConfig.from_settings(section)
+
+
+@pytest.mark.parametrize("command,pattern", [
+    ("docker ps", "docker *"), ("docker", "docker *"), ("git  push origin main", "git push:*"),
+    ("make", "make"), ("make test", None), ("docker ps; curl x | sh", None), ("docker ps && rm -rf ~", None),
+    ("docker run $(cat x)", None), ("docker ps > /etc/x", None), ("dockerd", None), ("echo docker ps", None),
+])
+def test_excluded_commands_match_simple_commands_only(command, pattern):
+    from loopwright.sandbox.bwrap import excluded_match
+
+    assert excluded_match(command, ("docker *", "git push:*", "make")) == pattern
 
 def test_unavailable_reasons(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
@@ -77,15 +116,16 @@ def test_unavailable_reasons(tmp_path, monkeypatch):
     broken.chmod(0o755)
     monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(broken))
     assert availability() == "bwrap fails here: bwrap: No permissions to create new namespace"
-    assert "Bash commands are refused" in unavailable_warning(SandboxConfig(enabled=True))
+    assert "every Bash call needs approval or an allow rule" in unavailable_warning(SandboxConfig())
+    assert "Bash commands are refused" in unavailable_warning(SandboxConfig(fail_closed=True))
     assert unavailable_warning(SandboxConfig(enabled=False)) is None
 
 
-async def test_unavailable_can_run_unsandboxed_with_a_warning(tmp_path, monkeypatch):
+async def test_unavailable_runs_unsandboxed_with_a_warning_unless_it_must_fail(tmp_path, monkeypatch):
     monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
-    refused = await bash("touch marker", tmp_path, SandboxConfig(enabled=True))
+    refused = await bash("touch marker", tmp_path, SandboxConfig(fail_closed=True))
     assert refused.is_error and "Bash is refused" in refused.content and not (tmp_path / "marker").exists()
-    ran = await bash("touch marker && echo ok", tmp_path, SandboxConfig(enabled=True, fail_closed=False))
+    ran = await bash("touch marker && echo ok", tmp_path, SandboxConfig())
     assert not ran.is_error and "ran without it" in ran.content and (tmp_path / "marker").exists()
 
 
@@ -159,7 +199,8 @@ def test_cli_refuses_root_bypass_with_one_line(tmp_path):
                   env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
         assert not sim.message_requests
     assert out.returncode == 2 and out.stdout == ""
-    assert out.stderr.count("\n") == 1 and "refused when running as root" in out.stderr
+    warning, refusal = out.stderr.splitlines()  # the sandbox's one line, then the refusal's
+    assert "the sandbox cannot run here" in warning and "refused when running as root" in refusal
     with Simulator([{"text": "fine"}]) as sim:
         ok = cli(["-p", "hi", "--permission-mode", "bypassPermissions"], sim, tmp_path,
                  env={"LOOPWRIGHT_ALLOW_ROOT_BYPASS": "1"})
@@ -178,28 +219,51 @@ def test_cli_sandbox_flag_and_add_dir(tmp_path):
     if BWRAP is None:
         assert (extra / "made").exists() and not result["permission_denials"], out.stderr
     else:
-        assert "sandbox is on but cannot run here" in out.stderr and not (extra / "made").exists()
+        assert "the sandbox cannot run here" in out.stderr
 
 
-def test_cli_warns_when_the_sandbox_cannot_run(tmp_path):
+def test_cli_says_once_that_the_sandbox_cannot_run_and_goes_strict(tmp_path):
+    """No bwrap: one warning line at start, in text; after system/init, in stream-json. (The
+    rules turning strict is the Agent's: test_no_sandbox_by_trusted_choice_...)"""
     with Simulator([{"text": "done"}]) as sim:
-        out = cli(["-p", "go", "--sandbox"], sim, tmp_path, env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
-    assert out.returncode == 0
-    assert "loopwright: warning: the sandbox is on but cannot run here" in out.stderr
-    assert "Bash commands are refused" in out.stderr
+        out = cli(["-p", "go"], sim, tmp_path, env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+        streamed = cli(["-p", "go", "--output-format", "stream-json", "--verbose"], sim, tmp_path,
+                       env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+    assert out.returncode == 0 and out.stdout.strip() == "done"
+    assert out.stderr.splitlines() == [
+        "loopwright: warning: the sandbox cannot run here (bwrap (Debian package bubblewrap) is not installed); "
+        "commands run without it, and every Bash call needs approval or an allow rule (strict permissions); "
+        "install bubblewrap, or turn the sandbox off with --no-sandbox"]
+    lines = [json.loads(line) for line in streamed.stdout.splitlines()]
+    assert lines[0]["subtype"] == "init" and lines[1]["level"] == "warning"
+    assert "the sandbox cannot run here" in lines[1]["content"]
+
+
+def test_no_sandbox_by_trusted_choice_says_nothing_and_stays_lenient(tmp_path, monkeypatch):
+    from loopwright.app import sandboxing
+
+    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
+    rules = PermissionRules()
+    assert sandboxing.with_strictness(rules, SandboxConfig(enabled=False)) is rules
+    assert sandboxing.with_strictness(rules, SandboxConfig()).strict
+    agent = Agent(model_client=ScriptedModel([]), cwd=tmp_path)  # the library's default: the sandbox on
+    assert agent.sandbox.enabled and agent.permissions.strict
+    with Simulator([{"text": "done"}]) as sim:
+        out = cli(["-p", "go", "--no-sandbox"], sim, tmp_path, env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
+    assert out.returncode == 0 and out.stderr == ""
 
 
 def test_cli_reads_sandbox_and_directories_from_settings(tmp_path):
     extra = tmp_path / "extra"
     extra.mkdir()
     (tmp_path / "p").mkdir()
-    settings = json.dumps({"sandbox": {"enabled": True}, "permissions": {"additionalDirectories": [str(extra)],
-                                                                         "defaultMode": "acceptEdits"}})
+    settings = json.dumps({"sandbox": {"failIfUnavailable": True},
+                           "permissions": {"additionalDirectories": [str(extra)], "defaultMode": "acceptEdits"}})
     script = [{"tool_use": {"name": "Bash", "input": {"command": f"touch {extra}/made"}}}, {"text": "done"}]
     with Simulator(script) as sim:
         out = cli(["-p", "go", "--output-format", "json", "--settings", settings], sim, tmp_path / "p",
                   env={"LOOPWRIGHT_BWRAP": "/nonexistent"})
-    assert "sandbox is on but cannot run here" in out.stderr
+    assert "the sandbox cannot run here" in out.stderr and "Bash commands are refused" in out.stderr
     tool_result = json.loads(out.stdout)
     assert not (extra / "made").exists() and not tool_result["permission_denials"]  # allowed, then refused by Bash
 
@@ -244,9 +308,9 @@ def run_filter(prog: bytes, nr: int, arch: int, args=(0, 0)) -> int:
             raise AssertionError(f"unexpected opcode {op:#x}")
 
 
-@pytest.mark.parametrize("machine,arch,socket_nr,pair_nr", [("x86_64", 0xC000003E, 41, 53),
-                                                             ("aarch64", 0xC00000B7, 198, 199)])
-def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr):
+@pytest.mark.parametrize("machine,arch,socket_nr,pair_nr,keyrings", [
+    ("x86_64", 0xC000003E, 41, 53, (248, 249, 250)), ("aarch64", 0xC00000B7, 198, 199, (217, 218, 219))])
+def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr, keyrings):
     from loopwright.sandbox.seccomp import program
 
     deny, allow, kill, nosys = 0x50001, 0x7FFF0000, 0x80000000, 0x50026
@@ -258,6 +322,8 @@ def test_the_socket_filter_decides(machine, arch, socket_nr, pair_nr):
     assert run_filter(off, pair_nr, arch, (1, 1 | 0o2000000)) == allow  # a stream pair, close-on-exec
     assert run_filter(off, pair_nr, arch, (1, 2)) == deny  # a datagram pair could be pointed at a host socket
     assert run_filter(off, 425, arch) == nosys  # io_uring_setup
+    for nr in keyrings:  # add_key, request_key, keyctl: the keyrings are the host's
+        assert run_filter(off, nr, arch) == deny and run_filter(on, nr, arch) == deny
     assert run_filter(off, 0, arch) == allow
     assert run_filter(off, socket_nr, 0x40000003, (1, 1)) == kill  # 32-bit code: not judged, stopped
     assert run_filter(off, 0x40000000 | 41, arch, (1, 1)) == kill  # x32
@@ -293,15 +359,42 @@ def layered(tmp_path, project: dict, user: dict | None = None, flag: str | None 
     ({"enabled": True, "network": True}, "sandbox.network"),
     ({"enabled": False}, "sandbox.enabled"),
     ({"enabled": True, "failIfUnavailable": False}, "sandbox.failIfUnavailable"),
+    ({"excludedCommands": ["docker *"]}, "sandbox.excludedCommands"),
+    ({"allowUnsandboxedCommands": True}, "sandbox.allowUnsandboxedCommands"),
+    ({"filesystem": {"allowWrite": ["/"], "denyRead": []}}, "sandbox.filesystem.allowWrite"),
 ])
-def test_a_project_file_cannot_open_the_sandbox(tmp_path, monkeypatch, section, dropped):
+@pytest.mark.parametrize("user", [{"sandbox": {"enabled": True}}, None])
+def test_a_project_file_cannot_turn_off_or_open_the_sandbox(tmp_path, monkeypatch, section, dropped, user):
     from loopwright.settings import sandbox_config
 
-    settings, env = layered(tmp_path, {"sandbox": section}, user={"sandbox": {"enabled": True}})
+    settings, env = layered(tmp_path, {"sandbox": section}, user=user)
     monkeypatch.setenv("HOME", env["HOME"])
-    assert sandbox_config(settings, None) == SandboxConfig(enabled=True)
+    assert sandbox_config(settings, None) == SandboxConfig()
     named = [str(f) for f in settings.findings if f.key.startswith(dropped)]
-    assert len(named) == 1 and ".claude/settings.json" in named[0]
+    assert len(named) == 1 and ".claude/settings.json" in named[0] and "never turn it off, open or weaken" in named[0]
+
+
+def test_a_project_file_may_tighten_the_sandbox(tmp_path, monkeypatch):
+    from loopwright.settings import sandbox_config
+
+    tighter = {"failIfUnavailable": True, "allowUnsandboxedCommands": False,
+               "filesystem": {"denyRead": ["secrets"], "denyWrite": ["build.sh"]}}
+    settings, env = layered(tmp_path, {"sandbox": tighter})
+    monkeypatch.setenv("HOME", env["HOME"])
+    assert settings.findings == ()
+    assert sandbox_config(settings, None) == SandboxConfig(fail_closed=True, allow_unsandboxed=False,
+                                                           deny_read=("secrets",), deny_write=("build.sh",))
+
+
+@pytest.mark.parametrize("where", ["user", "flag"])
+def test_trusted_settings_may_turn_the_sandbox_off_and_the_flag_back_on(tmp_path, monkeypatch, where):
+    from loopwright.settings import sandbox_config
+
+    off = {"sandbox": {"enabled": False}}
+    settings, env = layered(tmp_path, {}, user=off if where == "user" else None,
+                            flag=json.dumps(off) if where == "flag" else None)
+    monkeypatch.setenv("HOME", env["HOME"])
+    assert not sandbox_config(settings, None).enabled and sandbox_config(settings, True).enabled
 
 
 def test_user_settings_and_flags_may_open_it(tmp_path, monkeypatch):
@@ -328,27 +421,12 @@ def test_cli_names_the_project_file_that_tried(tmp_path):
     with Simulator([{"text": "done"}]) as sim:
         out = cli(["-p", "go", "--sandbox"], sim, tmp_path)
     assert out.returncode == 0, out.stderr
-    assert ".loopwright/settings.json: sandbox.network: ignored: a project may turn the sandbox on, never open" \
-        in out.stderr
+    assert ".loopwright/settings.json: sandbox.network: ignored: a project may keep the sandbox on and tighten it, " \
+        "never turn it off, open or weaken it" in out.stderr
     assert out.stderr.count("sandbox.network") == 1  # named once
 
 
-# ------------------------------------------------------------ unattended runs
-
-
-def test_unattended_runs_get_the_sandbox_unless_they_say_no(monkeypatch, tmp_path):
-    from loopwright.sandbox.bwrap import _probe
-    from loopwright.sandbox.unattended import unattended_args, unattended_note
-
-    if BWRAP is None:
-        assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3", "--sandbox"]
-        assert unattended_note() is None
-    assert unattended_args(["--no-sandbox"]) == ["--no-sandbox"]
-    assert unattended_args(["--sandbox"]) == ["--sandbox"]
-    monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
-    _probe.cache_clear()
-    assert unattended_args(["--max-turns", "3"]) == ["--max-turns", "3"]
-    assert "unattended runs go without the sandbox: bwrap (Debian package bubblewrap) is not installed" in unattended_note()
+# ------------------------------------------------------------ schedules
 
 
 @needs_bwrap

@@ -1,9 +1,10 @@
 """The sandbox as an attacker meets it (issue 21, class 11): every command runs for real under
 bwrap through the Bash tool, and the host is checked afterwards — the kernel is the judge, not
-the command's output. Missing protected files cannot be created; `.git` cannot be renamed,
-replaced or rebuilt with a hook; git's own files stay read-only; no host unix socket (on a path
-or abstract) answers; the network is off; root has no capability left to unmount anything; and
-the placeholders that mask missing names never outlive the commands that need them."""
+the command's output. A missing protected file a command creates is set aside once the sandbox
+has ended (no placeholder is ever put in the work tree); `.git` cannot be renamed, replaced or
+rebuilt with a hook; git's own files stay read-only; no host unix socket (on a path or abstract)
+answers; the network is off; root has no capability left to unmount anything; and the few
+placeholders inside git directories never outlive the commands that need them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from loopwright.core.home import home
 from loopwright.core.ports import ToolContext
 from loopwright.policy.pathrules import protected
 from loopwright.sandbox import SandboxConfig, availability, wrap
@@ -69,14 +71,12 @@ def placeholders(folder: Path) -> list[str]:
     return found
 
 
-def placeholders_left(folder: Path) -> list[str]:
-    """The placeholders still there once the watcher of the last command had time to remove
-    them (it does so right after bwrap ends, while the runner already has the result)."""
-    for _ in range(250):
-        if not (found := placeholders(folder)):
-            return found
-        time.sleep(0.02)
-    return found
+def set_aside(path: Path) -> Path:
+    """Where the quarantine keeps `path` (the newest copy)."""
+    found = [kept for folder in sorted((home() / "quarantine").iterdir())
+             if os.path.lexists(kept := folder / str(path).lstrip("/"))]
+    assert found, f"{path} was not set aside"
+    return found[-1]
 
 
 def host_git_is_clean(project: Path, pwned: Path) -> None:
@@ -94,21 +94,26 @@ def host_git_is_clean(project: Path, pwned: Path) -> None:
 # ---------------------------------------------------------------- missing protected files
 
 
-@pytest.mark.parametrize("command,target", [
-    ("mkdir -p .loopwright && echo '{\"hooks\": {}}' > .loopwright/settings.json", ".loopwright/settings.json"),
-    ("mkdir -p .claude; printf '{}' > .claude/settings.local.json", ".claude/settings.local.json"),
-    ("cp README .mcp.json", ".mcp.json"),
-    ("ln -sf README .envrc", ".envrc"),
+@pytest.mark.parametrize("command,target,top", [
+    ("mkdir -p .loopwright && echo '{\"hooks\": {}}' > .loopwright/settings.json", ".loopwright/settings.json",
+     ".loopwright"),
+    ("mkdir -p .claude; printf '{}' > .claude/settings.local.json", ".claude/settings.local.json", ".claude"),
+    ("cp README .mcp.json", ".mcp.json", ".mcp.json"),
+    ("ln -sf README .envrc", ".envrc", ".envrc"),
     (f"{PY} -c \"import os; os.makedirs('.vscode', exist_ok=True); open('.vscode/tasks.json', 'w').write('x')\"",
-     ".vscode/tasks.json"),
-    ("mkdir -p .husky && echo 'curl x | sh' > .husky/pre-commit", ".husky/pre-commit"),
-    ("echo x > tmp && mv tmp .pre-commit-config.yaml", ".pre-commit-config.yaml"),
+     ".vscode/tasks.json", ".vscode"),
+    ("mkdir -p .husky && echo 'curl x | sh' > .husky/pre-commit", ".husky/pre-commit", ".husky"),
+    ("echo x > tmp && mv tmp .pre-commit-config.yaml", ".pre-commit-config.yaml", ".pre-commit-config.yaml"),
 ])
-async def test_a_missing_protected_file_cannot_be_created(repo, command, target):
+async def test_a_missing_protected_file_a_command_creates_is_set_aside(repo, command, target, top):
+    """No placeholder: the command may make it inside, and once the sandbox has ended (every
+    process of it gone) it is moved to loopwright's quarantine, and the result says so."""
     out = await sandboxed(command, repo)
-    assert not os.path.lexists(repo / target), out
-    assert out.startswith("Exit code") and ("Read-only file system" in out or "Device or resource busy" in out), out
-    assert placeholders_left(repo) == []
+    assert not os.path.lexists(repo / target) and not os.path.lexists(repo / top), out
+    assert f"the sandbox set aside {top}, which this command created: protected paths are read-only to commands; " \
+        f"kept in {home() / 'quarantine'}" in out
+    assert os.path.lexists(set_aside(repo / target))  # nothing lost
+    assert placeholders(repo) == []
 
 
 @pytest.mark.parametrize("command", [
@@ -133,7 +138,7 @@ async def test_shell_start_up_files_are_guarded_where_a_root_holds_the_home(tmp_
                           "mkdir -p .config/autostart && echo x > .config/autostart/x.desktop", home)
     assert (home / ".bashrc").read_text() == "# mine\n", out
     assert not any(os.path.lexists(home / n) for n in (".bash_profile", ".profile", ".config")), out
-    assert placeholders_left(home) == []
+    assert "set aside .bash_profile, .profile, .config, which this command created" in out and placeholders(home) == []
 
 
 async def test_a_linked_config_folder_in_a_home_root_refuses_the_command(tmp_path, monkeypatch):
@@ -184,13 +189,13 @@ async def test_what_git_reads_stays_read_only(repo, tmp_path, command):
     assert "Read-only file system" in out or "Device or resource busy" in out or "could not lock" in out, out
     assert not (repo / ".git" / "commondir").exists() and not (repo / ".git" / "config.worktree").exists()
     host_git_is_clean(repo, pwned)
-    assert placeholders_left(repo) == []
+    assert placeholders(repo) == []  # the command's result came after the clean-up
 
 
 async def test_git_still_works_inside(repo):
     out = await sandboxed("echo more >> README && git add README && git commit -q -m second && git log --oneline "
                           "| wc -l && git status --short | wc -l", repo)
-    assert out.split() == ["2", "0"], out  # committed, and the placeholders are not shown as untracked
+    assert out.split() == ["2", "0"], out  # committed, and nothing of the sandbox's shows as untracked
 
 
 @pytest.mark.parametrize("command", [
@@ -227,7 +232,7 @@ async def test_a_git_file_is_followed_into_another_root(tmp_path, command):
     assert (store / "repo.git" / "config").read_bytes() == config, out
     assert not (store / "repo.git" / "commondir").exists()
     host_git_is_clean(project, pwned)
-    assert placeholders_left(store) == []
+    assert placeholders(store) == []
 
 
 async def test_a_git_file_that_cannot_be_followed_refuses_the_command(repo):
@@ -259,14 +264,24 @@ async def test_a_protected_entry_that_is_a_link_refuses_the_command(repo, tmp_pa
     assert (repo / ".envrc").is_symlink() and (tmp_path / "shared-envrc").read_text() == "export A=1\n"
 
 
-# ---------------------------------------------------------------- placeholders come and go
+# ---------------------------------------------------------------- nothing of loopwright's in the tree
 
 
-async def test_placeholders_leave_nothing_behind_and_hide_nothing(repo):
+async def test_a_command_sees_no_placeholder_in_the_tree(repo):
     before = sorted(os.listdir(repo))
     out = await sandboxed("ls -A", repo)
-    assert ".mcp.json" in out.split() and ".loopwright" in out.split()  # masked while it ran
-    assert sorted(os.listdir(repo)) == before and placeholders_left(repo) == []
+    assert out.split() == before  # no .idea, .mcp.json, .loopwright … while it runs
+    assert sorted(os.listdir(repo)) == before and placeholders(repo) == []
+
+
+async def test_outside_a_repository_only_git_itself_is_held(tmp_path):
+    """A missing `.git` gets the one placeholder (a host prompt reading a planted git directory
+    while the command runs would run its programs); it is gone when the result is in."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = await sandboxed("ls -A; git init -q . 2>&1 | head -1", plain)
+    assert out.split()[0] == ".git" and ".mcp.json" not in out
+    assert os.listdir(plain) == [] and not (tmp_path / "PWNED").exists()
 
 
 def start(command: str, project: Path) -> subprocess.Popen:
@@ -287,43 +302,63 @@ def wait_for(path: Path) -> None:
 async def test_a_placeholder_outlives_the_first_of_two_commands(repo, maker):
     """Unlinking a placeholder on the host would dissolve the mount of a sandbox still using
     it: the last command out removes them, whichever of the two made them."""
-    ready, go = repo / "ready", repo / "go"
+    ready, go, commondir = repo / "ready", repo / "go", repo / ".git" / "commondir"
     quick_waits = f"while [ ! -e {ready} ]; do sleep 0.02; done" if maker == "the-one-that-ends" else "true"
     quick = start(quick_waits, repo) if maker == "the-one-that-ends" else None
     if quick is not None:
-        wait_for(repo / ".mcp.json")  # the placeholders are the quick one's
-    waiting = start(f"touch {ready}; while [ ! -e {go} ]; do sleep 0.02; done; echo evil > .mcp.json; "
-                    "echo evil > .envrc", repo)
+        wait_for(commondir)  # the placeholders are the quick one's
+    waiting = start(f"touch {ready}; while [ ! -e {go} ]; do sleep 0.02; done; echo /evil > .git/commondir; "
+                    "echo evil > .git/config.worktree", repo)
     wait_for(ready)
     quick = quick or start(quick_waits, repo)
     quick.communicate(timeout=30)  # to the end of its output: its clean-up is done too
     assert quick.returncode == 0
-    assert os.lstat(repo / ".mcp.json").st_mtime_ns == MARK_NS  # still there for the one running
+    assert os.lstat(commondir).st_mtime_ns == MARK_NS  # still there for the one running
     go.touch()
     out, _ = waiting.communicate(timeout=30)
     assert "Read-only file system" in out or "Device or resource busy" in out, out
-    assert not (repo / ".mcp.json").exists() and not (repo / ".envrc").exists(), out
-    assert placeholders_left(repo) == []
+    assert not commondir.exists() and not (repo / ".git" / "config.worktree").exists(), out
+    assert placeholders(repo) == []
+
+
+def killed(command: str, project: Path, ready: Path) -> None:
+    """Start `command` sandboxed, wait until it made `ready`, then kill its launcher's whole
+    process group — bwrap and the watcher — with SIGKILL: nothing of it cleans up. Returns once
+    every writer of its output is gone (the watcher held it)."""
+    hung = start(command, project)
+    wait_for(ready)
+    os.killpg(hung.pid, 9)
+    hung.communicate(timeout=30)
 
 
 async def test_placeholders_of_a_killed_command_are_removed_by_the_next(repo):
-    hung = start("sleep 60", repo)
-    for _ in range(1000):
-        if (repo / ".mcp.json").exists():
-            break
-        await _tick()
-    os.killpg(hung.pid, 9)  # no clean-up of its own
-    hung.wait(timeout=30)
-    time.sleep(0.3)  # a watcher would have cleaned up by now; a killed one never does
-    assert placeholders(repo) != []
+    killed(f"touch {repo}/ready; sleep 60", repo, repo / "ready")
+    assert placeholders(repo) != []  # .git/commondir, config.worktree: a killed watcher left them
     await sandboxed("true", repo)
-    assert placeholders_left(repo) == []
+    assert placeholders(repo) == []
 
 
-async def _tick():
-    import anyio
+async def test_what_a_killed_command_made_is_set_aside_by_the_next(repo):
+    killed(f"echo x > .mcp.json; touch {repo}/ready; sleep 60", repo, repo / "ready")
+    assert (repo / ".mcp.json").exists()  # its watcher was killed before it could look
+    assert list((home() / "sandbox").glob("pending-*"))  # what it was to check, recorded before the start
+    out = await sandboxed("ls -A", repo)
+    assert "the sandbox set aside .mcp.json, which an earlier command created (its clean-up was cut short)" in out
+    assert ".mcp.json" not in out.split() and not (repo / ".mcp.json").exists()
+    assert set_aside(repo / ".mcp.json").read_text() == "x\n"
+    assert not list((home() / "sandbox").glob("pending-*"))
 
-    await anyio.sleep(0.02)
+
+async def test_a_name_created_inside_a_folder_that_became_a_link_is_not_followed(tmp_path, monkeypatch):
+    """~/.config/git is watched inside ~/.config; a command that swaps ~/.config for a link to
+    another folder must not make the clean-up move what that folder holds."""
+    home_dir, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home_dir / ".config").mkdir(parents=True)
+    (elsewhere / "git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home_dir))
+    out = await sandboxed(f"mv .config .config-old && ln -s {elsewhere} .config", home_dir)
+    assert (elsewhere / "git").is_dir(), out  # still where it was
+    assert "could not set aside" in out and "changed" in out
 
 
 # ---------------------------------------------------------------- host unix sockets

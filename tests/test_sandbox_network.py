@@ -405,8 +405,8 @@ def test_cli_a_project_file_cannot_open_the_network(tmp_path, server):
         out = cli(["-p", "go", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash"], sim,
                   project, tmp_path / "home")
     assert out.returncode == 0, out.stderr
-    assert ".claude/settings.json: sandbox.network: ignored: a project may turn the sandbox on, never open" \
-        in out.stderr
+    assert ".claude/settings.json: sandbox.network: ignored: a project may keep the sandbox on and tighten it, " \
+        "never turn it off, open or weaken it" in out.stderr
     [result] = tool_results(out.stdout)
     assert result.startswith("Exit code") and "served" not in result, result
     assert "_proxy=http://127.0.0.1:" not in result.lower()

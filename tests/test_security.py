@@ -354,6 +354,6 @@ async def test_network_allowed_reaches_the_listener(attempt, listener):
 async def test_sandbox_unavailable_fails_closed(attempt, world, monkeypatch):
     monkeypatch.setenv("LOOPWRIGHT_BWRAP", os.devnull + "-missing")
     got = await attempt("Bash", {"command": "touch marker"}, PermissionRules(allow=("Bash",)),
-                        sandbox=SandboxConfig(enabled=True))
+                        sandbox=SandboxConfig(fail_closed=True))
     assert not (world[0] / "marker").exists()
-    assert got.tool_result.get("is_error") and "sandbox is on but cannot run here" in got.tool_result["content"]
+    assert got.tool_result.get("is_error") and "the sandbox cannot run here" in got.tool_result["content"]

@@ -78,7 +78,7 @@ def test_claude_code_field_names():
     assert props["Read"] == {"file_path", "offset", "limit"}
     assert props["Write"] == {"file_path", "content"}
     assert props["Edit"] == {"file_path", "old_string", "new_string", "replace_all"}
-    assert props["Bash"] == {"command", "timeout", "description", "run_in_background"}
+    assert props["Bash"] == {"command", "timeout", "description", "run_in_background", "dangerouslyDisableSandbox"}
     assert props["Glob"] == {"pattern", "path"}
     assert {"pattern", "path", "glob", "output_mode", "-i", "-n", "-A", "-B", "-C", "head_limit", "multiline"} <= props["Grep"]
     assert schemas["Bash"]["required"] == ["command"]

@@ -11,14 +11,21 @@ import pytest
 
 from loopwright.core.errors import ToolInputError
 from loopwright.core.ports import ToolContext
+from loopwright.sandbox import SandboxConfig
 from loopwright.tools.shell import BashTool
 from procs import gone
 
 pytestmark = pytest.mark.anyio
 
 
-async def bash(raw, cwd, **ctx):
-    t = BashTool()
+# The process-group tests read the command's own pids and check the host for them: a sandboxed
+# command sees only its PID namespace's numbers, so they run on the host, said explicitly (the
+# sandboxed group's end is test_background's test_sandboxed_background_shell_is_killed_…).
+HOST = SandboxConfig(enabled=False)
+
+
+async def bash(raw, cwd, sandbox=None, **ctx):
+    t = BashTool(sandbox=sandbox)  # None: the default, sandboxed
     return await t.run(t.validate(raw), ToolContext(cwd=cwd, **ctx))
 
 
@@ -73,7 +80,8 @@ async def test_stdin_is_empty(tmp_path):
 
 async def test_timeout_kills_the_process_group(tmp_path):
     pidfile = tmp_path / "child.pid"
-    out = await bash({"command": f"echo started; sleep 30 & echo $! > {pidfile}; wait", "timeout": 1500}, tmp_path)
+    out = await bash({"command": f"echo started; sleep 30 & echo $! > {pidfile}; wait", "timeout": 1500}, tmp_path,
+                     sandbox=HOST)
     assert out.is_error
     assert out.content.startswith("Command timed out after 1500 ms")
     assert "started" in out.content  # partial output kept
@@ -103,7 +111,7 @@ async def test_cancellation_kills_the_group_and_propagates(tmp_path):
 
     async def runner():
         try:
-            await bash({"command": f"sleep 30 & echo $! > {pidfile}; wait"}, tmp_path)
+            await bash({"command": f"sleep 30 & echo $! > {pidfile}; wait"}, tmp_path, sandbox=HOST)
         except BaseException as exc:
             seen.append(exc)
             raise
@@ -154,6 +162,6 @@ async def test_group_that_ignores_term_is_killed_after_the_grace(tmp_path, monke
     # An ignored signal stays ignored in children, so neither bash nor sleep obeys SIGTERM.
     command = f"trap '' TERM; sleep 30 & echo $! > {pidfile}; wait"
     # the timeout leaves the shell time to start and write the pid even on a loaded machine
-    out = await bash({"command": command, "timeout": 1500}, tmp_path)
+    out = await bash({"command": command, "timeout": 1500}, tmp_path, sandbox=HOST)
     assert out.is_error and "timed out" in out.content
     assert gone(int(pidfile.read_text()))

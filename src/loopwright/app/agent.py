@@ -70,7 +70,9 @@ class Agent:
     clock: Any = None
     history: list[Message] = field(default_factory=list)
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
-    sandbox: SandboxConfig | None = None  # Bash under bwrap: loopwright.sandbox, docs/permissions.md
+    # every command the model starts runs under bwrap unless this says enabled=False (None: the
+    # default SandboxConfig, on): loopwright.sandbox, docs/permissions.md
+    sandbox: SandboxConfig | None = None
     output_schema: Any = None  # a JSON Schema: the run ends with a fitting `result.structured_output`
     # what processes started for tools, hooks and goal checks get; None: core.environ.child_env(),
     # this process's environment without the credentials loopwright itself uses
@@ -111,8 +113,10 @@ class Agent:
             from ..engine.structured import StructuredAnswer
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
+        if self.sandbox is None:
+            self.sandbox = SandboxConfig()
+        self.permissions = sandboxing.with_strictness(self.permissions, self.sandbox)
         self._refuse_root_bypass()
-        self.permissions = sandboxing.strict_without(self.permissions, self.sandbox)
         if self.skills is not None or self.plugins:
             from ..context import reading_grants
 

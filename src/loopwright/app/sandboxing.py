@@ -1,5 +1,5 @@
-"""An agent's OS sandbox: what it may write, the refusal of bypassPermissions as root without
-one, the notice when one was asked for and cannot run, and goal checks run inside it."""
+"""An agent's OS sandbox: what it may write, the stricter rules and the notice where it is on but
+cannot run, the refusal of bypassPermissions as root without one, and goal checks run inside it."""
 
 from __future__ import annotations
 
@@ -29,15 +29,15 @@ def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd:
     return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + _added_dirs(cwd, permissions))))
 
 
-def strict_without(permissions: PermissionRules, sandbox: SandboxConfig | None) -> PermissionRules:
-    """The rules, strict (policy/nosandbox) when the sandbox is asked for but cannot start here
-    and Bash runs without it (`sandbox.failIfUnavailable` false): the gate alone then stands
-    between a command and the machine."""
-    if permissions.strict or sandbox is None or not sandbox.enabled or sandbox.fail_closed:
-        return permissions
+def with_strictness(rules: PermissionRules, sandbox: SandboxConfig | None) -> PermissionRules:
+    """The rules an agent runs under: strict where the sandbox is on but cannot run here (then
+    nothing but the gate bounds the commands, which run outside it). Never silently weaker: the
+    start-up says so in one line (`with_notice`, the CLI's warning)."""
     from ..sandbox import availability
 
-    return permissions if availability() is None else replace(permissions, strict=True)
+    if sandbox is None or not sandbox.enabled or sandbox.fail_closed or rules.strict or availability() is None:
+        return rules  # fail_closed: Bash is refused there, saying why (no gate needed)
+    return replace(rules, strict=True)
 
 
 def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
@@ -55,9 +55,9 @@ def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
 
 
 def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None]) -> Callable[[Event], None]:
-    """`emit`, saying right after system/init when the sandbox was asked for but cannot run."""
+    """`emit`, saying right after system/init when the sandbox is on but cannot run."""
     if sandbox is None or not sandbox.enabled:
-        return emit  # nothing asked for: nothing to say
+        return emit  # turned off by trusted choice: nothing to say
     from ..core.events import Notice, SystemInit
     from ..sandbox import unavailable_warning
 
@@ -86,8 +86,9 @@ def check_wrapper(config: SandboxConfig | None, cwd: Path,
         from ..sandbox.seccomp import UnsupportedMachine
 
         try:
-            return wrap(["/bin/bash", "-c", command], cwd=str(cwd), roots=roots,
-                        network=config.network, sockets_open=config.sockets_open)
+            return wrap(["/bin/bash", "-c", command], cwd=str(cwd), roots=roots + config.writable,
+                        network=config.network, sockets_open=config.sockets_open, deny_read=config.deny_read,
+                        deny_write=config.deny_write)
         except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
             return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
 

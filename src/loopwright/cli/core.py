@@ -226,8 +226,11 @@ def output_schema(value: str | None) -> Any:
 
 def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple[Any, Any]:
     """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
-    the sandbox); `--sandbox` or `sandbox.enabled` turns the sandbox on, `--no-sandbox` off.
-    Warns when it cannot run (a project file that tried to open it was named with the settings)."""
+    the sandbox, with `sandbox.filesystem.allowWrite`); the sandbox is on unless `--no-sandbox`
+    or trusted settings turn it off. Warns in one line when it cannot run (the Agent then makes
+    the rules strict: app/sandboxing.with_strictness), and finishes the checks of sandboxed
+    commands whose watcher was killed (a project file that tried to open the sandbox was named
+    with the settings)."""
     import dataclasses
 
     from ..sandbox import unavailable_warning
@@ -237,15 +240,28 @@ def writable_dirs_and_sandbox(opts: Options, settings: Any, rules: Any) -> tuple
     dirs = tuple(dict.fromkeys(rules.additional_dirs + settings.additional_directories + added))
     rules = dataclasses.replace(rules, additional_dirs=dirs)
     sandbox, warnings = sandbox_config(settings, opts.sandbox), []
-    writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs)
+    writable = tuple(os.path.join(os.getcwd(), os.path.expanduser(d)) for d in dirs + sandbox.writable)
     sandbox = dataclasses.replace(sandbox, writable=writable)
     if (warning := unavailable_warning(sandbox)) is not None:
         warnings.append(warning)
+    if sandbox.enabled:
+        warnings += set_aside_before()
     if (warning := home_warning((os.getcwd(), *writable))) is not None:
         warnings.append(warning)
     for line in warnings:
         print(f"loopwright: warning: {visible(line)}", file=sys.stderr, flush=True)
     return rules, sandbox
+
+
+def set_aside_before() -> list[str]:
+    """What the checks left by sandboxed commands whose watcher was killed set aside now."""
+    from ..sandbox.launch import finish_pending
+    from ..stores.jsonl import home
+
+    try:
+        return [line.removeprefix("loopwright: ") for line in finish_pending(os.path.join(home(), "sandbox"))]
+    except OSError as exc:
+        return [f"the sandbox could not finish the checks of earlier commands in {home()}/sandbox: {exc}"]
 
 
 def home_warning(roots: tuple[str, ...]) -> str | None:

@@ -157,10 +157,11 @@ def parser() -> Any:
         "(default: the settings' defaultMode, else default).")
     add("--add-dir", dest="add_dir", nargs="+", action="extend", default=[], metavar="DIR",
         help="More directories the agent may write in, beside the working directory.")
-    add("--sandbox", action=argparse.BooleanOptionalAction, default=None, help="Run every Bash command under "
-        "bubblewrap (bwrap): the filesystem read-only except the writable directories, protected paths "
-        "read-only, a private /tmp, no network, no host unix sockets. --no-sandbox: not even when the "
-        "settings or a schedule would.")
+    add("--sandbox", action=argparse.BooleanOptionalAction, default=None, help="Every command the model starts "
+        "runs under bubblewrap (bwrap) by default: the filesystem read-only except the writable directories, "
+        "protected paths read-only, credentials hidden, a private /tmp, no network, no host unix sockets. "
+        "--sandbox: on even when your settings turn it off. --no-sandbox: off (commands run on the host, "
+        "bounded by the permission rules only).")
     add("--pass-env", dest="pass_env", action="append", default=[], metavar="NAME",
         help="Give tools, hooks and goal checks this variable even when it is a credential loopwright keeps "
         "to itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY, LOOPWRIGHT_STORE); repeatable.")

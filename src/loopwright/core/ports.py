@@ -99,11 +99,15 @@ AccessKind = Literal["read", "write", "exec", "session", "other"]
 class Access:
     """What one call of a tool touches, for the permission gate: `read`/`write` with the paths
     as given, `exec` with the command line, `session` for the session's own state (its
-    background shells), `other` for anything else (asked for unless a rule allows it)."""
+    background shells), `other` for anything else (asked for unless a rule allows it).
+    `outside`: why this command would run outside the OS sandbox that is on (empty: inside, or
+    no sandbox); `outside_refused`: trusted settings forbid that (`allowUnsandboxedCommands`)."""
 
     kind: AccessKind
     paths: tuple[str, ...] = ()
     command: str | None = None
+    outside: str = ""
+    outside_refused: bool = False
 
 
 @runtime_checkable

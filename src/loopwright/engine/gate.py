@@ -165,7 +165,8 @@ class ToolGate:
 
     def _judge(self, tool: Tool, tool_input: dict[str, Any]) -> tuple[Verdict, Call]:
         access = access_of(tool, tool_input)
-        call = Call(tool.name, access.kind, access.paths, access.command, tool_input)
+        call = Call(tool.name, access.kind, access.paths, access.command, tool_input,
+                    outside=access.outside, outside_refused=access.outside_refused)
         resolved = {want.path: self.resolve(want) for want in permissions.wanted_paths(call)}
         if resolved:
             call = replace(call, resolved=resolved)

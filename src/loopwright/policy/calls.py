@@ -28,7 +28,8 @@ class Call:
     `resolved` maps each wanted path to its places (None: the gate could not tell). For shell
     lines, `git` maps each folder whose repository a git call reads to what git said about it,
     and `holds` each folder read whole to the files below it that Read deny or ask rules cover
-    (None: too many to look through)."""
+    (None: too many to look through). `outside`: why the command would run outside the OS
+    sandbox (the tool said so); `outside_refused`: trusted settings forbid that."""
 
     tool: str
     kind: str = "other"
@@ -38,3 +39,5 @@ class Call:
     resolved: Mapping[str, tuple[Resolved, ...] | None] = field(default_factory=dict)
     git: Mapping[str, GitFacts] = field(default_factory=dict)
     holds: Mapping[str, tuple[str, ...] | None] = field(default_factory=dict)
+    outside: str = ""
+    outside_refused: bool = False

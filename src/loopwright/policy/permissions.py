@@ -44,11 +44,14 @@ def wanted_paths(call: Call) -> tuple[Want, ...]:
 
 def decide(call: Call, rules: PermissionRules, places: Places) -> Verdict:
     """In auto mode the verdict is acceptEdits' (reads, and edits inside the writable roots,
-    run); what that would ask about goes to the classifier (engine.automode), unless hard."""
+    run); what that would ask about goes to the classifier (engine.automode), unless hard. A
+    command that would leave the OS sandbox is asked about in every mode
+    (`shelljudge.outside_sandbox`)."""
     mode = normalise_mode(rules.mode) or "default"
     mode = "acceptEdits" if mode == "auto" else mode
     if call.command is not None:
-        return shelljudge.decide_shell(call, rules, places, mode)
+        verdict = shelljudge.decide_shell(call, rules, places, mode)
+        return shelljudge.outside_sandbox(call, rules, places, verdict) if call.outside else verdict
     return _decide_tool(call, rules, places, mode)
 
 

@@ -28,8 +28,8 @@ def _removed(deny: Sequence[str]) -> frozenset[str]:
 class PermissionRules:
     """The mode and the rules (`Tool` or `Tool(specifier)`), checked deny, then ask, then allow.
     `additional_dirs` are writable roots beside the working directory (`--add-dir`). `strict`:
-    no OS sandbox can start here, so the shell gate lets only a short list of readers run
-    without asking (policy/nosandbox), in every mode but bypassPermissions."""
+    the sandbox is on but cannot start here, so the shell gate lets only a short list of readers
+    run without asking (policy/nosandbox), in every mode but bypassPermissions."""
 
     mode: str = "default"
     allow: tuple[str, ...] = ()
@@ -84,7 +84,8 @@ def bypass_refusal(mode: str, *, is_root: bool, sandboxed: bool, override: bool)
     if mode != "bypassPermissions" or not is_root or sandboxed or override:
         return None
     return ("--permission-mode bypassPermissions is refused when running as root without a sandbox; "
-            "turn the sandbox on (--sandbox), run as another user, or set LOOPWRIGHT_ALLOW_ROOT_BYPASS=1")
+            "let the sandbox run (install bubblewrap; no --no-sandbox), run as another user, or set "
+            "LOOPWRIGHT_ALLOW_ROOT_BYPASS=1")
 
 
 def parse_rule(rule: str) -> tuple[str, str | None]:

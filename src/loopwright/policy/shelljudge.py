@@ -20,7 +20,7 @@ from .reading import deny_below, read_place, read_rule
 from .rules import PermissionRules, name_hits, parse_rule
 from .writing import critical, harmless_device, write_where
 
-__all__ = ["decide_shell", "line_of", "wanted_repos", "wanted_trees"]
+__all__ = ["decide_shell", "line_of", "outside_sandbox", "wanted_repos", "wanted_trees"]
 
 
 def line_of(call: Call, places: Places | None = None) -> shellline.Line | None:
@@ -96,6 +96,27 @@ def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, place
     note = (f"; the allow rule {', '.join(met)} lets a program run anything, which needs a sandbox, so it is set "
             "aside" if met else "")
     return Verdict("ask", f"{nosandbox.ASKED}: {again.reason}{note}", hint=again.hint)
+
+
+def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict: Verdict) -> Verdict:
+    """The verdict for a line that would run outside the OS sandbox (`call.outside` says why):
+    refused when trusted settings forbid that; otherwise asked for, hard (neither
+    bypassPermissions, auto mode's classifier nor a hook's allow answers it), unless allow rules
+    that name its commands cover every part of it (`Bash(git push:*)`; a bare `Bash` was given
+    for commands inside the sandbox and does not count). A deny stays a deny."""
+    if verdict.decision == "deny":
+        return verdict
+    why = f"it runs outside the sandbox ({call.outside})"
+    if call.outside_refused:
+        return Verdict("deny", f"{why}, and sandbox.allowUnsandboxedCommands is false")
+    line = line_of(call, places)
+    allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, call.tool) and not broad(s)]
+    if line is not None and line.parts and all(any(part_hits(s, p, anywhere=False) for s in allows)
+                                               for p in line.parts):
+        return verdict
+    example = suggest(line.parts[0]) if line is not None and line.parts else "git push *"
+    return Verdict("ask", f"asked because {why}", hard=True,
+                   hint=f'an allow rule that names the command, e.g. --allowedTools "{call.tool}({example})"')
 
 
 def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],

@@ -42,7 +42,7 @@ class Routine:
     permission_mode: str | None = None
     allowed_tools: tuple[str, ...] = ()
     model: str | None = None
-    sandbox: bool | None = None  # None: the sandbox where it runs here (as schedules)
+    sandbox: bool | None = None  # None: as settings say (the sandbox is on by default)
     max_turns: int | None = None  # per item
     max_budget_usd: float | None = None
     max_duration: str | None = None

@@ -1,7 +1,9 @@
-"""Running shell commands under bubblewrap: the filesystem read-only except the writable roots,
-protected paths pinned read-only inside them (present or not), a private /tmp, no capabilities,
-no network and no host unix sockets unless trusted settings open them, everything killed with
-its parent. `launch.py` starts each command; `protect.py` says what is guarded; `seccomp.py`
+"""Running shell commands under bubblewrap — the default boundary of every command the model
+starts: the filesystem read-only except the writable roots, protected paths inside them pinned
+read-only (and set aside when a command creates one that was missing), other programs'
+credentials and loopwright's own home hidden, a private /tmp, no capabilities, no kernel
+keyrings, no network and no host unix sockets unless trusted settings open them, everything
+killed with its parent. `launch.py` starts each command; `protect.py` says what is guarded; `seccomp.py`
 builds the socket filter."""
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
 
-__all__ = ["SandboxConfig", "active", "availability", "bwrap_path", "unavailable_warning", "wrap"]
+__all__ = ["SECRETS", "SandboxConfig", "active", "availability", "bwrap_path", "escape_reason", "excluded_match",
+           "unavailable_warning", "wrap"]
 
 PROBE_TIMEOUT_S = 10.0
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
@@ -21,21 +24,31 @@ LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
 
 @dataclass(frozen=True, slots=True)
 class SandboxConfig:
-    """`enabled`: run every Bash command under bwrap. `network`: keep the host's network (off:
-    a private one with only its own loopback). `domains`: with the network off, the hosts
-    commands may still reach through loopwright's proxy (`proxy.py`; patterns: `domains.py`).
-    `fail_closed`: when bwrap cannot run, refuse Bash instead of running unsandboxed.
-    `writable`: more writable roots than the session's.
+    """`enabled`: run every command the model starts under bwrap (the default; off only by
+    `--no-sandbox` or trusted settings). `network`: keep the host's network (off: a private one
+    with only its own loopback). `domains`: with the network off, the hosts commands may still
+    reach through loopwright's proxy (`proxy.py`; patterns: `domains.py`). `fail_closed`
+    (`failIfUnavailable: true`): when bwrap cannot run, refuse Bash instead of running it outside
+    with every call asked for (strict rules).
+    `writable`: more writable roots than the session's (`filesystem.allowWrite` among them).
+    `deny_read`: paths hidden inside (`filesystem.denyRead`, beside the built-in `SECRETS`);
+    `deny_write`: paths kept read-only inside the writable roots (`filesystem.denyWrite`).
+    `excluded` (`excludedCommands`): commands that run outside the sandbox, each run asked for;
+    `allow_unsandboxed` (`allowUnsandboxedCommands`): false refuses every such escape.
     `unix_sockets`: the host unix sockets the user named (`allowUnixSockets`), `all_unix_sockets`
     (`allowAllUnixSockets`): either one lets commands create unix sockets — Linux's filter sees
     a socket's family, not the path it connects to, so naming one socket opens them all."""
 
-    enabled: bool = False
+    enabled: bool = True
     network: bool = False
-    fail_closed: bool = True
+    fail_closed: bool = False
     writable: tuple[str, ...] = ()
     unix_sockets: tuple[str, ...] = ()
     all_unix_sockets: bool = False
+    deny_read: tuple[str, ...] = ()
+    deny_write: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
+    allow_unsandboxed: bool = True
     domains: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -50,11 +63,14 @@ class SandboxConfig:
 
     @classmethod
     def from_settings(cls, section: Mapping[str, Any], *, writable: tuple[str, ...] = ()) -> SandboxConfig:
-        """From settings' `sandbox` object: `enabled`, `network` (true, or an object with
-        `allowAll: true` or `"*"` in `allowedDomains` for the whole network, else the hosts
-        `allowedDomains` lists through the proxy; `allowUnixSockets: [paths]` and
-        `allowAllUnixSockets: true` as in Claude Code) and `failIfUnavailable` (default true).
-        Which settings files may open what is decided by the caller (`config.sandbox_settings`)."""
+        """From settings' `sandbox` object: `enabled` (default true), `network` (true, or an
+        object with `allowAll: true` or `"*"` in `allowedDomains` for the whole network, else the
+        hosts `allowedDomains` lists through the proxy; `allowUnixSockets: [paths]` and
+        `allowAllUnixSockets: true` as in Claude Code), `failIfUnavailable` (default false),
+        `filesystem` (`denyRead`, `allowWrite`, `denyWrite`: lists of paths, `~` expanded),
+        `excludedCommands` (Bash rule patterns) and `allowUnsandboxedCommands` (default true).
+        Which settings files may open what is decided by the caller (`config.sandbox_settings`).
+        A malformed value is a ValueError naming its key."""
         net = section.get("network")
         sockets: tuple[str, ...] = ()
         every_socket = False
@@ -64,8 +80,99 @@ class SandboxConfig:
             every_socket = net.get("allowAllUnixSockets") is True
             domains = tuple(d for d in net.get("allowedDomains") or () if isinstance(d, str))
             net = net.get("allowAll") is True or "*" in domains
-        return cls(section.get("enabled") is True, net is True, section.get("failIfUnavailable") is not False,
-                   writable, sockets, every_socket, () if net is True else domains)
+        files = section.get("filesystem") or {}
+        if not isinstance(files, Mapping):
+            raise ValueError("sandbox.filesystem: expected an object with denyRead, allowWrite, denyWrite")
+        allowed = section.get("allowUnsandboxedCommands", True)
+        if not isinstance(allowed, bool):
+            raise ValueError(f"sandbox.allowUnsandboxedCommands: expected true or false, got {allowed!r}")
+        return cls(section.get("enabled") is not False, net is True, section.get("failIfUnavailable") is True,
+                   writable + _paths(files, "allowWrite"), sockets, every_socket, _paths(files, "denyRead"),
+                   _paths(files, "denyWrite"), _texts(section, "excludedCommands", "sandbox."), allowed,
+                   () if net is True else domains)
+
+
+def _texts(section: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    values = section.get(key) or ()
+    if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in values):
+        raise ValueError(f"{where}{key}: expected a list of non-empty strings, got {values!r}")
+    return tuple(values)
+
+
+def _paths(files: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    """Paths as written, `~` expanded; relative ones are relative to the working folder."""
+    out = []
+    for value in _texts(files, key, "sandbox.filesystem."):
+        if any(c in value for c in "*?["):
+            raise ValueError(f"sandbox.filesystem.{key}: {value!r} is a pattern; name files and folders "
+                             "(a folder covers everything below it)")
+        out.append(os.path.expanduser(value))
+    return tuple(out)
+
+
+# Credentials of other programs: hidden inside the sandbox (an empty read-only folder, or
+# /dev/null for a file), wherever the home is. loopwright's own home joins them in `wrap`.
+SECRETS = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".kube", ".docker/config.json", ".netrc", ".npmrc",
+           ".pypirc", ".git-credentials")
+
+
+def escape_reason(tool_input: Mapping[str, Any], config: SandboxConfig | None) -> str:
+    """Why a Bash call would run outside the sandbox that is on: its `dangerouslyDisableSandbox`
+    or a matching `excludedCommands` pattern; empty when it runs inside (or no sandbox is on).
+    The permission gate asks about such a call; the tool runs it outside once allowed."""
+    if config is None or not config.enabled:
+        return ""
+    if tool_input.get("dangerouslyDisableSandbox") is True:
+        return "the call sets dangerouslyDisableSandbox"
+    command = tool_input.get("command")
+    if isinstance(command, str) and (pattern := excluded_match(command, config.excluded)) is not None:
+        return f"it matches sandbox.excludedCommands {pattern!r}"
+    return ""
+
+
+# What a command prints when the sandbox stopped it (a heuristic on its output: the kernel's error
+# texts as the C library and common tools word them), and the line added to its result.
+_READ_ONLY = ("Read-only file system", "Device or resource busy")
+_OFFLINE = ("Could not resolve host", "Temporary failure in name resolution", "Name or service not known",
+            "Network is unreachable", "getaddrinfo failed", "nodename nor servname", "No address associated")
+
+
+def blocked_hint(output: str, config: SandboxConfig) -> str | None:
+    """One line for a failed sandboxed command whose output suggests the sandbox stopped it —
+    a write to a read-only place, or the network being off — naming what would allow it; None
+    when nothing suggests so. A guess from the error texts: the sandbox cannot see which call
+    failed, and the permission gate's own denials already say why."""
+    if any(t in output for t in _READ_ONLY):
+        return ("(the sandbox blocked a write: only the working folder and added directories (--add-dir, "
+                "sandbox.filesystem.allowWrite in your user settings) are writable, and protected paths in them "
+                "(.git's config and hooks, .claude, .vscode, .mcp.json, ...) stay read-only)")
+    if not config.network and any(t in output for t in _OFFLINE):
+        return ("(the sandbox blocked the network: commands have none unless your user settings allow it: "
+                "sandbox.network true for all of it, or sandbox.network.allowedDomains for listed hosts)")
+    return None
+
+
+def excluded_match(command: str, patterns: tuple[str, ...]) -> str | None:
+    """The `excludedCommands` pattern a command line matches, or None. Patterns read as Bash
+    rules do: `docker *` or legacy `docker:*` is the word and anything after it, other `*`s
+    match anything, no `*` is the exact command. Only a simple command may match: a line with
+    shell syntax (`;`, `&&`, `|`, `$`, backquotes, redirections, newlines …) stays inside the
+    sandbox, whatever it starts with (`docker ps; curl x | sh` must not ride out with docker)."""
+    import re
+
+    if not patterns or any(c in command for c in ";&|$`<>(){}\n\\'\"*?[#~"):
+        return None
+    words = " ".join(command.split())
+    for pattern in patterns:
+        spec = " ".join(pattern.split())
+        if spec.endswith(":*"):
+            spec = spec[:-2] + " *"
+        tail = spec.endswith(" *")
+        body = spec[:-2] if tail else spec
+        regex = ".*".join(re.escape(p) for p in body.split("*")) + ("(?: .*)?" if tail else "")
+        if re.fullmatch(regex, words, re.DOTALL):
+            return pattern
+    return None
 
 
 def bwrap_path() -> str | None:
@@ -121,15 +228,19 @@ def _isolation(network: bool) -> list[str]:
 
 
 def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bwrap: str | None = None,
-         sockets_open: bool = False) -> list[str]:
+         sockets_open: bool = False, deny_read: tuple[str, ...] = (), deny_write: tuple[str, ...] = (),
+         pass_fds: tuple[int, ...] = ()) -> list[str]:
     """`argv` as the launcher's command line around bwrap. Order matters: later mounts cover
     earlier ones, so the roots are bound after the private /tmp (a root under /tmp stays
-    visible and writable) and the guards after the roots. Raises `Unprotectable` when a `.git`
-    file cannot be followed, `UnsupportedMachine` when no socket filter is known here."""
+    visible and writable), the guards after the roots and the hidden paths (`SECRETS`,
+    loopwright's home, `deny_read`) last. `deny_write`: more paths kept read-only inside the
+    roots. `pass_fds`: descriptors the command inherits (every other one is closed). Raises
+    `Unprotectable` when a `.git` file cannot be followed, `UnsupportedMachine` when no socket
+    filter is known here."""
     import marshal
 
     from ..core.home import home, make_private_dirs
-    from .protect import excludes, guards
+    from .protect import guards
     from .seccomp import program
 
     args = [_absolute(bwrap or bwrap_path() or "bwrap"), *_isolation(network),
@@ -142,11 +253,32 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     own = os.path.realpath(home())
     locks = make_private_dirs(os.path.join(own, "sandbox"))
     user_home = os.path.realpath(os.path.expanduser("~"))
-    spec = {"guards": [g.spec() for g in guards(real_roots, home=user_home, own_home=own)],
-            "seccomp": None if sockets_open else program(network=network),
-            "excludes": excludes(real_roots), "locks": str(locks), "insert": len(args)}
+    extra = [os.path.realpath(os.path.join(cwd, p)) for p in deny_write]
+    spec = {"guards": [g.spec() for g in guards(real_roots, home=user_home, own_home=own, extra=extra)],
+            "seccomp": None if sockets_open else program(network=network), "locks": str(locks),
+            "insert": len(args), "cwd": os.path.realpath(cwd), "pass": list(pass_fds)}
+    hidden = [os.path.join(user_home, s) for s in SECRETS] + [own] + [os.path.join(cwd, p) for p in deny_read]
+    args += _masks(hidden, real_roots)
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
     return [sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(spec).hex(), *args]
+
+
+def _masks(paths: list[str], roots: list[str]) -> list[str]:
+    """bwrap arguments that hide each existing path: a folder under an empty read-only tmpfs, a
+    file under /dev/null (read-only). A missing one is left alone: outside the roots nothing can
+    create it, inside them a protected name is set aside by the launcher when it appears. A
+    path holding a root is not hidden (it would hide the work)."""
+    from .protect import inside
+
+    out: list[str] = []
+    for path in dict.fromkeys(os.path.realpath(p) for p in paths):
+        if any(inside(r, path) for r in roots):
+            continue
+        if os.path.isdir(path):
+            out += ["--tmpfs", path, "--remount-ro", path]
+        elif os.path.exists(path):
+            out += ["--ro-bind", "/dev/null", path]
+    return out
 
 
 def _absolute(program: str) -> str:
@@ -173,9 +305,10 @@ def active(config: SandboxConfig | None) -> bool:
 
 
 def unavailable_warning(config: SandboxConfig | None) -> str | None:
-    """One line for the user when the sandbox was asked for but cannot run; None otherwise."""
+    """One line for the user when the sandbox is on but cannot run; None otherwise."""
     if config is None or not config.enabled or (why := availability()) is None:
         return None
-    then = ("Bash commands are refused" if config.fail_closed
-            else "Bash commands run WITHOUT it (sandbox.failIfUnavailable is false)")
-    return f"the sandbox is on but cannot run here ({why}); {then}"
+    then = ("Bash commands are refused (sandbox.failIfUnavailable is true)" if config.fail_closed
+            else "commands run without it, and every Bash call needs approval or an allow rule (strict "
+                 "permissions); install bubblewrap, or turn the sandbox off with --no-sandbox")
+    return f"the sandbox cannot run here ({why}); {then}"

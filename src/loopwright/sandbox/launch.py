@@ -3,31 +3,44 @@ built-in modules only (no json, subprocess or ctypes: each would cost more than 
 adds little more than an interpreter start to a command.
 
 What it does on the host, in order:
-1. **guards**: each protected path is bound onto itself inside the sandbox, which pins the entry
-   (the kernel refuses to rename, remove or replace a mount point: EBUSY) and makes it read-only.
-   A protected name that does not exist yet gets a placeholder first — an empty read-only file or
-   folder whose modification time is a marker — so the command cannot create it. A protected
-   entry that is a symbolic link cannot be pinned (a mount follows the link and leaves the link
-   replaceable): the command is refused, exit 126;
-2. **locks** (in loopwright's home, `sandbox/`): a mutex around making and removing placeholders,
-   and per folder a lock every running sandbox holds shared, so a placeholder is never removed
-   under a sandbox still relying on it (unlinking a mount point on the host dissolves that
-   sandbox's mount);
-3. **hand-over**: a forked watcher keeps the shared locks; the launcher then becomes bwrap
-   (`exec`), so bwrap is the runner's own child — it dies with loopwright (`--die-with-parent`),
-   gets the runner's signals, and its exit status is the command's. The seccomp filter reaches
-   bwrap on an inherited pipe (`--seccomp FD`); the locks do not (close-on-exec);
-4. **clean-up**: when bwrap has ended (a pidfd says so), the watcher removes the placeholders of
-   every folder no other sandbox holds, and exits. It ignores TERM/INT/HUP meanwhile: the runner
-   signals the whole process group, and the clean-up takes milliseconds. It keeps the command's
-   output open until then, so a runner reading to the end has the result after the clean-up.
+1. **unfinished checks** of earlier commands whose watcher was killed (`finish_pending`) are done
+   first, and named on this command's stderr;
+2. **guards**: each protected path that exists is bound onto itself inside the sandbox, which
+   pins the entry (the kernel refuses to rename, remove or replace a mount point: EBUSY) and
+   makes it read-only. A protected name that is missing gets nothing in the tree: it is
+   *watched* — written to a pending record in loopwright's home before bwrap starts — and one
+   the command made is set aside once the sandbox has ended (step 5). Only where nobody's work
+   tree shows them are placeholders made (an empty read-only file or folder whose modification
+   time is a marker): the files git reads inside a git directory, and a missing `.git` itself in
+   a folder that is no repository (a host shell's prompt would read a planted one while the
+   command runs). A protected entry that is a symbolic link cannot be pinned (a mount follows the
+   link and leaves the link replaceable): the command is refused, exit 126;
+3. **locks** (in loopwright's home, `sandbox/`): a mutex around placeholders and pending records;
+   per folder holding placeholders a lock every running sandbox holds shared, so a placeholder
+   is never removed under a sandbox still relying on it (unlinking a mount point on the host
+   dissolves that sandbox's mount); and each pending record is locked by its watcher for as long
+   as it lives, so a record nobody holds is one to finish;
+4. **hand-over**: a forked watcher keeps the locks; the launcher then becomes bwrap (`exec`), so
+   bwrap is the runner's own child — it dies with loopwright (`--die-with-parent`), gets the
+   runner's signals, and its exit status is the command's. The seccomp filter reaches bwrap on an
+   inherited pipe (`--seccomp FD`); bwrap names the sandbox's first process (PID 1 of its PID
+   namespace) on another (`--info-fd FD`), and the watcher opens a pidfd for it;
+5. **clean-up**: when bwrap and that PID 1 have ended — the kernel ends every process of a PID
+   namespace before its PID 1 is gone, so nothing of the command runs any more — the watcher
+   moves each watched name that now exists into `quarantine/` in loopwright's home (nothing is
+   lost), writes one line about it to the command's stderr, removes the placeholders of every
+   folder no other sandbox holds, deletes its record, and exits. It ignores TERM/INT/HUP
+   meanwhile: the runner signals the whole process group, and the clean-up takes milliseconds.
+   It keeps the command's output open until then, so a runner reading to the end has the
+   result, and the line, after the clean-up.
 
 SPEC is the hex of a `marshal`led dict (the same interpreter writes and reads it):
-{"guards": [(path, kind, mode, content), ...], "excludes": [(exclude file, work tree), ...],
-"seccomp": bytes or None, "locks": folder, "insert": index into BWRAP_ARGV for the mounts}.
-`kind` is "dir" or "file" (what a placeholder is); `mode` "ro" (pinned read-only, placeholder
-when missing), "rw" (pinned writable, a read-only placeholder when missing) or "open" (writable
-when present, nothing when missing).
+{"guards": [(path, kind, mode, content), ...], "seccomp": bytes or None, "locks": folder,
+"insert": index into BWRAP_ARGV for the mounts, "cwd": the command's folder, "pass": descriptors
+the command is meant to inherit (the network proxy's channel)}. `kind` is "dir" or
+"file"; `mode` "ro" (pinned read-only, watched when missing), "hold" (pinned read-only, a
+placeholder when missing), "rw" (pinned writable, a read-only placeholder when missing) or
+"open" (writable when present, nothing when missing).
 """
 
 import errno
@@ -43,6 +56,7 @@ import zlib
 
 MARK_NS = 1_000_000_007  # a placeholder's mtime (1970-01-01 00:00:01.000000007): ours, untouched
 REFUSED = 126
+PLACEHOLDER_MODES = ("hold", "rw")
 
 
 class Refused(Exception):
@@ -51,65 +65,73 @@ class Refused(Exception):
 
 def main(argv):
     spec, bwrap = marshal.loads(bytes.fromhex(argv[1])), argv[2:]
-    locks = spec["locks"]
-    temporary = []
+    locks, cwd = spec["locks"], spec["cwd"]
     try:
         _check_lock_folder(locks)
         mutex = _open_lock(os.path.join(locks, "mutex"))
         fcntl.flock(mutex, fcntl.LOCK_EX)
         held = {}
         try:
-            for folder in sorted({os.path.dirname(g[0]) for g in spec["guards"]}):
+            for line in _finish(locks, None):
+                _say(line)
+            for folder in sorted({os.path.dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
                 held[folder] = _open_lock(os.path.join(locks, _key(folder) + ".users"))
                 fcntl.flock(held[folder], fcntl.LOCK_SH)
-            made = []
-            mounts = guard_mounts(spec["guards"], made)
-            mounts += _exclusions(spec["excludes"], made, locks, temporary)
+            mounts, watched = guard_mounts(spec["guards"])
+            record = _record(locks, watched, cwd) if watched else None
         except BaseException:
             fcntl.flock(mutex, fcntl.LOCK_UN)
-            _clean_up(mutex, held, spec["guards"], locks, temporary)
+            _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
             raise
         fcntl.flock(mutex, fcntl.LOCK_UN)
         _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"],
-                   lambda: _clean_up(mutex, held, spec["guards"], locks, temporary))
+                   lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd), spec.get("pass", ()))
     except (Refused, OSError) as exc:
         print(f"loopwright: the sandbox refuses this command: {exc}", file=sys.stderr, flush=True)
         sys.exit(REFUSED)
 
 
-def guard_mounts(guards, made):
-    """The bwrap arguments that bind every guard onto itself, placeholders made where needed
-    (and listed in `made`)."""
-    out = []
+def guard_mounts(guards):
+    """The bwrap arguments that bind every present guard onto itself (placeholders made where
+    the mode asks for one), and the missing guards to watch: [(path, kind)]."""
+    out, watched = [], []
     for path, kind, mode, content in guards:
         present = _present(path)
-        if present is None and mode != "open" and _make_placeholder(path, kind, content):
-            present, mode = True, "ro"
-            made.append((path, kind))
+        if present is None and mode in PLACEHOLDER_MODES and _make_placeholder(path, kind, content):
+            present, mode = True, "hold"
+        elif present is None and mode == "ro":
+            watched.append((path, kind))
         if present:
             out += ["--bind" if mode in ("rw", "open") else "--ro-bind", path, path]
-    return out
+    return out, watched
 
 
-def _hand_over(bwrap, insert, mounts, seccomp, clean_up):
-    """Fork the watcher, then become bwrap."""
+def _hand_over(bwrap, insert, mounts, seccomp, clean_up, handed=()):
+    """Fork the watcher, then become bwrap. `handed`: descriptors meant for the command."""
     me = os.getpid()
     try:
         pidfd = os.pidfd_open(me)  # close-on-exec: bwrap does not get it; the watcher keeps it
     except (AttributeError, OSError):
         pidfd = None  # before Linux 5.3: the watcher asks for its parent instead
-    extra = list(mounts)
+    extra, passed = list(mounts), set()
     if seccomp is not None:
         read, write = os.pipe()
+        passed.add(read)
         os.write(write, seccomp)  # a few hundred bytes: the pipe never blocks
         os.close(write)
         os.set_inheritable(read, True)
         extra += ["--seccomp", str(read)]
+    info_read, info_write = os.pipe()
+    os.set_inheritable(info_write, True)
+    extra += ["--info-fd", str(info_write)]
     argv = bwrap[:insert] + extra + bwrap[insert:]
     if os.fork() == 0:
-        _watch(pidfd, me, clean_up)
+        os.close(info_write)
+        _watch(pidfd, me, info_read, clean_up)
+    os.close(info_read)
     if pidfd is not None:
         os.close(pidfd)
+    _keep_only(passed | {info_write} | set(handed))
     try:
         os.execv(argv[0], argv)
     except OSError as exc:
@@ -118,22 +140,60 @@ def _hand_over(bwrap, insert, mounts, seccomp, clean_up):
         os._exit(REFUSED)  # the watcher cleans up: this process is gone for it too
 
 
-def _watch(pidfd, parent, clean_up):
+def _keep_only(passed):
+    """Nothing the runner left open reaches the command (bwrap hands on whatever it inherits):
+    every descriptor but 0-2, the two pipes for bwrap and those handed on by name is closed at
+    the exec."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in passed:
+            try:
+                os.set_inheritable(fd, False)
+            except OSError:
+                pass  # the listing's own descriptor, closed by now
+
+
+def _watch(pidfd, parent, info, clean_up):
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
-    # stdout and stderr stay open and silent: a runner that reads the command's output until
-    # every writer is gone (most do, some for a bounded time) sees the end after the clean-up.
+    # stdout and stderr stay open: a runner that reads the command's output until every writer
+    # is gone sees the end after the clean-up, and the line saying what was set aside.
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     try:
+        sandbox = _sandbox_pidfd(info)
         if pidfd is not None:
             while not select.select([pidfd], [], [])[0]:
                 pass
         else:
             while os.getppid() == parent:  # bwrap ended: this process went to another parent
                 time.sleep(0.05)
+        if sandbox is not None:  # killed outright, bwrap leaves it to the kernel to end the sandbox
+            while not select.select([sandbox], [], [])[0]:
+                pass
         clean_up()
     finally:
         os._exit(0)
+
+
+def _sandbox_pidfd(info):
+    """A pidfd for the sandbox's PID 1, from what bwrap writes on its info pipe (`"child-pid":
+    N`); None when bwrap ended before starting it or pidfds are missing (then bwrap's own end is
+    waited for: it outlives its child unless killed)."""
+    data = b""
+    while True:
+        chunk = os.read(info, 4096)
+        if not chunk:
+            break
+        data += chunk
+    os.close(info)
+    _, found, rest = data.partition(b'"child-pid":')
+    digits = rest.strip().split(b"}")[0].split(b",")[0].strip()
+    if not found or not digits.isdigit():
+        return None
+    try:
+        return os.pidfd_open(int(digits))
+    except (AttributeError, OSError):
+        return None  # gone already, or no pidfds here
 
 
 def _present(path):
@@ -172,26 +232,6 @@ def _make_placeholder(path, kind, content):
         raise Refused(f"cannot make a placeholder at {path}: {exc.strerror}") from None
 
 
-def _exclusions(excludes, made, locks, temporary):
-    """For each git work tree, its exclude file as the sandbox sees it: the real one plus the
-    placeholder files made at the top of the tree (folders never show in `git status`)."""
-    out = []
-    for exclude, tree in excludes:
-        names = [os.path.basename(p) for p, kind in made if kind == "file" and os.path.dirname(p) == tree]
-        if not names:
-            continue
-        with open(exclude, "rb") as f:
-            text = f.read(1 << 20)
-        copy = os.path.join(locks, f"exclude-{os.getpid()}-{len(temporary)}")
-        fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        temporary.append(copy)
-        with os.fdopen(fd, "wb") as f:
-            f.write(text + b"\n# loopwright's sandbox: placeholders for protected names, this command only\n")
-            f.write("".join(f"/{name}\n" for name in names).encode("utf-8", "surrogateescape"))
-        out += ["--ro-bind", copy, exclude]
-    return out
-
-
 def _is_placeholder(path, kind, content):
     try:
         st = os.lstat(path)
@@ -207,27 +247,170 @@ def _is_placeholder(path, kind, content):
         return f.read() == content.encode()
 
 
-def _clean_up(mutex, held, guards, locks, temporary):
-    """Drop our shared locks; where no other sandbox holds its folder, remove the placeholders
-    (ours, and any a killed launcher left)."""
+def _clean_up(mutex, held, guards, locks, watched, record, cwd):
+    """Set aside what the command made of the watched names and say so; drop our shared locks;
+    where no other sandbox holds its folder, remove the placeholders (ours, and any a killed
+    launcher left)."""
     fcntl.flock(mutex, fcntl.LOCK_EX)
     try:
+        if watched:
+            line = _set_aside(watched, locks, cwd, "which this command created")
+            if line:
+                _say(line)
+        if record is not None:
+            path, fd = record
+            _remove(path, "file")
+            os.close(fd)
         for folder, fd in held.items():
             fcntl.flock(fd, fcntl.LOCK_UN)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # another sandbox still relies on this folder's placeholders
-            for path, kind, _mode, content in guards:
-                if os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
+            for path, kind, mode, content in guards:
+                if mode in PLACEHOLDER_MODES and os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
                     _remove(path, kind)
             fcntl.flock(fd, fcntl.LOCK_UN)
-        for path in temporary:
-            _remove(path, "file")
-        _sweep(locks)
     finally:
         fcntl.flock(mutex, fcntl.LOCK_UN)
 
+
+# ---------------------------------------------------------------- watched names, set aside
+
+def _record(locks, watched, cwd):
+    """The pending record of this command: written, locked, then renamed into place, so a
+    record under its final name is always held by a live launcher or watcher, or finished."""
+    temporary = os.path.join(locks, f"writing-{os.getpid()}")
+    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, marshal.dumps({"watched": watched, "cwd": cwd}))
+    final = os.path.join(locks, f"pending-{os.getpid()}-{time.time_ns()}")
+    os.rename(temporary, final)
+    return final, fd
+
+
+def finish_pending(locks):
+    """Finish the checks of commands whose watcher was killed (their records are held by
+    nobody): set aside what they made; one line each, for the caller to show."""
+    if not os.path.isdir(locks):
+        return []
+    mutex = _open_lock(os.path.join(locks, "mutex"))
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+        return _finish(locks, None)
+    finally:
+        os.close(mutex)  # closing drops the lock
+
+
+def _finish(locks, cwd):
+    """`finish_pending` under the mutex."""
+    lines = []
+    for name in sorted(os.listdir(locks)):
+        if not name.startswith("pending-"):
+            continue
+        path = os.path.join(locks, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its watcher is alive and will do it
+            data = b""
+            while chunk := os.read(fd, 1 << 16):
+                data += chunk
+            try:
+                record = marshal.loads(data)
+                watched = [(str(p), str(k)) for p, k in record["watched"]]
+            except (EOFError, ValueError, TypeError, KeyError):
+                lines.append(f"loopwright: the sandbox could not read its record {path}; removed it")
+            else:
+                line = _set_aside(watched, locks, cwd or record.get("cwd"),
+                                  "which an earlier command created (its clean-up was cut short)")
+                if line:
+                    lines.append(line)
+            _remove(path, "file")
+        finally:
+            os.close(fd)
+    return lines
+
+
+def _set_aside(watched, locks, cwd, who):
+    """Move each watched path that exists now into a quarantine folder of loopwright's home;
+    the line that says what was moved, or None."""
+    moved, failed = [], []
+    folder = os.path.join(os.path.dirname(locks), "quarantine",
+                          time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
+    for path, _kind in watched:
+        parent = os.path.dirname(path)
+        if os.path.realpath(parent) != parent:
+            # the folder it was in is a link now (or gone): following it could move something else
+            if os.path.lexists(path):
+                failed.append(f"{_shown(path, cwd)} (its folder {parent} changed; look at it yourself)")
+            continue
+        if not os.path.lexists(path):
+            continue
+        target = os.path.join(folder, path.lstrip("/"))
+        try:
+            _private_dirs(os.path.dirname(target))
+            _move(path, target)
+        except OSError as exc:
+            failed.append(f"{_shown(path, cwd)} ({exc.strerror or exc}; remove it yourself)")
+            continue
+        moved.append(_shown(path, cwd))
+    parts = []
+    if moved:
+        parts.append(f"the sandbox set aside {', '.join(moved)}, {who}: protected paths are read-only to commands; "
+                     f"kept in {folder}")
+    if failed:
+        parts.append(f"the sandbox could not set aside {', '.join(failed)}")
+    return "loopwright: " + "; ".join(parts) if parts else None
+
+
+def _move(path, target):
+    try:
+        os.rename(path, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        import shutil  # another file system: copy, then remove (rare; not on the start-up path)
+
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.copytree(path, target, symlinks=True)
+            shutil.rmtree(path)
+        else:
+            shutil.copy2(path, target, follow_symlinks=False)
+            os.unlink(path)
+
+
+def _private_dirs(path):
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
+def _shown(path, cwd):
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1:]
+    return path
+
+
+def _say(line):
+    try:
+        os.write(2, (line + "\n").encode("utf-8", "surrogateescape"))
+    except OSError:
+        pass  # nobody reads the command's stderr any more
+
+
+# ---------------------------------------------------------------- small helpers
 
 def _remove(path, kind):
     try:
@@ -238,24 +421,6 @@ def _remove(path, kind):
             os.unlink(path)
     except OSError:
         pass  # filled or changed meanwhile by someone on the host: theirs now
-
-
-def _sweep(locks):
-    """Exclude copies left by a launcher that was killed outright (its pid is in the name)."""
-    for name in os.listdir(locks):
-        pid = name.split("-")[1] if name.startswith("exclude-") else ""
-        if pid.isdigit() and not _alive(int(pid)):
-            _remove(os.path.join(locks, name), "file")
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _check_lock_folder(path):

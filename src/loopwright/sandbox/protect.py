@@ -1,7 +1,8 @@
 """What stays protected inside the sandbox's writable roots, as guards for the launcher: the
-protected names (`core/protected`, the gate's list too) at the top of every root (the names only a home directory
-reads, where a root holds the home directory), loopwright's own home, and what git reads from a
-repository's git directory — `.git` files followed as git follows them (worktrees, submodules)."""
+protected names (`core/protected`, the gate's list too) at the top of every root (the names only a
+home directory reads, where a root holds the home directory), loopwright's own home, the paths
+trusted settings keep read-only (`filesystem.denyWrite`), and what git reads from a repository's
+git directory — `.git` files followed as git follows them (worktrees, submodules)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Iterable
 from ..core.fastclass import dataclass
 from ..core.protected import PROTECTED_DIRS, PROTECTED_FILES, PROTECTED_UNDER_CONFIG
 
-__all__ = ["Guard", "Unprotectable", "excludes", "guards"]
+__all__ = ["Guard", "Unprotectable", "guards", "inside"]
 
 # Read from a home directory only: guarded there, not at the top of every project.
 HOME_ONLY = frozenset({
@@ -20,8 +21,8 @@ HOME_ONLY = frozenset({
     ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".inputrc", ".claude.json", ".pypirc",
     ".netrc", ".curlrc", ".wgetrc", ".vimrc", ".xprofile", ".xinitrc", ".xsession",
 })
-# What git reads from a git directory that can run programs or send it elsewhere. A placeholder
-# must mean "absent" to git: an empty config or config.worktree, an empty hooks folder, and a
+# What git reads from a git directory that can run programs or send it elsewhere. Missing ones get
+# a placeholder (inside a git directory it shows in no work tree); it must mean "absent" to git: an empty config or config.worktree, an empty hooks folder, and a
 # commondir naming the git directory itself (an empty one would stop git).
 GIT_READS = (("config", "file", ""), ("hooks", "dir", ""), ("commondir", "file", ".\n"),
              ("config.worktree", "file", ""))
@@ -30,9 +31,11 @@ MAX_NESTED_GITDIRS = 64  # submodules and worktrees guarded one by one; beyond, 
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """`mode`: "ro" (read-only, a placeholder when missing), "rw" (pinned but writable: the git
-    directory; a read-only placeholder when missing), "open" (writable again inside a read-only
-    guard, when present). `kind` is what a placeholder is; `content` a placeholder file's."""
+    """`mode`: "ro" (pinned read-only; when missing, watched: set aside once the command has
+    ended if it made one), "hold" (read-only, a placeholder when missing: the files git reads in
+    a git directory), "rw" (pinned but writable: the git directory; a read-only placeholder when
+    missing), "open" (writable again inside a read-only guard, when present). `kind` is what a
+    placeholder is, or what a watched path would be; `content` a placeholder file's."""
 
     path: str
     kind: str
@@ -47,9 +50,10 @@ class Unprotectable(RuntimeError):
     """A git directory that cannot be resolved as git would: the sandbox refuses to guess."""
 
 
-def guards(roots: Iterable[str], *, home: str | None, own_home: str | None) -> list[Guard]:
+def guards(roots: Iterable[str], *, home: str | None, own_home: str | None, extra: Iterable[str] = ()) -> list[Guard]:
     """Every guard for these real, absolute roots, parents before what they hold; only paths
-    inside a root (everything else is read-only in the sandbox already)."""
+    inside a root (everything else is read-only in the sandbox already). `extra`: more real
+    paths to keep read-only."""
     roots = list(dict.fromkeys(roots))
     out: list[Guard] = []
     for root in roots:
@@ -60,6 +64,7 @@ def guards(roots: Iterable[str], *, home: str | None, own_home: str | None) -> l
         out += _config(home)
     if own_home and any(inside(own_home, r) for r in roots):
         out.append(Guard(own_home, "dir"))
+    out += [Guard(p, "file" if os.path.isfile(p) else "dir") for p in extra]
     seen: set[str] = set()
     kept = []
     for g in out:
@@ -73,25 +78,6 @@ def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def excludes(roots: Iterable[str]) -> list[tuple[str, str]]:
-    """[exclude file, work tree] for each root that is a git work tree: the launcher shows git,
-    inside the sandbox only, an exclude file that also names the placeholders it made, so a
-    command's `git add -A` does not pick them up."""
-    out = []
-    for root in dict.fromkeys(roots):
-        dot = os.path.join(root, ".git")
-        if os.path.islink(dot) or not os.path.lexists(dot):
-            continue
-        gitdir = dot if os.path.isdir(dot) else _follow(dot)
-        common = os.path.join(gitdir, "commondir")
-        if os.path.isfile(common) and not os.path.islink(common):
-            gitdir = _read_pointer(common, gitdir)
-        exclude = os.path.join(gitdir, "info", "exclude")
-        if os.path.isfile(exclude) and not os.path.islink(exclude):
-            out.append((exclude, root))
-    return out
-
-
 def _names(folder: str, dirs: Iterable[str], files: Iterable[str]) -> list[Guard]:
     out = [Guard(os.path.join(folder, n), "dir") for n in sorted(dirs)]
     worktrees = os.path.join(folder, ".claude", "worktrees")
@@ -103,8 +89,8 @@ def _names(folder: str, dirs: Iterable[str], files: Iterable[str]) -> list[Guard
 def _config(home: str) -> list[Guard]:
     config = os.path.join(home, ".config")
     if os.path.islink(config) or not os.path.lexists(config):
-        # missing: nothing may appear below it during the command; a link could be swapped for a
-        # folder of the command's making, so the launcher refuses it
+        # missing: one the command makes is set aside whole afterwards; a link could be swapped
+        # for a folder of the command's making, so the launcher refuses it
         return [Guard(config, "dir")]
     return [Guard(os.path.join(config, n), "dir") for n in sorted(PROTECTED_UNDER_CONFIG)]
 
@@ -112,19 +98,21 @@ def _config(home: str) -> list[Guard]:
 def _git(root: str) -> list[Guard]:
     dot = os.path.join(root, ".git")
     if os.path.islink(dot) or not os.path.lexists(dot):
-        return [Guard(dot, "dir", "rw")]  # a link is refused by the launcher; missing: no `git init`
+        # a link is refused by the launcher; missing: a placeholder, so no `git init` (a host shell's
+        # prompt would read a planted git directory while the command runs)
+        return [Guard(dot, "dir", "rw")]
     if os.path.isdir(dot):
         return [Guard(dot, "dir", "rw"), *_gitdir(dot, nested=True)]
     return [Guard(dot, "file"), *_gitdir(_follow(dot), nested=True)]
 
 
 def _gitdir(gitdir: str, *, nested: bool) -> list[Guard]:
-    out = [Guard(os.path.join(gitdir, name), kind, content=content) for name, kind, content in GIT_READS]
+    out = [Guard(os.path.join(gitdir, name), kind, "hold", content) for name, kind, content in GIT_READS]
     common = os.path.join(gitdir, "commondir")
     if os.path.isfile(common) and not os.path.islink(common):
         shared = _read_pointer(common, gitdir)
         if os.path.realpath(shared) != os.path.realpath(gitdir):
-            out += [Guard(os.path.join(shared, n), k, content=c) for n, k, c in GIT_READS if n != "commondir"]
+            out += [Guard(os.path.join(shared, n), k, "hold", c) for n, k, c in GIT_READS if n != "commondir"]
     if nested:
         out += _nested(gitdir)
     return out

@@ -1,6 +1,7 @@
 """The seccomp filter handed to `bwrap --seccomp FD`: a classic-BPF program, built here without
 libseccomp, that keeps sandboxed commands away from the host's unix sockets (which the network
-namespace does not cover: a socket file is reached through the filesystem) and io_uring.
+namespace does not cover: a socket file is reached through the filesystem), io_uring and the
+kernel's keyrings.
 
 What it decides, per system call:
 - a call made under another architecture (32-bit code on a 64-bit kernel, x32): the process is
@@ -11,7 +12,10 @@ What it decides, per system call:
   or `sendto` a host socket file, so it gets EPERM;
 - `socket(AF_VSOCK, …)` while the network is off: EPERM (vsock reaches the hypervisor's host and
   no network namespace covers it);
-- `io_uring_setup`: ENOSYS — io_uring creates and connects sockets without these system calls.
+- `io_uring_setup`: ENOSYS — io_uring creates and connects sockets without these system calls;
+- `keyctl`, `add_key`, `request_key`: EPERM — the kernel's keyrings are not namespaced: a
+  command could read or plant keys of the user's session and user keyrings (Kerberos tickets,
+  ecryptfs and fscrypt keys, tokens other programs keep there).
 Only the low 32 bits of an argument are compared: the kernel reads `int` arguments that way.
 """
 
@@ -29,10 +33,10 @@ AF_UNIX, AF_VSOCK, SOCK_STREAM, SOCK_TYPE_MASK = 1, 40, 1, 0xF
 EPERM, ENOSYS = 1, 38
 RET_KILL_PROCESS, RET_ERRNO, RET_ALLOW = 0x80000000, 0x00050000, 0x7FFF0000
 X32_SYSCALL_BIT = 0x40000000
-# machine -> (AUDIT_ARCH_*, socket, socketpair, io_uring_setup)
+# machine -> (AUDIT_ARCH_*, socket, socketpair, io_uring_setup, (add_key, request_key, keyctl))
 _MACHINES = {
-    "x86_64": (0xC000003E, 41, 53, 425),
-    "aarch64": (0xC00000B7, 198, 199, 425),
+    "x86_64": (0xC000003E, 41, 53, 425, (248, 249, 250)),
+    "aarch64": (0xC00000B7, 198, 199, 425, (217, 218, 219)),
 }
 _ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 # BPF opcodes: ld word absolute, jeq/jset with constant, and with constant, return constant
@@ -54,12 +58,13 @@ def program(*, network: bool, name: str | None = None) -> bytes:
     name = name or machine()
     if name not in _MACHINES or sys.byteorder != "little":
         raise UnsupportedMachine(f"no unix-socket filter is known for this machine ({name}, {sys.byteorder}-endian)")
-    arch, nr_socket, nr_pair, nr_uring = _MACHINES[name]
+    arch, nr_socket, nr_pair, nr_uring, keyrings = _MACHINES[name]
     deny, nosys = RET_ERRNO | EPERM, RET_ERRNO | ENOSYS
     code: list[tuple] = [
         (_LD, _ARCH), (_JEQ, arch, None, "kill"),
         (_LD, _NR), (_JSET, X32_SYSCALL_BIT, "kill", None),
         (_JEQ, nr_uring, "nosys", None),
+        *((_JEQ, nr, "deny", None) for nr in keyrings),
         (_JEQ, nr_socket, "socket", None),
         (_JEQ, nr_pair, "pair", None),
         ("allow",),

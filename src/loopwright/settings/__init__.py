@@ -294,14 +294,18 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
 
 
 def sandbox_config(settings: Settings, flag: bool | None) -> Any:
-    """The `SandboxConfig` of a run from the merged `sandbox` settings (a project file's openings
-    were already dropped and named: settings/scope.py). `flag`: `--sandbox` (True) or
-    `--no-sandbox` (False) beats every file; None leaves them."""
+    """The `SandboxConfig` of a run from the merged `sandbox` settings: on unless your user or
+    managed settings or `--settings` say `enabled: false` (a project file's openings, that one
+    among them, were already dropped and named: settings/scope.py). `flag`: `--sandbox` (True)
+    or `--no-sandbox` (False) beats every file; None leaves them."""
     import dataclasses
 
     from ..sandbox import SandboxConfig
 
-    config = SandboxConfig.from_settings(settings.sandbox)
+    try:
+        config = SandboxConfig.from_settings(settings.sandbox)
+    except ValueError as exc:
+        raise UsageError(f"settings: {exc}") from None
     return config if flag is None else dataclasses.replace(config, enabled=flag)
 
 

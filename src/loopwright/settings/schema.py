@@ -166,10 +166,18 @@ def _schema() -> Any:
                 Allowlist.parse(d for d in value if d != "*")  # "*": the whole network
             return value
 
+    class SandboxFilesystem(Open):
+        denyRead: list[str] | None = None
+        allowWrite: list[str] | None = None
+        denyWrite: list[str] | None = None
+
     class Sandbox(Open):
         enabled: bool | None = None
         network: bool | SandboxNetwork | None = None
         failIfUnavailable: bool | None = None
+        filesystem: SandboxFilesystem | None = None
+        excludedCommands: list[str] | None = None
+        allowUnsandboxedCommands: bool | None = None
 
     class Root(Open):
         hooks: dict[str, list[Group]] | None = None

@@ -75,8 +75,10 @@ def env_refusal(name: str) -> str | None:
 
 # Claude Code keys that run a program to fetch credentials or headers (loopwright runs none yet).
 _HELPERS = ("apiKeyHelper", "awsCredentialExport", "awsAuthRefresh", "gcpAuthRefresh", "otelHeadersHelper")
-# What a project may say about the sandbox: only the strict direction.
-_SANDBOX_STRICT = {"enabled": True, "failIfUnavailable": True}
+# What a project may say about the sandbox: only the strict direction — keep it on, refuse Bash
+# where it cannot run, forbid escapes, hide or pin more paths. Never off, never more open.
+_SANDBOX_STRICT = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
+_SANDBOX_STRICT_FILES = ("denyRead", "denyWrite")
 
 
 def restrict(data: Mapping[str, Any], source: str, root: str, *, project: bool) -> tuple[dict[str, Any], list[Finding]]:
@@ -139,12 +141,24 @@ def _restrict_project(out: dict[str, Any], permissions: dict[str, Any], root: st
         del out["disableAllHooks"]
     sandbox = out.get("sandbox")
     if isinstance(sandbox, dict):
-        kept = {k: v for k, v in sandbox.items() if _SANDBOX_STRICT.get(k) is v}
-        for key in sorted(sandbox.keys() - kept.keys()):
-            refuse(f"sandbox.{key}", "ignored: a project may turn the sandbox on, never open or weaken it")
-        out["sandbox"] = kept
+        out["sandbox"] = _strict_sandbox(sandbox, refuse)
     if isinstance(out.get("hooks"), dict):
         out["hooks"] = _hooks_without_endpoints(out["hooks"], refuse)
+
+
+def _strict_sandbox(sandbox: dict[str, Any], refuse: Any) -> dict[str, Any]:
+    """A project's `sandbox` object with only what tightens it; each key dropped is named."""
+    why = "ignored: a project may keep the sandbox on and tighten it, never turn it off, open or weaken it"
+    kept: dict[str, Any] = {k: v for k, v in sandbox.items() if _SANDBOX_STRICT.get(k, ...) is v}
+    files = sandbox.get("filesystem")
+    if isinstance(files, dict):
+        kept_files = {k: v for k, v in files.items() if k in _SANDBOX_STRICT_FILES}
+        for key in sorted(files.keys() - kept_files.keys()):
+            refuse(f"sandbox.filesystem.{key}", why)
+        kept["filesystem"] = kept_files
+    for key in sorted(sandbox.keys() - kept.keys()):
+        refuse(f"sandbox.{key}", why)
+    return kept
 
 
 def _hooks_without_endpoints(hooks: dict[str, Any], refuse: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import os
 from typing import Any, Callable
 
 from ..core.ports import Access
+from ..sandbox.bwrap import SandboxConfig, escape_reason
 
 _MAGIC = frozenset("*?[{")
 
@@ -39,9 +40,12 @@ def glob_access(tool_input: dict[str, Any]) -> Access:
     return Access("read", tuple(paths))
 
 
-def bash_access(tool_input: dict[str, Any]) -> Access:
+def bash_access(tool_input: dict[str, Any], sandbox: SandboxConfig | None = None) -> Access:
+    """The command line, and whether it would leave the sandbox (`sandbox`: the session's)."""
     command = tool_input.get("command")
-    return Access("exec", command=command if isinstance(command, str) else None)
+    why = escape_reason(tool_input, sandbox)
+    return Access("exec", command=command if isinstance(command, str) else None, outside=why,
+                  outside_refused=bool(why) and sandbox is not None and not sandbox.allow_unsandboxed)
 
 
 ACCESS: dict[str, Callable[[dict[str, Any]], Access]] = {

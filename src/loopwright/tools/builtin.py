@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.ports import Access, Tool, ToolContext, ToolOutput
 from ..sandbox.bwrap import SandboxConfig
-from .access import ACCESS
+from .access import ACCESS, bash_access
 
 if TYPE_CHECKING:
     from .background import ShellRegistry
@@ -97,7 +97,9 @@ class LazyTool:
         return self._tool
 
     def access(self, tool_input: dict[str, Any]) -> Access:
-        return ACCESS[self.name](tool_input)  # answered without loading the tool
+        if self.name == "Bash":  # answered without loading the tool
+            return bash_access(tool_input, self.box.sandbox)
+        return ACCESS[self.name](tool_input)
 
     def validate(self, raw: dict[str, Any]) -> Any:
         return self.tool.validate(raw)

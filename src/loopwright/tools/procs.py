@@ -65,11 +65,12 @@ def shell_path() -> str:
 
 async def run_command(
     command: str, ctx: ToolContext, timeout_s: float, out: CappedText, argv: list[str] | None = None,
-    pass_fds: tuple[int, ...] = (),
+    pass_fds: tuple[int, ...] = (), to_end: bool = False,
 ) -> tuple[bool, int]:
     """Run `command` (or `argv`, the full command line, e.g. wrapped by the sandbox, which
     inherits `pass_fds`); returns (timed_out, exit code). Cancellation kills the process group
-    and then propagates."""
+    and then propagates. `to_end`: read the output until every writer closed it, however long
+    after the exit (for a sandboxed command, whose background jobs end with it)."""
     read_fd, write_fd = os.pipe()
     env = ctx.env or child_env()  # the harness's credentials stay with the harness
     try:
@@ -92,7 +93,7 @@ async def run_command(
     lifeline.started(proc.pid)
     try:
         with anyio.move_on_after(timeout_s) as deadline:
-            await _collect(proc, read_fd, out)
+            await _collect(proc, read_fd, out, None if to_end else DRAIN_AFTER_EXIT_S)
         if deadline.cancelled_caught:
             with anyio.CancelScope(shield=True):
                 await kill_group(proc)
@@ -145,10 +146,11 @@ class Child:
         return self.popen.wait()  # it has exited: this only reaps it
 
 
-async def _collect(proc: Child, fd: int, out: CappedText) -> None:
+async def _collect(proc: Child, fd: int, out: CappedText, drain_s: float | None) -> None:
     """Read the merged output as it comes until the process has exited and the pipe is at its
-    end — or, when a background job still holds the pipe, DRAIN_AFTER_EXIT_S after the exit.
-    One coroutine woken by the pipe and the process's pidfd: no reader task, no watcher thread."""
+    end — or, when a background job still holds the pipe, `drain_s` after the exit (None: to
+    the end). One coroutine woken by the pipe and the process's pidfd: no reader task, no
+    watcher thread."""
     loop, wake = asyncio.get_running_loop(), asyncio.Event()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     os.set_blocking(fd, False)
@@ -164,10 +166,10 @@ async def _collect(proc: Child, fd: int, out: CappedText) -> None:
                 break
             if exited_at is None and proc.popen.poll() is not None:
                 exited_at = loop.time()
-            if exited_at is not None and loop.time() - exited_at >= DRAIN_AFTER_EXIT_S:
+            if exited_at is not None and drain_s is not None and loop.time() - exited_at >= drain_s:
                 break
             wake.clear()
-            wait = DRAIN_AFTER_EXIT_S if exited_at is not None else None if exit_fd is not None else 0.05
+            wait = drain_s if exited_at is not None else None if exit_fd is not None else 0.05
             with anyio.move_on_after(wait if wait is not None else float("inf")):
                 await wake.wait()
     finally:

@@ -1,6 +1,9 @@
-"""The Bash tool: one command in its own process group (under bwrap when the sandbox is on),
-output merged and capped, the whole group killed on timeout or cancellation (TERM, then KILL
-after a grace period); `run_in_background` hands the command to the session's shell registry."""
+"""The Bash tool: one command in its own process group, under bwrap (the sandbox is on unless
+trusted settings or `--no-sandbox` turned it off), output merged and capped, the whole group
+killed on timeout or cancellation (TERM, then KILL after a grace period); `run_in_background`
+hands the command to the session's shell registry. A call with `dangerouslyDisableSandbox`, or
+one matching `sandbox.excludedCommands`, runs outside the sandbox once the permission gate let it
+through (it always asks about those), and its result says so."""
 
 from __future__ import annotations
 
@@ -40,6 +43,12 @@ class BashInput(ToolInput):
         description="Run the command in the background and return its shell ID at once; read its "
         "output with BashOutput and stop it with KillShell.",
     )
+    dangerouslyDisableSandbox: bool = Field(
+        default=False,
+        description="Run this command outside the OS sandbox. Only when the sandbox blocked something the task "
+        "truly needs (the result says what it blocked); the user is asked to approve every such call, and "
+        "non-interactive runs deny it unless a permission rule allows that command.",
+    )
 
 
 class BashTool(BaseTool):
@@ -68,23 +77,26 @@ class BashTool(BaseTool):
         return self._shells
 
     def access(self, tool_input: dict[str, Any]) -> Access:
-        return bash_access(tool_input)
+        return bash_access(tool_input, self.sandbox)
 
-    def argv(self, command: str, ctx: ToolContext, channel: Channel | None = None) -> tuple[list[str], str]:
-        """The command line to start, and a note for the model (empty when all is well); with a
+    def argv(self, command: str, ctx: ToolContext, outside: str = "",
+             channel: Channel | None = None) -> tuple[list[str], str]:
+        """The command line to start, and a note for the model (empty when all is well).
+        `outside`: why this call runs outside the sandbox (the gate asked about it); with a
         proxy `channel`, the sandboxed command starts behind its forwarder.
         Raises `SandboxUnavailable` when the sandbox is on, cannot run, and fails closed."""
         plain = [shell_path(), "-c", command]
         if not self.sandbox.enabled:
             return plain, ""
+        if outside:
+            return plain, f"(this command ran outside the sandbox: {outside})"
         why = bwrap.availability()
         if why is not None:
             if self.sandbox.fail_closed:
                 raise SandboxUnavailable(
-                    f"Bash is refused: the sandbox is on but cannot run here ({why}). Tell the user: "
-                    "install bubblewrap, or turn the sandbox off, or set sandbox.failIfUnavailable to "
-                    "false to run commands without it.")
-            return plain, f"(warning: the sandbox is unavailable ({why}); this command ran without it)"
+                    f"Bash is refused: the sandbox cannot run here ({why}) and sandbox.failIfUnavailable is "
+                    "true. Tell the user: install bubblewrap, or turn the sandbox off (--no-sandbox).")
+            return plain, f"(warning: the sandbox cannot run here ({why}); this command ran without it)"
         from ..sandbox.protect import Unprotectable
         from ..sandbox.seccomp import UnsupportedMachine
 
@@ -92,16 +104,19 @@ class BashTool(BaseTool):
         try:
             inner = channel.command(plain) if channel is not None else plain
             return bwrap.wrap(inner, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network,
-                              sockets_open=self.sandbox.sockets_open), ""
+                              sockets_open=self.sandbox.sockets_open, deny_read=self.sandbox.deny_read,
+                              deny_write=self.sandbox.deny_write,
+                              pass_fds=(channel.fd,) if channel is not None else ()), ""
         except (Unprotectable, UnsupportedMachine, OSError) as exc:  # OSError: no home for its locks
             raise SandboxUnavailable(f"Bash is refused: the sandbox cannot guard this project: {exc}") from None
 
     async def run(self, args: BashInput, ctx: ToolContext) -> ToolOutput:
         if not Path(ctx.cwd).is_dir():
             return ToolOutput(f"The working directory {ctx.cwd} does not exist.", is_error=True)
-        channel = self._proxy_channel()
+        outside = bwrap.escape_reason(args.model_dump(), self.sandbox)
+        channel = None if outside else self._proxy_channel()
         try:
-            argv, note = self.argv(args.command, ctx, channel)
+            argv, note = self.argv(args.command, ctx, outside, channel)
         except SandboxUnavailable as exc:
             if channel is not None:
                 channel.close()
@@ -110,14 +125,21 @@ class BashTool(BaseTool):
             return self._background(argv, args, ctx, note, channel)
         timeout_ms = args.timeout or DEFAULT_TIMEOUT_MS
         out = CappedText(MAX_OUTPUT_CHARS)
+        sandboxed = self.sandbox.enabled and not note  # a note says it ran without the sandbox
         try:
+            # under the sandbox nothing of the command outlives it (its PID namespace ends with
+            # it), so the output is read to its end: the launcher's last word comes after the exit
             timed_out, code = await run_command(args.command, ctx, timeout_ms / 1000, out, argv=argv,
-                                                pass_fds=(channel.fd,) if channel is not None else ())
+                                                pass_fds=(channel.fd,) if channel is not None else (),
+                                                to_end=sandboxed)
         except OSError as exc:
             return ToolOutput(f"Could not start the shell: {exc}", is_error=True)
         finally:
             refused = channel.close() if channel is not None else ()
-        text = "\n".join(t for t in (note, out.render(), *refused) if t)
+        text = out.render()
+        if sandboxed and code != 0 and (hint := bwrap.blocked_hint(text, self.sandbox)) is not None:
+            text = f"{text}\n{hint}"
+        text = "\n".join(t for t in (note, text, *refused) if t)
         if timed_out:
             tail = f"\n{text}" if text else ""
             return ToolOutput(f"Command timed out after {timeout_ms} ms{tail}", is_error=True)

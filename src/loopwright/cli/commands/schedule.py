@@ -51,7 +51,7 @@ def run_schedule(args: list[str]) -> int:
                        "`loopwright scheduler`).")
     sub = p.add_subparsers(dest="action", required=True, parser_class=ScheduleParser)
     add = sub.add_parser("add", help="Add a schedule: PROMPT every INTERVAL in this folder; flags for each "
-                         "run go after `--` (runs get --sandbox where bubblewrap works; --no-sandbox opts out).")
+                         "run go after `--` (runs are sandboxed as every run is; --no-sandbox opts out).")
     add.add_argument("prompt", nargs="?", help="What each run is asked (or a /goal).")
     add.add_argument("--prompt", dest="prompt_flag", metavar="TEXT", help="The prompt, when it starts with '-' "
                      "(--prompt=-TEXT).")

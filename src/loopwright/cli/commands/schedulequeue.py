@@ -51,14 +51,13 @@ async def run_queued_fire(schedule: Any, register: Any) -> Any:
     from ...distributed.client import run_queued
     from ...distributed.jobs import new_job
     from ...proactive.scheduler import FireOutcome
-    from ...sandbox.unattended import unattended_args
     from ..options import parse_options
 
     try:
         store = durable_store()
     except UsageError as exc:
         return FireOutcome("error", note=str(exc))
-    args = [*unattended_args(schedule.options.get("args", [])), "--", schedule.prompt]
+    args = [*schedule.options.get("args", []), "--", schedule.prompt]
     session_id = uuid4()
     job = new_job(args, schedule.cwd, session_id, None, f"schedule {schedule.id}")
     attempts = parse_options(["-p", *args]).attempts

@@ -39,10 +39,11 @@ async def _serve(store: Any, ledger: Any, once: bool, max_concurrent: int) -> in
     from ...core.clock import SystemClock
     from ...core.owners import owner_alive, this_owner
     from ...proactive.scheduler import Scheduler
-    from ...sandbox.unattended import unattended_note
+    from ...sandbox import availability
 
-    if (note := unattended_note()) is not None:
-        print(f"loopwright: warning: {note}", file=sys.stderr, flush=True)
+    if (why := availability()) is not None:  # said once here; each fire's own run says it too
+        print(f"loopwright: warning: fires run without the sandbox: {why}; their Bash calls are denied unless an "
+              "allow rule names them (install bubblewrap)", file=sys.stderr, flush=True)
     import anyio
 
     from ...proactive.routinetimer import RoutineTimer
@@ -108,11 +109,8 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
         from .schedulequeue import run_queued_fire
 
         return await run_queued_fire(schedule, register)
-    from ...sandbox.unattended import unattended_args
-
-    # the sandbox unless the schedule's flags say --no-sandbox (or --sandbox)
-    argv = [sys.executable, "-m", "loopwright",
-            *fire_args(schedule.prompt, unattended_args(schedule.options.get("args", [])))]
+    # the sandbox is on as for every run, unless the schedule's flags say --no-sandbox
+    argv = [sys.executable, "-m", "loopwright", *fire_args(schedule.prompt, schedule.options.get("args", []))]
     code, out, err = await _fire_process(argv, schedule.cwd, register)
     return _outcome(code, out, err)
 

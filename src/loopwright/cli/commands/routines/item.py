@@ -18,8 +18,6 @@ CARRY_ON = ("This run was interrupted (its process stopped). Check what was alre
 def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
     """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
     so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
-    from ....sandbox.unattended import unattended_args
-
     args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
     if routine.goal and mode != "carry":
         args.append(f"--goal={text}")
@@ -37,7 +35,7 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
         args.append(f"--attempt-instructions={routine.attempt_instructions}")
     if routine.sandbox is not None:
         args.append("--sandbox" if routine.sandbox else "--no-sandbox")
-    return unattended_args(args)
+    return args
 
 
 def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]],
