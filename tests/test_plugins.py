@@ -30,9 +30,9 @@ def dirs(tmp_path):
 
 
 # The Ralph Loop keeps its state in .claude/ralph-loop.local.md, written by its setup step: a
-# protected path the sandbox keeps read-only to commands (as Claude Code's does), so the loop
-# runs with the sandbox turned off, as its users must (the blocked case: test below).
-HOST = "--no-sandbox"
+# protected path, read-only to the model's commands in the sandbox. The step is the command
+# file's own, started by the person typing /ralph:ralph-loop, so it runs as theirs (outside the
+# sandbox, judged by the gate) and the plugin works unchanged under the default sandbox.
 
 
 def last_user_text(request):
@@ -44,7 +44,7 @@ def test_ralph_loop_runs_until_the_iterations_run_out(dirs):
     prompt = "/ralph:ralph-loop fix it --max-iterations 3 --completion-promise DONE"
     script = [{"text": "Looked at it."}, {"text": "Fixed half."}, {"text": "Fixed most."}]
     with Simulator(script) as sim:
-        out = loopwright(["-p", prompt, "--plugin-dir", str(RALPH), "--output-format", "json", HOST], home, project,
+        out = loopwright(["-p", prompt, "--plugin-dir", str(RALPH), "--output-format", "json"], home, project,
                          sim)
         requests = list(sim.message_requests)
     assert out.returncode == 0, out.stderr
@@ -65,24 +65,13 @@ def test_ralph_loop_ends_when_the_promise_is_kept(dirs):
     script = [{"text": "Not yet."}, {"tool_use": {"name": "Bash", "input": {"command": "true"}}},
               {"content": [{"type": "text", "text": "All green."}, {"type": "text", "text": "<promise>DONE</promise>"}]}]
     with Simulator(script) as sim:
-        out = loopwright(["-p", prompt, "--plugin-dir", str(RALPH), "--allowedTools", "Bash", HOST], home, project,
+        out = loopwright(["-p", prompt, "--plugin-dir", str(RALPH), "--allowedTools", "Bash"], home, project,
                          sim)
         requests = list(sim.message_requests)
     assert out.returncode == 0, out.stderr
     assert len(requests) == 3 and last_user_text(requests[1]) == "make the tests pass"
     assert out.stdout.strip().endswith("<promise>DONE</promise>")
     assert not (project / ".claude" / "ralph-loop.local.md").exists()
-
-
-def test_under_the_sandbox_the_ralph_loops_state_is_set_aside_and_said(dirs):
-    home, project = dirs
-    prompt = "/ralph:ralph-loop fix it --max-iterations 3"
-    with Simulator([{"text": "Looked at it."}]) as sim:
-        out = loopwright(["-p", prompt, "--plugin-dir", str(RALPH)], home, project, sim)
-        requests = list(sim.message_requests)
-    first = "\n".join(texts(requests[0].body["messages"][-1])) if requests else out.stderr
-    assert "the sandbox set aside .claude, which this command created" in first + out.stderr
-    assert not (project / ".claude").exists()
 
 
 def test_a_plugin_command_needs_its_namespace(dirs):
@@ -119,8 +108,9 @@ def test_a_plugins_bin_folder_is_on_the_bash_path(dirs, tmp_path):
     (root / ".mcp.json").unlink()
     script = [{"tool_use": {"name": "Bash", "input": {"command": "demo-greet you"}}}, {"text": "done"}]
     with Simulator(script) as sim:
-        # HOST: the test's plugin folder is under /tmp, which the sandbox replaces with a private one
-        out = loopwright(["-p", "greet", "--plugin-dir", str(root), "--allowedTools", "Bash", HOST], home, project,
+        # the test's plugin folder is under /tmp, which the sandbox replaces with a private one: the
+        # plugin's folder stays in sight
+        out = loopwright(["-p", "greet", "--plugin-dir", str(root), "--allowedTools", "Bash"], home, project,
                          sim)
         result = sim.message_requests[1].body["messages"][-1]["content"][0]
     assert out.returncode == 0, out.stderr
@@ -260,10 +250,8 @@ def test_a_plugins_data_folder_is_filled_in_set_and_kept_between_sessions(dirs, 
     root = keeper_plugin(tmp_path / "plugs" / "keeper")
     data = home / ".claude" / "plugins" / "data" / "keeper-inline"
     with Simulator([{"text": "ok"}, {"text": "ok"}]) as sim:
-        # HOST: the plugin's data folder is below ~/.claude, read-only to sandboxed steps (and the
-        # test's home is under /tmp, which the sandbox replaces)
-        one = loopwright(["-p", "/keeper:note buy milk", "--plugin-dir", str(root), HOST], home, project, sim)
-        two = loopwright(["-p", "/keeper:note call home", "--plugin-dir", str(root), HOST], home, project, sim)
+        one = loopwright(["-p", "/keeper:note buy milk", "--plugin-dir", str(root)], home, project, sim)
+        two = loopwright(["-p", "/keeper:note call home", "--plugin-dir", str(root)], home, project, sim)
         second = last_user_text(sim.message_requests[1])
     assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
     assert f"Notes kept in {data}:" in second and "buy milk\ncall home" in second

@@ -157,7 +157,7 @@ class Agent:
 
     def sandbox_config(self) -> SandboxConfig | None:
         """The sandbox, with the permission rules' added directories writable inside it too."""
-        return sandboxing.configured(self.sandbox, self.permissions, self.cwd)
+        return sandboxing.configured(self.sandbox, self.permissions, self.cwd, self.plugins)
 
     def _refuse_root_bypass(self) -> None:
         sandboxing.refuse_root_bypass(self.permissions.mode, self.sandbox)

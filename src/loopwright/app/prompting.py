@@ -42,11 +42,16 @@ async def attach_mentions(agent: Any, prompt: str) -> Any:
 
 
 def shell(agent: Any, rules: PermissionRules) -> Any:
-    """Where a command's or skill's shell steps run (`context.commands.Shell`): the session's
-    tools, through `tool_steps` as the loop's are (a typed command's steps run before the loop)."""
+    """Where the shell steps of a command the person typed run (`context.commands.Shell`): the
+    session's tools, through `tool_steps` as the loop's are (they run before the loop). Their
+    Bash runs outside the sandbox: the person started the command, and its steps are the
+    command file's own text (the arguments enter them as quoted words only), still judged by
+    the gate — as Claude Code runs them, so a plugin's command that keeps its state under
+    `.claude/` works unchanged. Steps the model starts (the Skill tool) stay in the sandbox."""
     from ..context.commands import Shell
 
-    tools = agent.tool_steps(list(agent._tools())) if agent.tool_steps is not None else agent._tools()
+    own = [_on_host(t) for t in agent._tools()]
+    tools = agent.tool_steps(own) if agent.tool_steps is not None else own
     return Shell(tools, rules, agent.cwd, agent._writable_roots(), agent._child_environment(), agent.session_id)
 
 
@@ -59,3 +64,18 @@ async def mcp_prompt(agent: Any, text: str) -> str:
     except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
         raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
     return text if expanded is None else expanded
+
+
+def _on_host(tool: Any) -> Any:
+    """The built-in Bash tool as one whose commands run outside the sandbox (the same background
+    shells); any other tool as it is."""
+    from dataclasses import replace
+
+    from ..tools.builtin import LazyTool
+    from ..tools.shell import BashTool
+
+    if isinstance(tool, LazyTool) and tool.name == "Bash":
+        return BashTool(replace(tool.box.sandbox, enabled=False), tool.box.shells)
+    if isinstance(tool, BashTool):
+        return BashTool(replace(tool.sandbox, enabled=False), tool.shells)
+    return tool

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from ..core.events import Event
 from ..policy.rules import PermissionRules
@@ -22,11 +22,26 @@ def writable_roots(cwd: Path, permissions: PermissionRules) -> tuple[str, ...]:
     return tuple(dict.fromkeys([str(cwd), *_added_dirs(cwd, permissions)]))
 
 
-def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd: Path) -> SandboxConfig | None:
-    """The sandbox, with the permission rules' added directories writable inside it too."""
+def configured(sandbox: SandboxConfig | None, permissions: PermissionRules, cwd: Path,
+               plugins: Sequence[Any] = ()) -> SandboxConfig | None:
+    """The sandbox, with the permission rules' added directories writable inside it too (and the
+    plugins' folders: `with_plugins`)."""
     if sandbox is None:
         return None
-    return replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + _added_dirs(cwd, permissions))))
+    added = replace(sandbox, writable=tuple(dict.fromkeys(sandbox.writable + _added_dirs(cwd, permissions))))
+    return with_plugins(added, plugins)
+
+
+def with_plugins(sandbox: SandboxConfig, plugins: Sequence[Any]) -> SandboxConfig:
+    """Each plugin's folder in sight (read-only) and its data folder writable (`CLAUDE_PLUGIN_DATA`,
+    bound once it exists), as its scripts expect wherever they run."""
+    if not plugins:
+        return sandbox
+    from ..context.plugins import data_folder
+
+    writable = sandbox.writable + tuple(data_folder(p.id) for p in plugins)
+    return replace(sandbox, writable=tuple(dict.fromkeys(writable)),
+                   visible=tuple(dict.fromkeys(sandbox.visible + tuple(p.root for p in plugins))))
 
 
 def with_strictness(rules: PermissionRules, sandbox: SandboxConfig | None) -> PermissionRules:

@@ -111,6 +111,7 @@ def _shown(source: str) -> str:
 def build_agent(opts: Options, settings: Any = None) -> Any:
     """The `Agent` the flags describe. `settings`: loaded already (`load_cli_settings`), else loaded here."""
     from ..app import Agent
+    from ..app.sandboxing import with_plugins
     from ..core.environ import child_env
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
@@ -132,9 +133,6 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     rules = permission_rules(settings, mode=opts.permission_mode, allow=parse_tool_list(opts.allowed),
                              deny=parse_tool_list(opts.disallowed))
     rules, sandbox = writable_dirs_and_sandbox(opts, settings, rules)
-    tools, only = builtin_tools(sandbox=sandbox), tools_named(opts.tools_flag)
-    if only is not None:
-        tools = [t for t in tools if t.name in only]
     system = opts.system_prompt
     if opts.system_prompt_file:
         system = read_text_file(opts.system_prompt_file, "--system-prompt-file")
@@ -151,6 +149,10 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         except ValueError:
             raise UsageError(f"--session-id: expected a UUID, got {session_id!r}") from None
     plugins, _ = project_plugins(opts, settings)
+    sandbox = with_plugins(sandbox, plugins)
+    tools, only = builtin_tools(sandbox=sandbox), tools_named(opts.tools_flag)
+    if only is not None:
+        tools = [t for t in tools if t.name in only]
     children = plugin_path(children, plugins)
     hooks = hook_runner(settings, plugins)
     model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL

@@ -50,6 +50,7 @@ class SandboxConfig:
     excluded: tuple[str, ...] = ()
     allow_unsandboxed: bool = True
     domains: tuple[str, ...] = ()
+    visible: tuple[str, ...] = ()  # folders commands must see, read-only, wherever they are (plugin roots)
 
     def __post_init__(self) -> None:
         if self.domains:  # a bad pattern fails here, naming itself, not at the first command
@@ -229,12 +230,13 @@ def _isolation(network: bool) -> list[str]:
 
 def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bwrap: str | None = None,
          sockets_open: bool = False, deny_read: tuple[str, ...] = (), deny_write: tuple[str, ...] = (),
-         pass_fds: tuple[int, ...] = ()) -> list[str]:
+         pass_fds: tuple[int, ...] = (), visible: tuple[str, ...] = ()) -> list[str]:
     """`argv` as the launcher's command line around bwrap. Order matters: later mounts cover
     earlier ones, so the roots are bound after the private /tmp (a root under /tmp stays
     visible and writable), the guards after the roots and the hidden paths (`SECRETS`,
     loopwright's home, `deny_read`) last. `deny_write`: more paths kept read-only inside the
-    roots. `pass_fds`: descriptors the command inherits (every other one is closed). Raises
+    roots. `pass_fds`: descriptors the command inherits (every other one is closed); `visible`:
+    folders kept in sight read-only even under the private /tmp (a plugin's own folder). Raises
     `Unprotectable` when a `.git` file cannot be followed, `UnsupportedMachine` when no socket
     filter is known here."""
     import marshal
@@ -245,7 +247,8 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
 
     args = [_absolute(bwrap or bwrap_path() or "bwrap"), *_isolation(network),
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for keep in _toolchain_under_tmp():
+    shown = [os.path.realpath(v) for v in visible if os.path.isdir(v)]
+    for keep in dict.fromkeys([*_toolchain_under_tmp(), *(v for v in shown if v.startswith("/tmp/"))]):
         args += ["--ro-bind", keep, keep]
     real_roots = list(dict.fromkeys(os.path.realpath(r) for r in roots if os.path.isdir(r)))
     for root in real_roots:

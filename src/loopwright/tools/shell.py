@@ -106,7 +106,8 @@ class BashTool(BaseTool):
             return bwrap.wrap(inner, cwd=str(ctx.cwd), roots=roots, network=self.sandbox.network,
                               sockets_open=self.sandbox.sockets_open, deny_read=self.sandbox.deny_read,
                               deny_write=self.sandbox.deny_write,
-                              pass_fds=(channel.fd,) if channel is not None else ()), ""
+                              pass_fds=(channel.fd,) if channel is not None else (),
+                              visible=self.sandbox.visible), ""
         except (Unprotectable, UnsupportedMachine, OSError) as exc:  # OSError: no home for its locks
             raise SandboxUnavailable(f"Bash is refused: the sandbox cannot guard this project: {exc}") from None
 
