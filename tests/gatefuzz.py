@@ -129,8 +129,8 @@ class Trial:
     output: str = ""
 
 
-def judge(line: str, mode: str, proj: Path) -> tuple[bool, dict[str, str]]:
-    gate = ToolGate(PermissionRules(mode=mode), proj, env=_base_env(proj.parent))
+def judge(line: str, mode: str, proj: Path, strict: bool = False) -> tuple[bool, dict[str, str]]:
+    gate = ToolGate(PermissionRules(mode=mode, strict=strict), proj, env=_base_env(proj.parent))
 
     async def check():
         return await gate.check(_TOOL, {"command": line})
@@ -139,15 +139,16 @@ def judge(line: str, mode: str, proj: Path) -> tuple[bool, dict[str, str]]:
     return decision.allowed, dict(decision.env)
 
 
-def trial(line: str, mode: str, template: Path, scratch: Path) -> Trial:
-    """Judge `line` in a fresh copy of the world; run it when allowed; name what escaped."""
+def trial(line: str, mode: str, template: Path, scratch: Path, strict: bool = False) -> Trial:
+    """Judge `line` in a fresh copy of the world (with `strict` rules: no sandbox could start);
+    run it when allowed; name what escaped."""
     world = scratch / "w"
     if world.exists():
         shutil.rmtree(world)
     shutil.copytree(template, world, symlinks=True)
     proj = world / "proj"
     line = line.replace("@W@", str(world))  # paths that name the world absolutely (gategrammar)
-    allowed, env = judge(line, mode, proj)
+    allowed, env = judge(line, mode, proj, strict)
     if not allowed:
         return Trial(line, mode, False, [])
     before = snapshot(world)

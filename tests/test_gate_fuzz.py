@@ -57,6 +57,20 @@ def test_what_the_gate_allows_changes_only_what_it_said(template, tmp_path_facto
                                f"output: {trial.output}")
 
 
+@pytest.mark.timeout(0 if long_profile() else 300)
+@fuzz_settings()
+@given(line=gategrammar.lines, mode=gategrammar.modes)
+@example(line="cat /dev/fd/../../..@W@/outside/victim", mode="default")
+@example(line="xxd -ps a.txt sub/b.txt", mode="acceptEdits")
+def test_what_the_strict_gate_allows_changes_nothing_it_ruled_out(template, tmp_path_factory, line, mode):
+    """Where no sandbox can start (issue 29), the strict gate is all there is: every line it lets
+    run without asking must keep to what it said, in the same world, with the kernel as oracle."""
+    scratch = tmp_path_factory.mktemp("strict", numbered=True)
+    trial = gatefuzz.trial(line, mode, template, scratch, strict=True)
+    assert not trial.escaped, (f"the strict gate allowed `{line}` in {mode} mode, and it changed "
+                               f"{trial.escaped}\noutput: {trial.output}")
+
+
 def test_the_oracle_sees_an_escape(template, tmp_path_factory):
     """The harness itself: a line the gate would never allow, run anyway, is seen changing the decoy."""
     scratch = tmp_path_factory.mktemp("oracle")
