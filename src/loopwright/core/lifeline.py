@@ -84,18 +84,24 @@ def _resolve(program: str, cwd: str | os.PathLike[str] | None, env: Mapping[str,
     return os.path.abspath(found) if found else None
 
 
-def start_ticks(pid: int) -> int | None:
-    """When `pid` started, in clock ticks since boot (/proc/PID/stat's 22nd field); None when there
-    is no such process (or no /proc). With the pid it names one process for good: a pid the kernel
-    reuses comes with a later start."""
+def stat_fields(pid: int | str) -> list[bytes] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, pgrp, session, …, starttime
+    at index 19); None when there is no such process (or no /proc). The command name may hold
+    spaces and ')': the fields resume after the last ')'."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
-    # The command name may hold spaces and ')'; the fields resume after the last ')'.
-    fields = stat.rpartition(b")")[2].split()
-    return int(fields[19]) if len(fields) > 19 else None
+    return stat.rpartition(b")")[2].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (/proc/PID/stat's 22nd field); None when there
+    is no such process (or no /proc). With the pid it names one process for good: a pid the kernel
+    reuses comes with a later start."""
+    fields = stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
 def observe(observer: Observer) -> Callable[[], None]:

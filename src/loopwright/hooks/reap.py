@@ -11,6 +11,8 @@ import os
 import signal
 from contextlib import suppress
 
+from ..core.lifeline import stat_fields
+
 MARK = "LOOPWRIGHT_HOOK_ID"  # in every command hook's environment: the hook run's id
 
 
@@ -56,15 +58,8 @@ def end(leader: int, mark: str, since: int) -> int:
 
 
 def _belongs(pid: str, leader: int, since: int, mark: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # The command name may hold spaces and ')'; the fields resume after the last ')':
-    # state ppid pgrp session … starttime (the 20th of them).
-    fields = stat.rpartition(b")")[2].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+    fields = stat_fields(pid)  # state ppid pgrp session … starttime (the 20th of them)
+    if fields is None or len(fields) < 20 or fields[0] in (b"Z", b"X"):
         return False
     if int(fields[2]) == leader or int(fields[3]) == leader:
         return True

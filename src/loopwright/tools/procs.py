@@ -235,11 +235,5 @@ def group_alive(pgid: int) -> bool:
 
 
 def _live_member(pid: str, pgid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    # The command name may contain spaces and parentheses; fields resume after the last ')'.
-    fields = stat.rpartition(b")")[2].split()
-    return len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
+    fields = lifeline.stat_fields(pid)
+    return fields is not None and len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X")
