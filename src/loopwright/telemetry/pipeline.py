@@ -14,7 +14,7 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
 from .switches import Switches
 
-LOST = "loopwright: telemetry: {why}; the run goes on without it"
+LOST = "loopwright: telemetry: {why}; telemetry is lost, the run is not (said once)"
 
 
 class Once:
@@ -50,7 +50,7 @@ class _Complaints(logging.Handler):
             text = record.getMessage()
         except Exception:  # a record that cannot format itself still means an export problem
             text = str(record.msg)
-        self.once.say(f"could not export ({' '.join(text.split())[:300]})")
+        self.once.say(f"could not export ({' '.join(text.split())[:240]})")
 
 
 class Pipeline:

@@ -46,7 +46,7 @@ def flag(env: Mapping[str, str], name: str) -> bool:
 
 
 def enabled(env: Mapping[str, str]) -> bool:
-    return any(flag(env, name) for name in SWITCHES)
+    return any([flag(env, name) for name in SWITCHES])  # each one read: a typo in either is said
 
 
 def switches(env: Mapping[str, str]) -> Switches | None:
