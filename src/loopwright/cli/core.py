@@ -180,7 +180,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
 def telemetry_watcher(opts: Options) -> Any:
     """Telemetry's observer when the environment (your own settings' `env` included) switches it
     on; None, and nothing of OpenTelemetry imported, when it does not."""
-    from ..telemetry import watcher
+    from ..telemetry import observe
 
     if opts.input_format == "stream-json":
         source = "sdk"
@@ -188,7 +188,7 @@ def telemetry_watcher(opts: Options) -> Any:
         source = "loop"
     else:
         source = "headless" if opts.print_mode else "interactive"
-    return watcher(os.environ, source)
+    return observe(os.environ, source)
 
 
 HARNESS_TOOLS = ("Agent", "Workflow", "Skill")  # offered beside the built-in tools when there is something to offer

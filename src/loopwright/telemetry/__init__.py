@@ -16,7 +16,7 @@ NOT_INSTALLED = ("loopwright: telemetry: it is switched on but OpenTelemetry is 
 _pipeline: Any = None  # one per process: every agent of it exports through the same providers
 
 
-def watcher(env: Mapping[str, str], source: str, *, err: TextIO | None = None) -> Any:
+def observe(env: Mapping[str, str], source: str, *, err: TextIO | None = None) -> Any:
     """The `Observer` (core.ports) that exports a run's telemetry, or None when telemetry is off.
     `source`: where the run's prompts come from (headless, interactive, sdk, loop, ...). The
     process's exporters are made on the first call and flushed when it exits (`shutdown`)."""
@@ -54,4 +54,4 @@ def shutdown() -> None:
         _pipeline.close()
 
 
-__all__ = ["watcher", "shutdown", "switches", "Switches"]
+__all__ = ["observe", "shutdown", "switches", "Switches"]
