@@ -222,8 +222,8 @@ def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request
     from loopwright.testing import Simulator
 
     heavy = {"rich", "prompt_toolkit", "pydantic", "mcp", "anthropic", "openai", "yaml", "starlette", "uvicorn",
-             "selenium", "dbos", "sqlalchemy", "psycopg", "click", "pygments", "croniter"}
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+             "selenium", "dbos", "sqlalchemy", "psycopg", "click", "pygments", "croniter", "opentelemetry", "grpc"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
     skill = tmp_path / ".claude" / "skills" / "tidy"  # a project with a skill offers the Skill tool too
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: tidy\ndescription: Tidy the docs\n---\nTidy them.\n")

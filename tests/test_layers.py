@@ -16,7 +16,7 @@ LAYER_OF = {
     "core": 0, "core.ports": 2, "core.storeports": 2, "core.keeping": 2,
     "policy": 1,
     "engine": 3, "hooks": 3, "session": 3, "context": 3, "agents": 3, "workflows": 3, "proactive": 3,
-    "providers": 4, "tools": 4, "stores": 4, "sandbox": 4, "mcp": 4,
+    "providers": 4, "tools": 4, "stores": 4, "sandbox": 4, "mcp": 4, "telemetry": 4,
     "config": 5, "settings": 5, "app": 5, "sdk": 5, "cli": 5, "testing": 5, "distributed": 5, "web": 5,
     "__init__": 5, "__main__": 5,
 }
@@ -24,11 +24,11 @@ MAY_IMPORT = {0: {0}, 1: {0, 1}, 2: {0, 2}, 3: {0, 1, 2, 3}, 4: {0, 2, 4}, 5: {0
 # Third-party packages each layer may use (the stdlib is always allowed).
 THIRD_PARTY = {
     0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"}, 3: {"pydantic", "anyio"},
-    4: {"pydantic", "anyio", "httpx", "mcp", "httpx2", "psycopg"}, 5: None,  # None: anything
+    4: {"pydantic", "anyio", "httpx", "mcp", "httpx2", "psycopg", "opentelemetry"}, 5: None,  # None: anything
 }
 KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
                      "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest", "mcp",
-                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml"}
+                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml", "opentelemetry"}
 
 
 def modules():

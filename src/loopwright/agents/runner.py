@@ -14,7 +14,7 @@ from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice, RunResult
 from ..core.fastclass import dataclass
 from ..core.types import ModelText
-from ..core.ports import HookRunner, NoHooks
+from ..core.ports import CURRENT_TOOL_USE_ID, HookRunner, NoHooks
 from ..policy.budget import Budget
 from .definitions import APPENDIX, AgentDef
 from .tool import AgentTool
@@ -152,13 +152,15 @@ class Subagents:
         servers' tools as far as its definition allows."""
         p = self.parent
         tools = [t for t in p._tools() if agent.allows(t.name)]
+        # telemetry follows the subagent as a child of the Agent tool call that started it
+        watch = p.observer.child(who.agent_id, who.agent_type, CURRENT_TOOL_USE_ID.get()) if p.observer else None
         child = type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
                        system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits, permissions=p.permissions,
                        sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
                        depth=p.depth + 1, agents=agent.may_start(p.agents) if agent.allows("Agent") else None,
                        crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
                        session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who,
-                       **extra)
+                       observer=watch, **extra)
         child._mcp = p._mcp  # the parent's MCP servers, already running (the parent closes them)
         return child
 

@@ -20,7 +20,7 @@ from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
 from ..policy.rules import PermissionRules, normalise_mode
 from ..policy.stop import Limits
-from ..core.ports import Approver, HookRunner, Model, Tool, Workspace
+from ..core.ports import Approver, HookRunner, Model, Observer, Tool, Workspace
 from ..sandbox import SandboxConfig
 from ..settings import default_limits
 from . import loopbuild, prompting, sandboxing, sessionstart
@@ -70,6 +70,7 @@ class Agent:
     clock: Any = None
     history: list[Message] = field(default_factory=list)
     recorder: Callable[[Event], None] | None = None  # a session's Recorder: sees every event first
+    observer: Observer | None = None  # sees every event after the recorder (loopwright.telemetry)
     # every command the model starts runs under bwrap unless this says enabled=False (None: the
     # default SandboxConfig, on): loopwright.sandbox, docs/permissions.md
     sandbox: SandboxConfig | None = None
@@ -273,14 +274,24 @@ class Agent:
 
     def _emitter(self, on_event: Callable[[Event], None] | None) -> Callable[[Event], None]:
         """The recorder first, then the caller: an event is on disk before anyone shows it."""
-        recorder, show = self.recorder, on_event or (lambda e: None)
-        if recorder is None:
+        recorder, observer, show = self.recorder, self.observer, on_event or (lambda e: None)
+        if recorder is None and observer is None:
             return show
+        if recorder is None:
+            assert observer is not None
+
+            def watched(event: Event) -> None:
+                observer(event)
+                show(event)
+
+            return watched
 
         def emit(event: Event) -> None:
             recorder(event)
             if self.checkpoints is not None and isinstance(event, UserMessage) and not event.synthetic:
                 self.checkpoints.prompt(recorder.last_uuid)
+            if observer is not None:
+                observer(event)
             show(event)
 
         return emit

@@ -173,7 +173,22 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         skills=project_skills(opts, session_id, plugins), agents=project_agents(opts, plugins),
         env_origins={k: source for i, (source, data) in enumerate(settings.layers) if settings.scope(i) != PROJECT
                      for k in data.get("env") or {}},  # where a variable that steers loopwright was set
+        observer=telemetry_watcher(opts),
     )
+
+
+def telemetry_watcher(opts: Options) -> Any:
+    """Telemetry's observer when the environment (your own settings' `env` included) switches it
+    on; None, and nothing of OpenTelemetry imported, when it does not."""
+    from ..telemetry import observe
+
+    if opts.input_format == "stream-json":
+        source = "sdk"
+    elif (opts.prompt or "").lstrip().startswith("/loop"):
+        source = "loop"
+    else:
+        source = "headless" if opts.print_mode else "interactive"
+    return observe(os.environ, source)
 
 
 HARNESS_TOOLS = ("Agent", "Workflow", "Skill")  # offered beside the built-in tools when there is something to offer

@@ -179,6 +179,7 @@ class AssistantMessage:
     usage: Usage
     id: str = ""
     turn: int = 0
+    duration_ms: int = 0  # how long the model call that gave it took (telemetry's span)
     type: Literal["assistant"] = "assistant"
 
 
@@ -230,6 +231,12 @@ class ToolFinished:
     is_error: bool
     output: str
     result: ToolResultBlock | None = None
+    duration_ms: int = 0  # from the PreToolUse hooks to the PostToolUse ones, the gate and the run between
+    # the permission decision: "allow" or "deny" ("" when the call never reached it: an unknown tool),
+    # who made it ("rules", "hook", "user", "classifier") and, for a denial, why
+    decision: str = ""
+    decision_source: str = ""
+    decision_reason: str = ""
     type: Literal["tool_finished"] = "tool_finished"
 
 
@@ -285,6 +292,11 @@ class GoalStatus:
     tokens: int = 0
     saved: dict[str, Any] | None = None  # what a resume needs to restore the goal (set records)
     cost_usd: float = 0.0  # the run's spend so far, evaluator included (for the live line)
+    # an evaluation's outcome (met, not_met, impossible, check_failed, protected_changed; "" when the
+    # goal was only set), the evidence the evaluator was shown and how long the evaluation took
+    verdict: str = ""
+    evidence_chars: int = 0
+    evaluation_ms: int = 0
     type: Literal["goal_status"] = "goal_status"
 
     def attachment(self) -> dict[str, Any]:

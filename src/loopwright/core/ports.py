@@ -192,6 +192,16 @@ class Approval:
 CURRENT_TOOL_USE_ID: ContextVar[str] = ContextVar("loopwright_tool_use_id", default="")
 
 
+class Observer(Protocol):
+    """Watches every event of a run from outside (telemetry): called after the transcript's
+    recorder, before the caller sees the event; it must never raise nor block. A subagent's run
+    is watched by `child(...)`, told who the subagent is and which tool call started it."""
+
+    def __call__(self, event: Any) -> None: ...
+
+    def child(self, agent_id: str, agent_type: str, tool_use_id: str) -> "Observer": ...
+
+
 @runtime_checkable
 class Approver(Protocol):
     """Asks a person whether a tool call may run (interactive front ends). Headless runs have

@@ -59,6 +59,8 @@ class ToolDispatcher:
         self.started: set[str] = set()  # calls of that batch announced as started (tool_started recorded)
         self._batch = Batch([])  # the batch running now: a step's hook may stop it
         self._steps: dict[str, int] = {}  # steps made so far, by the call that made them
+        # each call's permission decision (decision, who, why), for its `ToolFinished`
+        self._decided: dict[str, tuple[str, str, str]] = {}
 
     @property
     def gate(self) -> ToolGate:
@@ -88,12 +90,14 @@ class ToolDispatcher:
 
             async def one(call: ToolUseBlock, limiter: anyio.CapacityLimiter | None = None) -> None:
                 if limiter is None:  # a call alone: nothing to limit
+                    began = self.clock.monotonic()
                     result = results[call.id] = await self._one(call, batch)
                 else:
                     async with limiter:
+                        began = self.clock.monotonic()
                         result = results[call.id] = await self._one(call, batch)
                 # at once, not after the group: the session ledger must know what finished
-                self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
+                self.emit(self._finished(call, result, began))
 
             if len(group) == 1:
                 await one(group[0])
@@ -108,6 +112,11 @@ class ToolDispatcher:
                 break
         batch.results = [results[c.id] for c in calls]
         return batch
+
+    def _finished(self, call: ToolUseBlock, result: ToolResultBlock, began: float) -> ToolFinished:
+        decision, source, reason = self._decided.pop(call.id, ("", "", ""))
+        return ToolFinished(call.id, call.name, result.is_error, result.text, result,
+                            int((self.clock.monotonic() - began) * 1000), decision, source, reason)
 
     def _groups(self, calls: Sequence[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         groups: list[list[ToolUseBlock]] = []
@@ -133,6 +142,7 @@ class ToolDispatcher:
         self._note(pre, batch)
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
+            self._decided[call.id] = ("deny", "hook", pre.reason or "no reason given")
             self.denials.append(PermissionDenial(call.name, call.id, call.input,
                                                  f"a PreToolUse hook blocked it: {pre.reason or 'no reason given'}"))
             context = "".join(f"\n\n{c}" for c in bounded_context(pre.additional_context))
@@ -140,6 +150,8 @@ class ToolDispatcher:
         CURRENT_TOOL_USE_ID.set(call.id)  # an approver that asks elsewhere names the call
         decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
+        self._decided[call.id] = ("allow", decision.source, "") if decision.allowed else (
+            "deny", decision.source, decision.reason)
         if not decision.allowed:
             self.denials.append(PermissionDenial(call.name, call.id, tool_input, decision.reason, decision.hint))
             message = decision.message
@@ -210,11 +222,12 @@ class ToolDispatcher:
         self.emit(ToolStarted(call.id, call.name, call.input))
         if self.settle is not None:
             await self.settle()
+        began = self.clock.monotonic()
         try:
             result = await self._one(call, self._batch)
         finally:
             CURRENT_TOOL_USE_ID.set(parent.id)  # the rest of the parent call is the parent's
-        self.emit(ToolFinished(call.id, call.name, result.is_error, result.text, result))
+        self.emit(self._finished(call, result, began))
         refused = any(d.tool_use_id == call.id for d in self.denials)
         return StepOutcome(result.text, result.is_error, refused)
 

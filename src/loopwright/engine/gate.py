@@ -54,6 +54,7 @@ class GateDecision:
     hint: str = ""
     updated_input: dict[str, Any] | None = None  # an approver's changed input: the call runs with it
     auto: str = ""  # a denial in auto mode: "blocked" (a verdict), "unevaluated", or "fallback" (a person's turn)
+    source: str = "rules"  # who decided: the permission "rules", a PreToolUse "hook", the "user", the "classifier"
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -109,7 +110,7 @@ class ToolGate:
             return self._allowed(call)
         if verdict.decision == "ask":
             if hook_allowed and not verdict.hard:
-                return self._allowed(call)
+                return replace(self._allowed(call), source="hook")
             mode = permissions.normalise_mode(self.rules.mode)
             if mode == "auto" and not verdict.hard:
                 decided = await self._classified(tool, tool_input, call, verdict)
@@ -122,10 +123,10 @@ class ToolGate:
                 if approval.allowed:
                     if approval.updates:  # checked by the approver; they hold for the rest of the run
                         self._set_rules(apply_updates(self.rules, approval.updates))
-                    return self._approved(tool, tool_input, call, approval.updated_input)
+                    return replace(self._approved(tool, tool_input, call, approval.updated_input), source="user")
                 return GateDecision(False, approval.message or f"The user declined this {tool.name} call "
                                     f"({verdict.reason}). Do not retry it; ask the user how to proceed or choose "
-                                    "another way.", reason=f"declined by the user: {verdict.reason}")
+                                    "another way.", reason=f"declined by the user: {verdict.reason}", source="user")
         return GateDecision(False, self.explain(tool.name, verdict), reason=verdict.reason, hint=verdict.hint or "",
                             auto=auto)
 
@@ -134,14 +135,15 @@ class ToolGate:
         """Auto mode: the classifier's decision on a call the rules would ask about; after too many
         blocks, the verdict to put to a person instead (naming why)."""
         if self.classifier is None:
-            return GateDecision(False, AUTO_UNAVAILABLE, reason="auto mode has no classifier", auto="unevaluated")
+            return GateDecision(False, AUTO_UNAVAILABLE, reason="auto mode has no classifier", auto="unevaluated",
+                                source="classifier")
         judged = await self.classifier.judge(tool.name, tool_input)
         if judged.allowed:
-            return self._allowed(call)
+            return replace(self._allowed(call), source="classifier")
         if not judged.fallback:
             return GateDecision(False, AUTO_BLOCKED.format(tool=tool.name, reason=judged.reason),
                                 reason=f"blocked by the auto-mode classifier: {judged.reason}",
-                                auto="blocked" if judged.evaluated else "unevaluated")
+                                auto="blocked" if judged.evaluated else "unevaluated", source="classifier")
         return replace(verdict, reason=f"the auto-mode classifier blocked {self.classifier.in_a_row} calls in a row "
                        f"({self.classifier.total} in all), so a person decides; the latest: {judged.reason}")
 

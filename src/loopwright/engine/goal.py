@@ -126,6 +126,8 @@ class GoalState:
     met: bool = False
     failed: bool = False
     run_cost_usd: float = 0.0  # the worker's spend at the last stop
+    judging_since: float = 0.0  # when the evaluation under way began (its checks, then the evaluator)
+    evidence_chars: int = 0  # how much evidence the evaluator was last shown
 
 
 class GoalJudge:
@@ -187,6 +189,7 @@ class GoalJudge:
             names = ", ".join(str(t.get("command") or t.get("id")) for t in background)
             return GoalContinue(WAITING.format(tasks=names))
         s.iterations += 1
+        s.judging_since, s.evidence_chars = self.clock.monotonic(), 0
         s.checks = [await self.workspace.run_check(c, self.spec.check_timeout_s) for c in self.spec.checks]
         failing = [c for c in s.checks if not c.passed]
         changed = self._violations()
@@ -199,21 +202,23 @@ class GoalJudge:
             if changed:
                 parts.append(PROTECTED.format(paths=", ".join(changed), globs=", ".join(self.spec.protect)))
                 why.append("protected files changed: " + ", ".join(changed))
-            return self._not_met("\n\n".join(parts), "; ".join(why))
+            found = "check_failed" if failing else "protected_changed"
+            return self._not_met("\n\n".join(parts), "; ".join(why), found)
         verdict = await self._evaluate(messages)
         if verdict.status == "met":
             s.met, s.last_reason = True, verdict.reason
-            self._status(met=True)
+            self._status(met=True, verdict="met")
             return GoalFinish("success", "goal_met", False, verdict.reason)
         if verdict.status == "impossible":
             s.failed, s.last_reason = True, verdict.reason
-            self._status(failed=True)
+            self._status(failed=True, verdict="impossible")
             return GoalFinish("error_during_execution", "goal_impossible", True, verdict.reason)
-        return self._not_met(NOT_MET.format(reason=verdict.reason, condition=self.spec.condition), verdict.reason)
+        return self._not_met(NOT_MET.format(reason=verdict.reason, condition=self.spec.condition), verdict.reason,
+                             "not_met")
 
-    def _not_met(self, message: str, reason: str) -> GoalContinue:
+    def _not_met(self, message: str, reason: str, verdict: str) -> GoalContinue:
         self.state.last_reason = reason
-        self._status()
+        self._status(verdict=verdict)
         return GoalContinue(message)
 
     def _finish_unmet(self, terminal_reason: str, why: str) -> GoalFinish:
@@ -232,9 +237,10 @@ class GoalJudge:
     async def _evaluate(self, messages: Sequence[Message]) -> Verdict:
         request = ModelRequest(
             model=self.model, max_tokens=1024, system=EVALUATOR_SYSTEM,
-            messages=(Message.user(self.evidence(messages)),),
+            messages=(Message.user(evidence := self.evidence(messages)),),
             extra={"output_config": {"format": {"type": "json_schema", "schema": VERDICT_SCHEMA}}},
         )
+        self.state.evidence_chars = len(evidence)
         for _ in range(2):  # an unparseable verdict is asked again once
             text = await self._call(request)
             if text is not None and (verdict := parse_verdict(text)) is not None:
@@ -268,13 +274,17 @@ class GoalJudge:
         parts.append("Has the goal been met? Answer with the JSON object only.")
         return "\n\n".join(parts)
 
-    def _status(self, *, sentinel: bool = False, met: bool = False, failed: bool = False) -> None:
-        s = self.state
+    def _status(self, *, sentinel: bool = False, met: bool = False, failed: bool = False, verdict: str = "") -> None:
+        """`verdict`: what an evaluation found (met, not_met, impossible, check_failed,
+        protected_changed); "" when the goal was only set."""
+        s, now = self.state, self.clock.monotonic()
         saved = {"spec": self.spec.to_json(), "baseline": s.baseline} if sentinel else None
         self.emit(GoalStatus(self.spec.condition, met=met, sentinel=sentinel, failed=failed, reason=s.last_reason,
-                             iterations=s.iterations, duration_ms=int((self.clock.monotonic() - s.started) * 1000),
+                             iterations=s.iterations, duration_ms=int((now - s.started) * 1000),
                              tokens=s.evaluator.usage.total, saved=saved,
-                             cost_usd=s.run_cost_usd + s.evaluator.cost_usd))
+                             cost_usd=s.run_cost_usd + s.evaluator.cost_usd, verdict=verdict,
+                             evidence_chars=s.evidence_chars if verdict else 0,
+                             evaluation_ms=int((now - s.judging_since) * 1000) if verdict else 0))
 
     def summary(self) -> dict[str, Any]:
         s = self.state

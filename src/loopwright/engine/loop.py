@@ -308,7 +308,8 @@ class AgentLoop:
         self.messages.append(message)
         r = self.tally.last_response
         self.emit(AssistantMessage(message, self.model, r.raw_stop_reason if r else None,
-                                   r.usage if r else ModelUsage().usage, r.id if r else "", state.turns))
+                                   r.usage if r else ModelUsage().usage, r.id if r else "", state.turns,
+                                   self.tally.last_call_ms if r else 0))
         for notice in unreadable_calls(message):  # the history sends `{}`; what arrived is kept here
             self.emit(notice)
 

@@ -68,7 +68,8 @@ async def stream_response(client: Model, request: ModelRequest, role: str, *, ta
     except ModelError as error:
         return error
     finally:
-        tally.api_seconds += clock.monotonic() - started
+        took = clock.monotonic() - started
+        tally.api_seconds += took
     response = acc.response(fallback_model=request.model)
-    tally.account(response, role)
+    tally.account(response, role, took)
     return response

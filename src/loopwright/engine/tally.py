@@ -25,13 +25,14 @@ class Tally:
         self.warnings: list[str] = []
         self.api_seconds = 0.0
         self.last_response: Response | None = None  # of the main loop
+        self.last_call_ms = 0  # how long the main loop's last call took
 
-    def account(self, response: Response, role: str) -> None:
+    def account(self, response: Response, role: str, seconds: float = 0.0) -> None:
         cost = cost_usd(response.usage, resolve_model(response.model))
         self.model_usage[response.model] = self.model_usage.get(response.model, ModelUsage()).add(response.usage, cost)
         self.role_usage[role] = self.role_usage.get(role, ModelUsage()).add(response.usage, cost)
         if role == "main":
-            self.last_response = response
+            self.last_response, self.last_call_ms = response, int(seconds * 1000)
             self.stop_counts[response.raw_stop_reason or "none"] += 1
 
     def merged(self, extra: Extra) -> tuple[dict[str, ModelUsage], dict[str, ModelUsage]]:

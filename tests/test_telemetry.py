@@ -1,0 +1,210 @@
+"""Telemetry (issue 35): the real CLI on the simulator exports OTLP to a collector of our own
+(tests/otlpwire.py, decoded with the official protobuf definitions); the span tree, attributes,
+metrics and events of a scripted run with a retry, a subagent, a tool call and a goal
+evaluation; content only with its opt-in; a collector that is gone or never answers costs one
+line on stderr and never the run; off, nothing of OpenTelemetry is imported."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from otlpwire import GrpcCollector, HttpCollector, Silent, closed_port
+
+from loopwright.testing import Simulator
+
+pytest.importorskip("opentelemetry.sdk")
+
+EVALUATOR = "You decide whether an agent has met its goal"
+SCRIPT = {"rules": [
+    {"match": {"system_contains": EVALUATOR},
+     "responses": [{"text": "{\"ok\": true, \"reason\": \"done.txt exists\"}"}]},
+    {"match": {"last_user_contains": "SUB-TASK"}, "responses": [{"text": "SUB-ANSWER: all clear"}]},
+    {"responses": [
+        {"fault": {"status": 529, "error_type": "overloaded_error", "message": "busy"}},
+        {"tool_use": {"name": "Agent", "input": {"description": "look", "prompt": "SUB-TASK look around"}}},
+        {"tool_use": {"name": "Bash", "input": {"command": "touch done.txt"}}},
+        {"text": "Created done.txt."},
+    ]},
+]}
+
+
+def run(tmp_path, sim, args, env):
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir(exist_ok=True)
+    project.mkdir(exist_ok=True)
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+    base.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
+                ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000")
+    return subprocess.run([sys.executable, "-m", "loopwright", *args], env=base | env, cwd=project,
+                          capture_output=True, text=True, timeout=90)
+
+
+def otlp(endpoint, protocol="http/protobuf", **more):
+    return {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, **more}
+
+
+def by_name(spans, name):
+    return [s for s in spans if s["name"] == name]
+
+
+def points(got, name, **where):
+    return [p for p in got.points if p["name"] == name and all(p["attrs"].get(k) == v for k, v in where.items())]
+
+
+GOAL_ARGS = ["-p", "/goal done.txt exists", "--check", "test -f done.txt", "--allowedTools", "Bash",
+             "--output-format", "json"]
+
+
+def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(tmp_path):
+    with Simulator(SCRIPT) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, GOAL_ARGS, otlp(collector.endpoint, OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer t0k",
+                                                 OTEL_RESOURCE_ATTRIBUTES="deployment.environment=test"))
+    result = json.loads(out.stdout)
+    assert result["terminal_reason"] == "goal_met", out.stderr
+    assert "telemetry" not in out.stderr  # the collector took everything: nothing to say
+    got = collector.got
+    assert {h.get("authorization") for h in got.headers} == {"Bearer t0k"}  # OTEL_EXPORTER_OTLP_HEADERS
+
+    spans = got.spans
+    assert len({s["trace"] for s in spans}) == 1  # one run, one trace, the subagent's spans too
+    [root] = by_name(spans, "invoke_agent loopwright")
+    assert root["parent"] == "" and root["resource"]["service.name"] == "loopwright"
+    assert root["resource"]["deployment.environment"] == "test"  # OTEL_RESOURCE_ATTRIBUTES
+    a = root["attrs"]
+    assert a["session.id"] == result["session_id"] == a["gen_ai.conversation.id"]
+    assert (a["loopwright.prompt.source"], a["loopwright.permission_mode"]) == ("headless", "default")
+    assert (a["loopwright.outcome"], a["loopwright.terminal_reason"]) == ("success", "goal_met")
+    assert a["loopwright.num_turns"] == result["num_turns"]
+
+    chats = [s for s in spans if s["name"].startswith("chat ") and s["parent"] == root["id"]]
+    assert [c["attrs"]["gen_ai.response.finish_reasons"] for c in chats] == [("tool_use",), ("tool_use",), ("end_turn",)]
+    first = chats[0]
+    assert first["attrs"]["gen_ai.operation.name"] == "chat"
+    assert first["attrs"]["gen_ai.system"] == first["attrs"]["gen_ai.provider.name"] == "anthropic"
+    assert first["attrs"]["gen_ai.usage.input_tokens"] > 0 and first["attrs"]["gen_ai.usage.output_tokens"] > 0
+    assert "gen_ai.usage.cache_read.input_tokens" in first["attrs"]
+    [retry] = first["events"]  # the 529 before the first answer, as an event of its call
+    assert retry["name"] == "loopwright.api_retry" and retry["attrs"]["status_code"] == 529
+    assert first["attrs"]["loopwright.retries"] == 1 and first["start"] <= first["end"]
+
+    [agent_call] = by_name(spans, "execute_tool Agent")
+    [bash] = by_name(spans, "execute_tool Bash")
+    for tool in (agent_call, bash):
+        assert tool["parent"] == root["id"] and tool["attrs"]["gen_ai.operation.name"] == "execute_tool"
+        assert tool["attrs"]["loopwright.tool.decision"] == "allow" and tool["attrs"]["loopwright.tool.is_error"] is False
+        assert "gen_ai.tool.call.arguments" not in tool["attrs"] and "gen_ai.tool.call.result" not in tool["attrs"]
+    assert bash["attrs"]["gen_ai.tool.call.id"].startswith("toolu_")
+    assert bash["attrs"]["loopwright.tool.decision_source"] == "rules"
+
+    [sub] = by_name(spans, "invoke_agent general-purpose")  # the subagent: a child of the call that started it
+    assert sub["parent"] == agent_call["id"] and sub["attrs"]["gen_ai.agent.id"].startswith("a")
+    assert sub["attrs"]["loopwright.outcome"] == "success" and sub["attrs"]["loopwright.prompt.source"] == "subagent"
+    [sub_chat] = [s for s in spans if s["parent"] == sub["id"]]
+    assert sub_chat["name"].startswith("chat ") and sub_chat["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert agent_call["start"] <= sub["start"] and sub["end"] <= agent_call["end"]
+
+    [goal] = by_name(spans, "goal_evaluation")
+    assert goal["parent"] == root["id"] and goal["attrs"]["loopwright.goal.verdict"] == "met"
+    assert goal["attrs"]["loopwright.goal.evidence_chars"] > 0 and goal["attrs"]["loopwright.goal.evaluator_tokens"] > 0
+
+    # metrics: Claude Code's, under loopwright's names and with its attributes, and the loop's own
+    session = result["session_id"]
+    assert [p["value"] for p in points(got, "loopwright.session.count", **{"session.id": session})] == [1]
+    tokens = {p["attrs"]["type"]: p["value"] for p in points(got, "loopwright.token.usage")
+              if p["attrs"]["model"] == "claude-sonnet-5"}
+    assert tokens["input"] == result["modelUsage"]["claude-sonnet-5"]["inputTokens"] and tokens["output"] > 0
+    cost = sum(p["value"] for p in points(got, "loopwright.cost.usage"))
+    assert cost == pytest.approx(result["total_cost_usd"])
+    stops = {p["attrs"]["stop_reason"]: p["value"] for p in points(got, "loopwright.model_call.count")}
+    assert stops == {"tool_use": 2, "end_turn": 2}  # the main loop's three answers and the subagent's one
+    [retried] = points(got, "loopwright.api_retry.count")
+    assert retried["value"] == 1 and retried["attrs"]["error_kind"] == "overloaded"
+    assert [p["value"] for p in points(got, "loopwright.goal.verdict.count", verdict="met")] == [1]
+    decisions = points(got, "loopwright.tool.decision", decision="accept")
+    assert {p["attrs"]["tool_name"] for p in decisions} == {"Agent", "Bash"}
+    [turns] = points(got, "loopwright.run.turns", terminal_reason="goal_met")
+    assert turns["kind"] == "histogram" and turns["value"] == result["num_turns"]
+    assert points(got, "loopwright.active_time.total")[0]["unit"] == "s"
+
+    # events, as log records in the run's trace
+    names = [r["name"] for r in got.logs]
+    assert {"loopwright.user_prompt", "loopwright.api_request", "loopwright.api_error", "loopwright.tool_result",
+            "loopwright.tool_decision"} <= set(names)
+    [prompt] = [r for r in got.logs if r["name"] == "loopwright.user_prompt" and r["trace"] == root["trace"]
+                and r["span"] == root["id"]]
+    assert prompt["attrs"]["prompt_length"] > 0 and "prompt" not in prompt["attrs"]  # no content without opt-in
+    assert prompt["attrs"]["session.id"] == session
+
+
+def test_content_is_exported_only_with_its_opt_in(tmp_path):
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "echo SECRET-OUTPUT"}}}, {"text": "ok"}]
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "PROMPT-TEXT here", "--allowedTools", "Bash"],
+                  otlp(collector.endpoint, OTEL_LOG_USER_PROMPTS="1", LOOPWRIGHT_OTEL_LOG_TOOL_CONTENT="1"))
+    assert out.returncode == 0, out.stderr
+    [prompt] = [r for r in collector.got.logs if r["name"] == "loopwright.user_prompt"]
+    assert "PROMPT-TEXT here" in prompt["attrs"]["prompt"]
+    [bash] = by_name(collector.got.spans, "execute_tool Bash")
+    assert json.loads(bash["attrs"]["gen_ai.tool.call.arguments"]) == {"command": "echo SECRET-OUTPUT"}
+    assert "SECRET-OUTPUT" in bash["attrs"]["gen_ai.tool.call.result"]
+
+
+def test_grpc_carries_the_same_spans(tmp_path):
+    pytest.importorskip("grpc")
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "true"}}}, {"text": "ok"}]
+    with Simulator(script) as sim, GrpcCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "go", "--allowedTools", "Bash"], otlp(collector.endpoint, "grpc"))
+    assert out.returncode == 0 and "telemetry" not in out.stderr, out.stderr
+    names = sorted(s["name"] for s in collector.got.spans)
+    assert names == ["chat claude-sonnet-5", "chat claude-sonnet-5", "execute_tool Bash", "invoke_agent loopwright"]
+    assert points(collector.got, "loopwright.session.count")
+
+
+@pytest.mark.parametrize("collector", ["closed port", "never answers"])
+def test_a_collector_gone_or_silent_costs_one_line_and_never_the_run(tmp_path, collector):
+    silent = Silent()
+    endpoint = f"http://127.0.0.1:{closed_port()}" if collector == "closed port" else silent.endpoint
+    with Simulator([{"text": "the answer"}]) as sim, silent:
+        out = run(tmp_path, sim, ["-p", "hi"], otlp(endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1"))
+        if collector == "never answers":
+            assert silent.accepted.is_set()  # the exporter did reach it, and waited in vain
+    assert out.returncode == 0 and out.stdout.strip() == "the answer", out.stderr
+    said = [line for line in out.stderr.splitlines() if "telemetry" in line]
+    assert len(said) == 1 and said[0].startswith("loopwright: telemetry: "), out.stderr
+    assert "Traceback" not in out.stderr and "opentelemetry" not in out.stderr.lower().replace(
+        "loopwright: telemetry", "")
+
+
+def test_off_by_default_nothing_of_opentelemetry_is_imported(tmp_path):
+    with Simulator([{"text": "hi"}, {"text": "hi"}]) as sim:
+        for switch in ({}, {"CLAUDE_CODE_ENABLE_TELEMETRY": "0", "OTEL_TRACES_EXPORTER": "otlp"}):
+            home, project = tmp_path / "home", tmp_path / "proj"
+            home.mkdir(exist_ok=True)
+            project.mkdir(exist_ok=True)
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+            out = subprocess.run([sys.executable, "-X", "importtime", "-m", "loopwright", "-p", "hi"], cwd=project,
+                                 env=env | switch | {"ANTHROPIC_BASE_URL": sim.base_url, "ANTHROPIC_API_KEY": "k",
+                                                     "HOME": str(home), "LOOPWRIGHT_HOME": str(home / ".lw")},
+                                 capture_output=True, text=True, timeout=60)
+            assert out.stdout.strip() == "hi", out.stderr[-2000:]
+            loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
+                      if line.startswith("import time:")}
+            assert "loopwright" in loaded and not loaded & {"opentelemetry", "grpc", "google"}, switch
+
+
+@pytest.mark.parametrize("variable, value, says", [
+    ("CLAUDE_CODE_ENABLE_TELEMETRY", "maybe", "CLAUDE_CODE_ENABLE_TELEMETRY='maybe': expected 1 or 0"),
+    ("OTEL_TRACES_EXPORTER", "zipkin", "OTEL_TRACES_EXPORTER='zipkin': expected one of otlp, console, none"),
+    ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "OTEL_EXPORTER_OTLP_PROTOCOL='http/json': expected http/protobuf or grpc"),
+    ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon", "OTEL_EXPORTER_OTLP_TIMEOUT='soon': expected a number of seconds"),
+])
+def test_a_switch_set_wrong_is_a_clear_error_before_the_run(tmp_path, variable, value, says):
+    with Simulator([{"text": "never asked"}]) as sim:
+        out = run(tmp_path, sim, ["-p", "hi"], {"LOOPWRIGHT_ENABLE_TELEMETRY": "1", variable: value})
+        assert sim.message_requests == []
+    assert out.returncode == 2 and says in out.stderr, out.stderr
