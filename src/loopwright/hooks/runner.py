@@ -15,6 +15,7 @@ import anyio
 
 from ..core.environ import child_env
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.hookevents import HookEvent
 from ..core.ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
@@ -47,7 +48,7 @@ class HookRunner:
     a PreToolUse hook that gave no usable answer into an ask (a person approves, headless
     denies); "open" lets the call go on with a warning, as Claude Code does."""
 
-    def __init__(self, handlers: Mapping[str, PythonHook | Sequence[PythonHook]] | None = None, *,
+    def __init__(self, handlers: Mapping[HookEvent, PythonHook | Sequence[PythonHook]] | None = None, *,
                  project_dir: str | Path | None = None, env: Mapping[str, str] | None = None,
                  model: Model | None = None, post_json: http.PostJson | None = None, disabled: bool = False,
                  emit: Callable[[Event], None] | None = None, failure_policy: str = "closed") -> None:
@@ -93,7 +94,7 @@ class HookRunner:
                                                f"{event}\0{handler_key(handler)}", condition))
         return self
 
-    def on(self, event: str, fn: PythonHook | None = None, *, matcher: str | None = None,
+    def on(self, event: HookEvent, fn: PythonHook | None = None, *, matcher: str | None = None,
            timeout: float | None = None) -> Any:
         """Register a Python hook (async or plain): `runner.on("Stop", check)`, or as a decorator
         `@runner.on("PreToolUse", matcher="Bash")`. It gets the event's typed input
@@ -124,11 +125,11 @@ class HookRunner:
 
     # ------------------------------------------------------------ running
 
-    def wants(self, event: str) -> bool:
+    def wants(self, event: HookEvent) -> bool:
         """Whether any handler is registered for `event` (its matcher is not looked at)."""
         return not self.disabled and any(reg.event == event for reg in self.registrations)
 
-    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
+    async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         if self.disabled:
             return NO_HOOK_RESULT
         chosen: dict[str, Registration] = {}
