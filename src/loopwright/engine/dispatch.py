@@ -51,7 +51,8 @@ class ToolDispatcher:
                  emit: Callable[[Event], None], payload: Payload, parallel: int = 10,
                  clock: Clock | None = None, settle: Callable[[], Awaitable[None]] | None = None) -> None:
         self.tools = {t.name: t for t in tools}
-        self._make_gate, self._gate = gate, None
+        self._make_gate = gate
+        self._gate: ToolGate | None = None
         self.hooks, self.ctx, self.emit, self.payload = hooks, ctx, emit, payload
         self.parallel, self.settle = parallel, settle
         self.clock = clock or SystemClock()

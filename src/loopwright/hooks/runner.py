@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import anyio
 
@@ -19,7 +19,7 @@ from ..core.hookevents import HookEvent
 from ..core.ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
-from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, Model
+from ..core.ports import NO_HOOK_RESULT, Approval, Approver, HookResult, Model
 from ..core.types import Response
 from . import command, http, prompt, python
 from .output import Answer, from_process, merge, no_answer
@@ -170,7 +170,7 @@ class HookRunner:
             answer = replace(answer, decision="ask", reason=f"the {label} gave no usable answer ({answer.error}), "
                              "and hooks fail closed (hookFailurePolicy)")
         failed = answer.error is not None or ran.code not in (None, 0)  # exit 2 blocks, but as a failure
-        outcome = "cancelled" if ran.timed_out else "error" if failed else "success"
+        outcome: Literal["success", "error", "cancelled"] = "cancelled" if ran.timed_out else "error" if failed else "success"
         self.emit(HookResponse(hook_id, name, event, outcome, ran.stdout + ran.stderr, ran.stdout, ran.stderr,
                                ran.code))
         if answer.error:
@@ -265,7 +265,7 @@ class NotifyingApprover:
     def __init__(self, inner: Approver, hooks: HookRunner, payload: Callable[[], dict[str, Any]]) -> None:
         self.inner, self.hooks, self.payload = inner, hooks, payload
 
-    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool:
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:
         await self.hooks.notify(self.payload(), f"Claude needs your permission to use {tool_name}",
                                 "permission_prompt", "Permission needed")
         return await self.inner.approve(tool_name, tool_input, reason)
