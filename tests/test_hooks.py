@@ -8,7 +8,8 @@ from loopwright.hooks import HookOutput, HookRunner, Matcher
 from loopwright.hooks.http import headers
 from loopwright.hooks.output import Answer, from_process, merge
 from loopwright.hooks.prompt import render, verdict
-from loopwright.hooks.python import PreToolUseInput, to_answer, typed_input
+from loopwright.hooks import PreToolUseInput
+from loopwright.hooks.python import to_answer, typed_input
 from loopwright.hooks.spec import HttpSpec, parse_handler, rule_applies
 
 DENY = '{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", ' \

@@ -200,3 +200,12 @@ def test_a_misspelt_mode_flag_names_the_nearest_mode(dirs):
     home, project = dirs
     out = cli(["-p", "hi", "--permission-mode", "acceptEdit"], project, home)
     assert out.returncode == 2 and out.stderr.strip().endswith("got 'acceptEdit' (did you mean acceptEdits?)")
+
+
+def test_permission_denied_hooks_are_checked_as_loopwrights_own_tool_event(dirs):
+    """Auto mode fires PermissionDenied, so its hooks run: no "will not run" warning, and its
+    matcher is checked against tool names like PreToolUse's."""
+    home, project = dirs
+    path = write(project / ".claude/settings.json", {"hooks": {"PermissionDenied": hook("Bash|Eddit")}})
+    assert [str(f) for f in load_settings(project, env={"HOME": str(home)}).findings] == [
+        f"{path}: hooks.PermissionDenied[0].matcher: Eddit: no such tool (did you mean Edit?)"]

@@ -1,21 +1,113 @@
 """loopwright: loop engineering for AI agents. An agent loop that never stops silently, never
-runs away, and proves it is done. Heavy parts are imported lazily (start-up matters)."""
+runs away, and proves it is done.
+
+The public API is what this module exports (`__all__`, pinned by tests/test_public_api.py);
+everything else is private and may change. Names are imported on first use, so `import
+loopwright` and `loopwright --version` stay instant. The per-event hook inputs are in
+`loopwright.hooks`; the simulator and its script types in `loopwright.testing`.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from .app import Agent
+# Public name -> the module that defines it, imported on first access.
+_LAZY: dict[str, str] = {
+    # running an agent
+    "Agent": "loopwright.app.agent",
+    "Limits": "loopwright.policy.stop",
+    "Budget": "loopwright.policy.budget",
+    "RunResult": "loopwright.core.events",
+    "Subtype": "loopwright.core.events",
+    "TerminalReason": "loopwright.core.events",
+    # tools
+    "tool": "loopwright.tools.base",
+    "Tool": "loopwright.core.ports",
+    "ToolContext": "loopwright.core.ports",
+    "ToolOutput": "loopwright.core.ports",
+    # the events a run yields
+    "Event": "loopwright.core.events",
+    "SystemInit": "loopwright.core.events",
+    "AssistantMessage": "loopwright.core.events",
+    "UserMessage": "loopwright.core.events",
+    "PartialEvent": "loopwright.core.events",
+    "ToolStarted": "loopwright.core.events",
+    "ToolProgress": "loopwright.core.events",
+    "ToolFinished": "loopwright.core.events",
+    "ApiRetry": "loopwright.core.events",
+    "Notice": "loopwright.core.events",
+    "CompactBoundary": "loopwright.core.events",
+    "GoalStatus": "loopwright.core.events",
+    "HookStarted": "loopwright.core.events",
+    "HookResponse": "loopwright.core.events",
+    "LoopStatus": "loopwright.core.events",
+    "ResultEvent": "loopwright.core.events",
+    "ModelUsage": "loopwright.core.events",
+    "PermissionDenial": "loopwright.core.events",
+    # the error tree
+    "LoopwrightError": "loopwright.core.errors",
+    "UsageError": "loopwright.core.errors",
+    "SessionError": "loopwright.core.errors",
+    "ToolInputError": "loopwright.core.errors",
+    "ModelError": "loopwright.core.errors",
+    "ErrorKind": "loopwright.core.errors",
+    # hooks
+    "HookEvent": "loopwright.core.hookevents",
+    "HookInput": "loopwright.core.hookevents",
+    "HookOutput": "loopwright.hooks.python",
+    "HookResult": "loopwright.core.ports",
+    "HookRunner": "loopwright.hooks.runner",
+    # permissions
+    "PermissionMode": "loopwright.policy.rules",
+    "PermissionRules": "loopwright.policy.rules",
+    "Approver": "loopwright.core.ports",
+    "Approval": "loopwright.core.ports",
+    # ports a library user may implement
+    "Model": "loopwright.core.ports",
+    "SessionStore": "loopwright.core.storeports",
+    "SessionLog": "loopwright.core.storeports",
+}
 
-__all__ = ["Agent", "__version__"]
+__all__ = [
+    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "CompactBoundary", "ErrorKind",
+    "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
+    "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "ResultEvent", "RunResult",
+    "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
+    "__version__", "tool",
+]
+
+if TYPE_CHECKING:
+    from .app.agent import Agent
+    from .core.errors import ErrorKind, LoopwrightError, ModelError, SessionError, ToolInputError, UsageError
+    from .core.events import (
+        ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus,
+        ModelUsage, Notice, PartialEvent, PermissionDenial, ResultEvent, RunResult, Subtype, SystemInit,
+        TerminalReason, ToolFinished, ToolProgress, ToolStarted, UserMessage,
+    )
+    from .core.hookevents import HookEvent, HookInput
+    from .core.ports import Approval, Approver, HookResult, Model, Tool, ToolContext, ToolOutput
+    from .core.storeports import SessionLog, SessionStore
+    from .hooks.python import HookOutput
+    from .hooks.runner import HookRunner
+    from .policy.budget import Budget
+    from .policy.rules import PermissionMode, PermissionRules
+    from .policy.stop import Limits
+    from .tools.base import tool
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Agent":
-        from .app import Agent
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'loopwright' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: later lookups skip __getattr__
+    return value
 
-        return Agent
-    raise AttributeError(f"module 'loopwright' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from .core.errors import UsageError
-from .policy.rules import normalise_mode
+from .policy.rules import PermissionMode, normalise_mode
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
@@ -21,7 +21,7 @@ def parse_duration(value: str, flag: str) -> float:
     return float(match.group(1)) * _UNIT_S[match.group(2)]
 
 
-def parse_mode(value: str) -> str:
+def parse_mode(value: str) -> PermissionMode:
     mode = normalise_mode(value)
     if mode is None:
         from .policy.rules import MODES

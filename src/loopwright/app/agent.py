@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Mapping, Sequenc
 from ..core.errors import LoopwrightError, reader_gone
 from ..core.events import Event, ResultEvent, RunResult, UserMessage
 from ..core.fastclass import dataclass
+from ..core.hookevents import HookEvent
 from ..core.ids import uuid4
 from ..engine.hookcalls import StopHook
 from ..engine.loop import AgentLoop
@@ -202,7 +203,7 @@ class Agent:
     def _hooks(self, emit: Callable[[Event], None]) -> HookRunner:
         return loopbuild.run_hooks(self, emit)
 
-    def _hook_payload(self, event: str) -> dict[str, Any]:
+    def _hook_payload(self, event: HookEvent) -> dict[str, Any]:
         return {"session_id": self.session_id, "transcript_path": self.transcript_path, "cwd": str(self.cwd),
                 "permission_mode": self.permissions.mode, "hook_event_name": event}
 

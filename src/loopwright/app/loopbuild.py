@@ -28,7 +28,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
     if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
         from ..hooks import NotifyingApprover
 
-        approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))  # type: ignore[arg-type]
+        approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))
     tools, stop_hooks, shape = list(agent._tools()), list(agent.stop_hooks), None
     if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None

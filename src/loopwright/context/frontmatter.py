@@ -84,7 +84,9 @@ def _text_block(lines: list[str], *, folded: bool, chomp: str) -> str:
 
 def split_list(listed: str) -> list[str]:
     """`a, "b, c", Tool(x, y)`: split at commas outside quotes and parentheses."""
-    parts, current, depth, quote = [], [], 0, ""
+    parts: list[str] = []
+    current: list[str] = []
+    depth, quote = 0, ""
     for ch in listed:
         if quote:
             quote = "" if ch == quote else quote

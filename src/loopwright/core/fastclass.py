@@ -58,7 +58,7 @@ class _CodeCache:
                 pass  # no cache yet, or one from another build of Python: compile afresh
         return self.codes[module]
 
-    def exec(self, module: str, source: str, globals_: dict, locals_: dict | None = None) -> None:
+    def exec(self, module: str, source: str, globals_: dict[str, Any], locals_: dict[str, Any] | None = None) -> None:
         code = self._load(module).get(source)
         if code is None:
             code = compile(source, "<string>", "exec")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
 
 from .fastclass import dataclass
+from .hookevents import HookEvent
 from .types import ModelRequest, StreamEvent
 
 
@@ -158,18 +159,18 @@ class HookRunner(Protocol):
     """Runs every handler registered for `event` whose matcher fits `match` (a tool name, a
     source, a trigger), with `payload` as the event's input, and merges their answers."""
 
-    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
+    async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
 
 
 class NoHooks:
-    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
+    async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         return NO_HOOK_RESULT
 
-    def wants(self, event: str) -> bool:
+    def wants(self, event: HookEvent) -> bool:
         return False
 
 
-def hooks_want(hooks: HookRunner, event: str) -> bool:
+def hooks_want(hooks: HookRunner, event: HookEvent) -> bool:
     """Whether `hooks` may act on `event`: False only when the runner has a `wants` that says it
     has nothing registered for it, so a caller can skip building the event's payload."""
     wants = getattr(hooks, "wants", None)

@@ -11,6 +11,7 @@ from ..core.errors import ModelError
 from ..core.events import CompactBoundary, Event, Notice
 from ..core.fastclass import dataclass
 from ..policy.models import resolve_model
+from ..core.hookevents import HookEvent
 from ..core.ports import HookRunner
 from ..core.types import Message, ModelRequest, Response
 
@@ -26,7 +27,7 @@ class CompactionLimits:
 
 class Compactor:
     def __init__(self, limits: CompactionLimits, stream: Stream, hooks: HookRunner,
-                 payload: Callable[[str], dict[str, Any]], emit: Callable[[Event], None],
+                 payload: Callable[[HookEvent], dict[str, Any]], emit: Callable[[Event], None],
                  count_tokens: Callable[[ModelRequest], Awaitable[int]] | None = None,
                  reopen: Callable[[], list[str]] | None = None) -> None:
         """`reopen`: what the conversation opens with again after a summary (the memory files)."""

@@ -18,6 +18,7 @@ from ..core.environ import child_env
 from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolProgress, ToolStarted
 from ..core.fastclass import dataclass
+from ..core.hookevents import HookEvent
 from ..core.ports import (
     CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, StepOutcome, Tool, ToolContext, ToolOutput,
     hooks_want,
@@ -28,7 +29,7 @@ from .sizes import bounded_context, bounded_result
 if TYPE_CHECKING:
     from .gate import ToolGate
 
-Payload = Callable[[str], dict[str, Any]]
+Payload = Callable[[HookEvent], dict[str, Any]]  # the fields every input of the event has
 
 
 RETRY_REMINDER = ("\n\n<system-reminder>A hook allows one more try of this call; it will face the same check. If "
@@ -50,7 +51,8 @@ class ToolDispatcher:
                  emit: Callable[[Event], None], payload: Payload, parallel: int = 10,
                  clock: Clock | None = None, settle: Callable[[], Awaitable[None]] | None = None) -> None:
         self.tools = {t.name: t for t in tools}
-        self._make_gate, self._gate = gate, None
+        self._make_gate = gate
+        self._gate: ToolGate | None = None
         self.hooks, self.ctx, self.emit, self.payload = hooks, ctx, emit, payload
         self.parallel, self.settle = parallel, settle
         self.clock = clock or SystemClock()
@@ -191,7 +193,7 @@ class ToolDispatcher:
 
     async def _after(self, call: ToolUseBlock, tool_input: dict[str, Any], result: ToolResultBlock,
                      batch: Batch, extra: list[str], duration_ms: int, response: Any = None) -> ToolResultBlock:
-        event = "PostToolUseFailure" if result.is_error else "PostToolUse"
+        event: HookEvent = "PostToolUseFailure" if result.is_error else "PostToolUse"
         if not extra and not hooks_want(self.hooks, event):
             return result  # nothing to run and nothing to add
         fields: dict[str, Any] = {"tool_name": call.name, "tool_input": tool_input, "tool_use_id": call.id,

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, Union
 from .accumulate import Accumulator
 from ..core.clock import Clock
 from ..core.errors import ModelError, UsageError
-from ..core.events import Event, GoalStatus, ModelUsage
+from ..core.events import Event, GoalStatus, ModelUsage, Subtype, TerminalReason
 from ..core.fastclass import dataclass
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
@@ -102,8 +102,8 @@ class GoalContinue:
 
 @dataclass(frozen=True, slots=True)
 class GoalFinish:
-    subtype: str
-    terminal_reason: str
+    subtype: Subtype
+    terminal_reason: TerminalReason
     is_error: bool
     reason: str
 
@@ -221,7 +221,7 @@ class GoalJudge:
         self._status(verdict=verdict)
         return GoalContinue(message)
 
-    def _finish_unmet(self, terminal_reason: str, why: str) -> GoalFinish:
+    def _finish_unmet(self, terminal_reason: TerminalReason, why: str) -> GoalFinish:
         self.state.last_reason = why
         return GoalFinish("error_during_execution", terminal_reason, True, why)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
+from ..core.hookevents import HookEvent
 from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, hooks_want
 from ..core.types import ToolResultBlock
 
@@ -23,7 +24,7 @@ class LoopHooks:
         self.subagent = subagent
         self.who = {k: subagent[k] for k in ("agent_id", "agent_type")} if subagent else {}
 
-    def payload(self, event: str) -> dict[str, Any]:
+    def payload(self, event: HookEvent) -> dict[str, Any]:
         return self.common() | {"hook_event_name": event} | self.who
 
     async def prompt(self, text: str) -> HookResult:
@@ -48,7 +49,7 @@ class LoopHooks:
     async def stop(self, last_text: str, active: bool) -> HookResult:
         """Registered Stop hooks and Python stop hooks, merged: a block's reason (or extra
         context) becomes `reason`, the next user message."""
-        event = "Stop" if self.subagent is None else "SubagentStop"
+        event: HookEvent = "Stop" if self.subagent is None else "SubagentStop"
         hooked_too = hooks_want(self.hooks, event)
         if not hooked_too and not self.stop_hooks:
             return NO_HOOK_RESULT

@@ -20,6 +20,8 @@ from ..core.events import (
     Event,
     ModelUsage,
     RESENT_RESULTS_ONLY,
+    Subtype,
+    TerminalReason,
     Notice,
     ResultEvent,
     RunResult,
@@ -394,7 +396,7 @@ class AgentLoop:
         if answer:
             self._append_user(answer)
 
-    def _result(self, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
+    def _result(self, subtype: Subtype, reason: TerminalReason, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
         goal = self.cfg.goal.summary() if self.cfg.goal is not None else None
         result = self.tally.result(
             subtype=subtype, reason=reason, is_error=is_error, text=text, errors=errors, turns=turns,

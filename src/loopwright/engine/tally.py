@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Sequence
 
-from ..core.events import ModelUsage, PermissionDenial, RunResult
+from ..core.events import ModelUsage, PermissionDenial, RunResult, Subtype, TerminalReason
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from ..core.types import Message, Response
@@ -49,17 +49,17 @@ class Tally:
         by_model = self.merged(extra)[0] if extra else self.model_usage
         return (sum(m.cost_usd for m in by_model.values()), sum(m.usage.total for m in by_model.values()))
 
-    def result(self, *, subtype: str, reason: str, is_error: bool, text: str, errors: tuple[str, ...], turns: int,
+    def result(self, *, subtype: Subtype, reason: TerminalReason, is_error: bool, text: str, errors: tuple[str, ...], turns: int,
                session_id: str, duration_ms: int, messages: Sequence[Message], denials: Sequence[PermissionDenial],
                extra: Extra, goal: dict[str, Any] | None) -> RunResult:
         by_model, by_role = self.merged(extra)
         r = self.last_response
         return RunResult(
-            subtype=subtype, is_error=is_error, result=text, session_id=session_id,  # type: ignore[arg-type]
+            subtype=subtype, is_error=is_error, result=text, session_id=session_id,
             num_turns=turns, duration_ms=duration_ms, duration_api_ms=int(self.api_seconds * 1000),
             total_cost_usd=sum(m.cost_usd for m in by_model.values()),
             usage=self.role_usage.get("main", ModelUsage()).usage, model_usage=by_model,
-            stop_reason=r.raw_stop_reason if r else None, terminal_reason=reason,  # type: ignore[arg-type]
+            stop_reason=r.raw_stop_reason if r else None, terminal_reason=reason,
             stop_details=r.stop_details if r else None, errors=errors, permission_denials=tuple(denials),
             stop_reason_counts=dict(self.stop_counts), retries={k: self.retries.get(k, 0) for k in RETRY_KINDS},
             messages=tuple(messages), warnings=(*self.warnings, *denied_warning(denials)), role_usage=by_role,

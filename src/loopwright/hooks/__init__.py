@@ -3,18 +3,20 @@ exit codes, JSON answers) plus typed Python hooks. `HookRunner` is what `Agent(h
 
 from __future__ import annotations
 
-from .http import PostJson
-from .python import (
-    HookInput, HookOutput, NotificationInput, PostCompactInput, PostToolBatchInput, PostToolUseFailureInput,
-    PostToolUseInput, PreCompactInput, PreToolUseInput, SessionEndInput, SessionStartInput, StopFailureInput,
-    StopInput, SubagentStartInput, SubagentStopInput, UserPromptSubmitInput,
+from ..core.hookevents import (
+    HookEvent, HookInput, NotificationInput, PermissionDeniedInput, PostCompactInput, PostToolBatchInput,
+    PostToolUseFailureInput, PostToolUseInput, PreCompactInput, PreToolUseInput, SessionEndInput, SessionStartInput,
+    StopFailureInput, StopInput, SubagentStartInput, SubagentStopInput, UserPromptExpansionInput,
+    UserPromptSubmitInput,
 )
+from .http import PostJson
+from .python import HookOutput
 from .runner import HookRunner, NotifyingApprover, base_payload
 from .spec import EVENTS, Matcher
 
 __all__ = [
-    "EVENTS", "HookInput", "HookOutput", "HookRunner", "Matcher", "NotificationInput", "NotifyingApprover",
-    "PostCompactInput", "PostJson", "PostToolBatchInput", "PostToolUseFailureInput", "PostToolUseInput",
+    "EVENTS", "HookEvent", "HookInput", "HookOutput", "HookRunner", "Matcher", "NotificationInput", "NotifyingApprover",
+    "PermissionDeniedInput", "PostCompactInput", "PostJson", "PostToolBatchInput", "PostToolUseFailureInput", "PostToolUseInput",
     "PreCompactInput", "PreToolUseInput", "SessionEndInput", "SessionStartInput", "StopFailureInput", "StopInput",
-    "SubagentStartInput", "SubagentStopInput", "UserPromptSubmitInput", "base_payload",
+    "SubagentStartInput", "SubagentStopInput", "UserPromptExpansionInput", "UserPromptSubmitInput", "base_payload",
 ]

@@ -10,18 +10,14 @@ from typing import Any, Mapping, Sequence
 
 from ..core import jsonsafe
 from ..core.fastclass import dataclass
+from ..core.hookevents import EVENTS
 from ..core.ports import NO_HOOK_RESULT, HookResult
 
-# Events whose top-level `decision: "block"` (or exit code 2) is honoured.
-BLOCKABLE = frozenset({"UserPromptSubmit", "UserPromptExpansion", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "Stop",
-                       "SubagentStop", "PreCompact"})
-# Plain (non-JSON) stdout becomes context only here; elsewhere it is debug output.
-PLAIN_CONTEXT = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
-CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-                            "PostToolBatch", "Stop", "SubagentStart", "SubagentStop"})
-# Where `continue: false` has no effect: the event cannot stop anything (or, for PreCompact,
-# Claude Code documents that it is discarded).
-NO_CONTINUE = frozenset({"SessionStart", "SubagentStart", "SessionEnd", "Notification", "StopFailure", "PreCompact", "PostCompact"})
+# Per-event answer rules, from the one table of hook events (core/hookevents.py).
+BLOCKABLE = frozenset(e for e, facts in EVENTS.items() if facts.blocks)
+PLAIN_CONTEXT = frozenset(e for e, facts in EVENTS.items() if facts.plain_context)
+CONTEXT_EVENTS = frozenset(e for e, facts in EVENTS.items() if facts.context)
+NO_CONTINUE = frozenset(e for e, facts in EVENTS.items() if not facts.stops)
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")
 RANK = {"deny": 3, "block": 3, "ask": 2, "allow": 1}
 MAX_TEXT = 10_000  # characters of one hook text (context, message, reason) kept inline

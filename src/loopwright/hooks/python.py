@@ -4,140 +4,17 @@ as a mapping, like the JSON a command hook gets) and `HookOutput`, the typed ans
 from __future__ import annotations
 
 import inspect
-from dataclasses import field, fields
-from typing import Any, Iterator, Literal, Mapping
+from dataclasses import fields
+from typing import Any, Literal, Mapping
 
 from ..core.fastclass import dataclass
+from ..core.hookevents import HookInput, facts_of
 from .output import PLAIN_CONTEXT, Answer, cap, from_json, no_answer
 
 
-@dataclass(frozen=True, kw_only=True)
-class HookInput(Mapping[str, Any]):
-    """The fields every event has. `raw` is the whole input, as command hooks receive it;
-    `hook["tool_name"]` reads it like a dict."""
-
-    hook_event_name: str
-    session_id: str = ""
-    transcript_path: str = ""
-    cwd: str = ""
-    permission_mode: str = ""
-    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.raw[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.raw)
-
-    def __len__(self) -> int:
-        return len(self.raw)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreToolUseInput(HookInput):
-    tool_name: str = ""
-    tool_input: dict[str, Any] = field(default_factory=dict)
-    tool_use_id: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PostToolUseInput(PreToolUseInput):
-    tool_response: Any = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class PostToolUseFailureInput(PreToolUseInput):
-    error: str = ""
-    is_interrupt: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class PostToolBatchInput(HookInput):
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True, kw_only=True)
-class UserPromptSubmitInput(HookInput):
-    prompt: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StopInput(HookInput):
-    stop_hook_active: bool = False
-    last_assistant_message: str = ""
-    background_tasks: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SubagentStartInput(HookInput):
-    agent_id: str = ""
-    agent_type: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SubagentStopInput(StopInput):
-    agent_id: str = ""
-    agent_type: str = ""
-    agent_transcript_path: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class StopFailureInput(HookInput):
-    error: str = ""
-    error_details: str = ""
-    last_assistant_message: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreCompactInput(HookInput):
-    trigger: str = ""
-    custom_instructions: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class PostCompactInput(HookInput):
-    trigger: str = ""
-    compact_summary: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionStartInput(HookInput):
-    source: str = ""
-    model: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SessionEndInput(HookInput):
-    reason: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class UserPromptExpansionInput(HookInput):
-    expansion_type: str = "slash_command"
-    command_name: str = ""
-    command_args: str = ""
-    command_source: str = ""
-    prompt: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class NotificationInput(HookInput):
-    message: str = ""
-    title: str = ""
-    notification_type: str = ""
-
-
-INPUT_TYPES: dict[str, type[HookInput]] = {
-    "PreToolUse": PreToolUseInput, "PostToolUse": PostToolUseInput, "PostToolUseFailure": PostToolUseFailureInput,
-    "PostToolBatch": PostToolBatchInput, "UserPromptSubmit": UserPromptSubmitInput, "Stop": StopInput,
-    "SubagentStart": SubagentStartInput, "SubagentStop": SubagentStopInput, "StopFailure": StopFailureInput,
-    "PreCompact": PreCompactInput, "PostCompact": PostCompactInput, "SessionStart": SessionStartInput,
-    "SessionEnd": SessionEndInput, "Notification": NotificationInput, "UserPromptExpansion": UserPromptExpansionInput,
-}
-
-
 def typed_input(event: str, payload: Mapping[str, Any]) -> HookInput:
-    cls = INPUT_TYPES.get(event, HookInput)
+    facts = facts_of(event)
+    cls = facts.input if facts is not None else HookInput
     known = {f.name for f in fields(cls)} - {"raw"}
     values = {k: v for k, v in payload.items() if k in known and v is not None}
     values.setdefault("hook_event_name", event)

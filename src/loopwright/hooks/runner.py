@@ -9,16 +9,17 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 import anyio
 
 from ..core.environ import child_env
 from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.hookevents import HookEvent
 from ..core.ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
-from ..core.ports import NO_HOOK_RESULT, Approver, HookResult, Model
+from ..core.ports import NO_HOOK_RESULT, Approval, Approver, HookResult, Model
 from ..core.types import Response
 from . import command, http, prompt, python
 from .output import Answer, from_process, merge, no_answer
@@ -47,7 +48,7 @@ class HookRunner:
     a PreToolUse hook that gave no usable answer into an ask (a person approves, headless
     denies); "open" lets the call go on with a warning, as Claude Code does."""
 
-    def __init__(self, handlers: Mapping[str, PythonHook | Sequence[PythonHook]] | None = None, *,
+    def __init__(self, handlers: Mapping[HookEvent, PythonHook | Sequence[PythonHook]] | None = None, *,
                  project_dir: str | Path | None = None, env: Mapping[str, str] | None = None,
                  model: Model | None = None, post_json: http.PostJson | None = None, disabled: bool = False,
                  emit: Callable[[Event], None] | None = None, failure_policy: str = "closed") -> None:
@@ -93,7 +94,7 @@ class HookRunner:
                                                f"{event}\0{handler_key(handler)}", condition))
         return self
 
-    def on(self, event: str, fn: PythonHook | None = None, *, matcher: str | None = None,
+    def on(self, event: HookEvent, fn: PythonHook | None = None, *, matcher: str | None = None,
            timeout: float | None = None) -> Any:
         """Register a Python hook (async or plain): `runner.on("Stop", check)`, or as a decorator
         `@runner.on("PreToolUse", matcher="Bash")`. It gets the event's typed input
@@ -124,11 +125,11 @@ class HookRunner:
 
     # ------------------------------------------------------------ running
 
-    def wants(self, event: str) -> bool:
+    def wants(self, event: HookEvent) -> bool:
         """Whether any handler is registered for `event` (its matcher is not looked at)."""
         return not self.disabled and any(reg.event == event for reg in self.registrations)
 
-    async def run(self, event: str, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
+    async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         if self.disabled:
             return NO_HOOK_RESULT
         chosen: dict[str, Registration] = {}
@@ -169,7 +170,7 @@ class HookRunner:
             answer = replace(answer, decision="ask", reason=f"the {label} gave no usable answer ({answer.error}), "
                              "and hooks fail closed (hookFailurePolicy)")
         failed = answer.error is not None or ran.code not in (None, 0)  # exit 2 blocks, but as a failure
-        outcome = "cancelled" if ran.timed_out else "error" if failed else "success"
+        outcome: Literal["success", "error", "cancelled"] = "cancelled" if ran.timed_out else "error" if failed else "success"
         self.emit(HookResponse(hook_id, name, event, outcome, ran.stdout + ran.stderr, ran.stdout, ran.stderr,
                                ran.code))
         if answer.error:
@@ -264,7 +265,7 @@ class NotifyingApprover:
     def __init__(self, inner: Approver, hooks: HookRunner, payload: Callable[[], dict[str, Any]]) -> None:
         self.inner, self.hooks, self.payload = inner, hooks, payload
 
-    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool:
+    async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:
         await self.hooks.notify(self.payload(), f"Claude needs your permission to use {tool_name}",
                                 "permission_prompt", "Permission needed")
         return await self.inner.approve(tool_name, tool_input, reason)

@@ -12,12 +12,9 @@ from typing import Any, Callable, Mapping, Union
 
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
+from ..core.hookevents import EVENT_NAMES, TOOL_EVENTS
 
-EVENTS = (
-    "SessionStart", "SessionEnd", "UserPromptSubmit", "UserPromptExpansion", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-    "PostToolBatch", "Stop", "SubagentStart", "SubagentStop", "StopFailure", "PreCompact", "PostCompact", "Notification",
-)
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+EVENTS = EVENT_NAMES  # the events a hook can be registered for, in Claude Code's order
 HANDLER_TYPES = ("command", "prompt", "http", "agent", "mcp_tool")
 DEFAULT_TIMEOUT = {"command": 600.0, "http": 600.0, "prompt": 30.0, "python": 600.0}
 PROMPT_SUBMIT_TIMEOUT = 30.0  # command and http hooks on UserPromptSubmit: a person is waiting

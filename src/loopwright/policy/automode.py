@@ -83,7 +83,8 @@ def drop_broad(allow: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     program of CODE_RUNNERS take any arguments (`Bash(git:*)`, `Bash(awk *)`), one whose program
     is itself a wildcard, the subagent tool (a rule name with a wildcard counts for each tool it
     names: `*` is `Bash` too)."""
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for rule in allow:
         (dropped if _broad(rule) else kept).append(rule)
     return tuple(kept), tuple(dropped)

@@ -100,7 +100,7 @@ def render(words: tuple[Word, ...] | list[Word]) -> str:
     out = []
     for w in words:
         plain = w.value is not None and w.value != "" and not re.search(r"[\s'\"\\$`]", w.value)
-        out.append(w.value if plain else w.text)  # type: ignore[arg-type]
+        out.append(w.value if plain and w.value is not None else w.text)
     return " ".join(out)
 
 
@@ -202,7 +202,7 @@ def _strip(words: list[Word]) -> tuple[list[Word], str | None, bool]:
         name = words[0].value
         if name == "command" and len(words) > 1 and words[1].value in ("-v", "-V"):
             break  # `command -v x` only looks x up
-        parsed = parse_options(_WRAPPERS[name], words[1:])  # type: ignore[index]
+        parsed = parse_options(_WRAPPERS[name], words[1:])
         if parsed.problem:
             return words, f"`{name}`: {parsed.problem}", True
         rest = list(parsed.operands)

@@ -8,14 +8,15 @@ import posixpath
 import re
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence, get_args
 
 from ..core.fastclass import dataclass
 
-__all__ = ["MODES", "MODE_ALIASES", "PermissionRules", "anchor_rule", "apply_updates", "bypass_refusal", "name_hits",
+__all__ = ["MODES", "MODE_ALIASES", "PermissionMode", "PermissionRules", "anchor_rule", "apply_updates", "bypass_refusal", "name_hits",
            "normalise_mode", "parse_rule", "parse_tool_list", "rule_error"]
 
-MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto")
+PermissionMode = Literal["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"]
+MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 MODE_ALIASES = {"manual": "default"}
 
 
@@ -31,7 +32,7 @@ class PermissionRules:
     the sandbox is on but cannot start here, so the shell gate lets only a short list of readers
     run without asking (policy/nosandbox), in every mode but bypassPermissions."""
 
-    mode: str = "default"
+    mode: PermissionMode = "default"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     ask: tuple[str, ...] = ()
@@ -73,9 +74,10 @@ class PermissionRules:
                                self.additional_dirs + higher.additional_dirs, self.strict or higher.strict)
 
 
-def normalise_mode(mode: str) -> str | None:
+def normalise_mode(mode: str) -> PermissionMode | None:
+    """`mode` as the permission mode it names (aliases resolved), None when it names none."""
     mode = MODE_ALIASES.get(mode, mode)
-    return mode if mode in MODES else None
+    return next((known for known in MODES if known == mode), None)
 
 
 def bypass_refusal(mode: str, *, is_root: bool, sandboxed: bool, override: bool) -> str | None:
@@ -161,10 +163,11 @@ def apply_updates(rules: PermissionRules, updates: Sequence[Mapping[str, Any]]) 
             if behavior not in ("allow", "deny", "ask"):
                 raise ValueError(f"{where}: behavior must be allow, deny or ask, got {behavior!r}")
             given = _rule_texts(update.get("rules"), where)
-            now = getattr(out, behavior)
-            now = (() if kind == "replaceRules" else now)
+            now = () if kind == "replaceRules" else {"allow": out.allow, "deny": out.deny, "ask": out.ask}[behavior]
             changed = tuple(r for r in now if r not in given) if kind == "removeRules" else (*now, *given)
-            out = replace(out, **{behavior: tuple(dict.fromkeys(changed))})
+            kept_rules = tuple(dict.fromkeys(changed))
+            out = (replace(out, allow=kept_rules) if behavior == "allow" else replace(out, deny=kept_rules)
+                   if behavior == "deny" else replace(out, ask=kept_rules))
         elif kind == "setMode":
             mode = normalise_mode(str(update.get("mode")))
             if mode is None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Sequence, Union
 
 from ..core.errors import ModelError
+from ..core.events import Subtype, TerminalReason
 from ..core.fastclass import dataclass
 from ..core.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock
 from .retry import backoff_delay, quick_delay, retry_category
@@ -146,8 +147,8 @@ class CandidateStop:
 
 @dataclass(frozen=True, slots=True)
 class Finish:
-    subtype: str
-    terminal_reason: str
+    subtype: Subtype
+    terminal_reason: TerminalReason
     is_error: bool
     errors: tuple[str, ...] = ()
     result: str | None = None  # None: the last assistant text
@@ -209,7 +210,7 @@ def _on_error(error: ModelError, state: LoopState, limits: Limits, jitter: float
     return Retry(delay, category, error, limits.max_retries), replace(state, attempt=state.attempt + 1)
 
 
-def _fail(reason: str, error: ModelError, retries: int = 0) -> Finish:
+def _fail(reason: TerminalReason, error: ModelError, retries: int = 0) -> Finish:
     suffix = f" (after {retries} retries)" if retries else ""
     return Finish("error_during_execution", reason, True, (error.describe() + suffix,), api_error_status=error.status)
 

@@ -3,11 +3,13 @@ the loop's events, `replay()` that rebuilds the conversation, and opening (new, 
 
 from __future__ import annotations
 
-from .opening import Session, SessionStore, Source, open_session
-from .recorder import Recorder, SessionLog, iso_timestamp
+from ..core.errors import SessionError
+from ..core.storeports import SessionLog, SessionStore
+from .opening import Session, Source, open_session
+from .recorder import Recorder, iso_timestamp
 from .records import (
     NOT_RUN, SCHEMA_VERSION, UNKNOWN_OUTCOME, UPGRADES, AssistantEntry, AttachmentEntry, CompactEntry, Entry,
-    OtherEntry, Record, Restored, SessionError, SystemEntry, ToolFinishedEntry, ToolStartedEntry, UserEntry,
+    OtherEntry, Record, Restored, SystemEntry, ToolFinishedEntry, ToolStartedEntry, UserEntry,
     answer_dangling, replay, restore,
 )
 

@@ -11,7 +11,8 @@ from ..core.ids import uuid4
 from ..core.types import Message
 from ..core.storeports import SessionLog, SessionStore
 from .recorder import Recorder
-from .records import Record, Restored, SessionError, UserEntry, restore
+from ..core.errors import SessionError
+from .records import Record, Restored, UserEntry, restore
 
 Source = Literal["startup", "resume", "fork"]  # SessionStart's `source`
 

@@ -11,10 +11,11 @@ from ..core.events import (
     PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
 )
 from ..core.ids import uuid4
+from ..core.errors import SessionError
 from ..core.storeports import SessionLog
 from ..core.types import ToolResultBlock
 from .records import (
-    AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SessionError, SystemEntry, ToolFinishedEntry,
+    AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SystemEntry, ToolFinishedEntry,
     ToolStartedEntry, UserEntry,
 )
 

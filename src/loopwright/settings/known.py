@@ -7,6 +7,8 @@ it has listed from 2025-06 to 2026-08) and its hooks reference (`reference/claud
 
 from __future__ import annotations
 
+from ..core.hookevents import EVENTS, FOREIGN_EVENTS
+
 # Top-level keys loopwright reads (settings/__init__.py, `Settings`).
 LOOPWRIGHT_KEYS = frozenset({"hooks", "permissions", "model", "fallbackModel", "env", "disableAllHooks", "sandbox",
                              "hookFailurePolicy", "memoryFiles", "claudeMdExcludes"})
@@ -46,28 +48,16 @@ PERMISSION_KEYS = frozenset({"allow", "ask", "deny", "defaultMode", "additionalD
 # Modes Claude Code accepts that loopwright does not have (yet): ignored with a warning.
 CLAUDE_CODE_ONLY_MODES = frozenset({"delegate"})
 
-# Hook events Claude Code fires that loopwright does not (hooks/spec.py has the ones it does).
-CLAUDE_CODE_ONLY_EVENTS = frozenset("""
-Setup InstructionsLoaded MessageDisplay PermissionRequest PermissionDenied
-TaskCreated TaskCompleted TeammateIdle ConfigChange CwdChanged DirectoryAdded FileChanged WorktreeCreate
-WorktreeRemove Elicitation ElicitationResult
-""".split())
-
-# Events whose hooks take no matcher: one there would be ignored, so the hooks would run every time.
-NO_MATCHER_EVENTS = frozenset({"UserPromptSubmit", "Stop", "PostToolBatch", "MessageDisplay", "TaskCreated",
-                               "TaskCompleted", "TeammateIdle", "CwdChanged", "WorktreeCreate", "WorktreeRemove"})
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"})
-# What a matcher is compared with, for events where the values are a closed set.
-MATCHER_VALUES = {
-    "SessionStart": frozenset({"startup", "resume", "clear", "compact", "fork"}),
-    "SessionEnd": frozenset({"clear", "resume", "logout", "prompt_input_exit", "other",
-                             "bypass_permissions_disabled"}),
-    "PreCompact": frozenset({"manual", "auto"}),
-    "PostCompact": frozenset({"manual", "auto"}),
-    "StopFailure": frozenset({"rate_limit", "overloaded", "authentication_failed", "oauth_org_not_allowed",
-                              "billing_error", "invalid_request", "model_not_found", "server_error",
-                              "max_output_tokens", "unknown"}),
-}
+# Hook events, from their one table (core/hookevents.py): those Claude Code fires that loopwright
+# does not; those whose hooks take no matcher (one there would be ignored, so the hooks would run
+# every time); those whose matcher sees tool names; and what a matcher is compared with, for
+# events where the values are a closed set.
+CLAUDE_CODE_ONLY_EVENTS = frozenset(FOREIGN_EVENTS)
+NO_MATCHER_EVENTS = frozenset([*(e for e, facts in EVENTS.items() if facts.matcher is None),
+                               *(e for e, field in FOREIGN_EVENTS.items() if field is None)])
+TOOL_EVENTS = frozenset([*(e for e, facts in EVENTS.items() if facts.tool),
+                         *(e for e, field in FOREIGN_EVENTS.items() if field == "tool_name")])
+MATCHER_VALUES = {e: facts.matcher_values for e, facts in EVENTS.items() if facts.matcher_values is not None}
 
 # Tools Claude Code has (its permission-rule names, old and new); loopwright's own come from
 # loopwright.tools. `mcp__server__tool` names are always accepted.

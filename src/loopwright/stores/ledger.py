@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from ..core.fastclass import dataclass
 from ..core.storeports import LedgerItem, RoutineEntry
@@ -233,5 +233,5 @@ class SqliteLedger:
 _ENTRY = "key, name, cwd, every_s, cron, paused, next_at"
 
 
-def _entry(row: tuple) -> RoutineEntry:
+def _entry(row: tuple[Any, ...]) -> RoutineEntry:
     return RoutineEntry(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6])

@@ -10,21 +10,32 @@ from typing import TYPE_CHECKING, Any
 # Public name -> module defining it, imported on first access. To add an export, add it
 # here and to __all__ (and to the TYPE_CHECKING block for type checkers).
 _LAZY: dict[str, str] = {
-    "RecordedRequest": "loopwright.testing.simulator",
-    "Script": "loopwright.testing.simulator",
-    "ScriptError": "loopwright.testing.simulator",
-    "Simulator": "loopwright.testing.simulator",
+    # the loopback Messages API (and Chat Completions) simulator and its script types
+    "Simulator": "loopwright.testing.simulator.server",
+    "ScriptLike": "loopwright.testing.simulator.server",
+    "RecordedRequest": "loopwright.testing.simulator.record",
+    "Script": "loopwright.testing.simulator.script",
+    "ScriptError": "loopwright.testing.simulator.script",
+    "Rule": "loopwright.testing.simulator.script",
+    "Reply": "loopwright.testing.simulator.script",
+    "Fault": "loopwright.testing.simulator.script",
+    # an in-process scripted `Model` and a clock tests move by hand
+    "ScriptedModel": "loopwright.testing.scripted",
+    "Step": "loopwright.testing.scripted",
+    "FakeClock": "loopwright.testing.clock",
 }
 
 __all__ = [
-    "RecordedRequest",
-    "Script",
-    "ScriptError",
-    "Simulator",
+    "FakeClock", "Fault", "RecordedRequest", "Reply", "Rule", "Script", "ScriptError", "ScriptLike", "ScriptedModel",
+    "Simulator", "Step",
 ]
 
 if TYPE_CHECKING:
-    from .simulator import RecordedRequest, Script, ScriptError, Simulator
+    from .clock import FakeClock
+    from .scripted import ScriptedModel, Step
+    from .simulator.record import RecordedRequest
+    from .simulator.script import Fault, Reply, Rule, Script, ScriptError
+    from .simulator.server import ScriptLike, Simulator
 
 
 def __getattr__(name: str) -> Any:

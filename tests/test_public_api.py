@@ -1,0 +1,56 @@
+"""The public API: what `loopwright` and `loopwright.testing` export, pinned, so a name is added
+or removed on purpose. Exports are imported on first use: `import loopwright` loads none of them."""
+
+import subprocess
+import sys
+
+import pytest
+
+import loopwright
+import loopwright.testing
+
+PUBLIC = [
+    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "CompactBoundary", "ErrorKind",
+    "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
+    "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "ResultEvent", "RunResult",
+    "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
+    "__version__", "tool",
+]
+TESTING = [
+    "FakeClock", "Fault", "RecordedRequest", "Reply", "Rule", "Script", "ScriptError", "ScriptLike", "ScriptedModel",
+    "Simulator", "Step",
+]
+
+
+def test_the_exported_names_are_pinned():
+    assert sorted(loopwright.__all__) == PUBLIC
+    assert sorted(loopwright.testing.__all__) == TESTING
+
+
+@pytest.mark.parametrize("module", [loopwright, loopwright.testing], ids=lambda m: m.__name__)
+def test_every_export_resolves_and_nothing_else_does(module):
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    assert set(module.__all__) <= set(dir(module))
+    with pytest.raises(AttributeError, match="no attribute 'Agnet'"):
+        getattr(module, "Agnet")
+
+
+def test_exports_are_the_objects_the_library_uses():
+    from loopwright.app.agent import Agent
+    from loopwright.core.errors import LoopwrightError, ModelError
+    from loopwright.hooks import HookRunner
+
+    assert loopwright.Agent is Agent and loopwright.HookRunner is HookRunner
+    assert issubclass(loopwright.ModelError, LoopwrightError) and loopwright.ModelError is ModelError
+    assert set(loopwright.PermissionMode.__args__) == {"default", "acceptEdits", "plan", "dontAsk",
+                                                      "bypassPermissions", "auto"}
+
+
+def test_importing_the_package_loads_none_of_its_exports():
+    code = ("import sys, loopwright, loopwright.testing; "
+            "print(sorted(m for m in sys.modules if m.startswith('loopwright.') and m != 'loopwright.testing'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
