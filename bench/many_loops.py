@@ -247,7 +247,7 @@ def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
 
 
 def side(kind: str, n: int, url: str, store: str, spread: float) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url,
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url, "--turns", str(TURNS),
                           "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise SystemExit(f"{kind} child failed:\n{out.stderr[-3000:]}")
@@ -372,6 +372,7 @@ def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, co
 
 
 def main() -> None:
+    global TURNS, CALLS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--loops", type=int, help="loops per run (default 200; with --workers 32)")
     parser.add_argument("--delay", type=float, help="model delay per reply, seconds (default 0.2; with --workers 0.5)")
@@ -382,11 +383,15 @@ def main() -> None:
     parser.add_argument("--workers", type=worker_counts,
                         help="instead: the loops on this many worker processes on PostgreSQL, e.g. 1,2,4")
     parser.add_argument("--concurrency", type=int, default=4, help="with --workers: loops at a time per worker")
+    parser.add_argument("--turns", type=int, default=TURNS, help=f"tool turns per loop (default {TURNS})")
     parser.add_argument("--shared-client", action="store_true",
                         help="also run the loops with one model client shared by all of them")
     parser.add_argument("--child", choices=("loopwright", "shared", "bare", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.turns < 1:
+        parser.error(f"--turns: expected a whole number of at least 1, got {args.turns}")
+    TURNS, CALLS = args.turns, args.turns + 1
     workers = args.workers
     loops, delay, runs = (args.loops or (32 if workers else 200), args.delay or (0.5 if workers else 0.2),
                           args.runs or (1 if workers else 3))
