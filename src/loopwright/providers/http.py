@@ -5,7 +5,6 @@ outage of one that did."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 
 from ..core.environ import environ_now
+from ..core.types import compact_json
 from ..core.fastclass import dataclass
 
 _PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
@@ -31,9 +31,7 @@ def socket_options() -> list[tuple[int, int, int]]:
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
-    # A lone surrogate (from text decoded with surrogateescape) cannot be sent as UTF-8:
-    # replace it rather than fail the call with a UnicodeEncodeError.
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+    return compact_json(body)
 
 
 # Sent as the key to an API on this machine when none is set: a loopback server (the simulator, a
