@@ -168,7 +168,7 @@ class AnthropicModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """POST a streaming request and yield our events. Raises `ModelError` on every failure;
         closes the response however the iteration ends (finished, abandoned, cancelled)."""
-        body = request_body(request, caching=self.prompt_caching, fragments=self._fragments)
+        body = self._body(request)
         client = self._http()
         with map_errors(self._endpoint):
             http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
@@ -199,6 +199,9 @@ class AnthropicModel:
                 )
         finally:
             await close_response(response)
+
+    def _body(self, request: ModelRequest) -> bytes:
+        return request_body(request, caching=self.prompt_caching, fragments=self._fragments)
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens the request would use (POST /v1/messages/count_tokens; an estimate)."""
