@@ -77,8 +77,10 @@ def run_loopwright_bash(turns: int, cwd: Path) -> list[float]:
         return gaps_ms(sim)
 
 
-def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True) -> list[float]:
-    """The Bash loop with its session written as the CLI writes it (a JSONL transcript)."""
+def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandboxed: bool = False) -> list[float]:
+    """The Bash loop with its session written as the CLI writes it (a JSONL transcript); without
+    the sandbox unless `sandboxed` (the floor runs its command unsandboxed too)."""
+    from loopwright.sandbox import SandboxConfig
     from loopwright.session.opening import open_session
     from loopwright.stores.jsonl import JsonlStore
 
@@ -86,7 +88,8 @@ def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True) -> list
     with Simulator(bash_script(turns)) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
                       permissions=PermissionRules(allow=("Bash",)), session_id=session.session_id,
-                      transcript_path=session.transcript_path, recorder=session.recorder)
+                      transcript_path=session.transcript_path, recorder=session.recorder,
+                      sandbox=None if sandboxed else SandboxConfig(enabled=False))
         result = anyio.run(agent.run, "run it over and over")
         anyio.run(agent.aclose)
         session.close()
@@ -345,7 +348,7 @@ def jsonl_only(turns: int, runs: int) -> None:
     print(f"  loopwright, fsync per record on the loop  {med(got['each']):7.2f} ms   ratio to floor = "
           f"{med(got['each']) / floor:.2f}")
     print(f"  floor: bare httpx + subprocess + JSONL    {floor:7.2f} ms   (same records, one fsync before the command)")
-    print(f"  without transcripts: loopwright {med(got['none']):.2f} ms, bare {med(got['bare']):.2f} ms, "
+    print(f"  without transcripts (loopwright sandboxed, as by default): loopwright {med(got['none']):.2f} ms, bare {med(got['bare']):.2f} ms, "
           f"ratio {med(got['none']) / med(got['bare']):.2f}")
 
 

@@ -17,6 +17,7 @@ def test_kill_at_random_points_loses_no_started_tool_and_runs_none_twice(tmp_pat
     seed = rng.randrange(1 << 30)
     rng.seed(seed)
     for attempt in range(3):
+        (tmp_path / f"a{attempt}").mkdir()
         work, home, sid = setup(tmp_path / f"a{attempt}")
         marks = work / "marks.txt"
         script = [{"tool_use": bash(f"echo {i} >> marks.txt", f"toolu_{i}")} for i in range(TURNS)] + [{"text": "end"}]
