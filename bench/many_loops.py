@@ -18,7 +18,11 @@ With --workers 1,2,4 the loops run instead on that many `loopwright worker` proc
 queue in a fresh PostgreSQL database each (bench/on_workers.py), against the bare and raw clients
 running the same N loops at once on the same simulator.
 
+With --shared-client a third loopwright side runs too: the same N loops handed ONE `AnthropicModel`
+(as a library user who makes one client for all their agents), beside the client-per-loop side.
+
 Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
+     .venv/bin/python bench/many_loops.py --shared-client --store none --loops 1000 --delay 5 --runs 1
      .venv/bin/python bench/many_loops.py --workers 1,2,4 [--concurrency 4] [--loops 32] [--delay 0.5] [--runs 1]
 """
 
@@ -84,7 +88,7 @@ async def staggered(n: int, spread: float, loop) -> list:
 
 
 async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl", workers: int = 0,
-                    spread: float = 0.0, concurrency: int = 4) -> list | dict:
+                    spread: float = 0.0, concurrency: int = 4, shared: bool = False) -> list | dict:
     """Run `n` loopwright loops at once in this process (their starts spread over `spread` seconds);
     each loop's RunResult. `store` is where sessions are written: "jsonl" (a transcript file each,
     as the CLI writes them: each record that must survive a power cut fsynced as it is written),
@@ -92,7 +96,8 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
     model call or tool run: `open_session(defer_sync=True)`) or "none".
     With `workers` >= 1, `store` is an empty PostgreSQL database (postgresql://…): the loops go on
     its queue and that many `loopwright worker` processes of `concurrency` slots each drain it
-    (bench/on_workers.py); the run's {"wall", "split"} (loops done by each worker)."""
+    (bench/on_workers.py); the run's {"wall", "split"} (loops done by each worker).
+    With `shared`, every loop is given the same model client, else each makes its own."""
     if workers:
         if not store.startswith("postgresql://"):
             raise ValueError(f"store: expected a postgresql:// URL with workers={workers}, got {store!r}")
@@ -112,10 +117,12 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
     sessions = JsonlStore(folder / "home", folder) if store != "none" else None
     defer = store == "jsonl-deferred"
     tools, rules = [tick_tool()], PermissionRules(allow=("tick",))
+    one_client = AnthropicModel(base_url=base_url, api_key="sk-bench") if shared else None
 
     async def one() -> object:
         session = open_session(sessions, str(folder), defer_sync=defer) if sessions is not None else None
-        agent = Agent(model_client=AnthropicModel(base_url=base_url, api_key="sk-bench"), cwd=folder, tools=tools,
+        client = one_client or AnthropicModel(base_url=base_url, api_key="sk-bench")
+        agent = Agent(model_client=client, cwd=folder, tools=tools,
                       permissions=rules, system_prompt="You tick.", limits=Limits(max_turns=CALLS + 1),
                       **({"session_id": session.session_id, "transcript_path": session.transcript_path,
                           "recorder": session.recorder} if session is not None else {}))
@@ -123,10 +130,16 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
             return await agent.run(PROMPT)
         finally:
             await agent.aclose()
+            if one_client is None:
+                await client.aclose()
             if session is not None:
                 session.close()
 
-    results = await staggered(n, spread, one)
+    try:
+        results = await staggered(n, spread, one)
+    finally:
+        if one_client is not None:
+            await one_client.aclose()
     for result in results:
         assert result.num_turns == CALLS and result.result == "done", result.to_json()
     return results
@@ -222,6 +235,7 @@ def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp).resolve()
         sides = {"loopwright": lambda k, s: run_loops(k, url, folder, store=store, spread=s),
+                 "shared": lambda k, s: run_loops(k, url, folder, store=store, spread=s, shared=True),
                  "bare": lambda k, s: run_bare(k, url, s), "raw": lambda k, s: run_raw(k, url, s)}
         work = sides[kind]
         asyncio.run(work(1, 0.0))  # warm-up: imports and first-use set-up are not the loops' cost
@@ -233,7 +247,7 @@ def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
 
 
 def side(kind: str, n: int, url: str, store: str, spread: float) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url,
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url, "--turns", str(TURNS),
                           "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         raise SystemExit(f"{kind} child failed:\n{out.stderr[-3000:]}")
@@ -277,9 +291,11 @@ def served_side(served: Served, kind: str, loops: int, store: str, spread: float
     return got
 
 
-def measure(loops: int, delay: float, runs: int, store: str, spread: float) -> dict[str, list[dict]]:
-    """Both sides, interleaved `runs` times against one simulator process."""
-    got: dict[str, list[dict]] = {"loopwright": [], "bare": [], "raw": []}
+def measure(loops: int, delay: float, runs: int, store: str, spread: float,
+            shared: bool = False) -> dict[str, list[dict]]:
+    """Every side, interleaved `runs` times against one simulator process."""
+    kinds = ("loopwright", "shared", "bare", "raw") if shared else ("loopwright", "bare", "raw")
+    got: dict[str, list[dict]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         served = Served(delay, Path(tmp))
         try:
@@ -304,7 +320,9 @@ def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, stor
                   f"  simulator CPU/turn {m['sim_cpu'] / (loops * CALLS) * 1000:5.2f} ms" if m.get("sim_cpu") is not None
                   else ""))
     print(f"  loopwright / bare wall time: {med['loopwright']['wall'] / med['bare']['wall']:.2f}x   "
-          f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x")
+          f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x" + (
+              f"   shared / per-loop client: {med['shared']['wall'] / med['loopwright']['wall']:.2f}x"
+              if "shared" in med else ""))
 
 
 def measure_workers(loops: int, delay: float, runs: int, counts: list[int], concurrency: int) -> dict[str, list]:
@@ -354,6 +372,7 @@ def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, co
 
 
 def main() -> None:
+    global TURNS, CALLS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--loops", type=int, help="loops per run (default 200; with --workers 32)")
     parser.add_argument("--delay", type=float, help="model delay per reply, seconds (default 0.2; with --workers 0.5)")
@@ -364,9 +383,15 @@ def main() -> None:
     parser.add_argument("--workers", type=worker_counts,
                         help="instead: the loops on this many worker processes on PostgreSQL, e.g. 1,2,4")
     parser.add_argument("--concurrency", type=int, default=4, help="with --workers: loops at a time per worker")
-    parser.add_argument("--child", choices=("loopwright", "bare", "raw"), help=argparse.SUPPRESS)
+    parser.add_argument("--turns", type=int, default=TURNS, help=f"tool turns per loop (default {TURNS})")
+    parser.add_argument("--shared-client", action="store_true",
+                        help="also run the loops with one model client shared by all of them")
+    parser.add_argument("--child", choices=("loopwright", "shared", "bare", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.turns < 1:
+        parser.error(f"--turns: expected a whole number of at least 1, got {args.turns}")
+    TURNS, CALLS = args.turns, args.turns + 1
     workers = args.workers
     loops, delay, runs = (args.loops or (32 if workers else 200), args.delay or (0.5 if workers else 0.2),
                           args.runs or (1 if workers else 3))
@@ -382,7 +407,7 @@ def main() -> None:
         got = measure_workers(loops, delay, runs, workers, args.concurrency)
         report_workers(got, loops, delay, runs, workers, args.concurrency)
     else:
-        got = measure(loops, delay, runs, args.store, args.spread)
+        got = measure(loops, delay, runs, args.store, args.spread, args.shared_client)
         report(got, loops, delay, runs, args.store, args.spread)
 
 

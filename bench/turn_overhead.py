@@ -9,7 +9,13 @@ official anthropic SDK, as ratios measured in this one run, and the same loop on
 OpenAI-compatible chat model (the simulator's chat endpoint). Also: the start-to-first-request
 time of `loopwright -p` and the wall time of `loopwright --version`.
 
-Run: .venv/bin/python bench/turn_overhead.py [--turns 50] [--runs 5]
+The Bash loop again with a JSONL transcript, as the CLI writes it (issue 32 item 2): one fsync a
+step in a worker thread just before the command runs (the default), and each durable record
+fsynced as written on the event loop (`defer_sync=False`, as before), beside a floor that writes
+the same records to a file and fsyncs it once before running the command (the same durability:
+a command's start is on disk before it runs).
+
+Run: .venv/bin/python bench/turn_overhead.py [--turns 50] [--runs 5] [--only jsonl]
 """
 
 from __future__ import annotations
@@ -69,6 +75,73 @@ def run_loopwright_bash(turns: int, cwd: Path) -> list[float]:
         anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim)
+
+
+def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandboxed: bool = False) -> list[float]:
+    """The Bash loop with its session written as the CLI writes it (a JSONL transcript); without
+    the sandbox unless `sandboxed` (the floor runs its command unsandboxed too)."""
+    from loopwright.sandbox import SandboxConfig
+    from loopwright.session.opening import open_session
+    from loopwright.stores.jsonl import JsonlStore
+
+    session = open_session(JsonlStore(cwd / "home", cwd), str(cwd), defer_sync=defer)
+    with Simulator(bash_script(turns)) as sim:
+        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
+                      permissions=PermissionRules(allow=("Bash",)), session_id=session.session_id,
+                      transcript_path=session.transcript_path, recorder=session.recorder,
+                      sandbox=None if sandboxed else SandboxConfig(enabled=False))
+        result = anyio.run(agent.run, "run it over and over")
+        anyio.run(agent.aclose)
+        session.close()
+        assert result.num_turns == turns + 1, result.to_json()
+        return gaps_ms(sim)
+
+
+def run_bare_bash_jsonl(turns: int, cwd: Path) -> list[float]:
+    """The floor for a shell turn with a transcript: the bare loop, appending the records the CLI
+    writes (the answer, the command's start, its end, the results message) to a file, one write
+    each, fsynced once just before the command runs."""
+    import uuid
+
+    path = cwd / f"floor-{uuid.uuid4().hex}.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    last = None
+
+    def record(kind: str, **fields) -> None:
+        nonlocal last
+        me = str(uuid.uuid4())
+        line = {"type": kind, **fields, "uuid": me, "parentUuid": last, "sessionId": "floor",
+                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), "cwd": str(cwd)}
+        os.write(fd, json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        last = me
+
+    try:
+        with Simulator(bash_script(turns)) as sim, httpx.Client(base_url=sim.base_url) as client:
+            messages = [{"role": "user", "content": "run it over and over"}]
+            record("user", message=messages[0])
+            tools = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+            for _ in range(turns):
+                body = {"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages, "stream": True,
+                        "tools": tools}
+                with client.stream("POST", "/v1/messages", json=body, headers={"x-api-key": "sk-bench"}) as r:
+                    events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
+                blocks = assistant_blocks(events)
+                call = next(b for b in blocks if b["type"] == "tool_use")
+                record("assistant", message={"role": "assistant", "content": blocks})
+                record("tool_started", toolUseId=call["id"], name="Bash", input=call["input"])
+                os.fsync(fd)  # the command's start is durable before it runs
+                done = subprocess.run(["bash", "-c", call["input"]["command"]], cwd=cwd, capture_output=True,
+                                      text=True)
+                result = {"type": "tool_result", "tool_use_id": call["id"], "content": done.stdout + done.stderr}
+                record("tool_finished", toolUseId=call["id"], name="Bash", result=result)
+                messages = messages + [{"role": "assistant", "content": blocks},
+                                       {"role": "user", "content": [result]}]
+                record("user", message=messages[-1])
+            client.post("/v1/messages", json={"model": "claude-sonnet-5", "max_tokens": 64000, "messages": messages},
+                        headers={"x-api-key": "sk-bench"})
+            return gaps_ms(sim)
+    finally:
+        os.close(fd)
 
 
 def run_bare_bash(turns: int, cwd: Path) -> list[float]:
@@ -214,7 +287,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=("jsonl",), help="only the Bash loops with a JSONL transcript")
     opts = parser.parse_args()
+    if opts.only == "jsonl":
+        return jsonl_only(opts.turns, opts.runs)
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         target = cwd / "notes.txt"
@@ -248,6 +324,32 @@ def main() -> None:
           f"ratio loopwright/bare = {med(start) / med(floor):.2f}")
     print(f"`loopwright --version` wall time:          median {med(version):.0f} ms over {opts.runs} runs")
     print("targets: per-turn < 5 ms, start to first request < 300 ms, --version < 150 ms")
+
+
+def jsonl_only(turns: int, runs: int) -> None:
+    """The Bash loop with a JSONL transcript: fsync a step off the event loop (the default), each
+    durable record fsynced on the event loop (as before), the floor; interleaved `runs` times."""
+    med = statistics.median
+    got: dict[str, list[float]] = {"step": [], "each": [], "floor": [], "none": [], "bare": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        run_loopwright_bash_jsonl(5, cwd)  # warm-up
+        for _ in range(runs):
+            got["step"] += run_loopwright_bash_jsonl(turns, cwd)
+            got["each"] += run_loopwright_bash_jsonl(turns, cwd, defer=False)
+            got["floor"] += run_bare_bash_jsonl(turns, cwd)
+            got["none"] += run_loopwright_bash(turns, cwd)
+            got["bare"] += run_bare_bash(turns, cwd)
+    floor = med(got["floor"])
+    print(f"per-turn client overhead, {turns}-turn Bash loop (`{BASH_COMMAND}` a turn) with a JSONL transcript "
+          f"(median ms of {runs} interleaved runs; end of response → next request)")
+    print(f"  loopwright, one fsync a step in a thread  {med(got['step']):7.2f} ms   ratio to floor = "
+          f"{med(got['step']) / floor:.2f}   (target <= 1.5)")
+    print(f"  loopwright, fsync per record on the loop  {med(got['each']):7.2f} ms   ratio to floor = "
+          f"{med(got['each']) / floor:.2f}")
+    print(f"  floor: bare httpx + subprocess + JSONL    {floor:7.2f} ms   (same records, one fsync before the command)")
+    print(f"  without transcripts (loopwright sandboxed, as by default): loopwright {med(got['none']):.2f} ms, bare {med(got['bare']):.2f} ms, "
+          f"ratio {med(got['none']) / med(got['bare']):.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Deferred sync (issue 14 part 5): with `open_session(defer_sync=True)` a session's records are
-written at once but fsynced in a worker thread, and the loop waits for that fsync before every
-model call and every tool run, so the power-cut guarantee holds (a tool_started record is durable
-before its tool runs) while many loops in one process do not stall each other on fsync."""
+"""Deferred sync (issue 14 part 5, issue 32 item 2), a session's default: its records are written at
+once but fsynced in a worker thread, once a step, and the loop waits for that fsync before every
+tool run, so the power-cut guarantee holds (a tool_started record is durable before its tool runs)
+while many loops in one process do not stall each other on fsync."""
 
 import json
 from pathlib import Path
@@ -37,9 +37,9 @@ def lines_in(path: str) -> list[dict]:
     return [json.loads(line) for line in open(path).read().splitlines()]
 
 
-def test_deferred_records_are_fsynced_before_each_tool_run_and_model_call(tmp_path) -> None:
+def test_records_are_fsynced_once_before_each_tool_run(tmp_path) -> None:
     EVENTS.clear()
-    session = open_session(WatchedStore(tmp_path / "home", tmp_path), str(tmp_path), defer_sync=True)
+    session = open_session(WatchedStore(tmp_path / "home", tmp_path), str(tmp_path))
 
     @tool(read_only=True)
     def mark(context: ToolContext) -> str:
@@ -66,8 +66,8 @@ def test_deferred_records_are_fsynced_before_each_tool_run_and_model_call(tmp_pa
         assert last == "tool_started"
         # the fsync just before the run covered every line written so far, the tool_started too
         assert EVENTS[i - 1] == ("sync", lines)
-    # one fsync before each of the 3 model calls and each of the 2 tool runs (the run's result
-    # record is fsynced as it is written, nothing being awaited after it)
-    assert [e[0] for e in EVENTS].count("sync") == 5
+    # one fsync before each of the 2 tool runs, none before a model call (a request lost to a
+    # power cut is only sent again); the run's result record is fsynced as it is written
+    assert [e[0] for e in EVENTS].count("sync") == 2
     records, warnings = read_records(Path(session.transcript_path))
     assert not warnings and records[-1]["subtype"] == "run_result"

@@ -101,6 +101,9 @@ class Agent:
     def __post_init__(self) -> None:
         self.model = resolve_model(self.model).id
         self.cwd = Path(self.cwd).resolve()
+        # a client given to the agent is the caller's, maybe shared by many agents: closing it when
+        # one of them ends would break the others' calls in flight
+        self._owns_client = self.model_client is None
         self._loop: AgentLoop | None = None
         self._judge: GoalJudge | None = None
         self._goal_armed = False
@@ -313,13 +316,14 @@ class Agent:
         return anyio.run(self.run, prompt)
 
     async def aclose(self) -> None:
-        """End the session's background shells and close the model client."""
+        """End the session's background shells and close the model client the agent made (one
+        passed as `model_client` is the caller's to close)."""
         work = self._background() if self.tools is not None else None
         if work is not None:
             await work.stop_all()
         if self._mcp is not None:
             await self._mcp.aclose()
-        if self.model_client is not None:
+        if self.model_client is not None and self._owns_client:
             await self.model_client.aclose()
 
     async def _start_mcp(self) -> None:

@@ -3,6 +3,7 @@ and the provider-neutral stream events every model adapter emits. Pure data, no 
 
 from __future__ import annotations
 
+import json
 from dataclasses import field
 from typing import Any, Literal, Union, get_args
 
@@ -20,6 +21,14 @@ StopReason = Literal[
 STOP_REASONS: tuple[str, ...] = get_args(StopReason)
 
 Role = Literal["user", "assistant"]
+
+
+def compact_json(value: Any) -> bytes:
+    """`value` as compact JSON in UTF-8, as request bodies are sent. A lone surrogate (from text
+    decoded with surrogateescape) cannot be sent as UTF-8: it becomes '?' rather than an error.
+    Compositional: an object's encoding is its members' encodings joined, which lets a request
+    body be put together from fragments encoded once."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------- content blocks
@@ -125,6 +134,8 @@ def block_from_api(data: dict[str, Any]) -> Block:
 class Message:
     role: Role
     content: tuple[Block, ...]
+    # `api_json`, kept: a message is a value, and the whole history is sent again every turn
+    _api_json: bytes | None = field(default=None, init=False, repr=False, compare=False)
 
     @staticmethod
     def user(text: str) -> "Message":
@@ -132,6 +143,14 @@ class Message:
 
     def to_api(self) -> dict[str, Any]:
         return {"role": self.role, "content": [b.to_api() for b in self.content]}
+
+    def api_json(self) -> bytes:
+        """`compact_json(self.to_api())`, encoded on the first call only."""
+        encoded = self._api_json
+        if encoded is None:
+            encoded = compact_json(self.to_api())
+            object.__setattr__(self, "_api_json", encoded)
+        return encoded
 
     @staticmethod
     def from_api(data: dict[str, Any]) -> "Message":

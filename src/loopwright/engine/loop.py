@@ -248,7 +248,7 @@ class AgentLoop:
 
     async def _stream(self, request: ModelRequest, role: str, partial: bool = False) -> Response | ModelError:
         return await stream_response(self.client, request, role, tally=self.tally, clock=self.clock,
-                                     settle=self.cfg.settle, emit=self._emit, partial=partial)
+                                     emit=self._emit, partial=partial)
 
     # ------------------------------------------------------------ compaction
 

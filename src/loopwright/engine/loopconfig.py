@@ -59,8 +59,9 @@ class LoopConfig:
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
     expansion: dict[str, str] | None = None  # the typed command this run's prompt expanded (UserPromptExpansion)
-    # awaited before every model call and tool run: the session's records made durable off the
-    # event loop (a deferred-sync Recorder's `settle`); None: each record is durable as written
+    # awaited just before tools run: the session's records made durable off the event loop (a
+    # Recorder's `settle`: one fsync a step); None: each record is durable as written. Not before
+    # a model call: a request lost to a power cut is only sent again, a tool's effect is not
     settle: Callable[[], Awaitable[None]] | None = None
 
 

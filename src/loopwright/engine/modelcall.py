@@ -5,7 +5,7 @@ each answer."""
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from .accumulate import Accumulator
 from .loopconfig import FINAL_TURN
@@ -50,13 +50,11 @@ def last_text(messages: Sequence[Message]) -> str:
 
 
 async def stream_response(client: Model, request: ModelRequest, role: str, *, tally: Tally, clock: Clock,
-                          settle: Callable[[], Awaitable[Any]] | None, emit: Callable[[Event], None],
+                          emit: Callable[[Event], None],
                           partial: bool = False) -> Response | ModelError:
     """One call of the model; its time and usage go to `tally` (as `role`), its stream events to
     `emit` when `partial`."""
     acc = Accumulator()
-    if settle is not None:
-        await settle()  # what the request says is on disk before it is sent
     started = clock.monotonic()
     try:
         async for event in client.stream(request):

@@ -25,6 +25,7 @@ from .anthropic_errors import ERROR_CODE_KIND, STATUS_KIND, map_errors, map_stat
 from .http import (
     LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
 )
+from ..core.types import compact_json
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -134,6 +135,7 @@ class AnthropicModel:
         self._json_headers = {**headers, "accept": "application/json"}
         self._pool = LoopBoundClient(self.base_url, self._timeout)
         self.prompt_caching = prompt_caching
+        self._fragments = Fragments()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ, origins: Mapping[str, str] | None = None,
@@ -166,8 +168,7 @@ class AnthropicModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """POST a streaming request and yield our events. Raises `ModelError` on every failure;
         closes the response however the iteration ends (finished, abandoned, cancelled)."""
-        api_body = request.to_api(stream=True)
-        body = encode_json(with_cache_breakpoints(api_body) if self.prompt_caching else api_body)
+        body = self._body(request)
         client = self._http()
         with map_errors(self._endpoint):
             http_request = client.build_request("POST", self._messages_url, content=body, headers=self._stream_headers)
@@ -199,6 +200,9 @@ class AnthropicModel:
         finally:
             await close_response(response)
 
+    def _body(self, request: ModelRequest) -> bytes:
+        return request_body(request, caching=self.prompt_caching, fragments=self._fragments)
+
     async def count_tokens(self, request: ModelRequest) -> int:
         """Input tokens the request would use (POST /v1/messages/count_tokens; an estimate)."""
         body = {k: v for k, v in request.to_api(stream=False).items() if k not in _NOT_COUNTED}
@@ -218,6 +222,75 @@ class AnthropicModel:
             ) from exc
 
 
+# ---------------------------------------------------------------- the request body
+# Keys of the body this module writes itself; an `extra` naming one of them overrides it, and
+# such a body is then encoded whole.
+_OWN_KEYS = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
+_MEMO_MOST = 256  # fragments kept per client before they are dropped and encoded afresh
+
+
+class Fragments:
+    """Encoded parts a client sends again every turn: the system prompt (with its breakpoint) and
+    each tool's definition, by value (a tool's schema by identity, kept alive here)."""
+
+    def __init__(self) -> None:
+        self.system: dict[str, bytes] = {}
+        self.tools: dict[tuple[Any, ...], tuple[Any, bytes]] = {}
+
+    def system_json(self, system: str) -> bytes:
+        encoded = self.system.get(system)
+        if encoded is None:
+            if len(self.system) >= _MEMO_MOST:
+                self.system.clear()
+            encoded = self.system[system] = compact_json(_marked_system(system))
+        return encoded
+
+    def tool_json(self, spec: dict[str, Any]) -> bytes:
+        name, description, schema = spec.get("name"), spec.get("description"), spec.get("input_schema")
+        if len(spec) != 3 or not isinstance(name, str) or not isinstance(description, str) or schema is None:
+            return compact_json(spec)  # not a plain tool_spec: encoded every time
+        key = (name, description, id(schema), tuple(spec))
+        held = self.tools.get(key)
+        if held is None or held[0] is not schema:
+            if len(self.tools) >= _MEMO_MOST:
+                self.tools.clear()
+            held = self.tools[key] = (schema, compact_json(spec))
+        return held[1]
+
+
+def request_body(request: ModelRequest, *, caching: bool, fragments: Fragments | None = None,
+                 stream: bool = True) -> bytes:
+    """The Messages request as sent: byte for byte `compact_json(with_cache_breakpoints(
+    request.to_api()))` (without the breakpoints when not `caching`), put together from each
+    message's JSON, encoded once (`Message.api_json`), and the system prompt's and tools' kept in
+    `fragments`, so a turn's cost does not grow with the conversation. Only the last message,
+    which carries a breakpoint, is encoded afresh."""
+    if not _OWN_KEYS.isdisjoint(request.extra):
+        body = request.to_api(stream=stream)
+        return compact_json(with_cache_breakpoints(body) if caching else body)
+    fragments = fragments or Fragments()
+    messages = request.messages
+    if messages:
+        *earlier, last = messages
+        tail = compact_json(_marked_last(last.to_api())) if caching else last.api_json()
+        listed = b"[" + b",".join([*(m.api_json() for m in earlier), tail]) + b"]"
+    else:
+        listed = b"[]"
+    parts = [b'"model":' + compact_json(request.model), b'"max_tokens":' + compact_json(request.max_tokens),
+             b'"messages":' + listed]
+    if request.system:
+        system = request.system
+        parts.append(b'"system":' + (fragments.system_json(system) if caching and isinstance(system, str)
+                                     else compact_json(system)))
+    if request.tools:
+        parts.append(b'"tools":[' + b",".join(fragments.tool_json(t) for t in request.tools) + b"]")
+    for key, value in request.extra.items():
+        parts.append(compact_json(key) + b":" + compact_json(value))
+    if stream:
+        parts.append(b'"stream":true')
+    return b"{" + b",".join(parts) + b"}"
+
+
 # ---------------------------------------------------------------- prompt caching
 EPHEMERAL = {"type": "ephemeral"}
 # Blocks the API refuses a cache_control on (an empty text block is refused too).
@@ -232,17 +305,26 @@ def with_cache_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
     out = dict(body)
     system = out.get("system")
     if isinstance(system, str) and system:
-        out["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+        out["system"] = _marked_system(system)
     messages = out.get("messages") or []
     if messages:
-        last = dict(messages[-1])
-        content = last.get("content")
-        if isinstance(content, str) and content:
-            last["content"] = [{"type": "text", "text": content, "cache_control": EPHEMERAL}]
-        elif isinstance(content, list) and content and _cacheable(content[-1]):
-            last["content"] = [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]
-        out["messages"] = [*messages[:-1], last]
+        out["messages"] = [*messages[:-1], _marked_last(messages[-1])]
     return out
+
+
+def _marked_system(system: str) -> Any:
+    return [{"type": "text", "text": system, "cache_control": EPHEMERAL}] if system else system
+
+
+def _marked_last(message: dict[str, Any]) -> dict[str, Any]:
+    """The last message of a request with its breakpoint (a copy; unchanged where none fits)."""
+    last = dict(message)
+    content = last.get("content")
+    if isinstance(content, str) and content:
+        last["content"] = [{"type": "text", "text": content, "cache_control": EPHEMERAL}]
+    elif isinstance(content, list) and content and _cacheable(content[-1]):
+        last["content"] = [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]
+    return last
 
 
 def _cacheable(block: Any) -> bool:

@@ -5,7 +5,6 @@ outage of one that did."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 import httpx
 
 from ..core.environ import environ_now
+from ..core.types import compact_json
 from ..core.fastclass import dataclass
 
 _PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
@@ -31,9 +31,7 @@ def socket_options() -> list[tuple[int, int, int]]:
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
-    # A lone surrogate (from text decoded with surrogateescape) cannot be sent as UTF-8:
-    # replace it rather than fail the call with a UnicodeEncodeError.
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
+    return compact_json(body)
 
 
 # Sent as the key to an API on this machine when none is set: a loopback server (the simulator, a
@@ -87,10 +85,20 @@ async def close_response(response: httpx.Response) -> None:
         await response.aclose()
 
 
+# Connections a client may hold at once, as the official SDKs allow: one per loop in flight, for
+# a thousand loops sharing one client.
+MAX_CONNECTIONS = 1000
+# Connections per shard (see `ShardedTransport`). httpcore's pool does work quadratic in its
+# connections on every request (it rescans them all to choose one and to expire idle ones):
+# measured in bench/many_loops.py --shared-client, shards of this size keep that work small.
+SHARD_SIZE = 1
+
+
 class LoopBoundClient:
     """One keep-alive `httpx.AsyncClient` for one API, made on first use. Pooled connections
     belong to the event loop that opened them; a sync wrapper runs one loop per call, so a
-    client from a loop that is gone is dropped, not awaited."""
+    client from a loop that is gone is dropped, not awaited. Any number of loops may share it:
+    its connections are split into shards (`ShardedTransport`)."""
 
     def __init__(self, base_url: str, timeout: httpx.Timeout) -> None:
         self.base_url, self.timeout = base_url, timeout
@@ -103,16 +111,16 @@ class LoopBoundClient:
             self._client = None
         if self._client is None:
             self._loop = loop
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0)
             if any(k.lower() in _PROXY_VARS for k in environ_now()):
                 # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
+                limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS,
+                                      keepalive_expiry=30.0)
                 self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
             else:
                 # Plain http (a loopback server) never uses TLS: skip building a verifying SSL
                 # context, which loads the CA bundle (measured ~40 ms of start-up).
-                verify = not self.base_url.startswith("http://")
-                transport = httpx.AsyncHTTPTransport(retries=0, limits=limits, socket_options=socket_options(),
-                                                     verify=verify)
+                verify: Any = not self.base_url.startswith("http://")
+                transport = ShardedTransport(verify=verify)
                 self._client = httpx.AsyncClient(transport=transport, timeout=self.timeout)
         return self._client
 
@@ -120,6 +128,87 @@ class LoopBoundClient:
         client, self._client = self._client, None
         if client is not None and self._loop is running_loop():  # else its loop is gone (see get)
             await client.aclose()
+
+
+class ShardedTransport(httpx.AsyncBaseTransport):
+    """A pool of small connection pools. httpcore's pool rescans all its connections on every
+    request, some checks costing a system call each, so one pool of a thousand connections spends
+    its time choosing one. Here a request goes to a shard with room (the one freed last, so one
+    loop's calls reuse one connection), a new shard is made when none has room, and only past
+    `most` connections does the least busy shard queue the request."""
+
+    def __init__(self, *, verify: Any, size: int = SHARD_SIZE, most: int = MAX_CONNECTIONS) -> None:
+        self._verify = verify
+        self._size = size
+        self._most = max(1, most // size)
+        self._shards: list[_Shard] = []
+        self._roomy: list[_Shard] = []  # shards with fewer than `size` requests in flight
+        self._closed = False
+
+    def _take(self) -> "_Shard":
+        if self._roomy:
+            shard = self._roomy[-1]
+        elif len(self._shards) < self._most:
+            if isinstance(self._verify, bool):  # the SSL context, built once for every shard
+                self._verify = httpx.create_ssl_context(verify=self._verify)
+            limits = httpx.Limits(max_connections=self._size, max_keepalive_connections=self._size,
+                                  keepalive_expiry=30.0)
+            transport = httpx.AsyncHTTPTransport(retries=0, limits=limits, socket_options=socket_options(),
+                                                 verify=self._verify)
+            shard = _Shard(transport)
+            self._shards.append(shard)
+            self._roomy.append(shard)
+        else:
+            shard = min(self._shards, key=lambda s: s.busy)
+        shard.busy += 1
+        if shard.busy == self._size:
+            self._roomy.pop() if self._roomy[-1] is shard else self._roomy.remove(shard)
+        return shard
+
+    def _give_back(self, shard: "_Shard") -> None:
+        shard.busy -= 1
+        if shard.busy == self._size - 1 and not self._closed:
+            self._roomy.append(shard)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        shard = self._take()
+        try:
+            response = await shard.transport.handle_async_request(request)
+        except BaseException:
+            self._give_back(shard)
+            raise
+        response.stream = _Counted(response.stream, self, shard)
+        return response
+
+    async def aclose(self) -> None:
+        self._closed = True
+        shards, self._shards, self._roomy = self._shards, [], []
+        for shard in shards:
+            await shard.transport.aclose()
+
+
+class _Shard:
+    __slots__ = ("transport", "busy")
+
+    def __init__(self, transport: httpx.AsyncHTTPTransport) -> None:
+        self.transport, self.busy = transport, 0  # busy: requests sent whose response is not closed
+
+
+class _Counted(httpx.AsyncByteStream):
+    """A response's body that gives its place in the shard back when closed (once)."""
+
+    def __init__(self, stream: Any, owner: ShardedTransport, shard: _Shard) -> None:
+        self._stream, self._owner, self._shard = stream, owner, shard
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        shard, self._shard = self._shard, None
+        if shard is not None:
+            self._owner._give_back(shard)
+        await self._stream.aclose()
 
 
 # Base URLs that gave an HTTP response (any status) in this process. Until one has, a refused

@@ -39,11 +39,11 @@ class Session:
 
 def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
                  fork: bool = False, session_id: str | None = None, persist: bool = True,
-                 new_id: Callable[[], str] = uuid4, defer_sync: bool = False) -> Session:
+                 new_id: Callable[[], str] = uuid4, defer_sync: bool = True) -> Session:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
-    this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: a new
-    session's records are fsynced before each model call and tool run instead of as each is
-    written (see `Recorder`), for many loops in one process."""
+    this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: the
+    records are fsynced once before each tool run, in a worker thread (see `Recorder`); False:
+    each record that must survive a power cut as it is written."""
     if resume is None and not continue_last:
         sid = _new_session_id(store, session_id, new_id)
         if not persist:
@@ -60,10 +60,10 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     restored = restore(records)
     if fork:
         sid = _new_session_id(store, session_id, new_id)
-        recorder = _copy(store, sid, cwd, raw, old) if persist else None
+        recorder = _copy(store, sid, cwd, raw, old, defer_sync) if persist else None
     else:
         sid = old
-        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid) if log is not None else None
+        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync) if log is not None else None
     warnings += _recover(restored, recorder, old)
     return Session(sid, "fork" if fork else "resume", list(restored.messages),
                    store.location(sid) if persist else "", recorder, warnings, old, records)
@@ -103,7 +103,7 @@ def _parse(raw: list[dict[str, Any]], where: str) -> list[Record]:
         raise SessionError(f"{where}: {exc}") from None
 
 
-def _copy(store: SessionStore, sid: str, cwd: str, raw: list[dict[str, Any]], old: str) -> Recorder:
+def _copy(store: SessionStore, sid: str, cwd: str, raw: list[dict[str, Any]], old: str, defer_sync: bool) -> Recorder:
     """The fork's file starts with every record of the old session, under the new id."""
     log = store.create(sid)
     try:
@@ -111,7 +111,7 @@ def _copy(store: SessionStore, sid: str, cwd: str, raw: list[dict[str, Any]], ol
             log.append(record | {"sessionId": sid}, sync=i == len(raw) - 1)
     except OSError as exc:
         raise SessionError(f"cannot write the transcript {log.location}: {exc}") from exc
-    recorder = Recorder(log, sid, cwd, parent=raw[-1].get("uuid") if raw else None)
+    recorder = Recorder(log, sid, cwd, parent=raw[-1].get("uuid") if raw else None, defer_sync=defer_sync)
     recorder.notice(f"Forked from session {old}", subtype="session_forked", forkedFrom=old)
     return recorder
 

@@ -1,5 +1,6 @@
 """The `Recorder`: turns the loop's events into transcript records and appends them to a
-`SessionLog`, synchronously, so each record is on disk before the effect it describes."""
+`SessionLog`, synchronously, so each record is written before the effect it describes; the fsync
+that makes them survive a power cut is one per step, before a tool runs, off the event loop."""
 
 from __future__ import annotations
 
@@ -31,15 +32,20 @@ def iso_timestamp(seconds: float) -> str:
 class Recorder:
     """Consumes the loop's events (call it from `emit`, before any renderer) and appends one record
     per event that changes the session. Synchronous on purpose: a record is written before the
-    effect it describes (a tool_started before the tool runs)."""
+    effect it describes (a tool_started before the tool runs), so a killed process loses none.
+
+    Power cuts: a log that can `sync` (JSONL) is fsynced by `settle()`, which the loop awaits
+    just before tools run, in a worker thread, so other loops of the process go on meanwhile;
+    one fsync covers every record of the step (the tool results, the answer, its tool_started
+    records). The run's result is fsynced as it is written, `close()` fsyncs what is left. A power
+    cut can lose only records written since the last tool started: a resume then answers that
+    tool's call "outcome unknown" and never runs it again. `defer_sync=False` fsyncs each record
+    that must survive as it is written, on the calling thread."""
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
                  now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4,
-                 marks: Mapping[str, Any] | None = None, defer_sync: bool = False) -> None:
+                 marks: Mapping[str, Any] | None = None, defer_sync: bool = True) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
-        # Deferred sync (many loops in one process): a record that must survive a power cut is
-        # written at once but fsynced by `settle()`, which the loop awaits before its next model
-        # call or tool run, in a worker thread, so one loop's fsync does not stall the others.
         self._defer = defer_sync and callable(getattr(log, "sync", None))
         self._dirty = False
         self.last_uuid = parent
@@ -54,7 +60,7 @@ class Recorder:
         if make is None:
             return None
         return Recorder(make(agent_id), self.session_id, self.cwd, now=self._now, new_id=self._new_id,
-                        marks={"isSidechain": True, "agentId": agent_id})
+                        marks={"isSidechain": True, "agentId": agent_id}, defer_sync=self._defer)
 
     def __call__(self, event: Event) -> None:
         match event:
@@ -116,7 +122,8 @@ class Recorder:
         return record
 
     async def settle(self) -> None:
-        """Make the deferred records durable (fsync in a worker thread); at once when none are."""
+        """Make the records written so far durable (one fsync, in a worker thread); at once when
+        none wait for it."""
         if not self._dirty:
             return
         import anyio.to_thread
