@@ -285,6 +285,7 @@ class GoalStatus:
     tokens: int = 0
     saved: dict[str, Any] | None = None  # what a resume needs to restore the goal (set records)
     cost_usd: float = 0.0  # the run's spend so far, evaluator included (for the live line)
+    evaluator_calls: tuple[dict[str, Any], ...] = ()  # since the last status: evidence and answer each
     type: Literal["goal_status"] = "goal_status"
 
     def attachment(self) -> dict[str, Any]:
@@ -298,6 +299,8 @@ class GoalStatus:
         out.update(iterations=self.iterations, durationMs=self.duration_ms, tokens=self.tokens)
         if self.saved is not None:
             out["loopwright"] = self.saved
+        if self.evaluator_calls:
+            out["evaluatorCalls"] = list(self.evaluator_calls)
         return out
 
 

@@ -126,6 +126,9 @@ class GoalState:
     met: bool = False
     failed: bool = False
     run_cost_usd: float = 0.0  # the worker's spend at the last stop
+    # the evaluator's calls since the last status: what it was shown and what it answered, kept on
+    # the next goal_status record so a replay can answer the same evidence the same way
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class GoalJudge:
@@ -251,6 +254,9 @@ class GoalJudge:
             self.state.last_reason = f"evaluator error: {error.describe()}"
             return None
         response = acc.response(fallback_model=request.model)
+        self.state.calls.append({"evidence": request.messages[0].text, "answer": response.message.to_api() | {
+            "id": response.id, "model": response.model, "stop_reason": response.raw_stop_reason,
+            "usage": response.usage.to_api()}})
         self.state.evaluator = self.state.evaluator.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
         self.state.evaluator_input_tokens.append(response.usage.input_tokens)
         return response.message.text
@@ -274,7 +280,8 @@ class GoalJudge:
         self.emit(GoalStatus(self.spec.condition, met=met, sentinel=sentinel, failed=failed, reason=s.last_reason,
                              iterations=s.iterations, duration_ms=int((self.clock.monotonic() - s.started) * 1000),
                              tokens=s.evaluator.usage.total, saved=saved,
-                             cost_usd=s.run_cost_usd + s.evaluator.cost_usd))
+                             cost_usd=s.run_cost_usd + s.evaluator.cost_usd, evaluator_calls=tuple(s.calls)))
+        s.calls = []
 
     def summary(self) -> dict[str, Any]:
         s = self.state
