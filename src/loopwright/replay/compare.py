@@ -19,6 +19,7 @@ KINDS = {
     "allowed": "a call the record shows blocked now runs",
     "goal": "a goal check or the evaluator's verdict changed",
     "feedback": "what a hook or the goal sent back to the model differs",
+    "prompt": "a run starts with another prompt (its goal, a command or the opening context changed)",
     "limit": "a limit or breaker ends the run at another point",
     "outcome": "the run ends differently",
     "request": "the replay asked the model something the record never answered",
@@ -94,6 +95,9 @@ def steps(records: list[dict[str, Any]], chain: str) -> list[Step]:
             if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
                 continue  # the results, already compared one by one
             text = text_of(content)
+            if r.get("synthetic") and out and out[-1].kind == "goal" and "feedback" not in out[-1].data:
+                out[-1].data["feedback"] = text  # what the goal's verdict sent back belongs to it
+                continue
             out.append(Step("feedback" if r.get("synthetic") else "prompt", {"text": text}, where))
         elif kind == "attachment" and (r.get("attachment") or {}).get("type") == "goal_status":
             status = r["attachment"]
@@ -144,10 +148,17 @@ def _classify(mine: Step, theirs: Step, chain: str) -> Divergence:
         return Divergence("tool_result", chain, f"the result of {name} call {mine.data['id']} differs",
                           mine.data, theirs.data, _diff(mine.data["text"], theirs.data["text"]), where)
     if mine.kind == theirs.kind == "goal":
+        said = _diff(mine.data.get("feedback", ""), theirs.data.get("feedback", ""))
+        if _verdict(mine.data) == _verdict(theirs.data):
+            return Divergence("goal", chain, f"the goal's verdict ({_verdict(mine.data)}) sent the agent back with "
+                              "other words (its checks' output differs)", mine.data, theirs.data, said, where)
         return Divergence("goal", chain, f"the goal's verdict changed: {_verdict(mine.data)} in the record, "
-                          f"{_verdict(theirs.data)} now", mine.data, theirs.data, where=where)
+                          f"{_verdict(theirs.data)} now", mine.data, theirs.data, said, where)
     if theirs.kind == "result" or mine.kind == "result":
         return _ending(mine, theirs, chain)
+    if mine.kind == theirs.kind == "prompt":
+        return Divergence("prompt", chain, "the run's prompt differs", mine.data["text"], theirs.data["text"],
+                          _diff(mine.data["text"], theirs.data["text"]), where)
     if mine.kind == theirs.kind == "feedback":
         return Divergence("feedback", chain, "what was sent back to the model differs", mine.data["text"],
                           theirs.data["text"], _diff(mine.data["text"], theirs.data["text"]), where)

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -86,28 +86,30 @@ def replay_session(session: str, *, store: str | None = None, cwd: str | None = 
                    wire: str | None = None, keep: str | Path | None = None, timeout: float = 600.0) -> Report:
     """Replay `session` (an id or a transcript file); `keep`: build the scratch copy there and
     leave it (else a temporary folder, removed afterwards)."""
-    recording = load(session, store=store, cwd=cwd or os.getcwd())
+    here = cwd or os.getcwd()
+    recording = load(session, store=store, cwd=here)
     base = Path(keep) if keep is not None else Path(tempfile.mkdtemp(prefix="loopwright-replay-"))
     if keep is not None:
         if base.exists() and any(base.iterdir()):
             raise UsageError(f"--keep {base}: not empty; expected a new or empty folder")
         base.mkdir(parents=True, exist_ok=True)
     try:
-        return _replay(recording, base, store, flags, wire, timeout)
+        return _replay(recording, base, store, flags, wire, timeout, here)
     finally:
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
 
 
 def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence[str], wire: str | None,
-            timeout: float) -> Report:
+            timeout: float, here: str) -> Report:
     from ..testing.simulator import Simulator
 
     try:
-        scratch = make(recording, base, _checkpoints(recording, store))
+        scratch = make(recording, base, _checkpoints(recording, store), here)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     to_copy, from_copy = mover(scratch.old_root, str(scratch.root)), mover(str(scratch.root), scratch.old_root)
+    moved = replace(recording, main=to_copy(recording.main))  # its prompts and command line name the copy
     chains = [("main", recording.parsed(to_copy(recording.main)))]
     chains += [(f"agent {aid}", recording.parsed(to_copy(raw))) for aid, raw in recording.sidechains.items()]
     script = ReplayScript(chains)
@@ -124,8 +126,8 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     with Simulator(script) as sim:
         env = _environment(home, sim.base_url)
         session_id = None
-        for prompt in _prompts(recording):
-            args = _command(recording, prompt, session_id, flags, wire, sim.base_url)
+        for prompt in _prompts(moved):
+            args = _command(moved, prompt, session_id, flags, wire, sim.base_url)
             report.commands.append(args)
             stdin = prompt if session_id is None and _needs_stdin(args) else None
             out = subprocess.run([sys.executable, "-m", "loopwright", *args], cwd=scratch.cwd, env=env,
@@ -139,10 +141,13 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     replayed_main, replayed_chains = _replayed(home, scratch, session_id)
     report.divergences = _divergences(recording, from_copy(replayed_main), [from_copy(c) for c in replayed_chains])
     report.unanswered = [_unanswered(a, script, from_copy) for a in cursor.asked if not a.answered]
-    if report.unanswered and not report.divergences:
+    first = report.first
+    if report.unanswered and (first is None or first.kind == "missing" or "api_error" in json.dumps(first.replayed)):
+        # the replay stopped because the model was asked what the record never answered: that
+        # request, beside the recorded conversation nearest to it, says why
         ask = report.unanswered[0]
-        report.divergences.append(compare.Divergence("request", ask["agent"], ask["why"], ask.get("recorded"),
-                                                     ask.get("replayed"), ask.get("diff", "")))
+        report.divergences.insert(0, compare.Divergence("request", ask["agent"], ask["why"], ask.get("recorded"),
+                                                        ask.get("replayed"), ask.get("diff", "")))
     return report
 
 
@@ -302,9 +307,23 @@ def _divergences(recording: Recording, main: list[dict[str, Any]],
         found.append(compare.Divergence("outcome", f"subagent ({task[:60]!r})",
                                         "the replay ran a subagent the record did not"))
     diverged = compare.compare(compare.steps(recording.main, "main"), compare.steps(main, "main"), "main")
-    if diverged is not None:
-        found.append(diverged)
-    return found
+    if diverged is None:
+        return found
+    if _record_number(diverged.where) < _first_agent_call(recording.main):
+        return [diverged, *found]  # the session left its record before any subagent ran
+    return [*found, diverged]
+
+
+def _record_number(where: str) -> int:
+    tail = where.rpartition(" ")[2]
+    return int(tail) if tail.isdigit() else 1 << 30
+
+
+def _first_agent_call(records: list[dict[str, Any]]) -> int:
+    for n, r in enumerate(records, 1):
+        if r.get("type") == "tool_finished" and r.get("name") == "Agent":
+            return n
+    return 1 << 30
 
 
 def _unanswered(asked: Asked, script: ReplayScript, from_copy: Any) -> dict[str, Any]:

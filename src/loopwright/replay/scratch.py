@@ -28,29 +28,36 @@ class Scratch:
     source: str  # how the copy was made, for the report
 
 
-def make(recording: Any, into: Path, checkpoints: Any = None) -> Scratch:
-    """Build the copy under `into` (an empty folder). `checkpoints`: the session's checkpoint store."""
+def make(recording: Any, into: Path, checkpoints: Any = None, here: str | None = None) -> Scratch:
+    """Build the copy under `into` (an empty folder). `checkpoints`: the session's checkpoint store.
+    `here`: the project to use when the recorded folder is not on this machine (a fixture
+    committed to a repository and replayed in CI: the project that holds it)."""
     cwd = recording.cwd
-    if not cwd or not os.path.isabs(cwd):
+    if not cwd:
         raise ValueError(f"{recording.where}: the session records no working folder")
-    head, root = recording.git_head, recording.git_root or cwd
-    rel = os.path.relpath(cwd, root) if _inside(cwd, root) else "."
+    head, old_root = recording.git_head, recording.git_root or cwd
+    rel = os.path.relpath(cwd, old_root) if _inside(cwd, old_root) else "."
+    root, elsewhere = old_root, ""
+    if not (os.path.isabs(old_root) and os.path.isdir(old_root)):
+        if here is None:
+            raise ValueError(f"{recording.where}: its project folder {old_root} is not on this machine; "
+                             "run the replay in the project")
+        root, rel, elsewhere = os.path.realpath(here), ".", f" (of this folder: the recorded {old_root} is not here)"
     target = into / "project"
-    source = None
-    if head and os.path.isdir(root) and _clone(root, head, target):
-        source = f"git commit {head[:12]} (the project's HEAD when the session started)"
-    elif os.path.isdir(root):
-        _copy_tree(Path(root), target)
-        source = "the project's files as they are now (the session recorded no git commit)"
-        if checkpoints is not None and _put_back(checkpoints, root, target):
-            source = ("the project's files as they are now, with the files the session's Write and Edit "
-                      "changed put back from its first checkpoint")
+    if head and _clone(root, head, target):
+        source = (f"git commit {head[:12]} (the project's HEAD when the session started; what was not committed "
+                  f"then is not in the copy){elsewhere}")
     else:
-        raise ValueError(f"{recording.where}: its project folder {root} is gone; nothing to replay in")
+        _copy_tree(Path(root), target)
+        why = "the commit it started from is not in this repository" if head else "the session recorded no git commit"
+        source = f"the project's files as they are now{elsewhere} ({why})"
+        if checkpoints is not None and _put_back(checkpoints, root, target):
+            source = (f"the project's files as they are now{elsewhere}, with the files the session's Write and Edit "
+                      "changed put back from its first checkpoint")
     _overlay_config(Path(root), target)
     work = (target / rel).resolve() if rel != "." else target
     work.mkdir(parents=True, exist_ok=True)
-    return Scratch(target, work, root, source)
+    return Scratch(target, work, old_root, source)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -62,7 +69,7 @@ def _clone(root: str, head: str, target: Path) -> bool:
     nothing the project's repository configures runs); False when that commit is not there."""
     env = {**os.environ, **_GIT_ENV}
     git = shutil.which("git")
-    if git is None:
+    if git is None or not os.path.exists(os.path.join(root, ".git")):
         return False
     made = subprocess.run([git, "clone", "--quiet", "--no-checkout", "--", root, str(target)], env=env,
                           stdin=subprocess.DEVNULL, capture_output=True)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 # here and to __all__ (and to the TYPE_CHECKING block for type checkers).
 _LAZY: dict[str, str] = {
     "RecordedRequest": "loopwright.testing.simulator",
+    "ReplayDiverged": "loopwright.testing.replay",
+    "assert_replays": "loopwright.testing.replay",
     "Script": "loopwright.testing.simulator",
     "ScriptError": "loopwright.testing.simulator",
     "Simulator": "loopwright.testing.simulator",
@@ -18,12 +20,15 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "RecordedRequest",
+    "ReplayDiverged",
+    "assert_replays",
     "Script",
     "ScriptError",
     "Simulator",
 ]
 
 if TYPE_CHECKING:
+    from .replay import ReplayDiverged, assert_replays
     from .simulator import RecordedRequest, Script, ScriptError, Simulator
 
 
