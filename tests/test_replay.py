@@ -286,7 +286,7 @@ def test_a_session_recorded_over_chat_completions_replays(tmp_path):
     sid = json.loads(out.stdout)["session_id"]
     out = cli(["replay", sid, "--json"], env, project)
     report = report_of(out)
-    assert out.returncode == 0 and report["wire"] == "openai" and not report["diverged"], report
+    assert out.returncode == 0 and report["wire"] == "openai" and not report["diverged"], json.dumps(report, indent=1)[:4000]
     assert "no git commit" in report["projectFrom"]
     out = cli(["replay", sid, "--json", "--", "--disallowedTools", "Bash"], env, project)
     assert report_of(out)["divergence"]["kind"] == "blocked"

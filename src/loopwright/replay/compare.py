@@ -196,6 +196,8 @@ def _blocker(tool: dict[str, Any]) -> str:
         return "a PreToolUse hook"
     if text.startswith(RULE_BLOCKS):
         return "the permission gate (a rule or mode)"
+    if text.startswith("No such tool: "):
+        return "the tool list (the tool is no longer offered: --tools, --disallowedTools)"
     return ""
 
 

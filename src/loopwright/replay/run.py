@@ -212,9 +212,12 @@ def _command(recording: Recording, prompt: str, session_id: str | None, flags: S
 
 
 def _model(recording: Recording) -> str:
+    """The recorded model's name (an OpenAI-compatible one is recorded with its server:
+    `openai-compatible:URL#name`)."""
     for r in recording.main:
         if r.get("type") == "assistant":
-            return str((r.get("message") or {}).get("model", ""))
+            model = str((r.get("message") or {}).get("model", ""))
+            return model.rpartition("#")[2] if "://" in model else model
     return ""
 
 
