@@ -300,3 +300,29 @@ def test_bad_input_is_named(recorded, tmp_path):
     assert out.returncode == 2 and "no such transcript file" in out.stderr
     out = cli(["replay", "--export", str(recorded["path"]), str(tmp_path / "out.txt")], env, project)
     assert out.returncode == 2 and "ending in .jsonl" in out.stderr
+
+
+def test_the_demo_records_changes_a_hook_and_the_replay_catches_it(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    out = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "examples" / "replay" / "demo.py"),
+                          "--dir", str(tmp_path / "demo")], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no divergence" in out.stdout and "is now blocked by a PreToolUse hook" in out.stdout
+
+
+def test_a_session_in_postgresql_replays_with_its_subagent(pg_db, tmp_path):
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    script = {"rules": [{"match": SUBTASK, "responses": [bash("echo from the subagent"), {"text": "sub done"}]},
+                        {"responses": [{"tool_use": {"name": "Agent", "input": {
+                            "description": "d", "prompt": "SUBTASK: echo"}}}, {"text": "all done"}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "delegate", "--allowedTools", "Bash,Agent", "--output-format", "json", "--store", pg_db],
+                  env, project, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    report = report_of(cli(["replay", sid, "--json", "--store", pg_db], env, project))
+    assert not report["diverged"] and report["transcript"].endswith(f"#session={sid}"), report
+    # the sidechain came from the store: a subagent whose command now fails diverges there
+    report = report_of(cli(["replay", sid, "--json", "--store", pg_db, "--", "--disallowedTools", "Bash"], env, project))
+    assert report["divergence"]["chain"].startswith("subagent") and report["divergence"]["kind"] == "blocked"
