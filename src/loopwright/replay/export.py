@@ -69,11 +69,10 @@ def export(session: str, out: Path, *, store: str | None = None, home: str | Non
         raise UsageError(f"{out}: already exists; expected a new file")
     recording = load(session, store=store, cwd=os.getcwd())
     home = os.path.realpath(os.path.expanduser("~")) if home is None else home
-    first = trim(recording.main)[:1]
     # the first record carries how the session started (argv, gitHead): kept even when trimmed away
     start = {k: recording.first[k] for k in ("gitHead", "gitRoot", "argv") if k in recording.first}
     main = trim(recording.main)
-    if main and start and first:
+    if main and start:
         main[0] = main[0] | start
     out.parent.mkdir(parents=True, exist_ok=True)
     _write(out, [scrub(r, home) for r in main])

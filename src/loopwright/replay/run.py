@@ -24,7 +24,7 @@ from . import compare
 from .conversation import mover, text_of, turns
 from .recording import Recording, load
 from .scratch import Scratch, make
-from .script import Asked, ReplayCursor, ReplayScript
+from .script import Asked, ReplayScript
 
 # Flags of the recorded command line a replay sets itself (or that would touch another session).
 _OWN_FLAGS = {"--output-format": 1, "-r": 1, "--resume": 1, "-c": 0, "--continue": 0, "--fork-session": 0,
@@ -357,4 +357,4 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-__all__ = ["Report", "ReplayCursor", "replay_session"]
+__all__ = ["Report", "replay_session"]

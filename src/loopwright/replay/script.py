@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..engine.compaction import SUMMARY_INSTRUCTIONS
 from ..engine.goal import EVALUATOR_SYSTEM
@@ -183,5 +183,3 @@ def _content(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Recorded blocks as a script sends them (each tool call keeps its recorded id)."""
     return [dict(b) for b in blocks if isinstance(b, dict)]
 
-
-Mover = Callable[[Any], Any]
