@@ -366,7 +366,8 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
     stores = cli_stores(opts.store, project or agent.cwd)
     session = open_session(stores.sessions, str(agent.cwd), resume=opts.resume,
                            continue_last=opts.continue_session, fork=opts.fork_session,
-                           session_id=opts.session_id, persist=not opts.no_session_persistence)
+                           session_id=opts.session_id, persist=not opts.no_session_persistence,
+                           opening=None if resuming else _opening(opts, str(agent.cwd)))
     for warning in session.warnings:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
@@ -379,6 +380,14 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
 
         agent.checkpoints = Checkpoints(stores.checkpoints(session.session_id))
     return session
+
+
+def _opening(opts: Options, cwd: str) -> dict[str, Any]:
+    """What a new session's first record keeps for `loopwright replay`: the project's git commit
+    and the command line that started it (its flags are the run's settings as much as the files are)."""
+    from ..session.gitstate import git_start
+
+    return git_start(cwd) | ({"argv": list(opts.argv)} if opts.argv else {})
 
 
 async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],

@@ -81,6 +81,7 @@ class Options:
     resume_drops_turn: str | None = None
     session_mirror: bool = False
     replay_user_messages: bool = False
+    argv: tuple[str, ...] = ()  # the command line as given (not a flag): a new session records it for a replay
 
     @property
     def resuming(self) -> bool:
@@ -106,9 +107,9 @@ def limit(value: Any) -> Any:
 
 def parse_options(argv: list[str]) -> Options:
     values = vars(parser().parse_args(argv))
-    known = {f.name for f in fields(Options)}
+    known = {f.name for f in fields(Options)} - {"argv"}
     assert set(values) == known, set(values) ^ known  # the parser and Options name the same flags
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}, argv=tuple(argv))
 
 
 def parser() -> Any:

@@ -10,8 +10,8 @@ from typing import Any, NoReturn
 
 from ..core.errors import UsageError
 
-SUBCOMMANDS = ("attempts", "demo", "enqueue", "goal", "mcp", "rewind", "routine", "schedule", "scheduler", "serve",
-               "sessions", "settings", "trust", "worker", "workers", "workflow")
+SUBCOMMANDS = ("attempts", "demo", "enqueue", "goal", "mcp", "replay", "rewind", "routine", "schedule", "scheduler",
+               "serve", "sessions", "settings", "trust", "worker", "workers", "workflow")
 # Subcommands of two words: the first alone stays an ordinary prompt ("session" is one) and a slip
 # of another subcommand (`session list` means `sessions`).
 TWO_WORD_SUBCOMMANDS = (("session", "export"),)

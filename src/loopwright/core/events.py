@@ -297,6 +297,7 @@ class GoalStatus:
     verdict: str = ""
     evidence_chars: int = 0
     evaluation_ms: int = 0
+    evaluator_calls: tuple[dict[str, Any], ...] = ()  # since the last status: evidence and answer each
     type: Literal["goal_status"] = "goal_status"
 
     def attachment(self) -> dict[str, Any]:
@@ -310,6 +311,8 @@ class GoalStatus:
         out.update(iterations=self.iterations, durationMs=self.duration_ms, tokens=self.tokens)
         if self.saved is not None:
             out["loopwright"] = self.saved
+        if self.evaluator_calls:
+            out["evaluatorCalls"] = list(self.evaluator_calls)
         return out
 
 

@@ -128,6 +128,9 @@ class GoalState:
     run_cost_usd: float = 0.0  # the worker's spend at the last stop
     judging_since: float = 0.0  # when the evaluation under way began (its checks, then the evaluator)
     evidence_chars: int = 0  # how much evidence the evaluator was last shown
+    # the evaluator's calls since the last status: what it was shown and what it answered, kept on
+    # the next goal_status record so a replay can answer the same evidence the same way
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 class GoalJudge:
@@ -257,6 +260,9 @@ class GoalJudge:
             self.state.last_reason = f"evaluator error: {error.describe()}"
             return None
         response = acc.response(fallback_model=request.model)
+        self.state.calls.append({"evidence": request.messages[0].text, "answer": response.message.to_api() | {
+            "id": response.id, "model": response.model, "stop_reason": response.raw_stop_reason,
+            "usage": response.usage.to_api()}})
         self.state.evaluator = self.state.evaluator.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
         self.state.evaluator_input_tokens.append(response.usage.input_tokens)
         return response.message.text
@@ -284,7 +290,9 @@ class GoalJudge:
                              tokens=s.evaluator.usage.total, saved=saved,
                              cost_usd=s.run_cost_usd + s.evaluator.cost_usd, verdict=verdict,
                              evidence_chars=s.evidence_chars if verdict else 0,
-                             evaluation_ms=int((now - s.judging_since) * 1000) if verdict else 0))
+                             evaluation_ms=int((now - s.judging_since) * 1000) if verdict else 0,
+                             evaluator_calls=tuple(s.calls)))
+        s.calls = []
 
     def summary(self) -> dict[str, Any]:
         s = self.state

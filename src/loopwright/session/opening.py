@@ -39,17 +39,20 @@ class Session:
 
 def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
                  fork: bool = False, session_id: str | None = None, persist: bool = True,
-                 new_id: Callable[[], str] = uuid4, defer_sync: bool = True) -> Session:
+                 new_id: Callable[[], str] = uuid4, defer_sync: bool = True,
+                 opening: dict[str, Any] | None = None) -> Session:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
     this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: the
     records are fsynced once before each tool run, in a worker thread (see `Recorder`); False:
-    each record that must survive a power cut as it is written."""
+    each record that must survive a power cut as it is written. `opening`: fields for a new
+    session's first record (its project's `gitHead`, see `gitstate`)."""
     if resume is None and not continue_last:
         sid = _new_session_id(store, session_id, new_id)
         if not persist:
             return Session(sid, "startup", [], "", None)
         log = store.create(sid)
-        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd, defer_sync=defer_sync))
+        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd, defer_sync=defer_sync,
+                                                                      opening=opening))
     old = resume if resume is not None else store.latest()
     if old is None:
         raise SessionError("No conversation found to continue")

@@ -44,13 +44,17 @@ class Recorder:
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
                  now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4,
-                 marks: Mapping[str, Any] | None = None, defer_sync: bool = True) -> None:
+                 marks: Mapping[str, Any] | None = None, defer_sync: bool = True,
+                 opening: Mapping[str, Any] | None = None) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
         self._defer = defer_sync and callable(getattr(log, "sync", None))
         self._dirty = False
         self.last_uuid = parent
         self._now, self._new_id = now, new_id
         self.marks = dict(marks or {})  # added to every record: a sidechain's `isSidechain` and `agentId`
+        # added to the session's first record only: what the project was at the start (`gitHead`),
+        # for a replay; the file still appears with the first record, not before
+        self.opening = dict(opening or {})
 
     def sidechain(self, agent_id: str) -> "Recorder | None":
         """The recorder of a subagent's own transcript beside this one (the log's `sidechain`,
@@ -112,8 +116,11 @@ class Recorder:
         record = Record(entry, self._new_id(), self.last_uuid, self.session_id, iso_timestamp(self._now()), self.cwd)
         final = isinstance(entry, SystemEntry) and entry.subtype == "run_result"  # nothing awaits after it
         deferred = sync and self._defer and not final
+        raw = record.to_json() | self.marks if self.marks else record.to_json()
+        if self.opening:
+            raw, self.opening = raw | self.opening, {}
         try:
-            self.log.append(record.to_json() | self.marks if self.marks else record.to_json(), sync=sync and not deferred)
+            self.log.append(raw, sync=sync and not deferred)
         except OSError as exc:
             # Going on unrecorded would break the promise that resume never runs a tool twice.
             raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc

@@ -91,6 +91,14 @@ class JsonlStore:
             path = JsonlLog(path).sidechain(agent_id).path
         return path.read_bytes() if path is not None and path.is_file() else None
 
+    def agents(self, session_id: str) -> list[str]:
+        """The ids of the subagents whose sidechains the session holds."""
+        path = self.find(session_id)
+        folder = path.with_suffix("") / "subagents" if path is not None else None
+        if folder is None or not folder.is_dir():
+            return []
+        return sorted(p.stem[len("agent-"):] for p in folder.glob("agent-*.jsonl"))
+
     def create(self, session_id: str) -> "JsonlLog":
         """The append handle of a new session of this project, without looking anywhere else
         (other projects are searched by `find`, one stat per project)."""

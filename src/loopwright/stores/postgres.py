@@ -226,6 +226,12 @@ class PgSessionStore:
             records.append(record)
         return records, []
 
+    def agents(self, session_id: str) -> list[str]:
+        """The ids of the subagents whose sidechains the session holds."""
+        rows = self.stores.db().execute("SELECT DISTINCT chain FROM loopwright.records WHERE session_id = %s "
+                                        "AND chain <> '' ORDER BY chain", (session_id,)).fetchall()
+        return [r[0] for r in rows]
+
     def export(self, session_id: str, agent_id: str | None = None) -> bytes | None:
         lines = self.lines(session_id, agent_id or "")
         if lines is None or (agent_id and not lines):

@@ -23,15 +23,19 @@ _LAZY: dict[str, str] = {
     "ScriptedModel": "loopwright.testing.scripted",
     "Step": "loopwright.testing.scripted",
     "FakeClock": "loopwright.testing.clock",
+    # a recorded session replayed as a regression test (loopwright.replay)
+    "ReplayDiverged": "loopwright.testing.replay",
+    "assert_replays": "loopwright.testing.replay",
 }
 
 __all__ = [
     "FakeClock", "Fault", "RecordedRequest", "Reply", "Rule", "Script", "ScriptError", "ScriptLike", "ScriptedModel",
-    "Simulator", "Step",
+    "ReplayDiverged", "Simulator", "Step", "assert_replays",
 ]
 
 if TYPE_CHECKING:
     from .clock import FakeClock
+    from .replay import ReplayDiverged, assert_replays
     from .scripted import ScriptedModel, Step
     from .simulator.record import RecordedRequest
     from .simulator.script import Fault, Reply, Rule, Script, ScriptError

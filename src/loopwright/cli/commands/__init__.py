@@ -10,6 +10,7 @@ from pathlib import Path
 
 # name -> (module of this package, its entry point), for the commands that take their own arguments
 _COMMANDS = {
+    "replay": ("replay", "run_replay"),
     "rewind": ("rewind", "run_rewind"),
     "session": ("sessions", "run_session"),
     "sessions": ("sessions", "run_sessions"),

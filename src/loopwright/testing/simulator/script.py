@@ -77,7 +77,7 @@ from typing import Any
 
 from .matching import MATCH_KEYS, MATCHERS
 
-__all__ = ["STATUS_OF_TYPE", "Cursor", "Fault", "Reply", "Rule", "Script", "ScriptError"]
+__all__ = ["STATUS_OF_TYPE", "Cursor", "Fault", "Reply", "Rule", "Script", "ScriptError", "parse_reply"]
 
 _REPLY_KEYS = {
     "text", "tool_use", "content", "stop_reason", "stop_sequence", "stop_details",
@@ -242,6 +242,12 @@ def _parse_rule(rule: Any, where: str) -> Rule:
         raise ScriptError(f"{where}.responses: expected a list")
     parsed = tuple(_parse_reply(r, f"{where}.responses[{i}]") for i, r in enumerate(responses))
     return Rule(match=dict(match), responses=parsed)
+
+
+def parse_reply(spec: Any, where: str = "reply") -> Reply:
+    """One response spec, checked as a script's are (for scripts that choose replies their own way:
+    a `Script` subclass with its own cursor, such as a replayed session's)."""
+    return _parse_reply(spec, where)
 
 
 def _parse_reply(spec: Any, where: str) -> Reply:
