@@ -19,8 +19,8 @@ PUBLIC = [
     "__version__", "tool",
 ]
 TESTING = [
-    "FakeClock", "Fault", "RecordedRequest", "Reply", "Rule", "Script", "ScriptError", "ScriptLike", "ScriptedModel",
-    "Simulator", "Step",
+    "FakeClock", "Fault", "RecordedRequest", "ReplayDiverged", "Reply", "Rule", "Script", "ScriptError", "ScriptLike",
+    "ScriptedModel", "Simulator", "Step", "assert_replays",
 ]
 
 
