@@ -23,7 +23,8 @@ LAYER_OF = {
 MAY_IMPORT = {0: {0}, 1: {0, 1}, 2: {0, 2}, 3: {0, 1, 2, 3}, 4: {0, 2, 4}, 5: {0, 1, 2, 3, 4, 5}}
 # Third-party packages each layer may use (the stdlib is always allowed).
 THIRD_PARTY = {
-    0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"}, 3: {"pydantic", "anyio"},
+    0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"},
+    3: {"pydantic", "anyio", "yaml"},  # yaml: skill, command and agent frontmatter (context.frontmatter)
     4: {"pydantic", "anyio", "httpx", "mcp", "httpx2", "psycopg"}, 5: None,  # None: anything
 }
 KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
