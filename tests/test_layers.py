@@ -29,7 +29,8 @@ THIRD_PARTY = {
 }
 KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
                      "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest", "mcp",
-                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml"}
+                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml", "markdown_it",
+                     "jsonschema"}
 
 
 def modules():
