@@ -75,3 +75,20 @@ def test_a_format_is_enforced_not_only_accepted(fmt, good, bad):
     for value in bad:
         assert validate(value, schema) == [f"$: expected a {fmt} string, got {value!r}"], value
     assert validate(7, {"format": fmt}) == []  # a format speaks of strings only
+
+
+@pytest.mark.parametrize("value", [
+    {"name": "Ada", "age": 36, "tags": ["x"], "role": "dev", "manager": {"id": "u7"}}, {"name": "Ada", "age": 36.0},
+    {"age": 1}, {"name": "", "age": 1}, {"name": "a", "age": -1}, {"name": "a", "age": True}, {"name": "a", "age": 1.5},
+    {"name": "a", "age": 1, "tags": ["x", "x"]}, {"name": "a", "age": 1, "tags": ["x", 2]},
+    {"name": "a", "age": 1, "tags": ["x", "y", "z"]}, {"name": "a", "age": 1, "role": "boss"},
+    {"name": "a", "age": 1, "manager": {"id": "x"}}, {"name": "a", "age": 1, "manager": {"id": "u1"}},
+    {"name": "a", "age": 1, "extra": 1}, [], None, "Ada",
+])
+def test_the_verdict_is_the_reference_validators(value):
+    # jsonschema's Draft 2020-12 validator as the oracle for shallow values; loopwright keeps its
+    # own walk because the reference one recurses per level (a RecursionError at ~200 levels of an
+    # answer, where 400 and 5,000 must be checked) and has no bound on anyOf/oneOf re-walks
+    from jsonschema import Draft202012Validator
+
+    assert (validate(value, PERSON) == []) == Draft202012Validator(PERSON).is_valid(value)

@@ -23,12 +23,14 @@ LAYER_OF = {
 MAY_IMPORT = {0: {0}, 1: {0, 1}, 2: {0, 2}, 3: {0, 1, 2, 3}, 4: {0, 2, 4}, 5: {0, 1, 2, 3, 4, 5}}
 # Third-party packages each layer may use (the stdlib is always allowed).
 THIRD_PARTY = {
-    0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"}, 3: {"pydantic", "anyio"},
+    0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"},
+    3: {"pydantic", "anyio", "yaml"},  # yaml: skill, command and agent frontmatter (context.frontmatter)
     4: {"pydantic", "anyio", "httpx", "mcp", "httpx2", "psycopg", "opentelemetry"}, 5: None,  # None: anything
 }
 KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
                      "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest", "mcp",
-                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml", "opentelemetry"}
+                     "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml", "markdown_it",
+                     "jsonschema", "opentelemetry"}
 
 
 def modules():

@@ -24,12 +24,27 @@ from loopwright.testing import Simulator  # noqa: E402
 SHOTS = os.environ.get("LOOPWRIGHT_SCREENSHOTS")  # a folder: the browser tests save screenshots there
 
 
+MARKDOWN_ANSWER = ("# Findings\n\nThe **flaky** test is `test_io` — see [the log](https://ci.example/run?id=1&x=2).\n\n"
+                   "- <script>window.pwnedMd=1</script>\n- <img src=x onerror=window.pwnedMd=2>\n"
+                   "- [click](javascript:window.pwnedMd=3) and <javascript:window.pwnedMd=4> and "
+                   "[again](JaVaScRiPt:window.pwnedMd=5) and [data](data:text/html,hi) and [here](/schedules)\n"
+                   "- ![pixel](https://tracker.example/p.png)\n\nUNIQUE-ANSWER-MARK")
+
+
+def markdown_session(env, project):
+    with Simulator([{"text": MARKDOWN_ANSWER}]) as sim:
+        out = cli(["-p", "what failed?", "--output-format", "json"], env, project, sim)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)["session_id"]
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     base = tmp_path_factory.mktemp("serve")
     env, project = make_env(base), base / "project"
     project.mkdir()
-    ids = {"goal": goal_session(env, project), "compaction": compaction_session(env, project)}
+    ids = {"goal": goal_session(env, project), "compaction": compaction_session(env, project),
+           "markdown": markdown_session(env, project)}
     scheduled(env, project)
     return {"env": env, "project": project, **ids}
 
@@ -64,7 +79,7 @@ def test_the_list_shows_the_sessions(server, driver, store):
     driver.get(server.base + "/")
     assert "token=" not in driver.current_url
     rows = row_texts(driver)
-    assert len(rows) == 3  # the goal loop, the compaction, the schedule's fire
+    assert len(rows) == 4  # the goal loop, the compaction, the Markdown answer, the schedule's fire
     text = " ".join(rows)  # read in one go: a live update may replace the table between a lookup and a read
     assert "goal_met" in text and "run three echoes" in text and "say hi" in text and "claude-sonnet-5" in text
     shot(driver, "serve-sessions")
@@ -486,3 +501,31 @@ def test_reading_needs_the_token_unless_no_token_is_asked_for(store):
     assert read == 200 and change == 403  # changes still need the token
     refused = cli(["serve", "--no-token", "--host", "0.0.0.0", "--port", "0"], store["env"], store["project"])
     assert refused.returncode == 2 and "--no-token: only on a loopback address" in refused.stderr
+
+
+def test_the_models_markdown_is_drawn_once_and_stays_harmless(server, store):
+    status, _, body = request(f"{server.base}/s/{store['markdown']}", headers=server.auth)
+    assert status == 200
+    records = body[body.index('id="records"'):]
+    assert "<h1>Findings</h1>" in records and "<strong>flaky</strong>" in records and "<code>test_io</code>" in records
+    assert ('<a href="https://ci.example/run?id=1&amp;x=2" rel="noopener noreferrer nofollow">the log</a>'
+            in records)
+    assert records.count("UNIQUE-ANSWER-MARK") == 1  # the assistant message; the result box does not repeat it
+    assert "the answer above" in records
+    # raw HTML stays text; no unsafe scheme, relative link or image becomes an element
+    assert "&lt;script&gt;window.pwnedMd=1&lt;/script&gt;" in records and "<script>window" not in records
+    assert "&lt;img src=x onerror=window.pwnedMd=2&gt;" in records and "<img" not in records
+    assert not re.search(r"href=\"\s*(javascript|data|/)", records, re.I)
+    assert "[click](javascript:window.pwnedMd=3)" in records and "[here](/schedules)" in records
+    assert records.count("<a ") == 2  # the log and the pixel, which is a link now, never fetched
+
+
+def test_the_markdown_view_runs_nothing_in_a_browser(server, driver, store):
+    driver.get(server.url)  # the token again, as a cookie: an earlier test may have dropped it
+    driver.get(f"{server.base}/s/{store['markdown']}")
+    records = driver.find_element("id", "records")
+    assert "Findings" in records.text and driver.find_elements("css selector", "#records .md h1")
+    hrefs = driver.execute_script("return [...document.querySelectorAll('#records .md a')].map(a => a.href)")
+    assert hrefs == ["https://ci.example/run?id=1&x=2", "https://tracker.example/p.png"]
+    assert driver.execute_script("return typeof window.pwnedMd") == "undefined"
+    assert driver.find_elements("css selector", "#records .md img, #records .md script") == []

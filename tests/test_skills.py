@@ -126,3 +126,24 @@ def test_init_lists_what_the_person_may_start_and_text_mode_says_what_loaded(wor
     assert init["slash_commands"] == init["skills"]
     assert "loopwright: loaded 1 memory file(s) and 3 skill(s) and command(s)" in text.stderr.splitlines()
     assert "loaded" not in "".join(ln for ln in out.stderr.splitlines() if ln.startswith("loopwright:"))
+
+
+def test_frontmatter_is_read_as_yaml_and_leniently_when_it_is_not(world):
+    # YAML first (a comment after a value is no part of it, a quoted value's escapes are read);
+    # a block YAML refuses (`description: Use when: …`, aliases) is still read, leniently
+    home, project = world
+    skills = project / ".claude" / "skills"
+    for name, head in (("commented", 'description: Deploys the app # an internal note\nwhen_to_use: "on\\tFridays"'),
+                       ("sloppy", "description: Use when: the person asks for a release"),
+                       ("aliased", "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                        "description: laughs")):
+        (skills / name).mkdir()
+        (skills / name / "SKILL.md").write_text(f"---\n{head}\n---\nBODY\n")
+    with Simulator([{"text": "ok"}]) as sim:
+        out = loopwright(["-p", "hi"], home, project, sim)
+        first = json.dumps(sim.message_requests[0].body)
+    assert out.returncode == 0, out.stderr
+    assert "- commented: Deploys the app - on\\tFridays" in first  # the comment gone, the escape read
+    assert "- sloppy: Use when: the person asks for a release" in first
+    assert "- aliased: laughs" in first

@@ -10,11 +10,43 @@ from typing import Any, NoReturn
 
 from ..core.errors import UsageError
 
-SUBCOMMANDS = ("attempts", "demo", "enqueue", "goal", "mcp", "replay", "rewind", "routine", "schedule", "scheduler",
-               "serve", "sessions", "settings", "trust", "worker", "workers", "workflow")
+# Every subcommand, grouped as the main help lists them: (name, its arguments, what it does).
+COMMANDS: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
+    ("Run", (
+        ("demo", "[goal|routine]", "A scripted agent on a sample project, offline"),
+        ("workflow", "run|list", "Run or list workflow scripts"),
+    )),
+    ("Loops", (
+        ("goal", "status|clear", "Show or clear a session's goal"),
+        ("attempts", "clean", "Remove worktrees an interrupted --attempts left"),
+        ("schedule", "add|list|runs|…", "Schedules that survive restarts"),
+        ("scheduler", "", "Serve the schedules: fire each when due"),
+        ("routine", "list|run|items|…", "Items found by a source, an agent run per item"),
+    )),
+    ("Sessions", (
+        ("sessions", "", "List sessions, newest first"),
+        ("session", "export ID", "Write a session as a Claude Code JSONL transcript"),
+        ("rewind", "--session ID", "A session's checkpoints, and going back to one"),
+        ("replay", "SESSION|--check DIR", "Run a recorded session again offline; name where it diverges"),
+    )),
+    ("Service", (
+        ("serve", "", "A local web view of sessions, schedules and cost"),
+        ("worker", "", "Run queued goal loops from a durable --store"),
+        ("enqueue", "PROMPT [FLAGS]", "Put a goal loop on a queue for the workers"),
+        ("workers", "", "The workers of a store and what each runs"),
+    )),
+    ("Setup", (
+        ("mcp", "list|get|add|remove", "Configure and check MCP servers"),
+        ("settings", "check", "The settings files of this folder, checked"),
+        ("trust", "[PATH]", "Apply a folder's project settings without asking"),
+        ("completion", "bash|zsh|fish", "Print a shell completion script"),
+    )),
+)
 # Subcommands of two words: the first alone stays an ordinary prompt ("session" is one) and a slip
 # of another subcommand (`session list` means `sessions`).
 TWO_WORD_SUBCOMMANDS = (("session", "export"),)
+SUBCOMMANDS = tuple(sorted(name for _, group in COMMANDS for name, _, _ in group
+                           if name not in {first for first, _ in TWO_WORD_SUBCOMMANDS}))
 
 
 def subcommand_of(args: list[str]) -> str | None:
@@ -23,7 +55,19 @@ def subcommand_of(args: list[str]) -> str | None:
         return None
     if tuple(args[:2]) in TWO_WORD_SUBCOMMANDS:
         return args[0]
+    if args[1:] in (["--help"], ["-h"]) and any(args[0] == first for first, _ in TWO_WORD_SUBCOMMANDS):
+        return args[0]  # `session --help`: its own help, not the main one
     return args[0] if args[0] in SUBCOMMANDS else None
+
+
+def commands_help() -> str:
+    """The commands block of the main help, a group under each heading."""
+    width = max(len(f"{name} {shape}".strip()) for _, group in COMMANDS for name, shape, _ in group) + 2
+    lines = ["Commands (each takes --help):"]
+    for heading, group in COMMANDS:
+        lines.append(f"  {heading}")
+        lines += [f"    {f'{name} {shape}'.strip():<{width}}{what}" for name, shape, what in group]
+    return "\n".join(lines)
 
 # argparse's own words (stable since 3.9): "invalid choice: 'lst' (choose from 'list', 'get')"
 _INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")

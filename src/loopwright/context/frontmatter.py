@@ -1,8 +1,11 @@
-"""The `---` block that opens a skill, command or agent file, read as Claude Code reads it: the
-YAML its authors write, leniently (a value that makes no sense is kept as text, never fatal).
-Read here: `key: value` lines, quoted values, `[a, b]` lists (over one line or several), `- item`
-lists, `|` and `>` text blocks, values that run on over indented lines. Nested keys (`hooks:`,
-`metadata:`) are kept out."""
+"""The `---` block that opens a skill, command or agent file, read as Claude Code reads it: as
+YAML (PyYAML's safe loader, no aliases), and when the block is not valid YAML — Claude Code takes
+`description: Use when: …` and other slips — leniently, by hand (a value that makes no sense is
+kept as text, never fatal). Either way the result is the same flat view: every scalar as text
+(`true`, `3`), `[a, b]` and `- item` lists as lists of text, nested keys (`hooks:`,
+`metadata:`) kept out as "". The lenient reader reads `key: value` lines, quoted values, `[a, b]`
+lists (over one line or several), `- item` lists, `|` and `>` text blocks, values that run on
+over indented lines."""
 
 from __future__ import annotations
 
@@ -24,6 +27,57 @@ def frontmatter(text: str, where: str, problems: list[str],
     if not sep:
         problems.append(f"{where}: the frontmatter opened with --- is never closed; read as body text")
         return {}, text
+    parsed = _yaml_fields(head)
+    if parsed is None:
+        return _lenient(head, where, problems, known), body.partition("\n")[2]
+    fields: dict[str, Any] = {}
+    for key, (value, line) in parsed.items():
+        if known is not None and key not in known:
+            problems.append(f"{where}: unknown frontmatter key {key!r} (line {line}); ignored")
+        fields[key] = value
+    for key in TEXT_KEYS & fields.keys():  # `argument-hint: [name]` is text; YAML reads a list
+        fields[key] = _lenient(head, where, [], {key}).get(key, fields[key])
+    return fields, body.partition("\n")[2]  # after the closing --- line
+
+
+def _yaml_fields(head: str) -> dict[str, tuple[Any, int]] | None:
+    """Each key's value in the flat view and its line, or None when the block is not a YAML
+    mapping of text keys (the lenient reader takes it then). Aliases are refused: a block of
+    nested aliases (a "billion laughs") would take memory exponential in its size to flatten."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        yaml_implicit_resolvers: dict[Any, Any] = {}  # every plain scalar stays text, as written (`1.10`, `no`)
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.YAMLError("aliases are not read in frontmatter")
+            return super().compose_node(parent, index)
+
+    loader = NoAliases(head)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else {}
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):  # TypeError: an unhashable key
+        return None
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        return None
+    lines = {k.value: k.start_mark.line + 1 for k, _ in node.value if isinstance(k.value, str)} if node else {}
+    return {key.strip(): (_flat(value, top=True), lines.get(key, 1)) for key, value in data.items()}
+
+
+def _flat(value: Any, *, top: bool = False) -> Any:
+    """A YAML value as the lenient reader gives it: text, a list of text, "" for nested keys."""
+    if isinstance(value, dict):
+        return "" if top else str(value)
+    if isinstance(value, list):
+        return [_flat(v) for v in value] if top else str(value)
+    return value if value.endswith("\n") else value.strip()  # a `|` block keeps its last newline
+
+
+def _lenient(head: str, where: str, problems: list[str], known: Collection[str] | None) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     lines = head.splitlines()
     at = 0
@@ -44,7 +98,7 @@ def frontmatter(text: str, where: str, problems: list[str],
             more.append(lines[at])
             at += 1
         fields[key] = _value(key, value.strip(), more)
-    return fields, body.partition("\n")[2]  # after the closing --- line
+    return fields
 
 
 def _value(key: str, value: str, more: list[str]) -> Any:

@@ -1,6 +1,8 @@
 """A transcript as HTML, record by record, so a long session streams and a live one grows: user
 prompts, assistant text and thinking, each tool call with its input and result, denials,
-retries, compactions, goal evaluations with their verdicts and the result of each run."""
+retries, compactions, goal evaluations with their verdicts and the result of each run. The
+model's text is drawn as Markdown (web.markdown), and once: a run's result, which repeats the
+last answer, is not shown a second time."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ class Renderer:
     def __init__(self, turn: int = 0, raw: Callable[[int], str] | None = None) -> None:
         self.turn, self.raw = turn, raw
         self.at: int | None = None  # where the line of the record being rendered starts
+        self.answer: str | None = None  # the text of the last assistant message: a run's result repeats it
 
     def record(self, r: dict[str, Any], at: int | None = None) -> str:
         self.at = at
@@ -51,18 +54,20 @@ class Renderer:
     def _assistant(self, r: dict[str, Any]) -> str:
         self.turn += 1
         message = r.get("message") if isinstance(r.get("message"), dict) else {}
-        parts = []
+        parts, said = [], []
         for block in _content(r):
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text":
-                parts.append(self._text(str(block.get("text", ""))))
+                said.append(str(block.get("text", "")))
+                parts.append(self._markdown(said[-1]))
             elif block.get("type") == "thinking":
                 parts.append(f"<details><summary>thinking</summary>{self._text(str(block.get('thinking', '')))}</details>")
             elif block.get("type") == "tool_use":
                 parts.append(self._call(block))
             else:
                 parts.append(self._pre(block, "block"))
+        self.answer = "\n".join(said).strip() if said else self.answer
         meta = f"turn {self.turn} · {message.get('model', '')} · stop: {message.get('stop_reason')}"
         return _box("assistant", meta, "".join(parts), r)
 
@@ -98,7 +103,14 @@ class Renderer:
                                         "totalCostUsd")}
         head = (f"{badge(str(r.get('terminalReason', '')), 'bad' if r.get('isError') else 'good')} "
                 f"{esc(r.get('numTurns'))} turns · {money(r.get('totalCostUsd'))} · {duration(r.get('durationMs'))}")
-        return _box("result", "result", f"<p>{head}</p>{self._text(str(r.get('content', '')))}{self._pre(fields, 'json')}", r)
+        content = str(r.get("content", ""))
+        if r.get("isError"):
+            said = self._text(content)
+        elif content.strip() and content.strip() == self.answer:
+            said = '<p class="muted">the answer above</p>'
+        else:  # an answer no message showed (a workflow's return value, a structured output)
+            said = self._markdown(content)
+        return _box("result", "result", f"<p>{head}</p>{said}{self._pre(fields, 'json')}", r)
 
     def _attachment(self, r: dict[str, Any]) -> str:
         a = r.get("attachment") if isinstance(r.get("attachment"), dict) else {}
@@ -124,6 +136,12 @@ class Renderer:
 
     def _text(self, text: str) -> str:
         return f'<div class="text">{self._cut(text)}</div>'
+
+    def _markdown(self, text: str) -> str:
+        from .markdown import markdown_html
+
+        shown, cut = (text, "") if len(text) <= MAX_TEXT else (text[:MAX_TEXT], self._cut(text)[len(esc(text[:MAX_TEXT])):])
+        return f'<div class="md">{markdown_html(shown)}{cut}</div>'
 
     def _pre(self, value: Any, cls: str = "") -> str:
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)

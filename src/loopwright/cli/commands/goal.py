@@ -13,12 +13,17 @@ from ..parsing import Parser
 from ..render import visible
 
 
+def parser() -> Parser:
+    p = Parser(prog="loopwright goal", description="Show or clear a session's goal.")
+    p.add_argument("action", choices=["status", "clear"], help="status: the goal and how far it got; clear: "
+                   "drop it (the session goes on without one).")
+    p.add_argument("--session", help="Session id (default: the most recent session of this directory).")
+    p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
+    return p
+
+
 def run(args: list[str]) -> int:
-    parser = Parser(prog="loopwright goal", description="Show or clear a session's goal.")
-    parser.add_argument("action", choices=["status", "clear"])
-    parser.add_argument("--session", help="Session id (default: the most recent session of this directory).")
-    parser.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
-    opts = parser.parse_args(args)
+    opts = parser().parse_args(args)
     from ...session import open_session
     from ..core import cli_stores
 

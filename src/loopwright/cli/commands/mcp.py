@@ -18,28 +18,36 @@ SCOPES = ("local", "project", "user")
 
 
 
-def run_mcp(args: list[str]) -> int:
+def parser() -> Parser:
     p = Parser(prog="loopwright mcp", allow_abbrev=False, description="Configure and check MCP servers.")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", allow_abbrev=False, help="Every server of this folder, connected to check it.")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="JSON instead of lines.")
     get = sub.add_parser("get", allow_abbrev=False, help="One server: where it is defined, its status, its tools.")
-    get.add_argument("name")
-    get.add_argument("--json", action="store_true")
+    get.add_argument("name", help="The server's name.")
+    get.add_argument("--json", action="store_true", help="JSON instead of lines.")
     add = sub.add_parser("add", allow_abbrev=False, help="Add a server: NAME COMMAND [ARGS...] or NAME URL "
                          "with --transport http|sse.")
     add.add_argument("-s", "--scope", choices=SCOPES, default="local",
                      help="local (you, this folder; default), project (.mcp.json, shared) or user (you, everywhere).")
-    add.add_argument("-t", "--transport", choices=("stdio", "http", "sse"), default="stdio")
-    add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE")
-    add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'")
-    add.add_argument("name")
-    add.add_argument("target", metavar="COMMAND_OR_URL")
-    add.add_argument("args", nargs=argparse.REMAINDER)
+    add.add_argument("-t", "--transport", choices=("stdio", "http", "sse"), default="stdio",
+                     help="stdio (a command loopwright starts; default), http or sse (a URL).")
+    add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE",
+                     help="An environment variable for a stdio server (repeatable).")
+    add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'",
+                     help="A header for an http or sse server (repeatable).")
+    add.add_argument("name", help="The server's name (its tools are mcp__NAME__TOOL).")
+    add.add_argument("target", metavar="COMMAND_OR_URL", help="The command to start, or the server's URL.")
+    add.add_argument("args", nargs=argparse.REMAINDER, help="The command's arguments.")
     rm = sub.add_parser("remove", allow_abbrev=False, help="Remove a server from its configuration file.")
-    rm.add_argument("name")
-    rm.add_argument("-s", "--scope", choices=SCOPES)
-    opts = p.parse_args(args)
+    rm.add_argument("name", help="The server's name.")
+    rm.add_argument("-s", "--scope", choices=SCOPES, help="Remove it from this scope's file (default: the "
+                    "one file that defines it).")
+    return p
+
+
+def run_mcp(args: list[str]) -> int:
+    opts = parser().parse_args(args)
     if opts.command == "add":
         return _add(opts)
     if opts.command == "remove":

@@ -15,11 +15,7 @@ from ..parsing import Parser
 from ..render import visible
 
 
-def run_replay(args: list[str]) -> int:
-    flags: list[str] = []
-    if "--" in args:
-        at = args.index("--")
-        args, flags = args[:at], args[at + 1:]
+def parser() -> Parser:
     p = Parser(prog="loopwright replay", description="Replay a recorded session offline against today's loop.",
                epilog="Flags after `--` are added to the recorded command line (later ones win): "
                       "`loopwright replay ID -- --max-turns 3`.")
@@ -35,7 +31,15 @@ def run_replay(args: list[str]) -> int:
     p.add_argument("--wire", choices=("anthropic", "openai"), help="The API the simulator speaks (default: as "
                    "recorded: Messages for Claude models, Chat Completions otherwise).")
     p.add_argument("--keep", metavar="DIR", type=Path, help="Build the project copy in DIR and keep it.")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_replay(args: list[str]) -> int:
+    flags: list[str] = []
+    if "--" in args:
+        at = args.index("--")
+        args, flags = args[:at], args[at + 1:]
+    opts = parser().parse_args(args)
     if opts.export:
         if not opts.session or not opts.out:
             raise UsageError("--export needs SESSION and OUT: loopwright replay --export SESSION OUT")

@@ -15,7 +15,7 @@ from ..parsing import Parser
 from ..render import visible
 
 
-def run_rewind(args: list[str]) -> int:
+def parser() -> Parser:
     p = Parser(prog="loopwright rewind", description="A session's checkpoints, and going back to one.")
     p.add_argument("--session", required=True, metavar="ID", help="The session (see `loopwright sessions`).")
     p.add_argument("--to", metavar="N|PROMPT_ID", help="Go back to before this checkpoint (its number in the "
@@ -27,7 +27,11 @@ def run_rewind(args: list[str]) -> int:
     what.add_argument("--both", dest="what", action="store_const", const="both", help="Files and conversation.")
     p.add_argument("--dry-run", action="store_true", help="Say what would change, change nothing.")
     p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_rewind(args: list[str]) -> int:
+    opts = parser().parse_args(args)
     from ...session.checkpoints import Checkpoints
     from ..core import cli_stores
 

@@ -43,10 +43,7 @@ def schedule_stores(flag: str | None) -> Any:
 STORE_HELP = "Where schedules and sessions live (default: $LOOPWRIGHT_STORE, else the home's SQLite file)."
 
 
-def run_schedule(args: list[str]) -> int:
-    extra: list[str] = []
-    if "--" in args:  # flags for every fire's `loopwright -p`
-        args, extra = args[: args.index("--")], args[args.index("--") + 1:]
+def parser() -> ScheduleParser:
     p = ScheduleParser(prog="loopwright schedule", description="Schedules that survive restarts (served by "
                        "`loopwright scheduler`).")
     sub = p.add_subparsers(dest="action", required=True, parser_class=ScheduleParser)
@@ -66,17 +63,24 @@ def run_schedule(args: list[str]) -> int:
     add.add_argument("--grace", default="5m", help="How late a fire may still run (default 5m); later "
                      "ones (the scheduler was down) are skipped.")
     listing = sub.add_parser("list", help="The schedules.")
-    listing.add_argument("--json", action="store_true")
+    listing.add_argument("--json", action="store_true", help="A JSON array instead of a table.")
     for name, what in (("pause", "Stop firing it (kept)."), ("resume", "Fire it again."), ("rm", "Delete it "
                        "(its run record stays).")):
-        sub.add_parser(name, help=what).add_argument("id")
+        sub.add_parser(name, help=what).add_argument("id", help="The schedule (see `loopwright schedule list`).")
     runs = sub.add_parser("runs", help="The record of fires, newest last.")
-    runs.add_argument("id", nargs="?")
-    runs.add_argument("--limit", type=int, default=50)
-    runs.add_argument("--json", action="store_true")
+    runs.add_argument("id", nargs="?", help="Only this schedule's fires (default: every schedule's).")
+    runs.add_argument("--limit", type=int, default=50, help="At most this many, the newest (default 50).")
+    runs.add_argument("--json", action="store_true", help="A JSON array instead of a table.")
     for each in sub.choices.values():
         each.add_argument("--store", metavar="URL", help=STORE_HELP)
-    opts = p.parse_args(args)
+    return p
+
+
+def run_schedule(args: list[str]) -> int:
+    extra: list[str] = []
+    if "--" in args:  # flags for every fire's `loopwright -p`
+        args, extra = args[: args.index("--")], args[args.index("--") + 1:]
+    opts = parser().parse_args(args)
     if extra and opts.action != "add":
         raise UsageError("flags after `--` go with `schedule add` only")
     store = schedule_stores(opts.store).schedules()

@@ -17,13 +17,17 @@ from ..render import visible
 from .schedule import STORE_HELP, ScheduleParser, fire_args, local_time, schedule_stores
 
 
-def run_scheduler(args: list[str]) -> int:
+def parser() -> ScheduleParser:
     p = ScheduleParser(prog="loopwright scheduler", description="Serve the schedules: fire each when due, until "
                        "Ctrl-C. Several schedulers may share the store; each fire runs once.")
     p.add_argument("--once", action="store_true", help="Run what is due now, wait for it, and exit.")
     p.add_argument("--max-concurrent", type=int, default=4, help="Fires running at once (default 4).")
     p.add_argument("--store", metavar="URL", help=STORE_HELP)
-    opts = p.parse_args(args)
+    return p
+
+
+def run_scheduler(args: list[str]) -> int:
+    opts = parser().parse_args(args)
     from ...config import positive
 
     positive(opts.max_concurrent, "--max-concurrent")

@@ -17,7 +17,7 @@ from ...core.errors import UsageError
 from ..parsing import Parser
 
 
-def run_serve(args: list[str]) -> int:
+def parser() -> Parser:
     p = Parser(prog="loopwright serve", description="A local web view of sessions, schedules and cost.")
     p.add_argument("--port", type=int, default=8484, help="The port (default 8484; 0 takes a free one).")
     p.add_argument("--host", default="127.0.0.1", help="The address to bind (default 127.0.0.1; an address "
@@ -28,7 +28,11 @@ def run_serve(args: list[str]) -> int:
     p.add_argument("--all", action="store_true", help="Every folder's sessions (default: this folder's).")
     p.add_argument("--store", metavar="URL", help="Where the schedules and routine ledgers shown live (default: "
                    "$LOOPWRIGHT_STORE, else the home's SQLite file); sessions are the home's transcript files.")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_serve(args: list[str]) -> int:
+    opts = parser().parse_args(args)
     if not 0 <= opts.port < 65536:
         raise UsageError(f"--port: expected 0 (a free port) to 65535, got {opts.port}")
     try:

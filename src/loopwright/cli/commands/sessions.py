@@ -12,13 +12,17 @@ from ..parsing import Parser
 from ..render import visible
 
 
-def run_sessions(args: list[str]) -> int:
+def sessions_parser() -> Parser:
     p = Parser(prog="loopwright sessions", description="List sessions, newest first (this folder's by default).")
     p.add_argument("--all", action="store_true", help="Every folder's sessions.")
     p.add_argument("--json", action="store_true", help="A JSON array instead of a table.")
     p.add_argument("--limit", type=int, default=50, help="At most this many (default 50; 0: all).")
     p.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_sessions(args: list[str]) -> int:
+    opts = sessions_parser().parse_args(args)
     from ..core import cli_stores
 
     cwd = os.getcwd()
@@ -47,8 +51,7 @@ def run_sessions(args: list[str]) -> int:
     return 0
 
 
-def run_session(args: list[str]) -> int:
-    """`loopwright session export ID [--output FILE]`: the session as a Claude Code JSONL transcript."""
+def session_parser() -> Parser:
     p = Parser(prog="loopwright session", description="One session, from whichever store holds it.")
     sub = p.add_subparsers(dest="action", required=True)
     export = sub.add_parser("export", help="Write the session as a Claude Code JSONL transcript (stdout by "
@@ -57,7 +60,12 @@ def run_session(args: list[str]) -> int:
     export.add_argument("--output", "-o", metavar="FILE", help="Write it to this file (created 0600) instead.")
     export.add_argument("--agent", metavar="AGENT_ID", help="A subagent's sidechain transcript instead.")
     export.add_argument("--store", metavar="URL", help="Where sessions live (default: $LOOPWRIGHT_STORE).")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_session(args: list[str]) -> int:
+    """`loopwright session export ID [--output FILE]`: the session as a Claude Code JSONL transcript."""
+    opts = session_parser().parse_args(args)
     from ...core.errors import UsageError
     from ..core import cli_stores
 

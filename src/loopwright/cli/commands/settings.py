@@ -12,16 +12,21 @@ from typing import Any, Iterator
 from ..parsing import Parser
 
 
-def run_settings(args: list[str]) -> int:
-    from ...settings import load_settings, settings_layers
-
+def parser() -> Parser:
     p = Parser(prog="loopwright settings", allow_abbrev=False,
                 description="`loopwright settings check`: the settings files of this folder, checked.")
-    p.add_argument("action", choices=["check"])
+    p.add_argument("action", choices=["check"], help="check: list the files read, the ones missing, and "
+                   "every key with the file it came from.")
     p.add_argument("--settings", metavar="FILE_OR_JSON", help="Check this too, read last (as for a run).")
     p.add_argument("--bare", action="store_true", help="Read no settings files (only --settings).")
     p.add_argument("--json", action="store_true", help="The report as one JSON object.")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_settings(args: list[str]) -> int:
+    from ...settings import load_settings, settings_layers
+
+    opts = parser().parse_args(args)
     settings = load_settings(Path.cwd(), settings=opts.settings, bare=opts.bare, strict=False)
     report = {
         "files": [{"file": source, "scope": settings.scope(i)} for i, source in enumerate(settings.sources)],

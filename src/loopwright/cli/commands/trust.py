@@ -11,10 +11,7 @@ from ...core.errors import UsageError
 from ..parsing import Parser
 
 
-def run_trust(args: list[str]) -> int:
-    from ...stores.trust import TrustStore, folder_key
-    from ..core import printable
-
+def parser() -> Parser:
     p = Parser(prog="loopwright trust", allow_abbrev=False,
                 description="Trust a folder: its project settings (hooks, allow rules, env) apply in interactive "
                 "sessions without the question. Without PATH: this folder.")
@@ -23,7 +20,14 @@ def run_trust(args: list[str]) -> int:
     p.add_argument("--revoke", metavar="PATH", help="Forget PATH: its project settings stay off until you are "
                    "asked again (the next interactive session there).")
     p.add_argument("--json", action="store_true", help="With --list: JSON.")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_trust(args: list[str]) -> int:
+    from ...stores.trust import TrustStore, folder_key
+    from ..core import printable
+
+    opts = parser().parse_args(args)
     store = TrustStore.default()
     if opts.list:
         if opts.path or opts.revoke:

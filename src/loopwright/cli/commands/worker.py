@@ -63,21 +63,25 @@ def _positive(value: str, flag: str, whole: bool = True) -> float:
     return number
 
 
-def run_worker_command(args: list[str]) -> int:
-    parser = Parser(prog="loopwright worker", description="Take goal loops from a queue and run them durably.")
-    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
-    parser.add_argument("--queue", metavar="NAME", default="loopwright",
+def worker_parser() -> Parser:
+    p = Parser(prog="loopwright worker", description="Take goal loops from a queue and run them durably.")
+    p.add_argument("--store", metavar="URL", help=STORE_HELP)
+    p.add_argument("--queue", metavar="NAME", default="loopwright",
                         help="The queue to take work from (default loopwright).")
-    parser.add_argument("--concurrency", metavar="N", default="4",
+    p.add_argument("--concurrency", metavar="N", default="4",
                         help=f"Loops this worker runs at once, 1 to {MOST_AT_ONCE} (default 4).")
-    parser.add_argument("--queue-concurrency", metavar="N", help="Loops of the queue running at once across all "
+    p.add_argument("--queue-concurrency", metavar="N", help="Loops of the queue running at once across all "
                         "workers (default: no limit beyond each worker's).")
-    parser.add_argument("--id", help="This worker's executor id (default: host-pid-random).")
-    parser.add_argument("--dead-after", metavar="SECONDS", default="10", help="Seconds without a heartbeat before "
+    p.add_argument("--id", help="This worker's executor id (default: host-pid-random).")
+    p.add_argument("--dead-after", metavar="SECONDS", default="10", help="Seconds without a heartbeat before "
                         "a worker counts as dead and its loops are taken over (default 10).")
-    parser.add_argument("--drain", metavar="SECONDS", default="30", help="Seconds Ctrl-C waits for running loops "
+    p.add_argument("--drain", metavar="SECONDS", default="30", help="Seconds Ctrl-C waits for running loops "
                         "before handing them back; a second Ctrl-C leaves at once (default 30).")
-    opts = parser.parse_args(args)
+    return p
+
+
+def run_worker_command(args: list[str]) -> int:
+    opts = worker_parser().parse_args(args)
     if opts.id is not None and (not opts.id.strip() or opts.id != opts.id.strip()):
         raise UsageError(f"--id: expected a name for this worker (not blank, no spaces around it), got {opts.id!r}")
     from ...distributed.worker import WorkerConfig, default_executor_id, run_worker
@@ -91,17 +95,21 @@ def run_worker_command(args: list[str]) -> int:
     return run_worker(config)
 
 
-def run_enqueue(args: list[str]) -> int:
-    parser = Parser(prog="loopwright enqueue", usage="loopwright enqueue [--store URL] [--queue NAME] "
+def enqueue_parser() -> Parser:
+    p = Parser(prog="loopwright enqueue", usage="loopwright enqueue [--store URL] [--queue NAME] "
                     "[--label TEXT] PROMPT [FLAGS]",
                     description="Put a goal loop on a queue and print its workflow id. FLAGS "
                     "are those of `loopwright -p` (--goal, --check, --protect, --max-turns, --resume ID, "
                     "--attempts N, …).")
-    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
-    parser.add_argument("--queue", metavar="NAME", default="loopwright", help="The queue (default loopwright).")
-    parser.add_argument("--label", metavar="TEXT", help="A name for the loop in `loopwright workers` "
+    p.add_argument("--store", metavar="URL", help=STORE_HELP)
+    p.add_argument("--queue", metavar="NAME", default="loopwright", help="The queue (default loopwright).")
+    p.add_argument("--label", metavar="TEXT", help="A name for the loop in `loopwright workers` "
                         "(default: the prompt).")
-    opts, rest = parser.parse_known_args(args)
+    return p
+
+
+def run_enqueue(args: list[str]) -> int:
+    opts, rest = enqueue_parser().parse_known_args(args)
     from ...core.ids import uuid4
     from ..goals import goal_from_options
     from ..options import parse_options
@@ -161,11 +169,15 @@ def _check_attempts(run: object) -> None:
     worktrees.repo_root(Path.cwd())
 
 
+def workers_parser() -> Parser:
+    p = Parser(prog="loopwright workers", description="The workers of a store and what each runs.")
+    p.add_argument("--store", metavar="URL", help=STORE_HELP)
+    p.add_argument("--all", action="store_true", help="Also workers that left or died.")
+    return p
+
+
 def run_workers(args: list[str]) -> int:
-    parser = Parser(prog="loopwright workers", description="The workers of a store and what each runs.")
-    parser.add_argument("--store", metavar="URL", help=STORE_HELP)
-    parser.add_argument("--all", action="store_true", help="Also workers that left or died.")
-    opts = parser.parse_args(args)
+    opts = workers_parser().parse_args(args)
     from ...distributed.registry import open_registry
 
     registry = open_registry(_store(opts.store))

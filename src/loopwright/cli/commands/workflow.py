@@ -33,11 +33,38 @@ USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow r
          "loopwright workflow list [--json] [--plugin-dir DIR]")
 
 
+def parser() -> Any:
+    """`workflow`'s help and completion; `run` reads its flags with the main parser (parse_options)."""
+    from ..parsing import Parser
+
+    p = Parser(prog="loopwright workflow", description="Workflow scripts (NAME.py with `async def main(wf, "
+               "args)` in .loopwright/workflows, ~/.loopwright/workflows or a plugin's workflows/), each run in "
+               "a session of its own.")
+    sub = p.add_subparsers(dest="action", required=True, metavar="{run,list}")
+    run = sub.add_parser("run", help="Run a workflow; FLAGS are those of `loopwright -p`.",
+                         usage="loopwright workflow run NAME [ARGS…] [FLAGS]\n"
+                         "       loopwright workflow run --resume SESSION [FLAGS]",
+                         description="Run the workflow NAME with ARGS, in a session of its own. FLAGS (after the "
+                         "arguments) are those of `loopwright -p` (see `loopwright --help`): --model, "
+                         "--max-budget-usd, --output-format, --allowedTools, …; --resume SESSION re-runs the "
+                         "script and replays the steps it finished.")
+    run.add_argument("name", metavar="NAME", help="The workflow (see `loopwright workflow list`).")
+    run.add_argument("args", nargs="*", metavar="ARGS", help="Its arguments, before the flags (after `--` when "
+                     "one starts with '-').")
+    run.takes_run_flags = True  # type: ignore[attr-defined]
+    listing = sub.add_parser("list", help="The workflows this folder can run.", description="The workflows "
+                             "this folder can run: the project's, your own and the plugins'.")
+    listing.add_argument("--json", action="store_true", help="A JSON array of name, path, scope, description.")
+    listing.add_argument("--plugin-dir", metavar="DIR", action="append", help="Also the workflows of the "
+                         "plugin in this folder (repeatable).")
+    return p
+
+
 def run_workflow_command(args: list[str]) -> int:
-    if not args or args[0] in ("-h", "--help"):
-        print(f"usage: {USAGE}\nFlags (after the arguments) are those of `loopwright -p`: --model, "
-              "--max-budget-usd, --output-format, --allowedTools, --resume SESSION, …")
-        return 0
+    flags = args[: args.index("--")] if "--" in args else args
+    if not args or args[0] in ("-h", "--help") or (args[0] in ("run", "list") and ("-h" in flags or
+                                                                                  "--help" in flags)):
+        parser().parse_args([*args[:1], "--help"] if args and args[0] in ("run", "list") else ["--help"])
     action, rest = args[0], args[1:]
     if action == "list":
         return _list(rest)

@@ -16,23 +16,23 @@ SETTING_SOURCES = ("user", "project", "local")
 
 
 def add_sdk_flags(p: Any) -> None:
-    sdk = p.add_argument_group("Agent SDK (ClaudeAgentOptions(cli_path='loopwright'))")
-    add = sdk.add_argument
-    add("--permission-prompt-tool", metavar="stdio", help="stdio: ask the SDK's can_use_tool over the control "
-        "channel whenever the rules would ask (needs --input-format stream-json).")
-    add("--setting-sources", metavar="user,project,local", help="Which settings files to read; without both "
-        "user and project none is read (only --settings).")
-    add("--thinking", choices=["adaptive", "enabled", "disabled"], help="(not supported yet: ignored)")
-    add("--thinking-display", help="(not supported yet: ignored)")
-    add("--max-thinking-tokens", type=int, metavar="N", help="(not supported yet: ignored)")
-    add("--effort", help="(not supported yet: ignored)")
-    add("--betas", help="(not supported yet: ignored)")
-    add("--task-budget", type=int, metavar="TOKENS", help="(not supported yet: ignored)")
-    add("--resume-session-at", metavar="MESSAGE_ID", help="(not supported: refused)")
-    add("--resume-drops-turn", metavar="MESSAGE_ID", help="(not supported: refused)")
-    add("--session-mirror", action="store_true", help="(not supported: no transcript_mirror lines; ignored)")
-    add("--replay-user-messages", action="store_true", help="stream-json: echo each user prompt as a `user` line "
-        "whose uuid names its checkpoint (for the SDK's rewind_files).")
+    """Accepted, and left out of `--help` and shell completion: the SDK writes them, a person has no
+    use for them (docs/cli.md describes each)."""
+    from argparse import SUPPRESS
+
+    add = p.add_argument
+    add("--permission-prompt-tool", help=SUPPRESS)  # stdio: ask can_use_tool over the control channel
+    add("--setting-sources", help=SUPPRESS)  # user,project,local: which settings files to read
+    add("--thinking", choices=["adaptive", "enabled", "disabled"], help=SUPPRESS)  # not supported yet: ignored
+    add("--thinking-display", help=SUPPRESS)  # likewise the next five
+    add("--max-thinking-tokens", type=int, help=SUPPRESS)
+    add("--effort", help=SUPPRESS)
+    add("--betas", help=SUPPRESS)
+    add("--task-budget", type=int, help=SUPPRESS)
+    add("--resume-session-at", help=SUPPRESS)  # refused: see check_sdk_flags
+    add("--resume-drops-turn", help=SUPPRESS)
+    add("--session-mirror", action="store_true", help=SUPPRESS)  # ignored: no transcript_mirror lines
+    add("--replay-user-messages", action="store_true", help=SUPPRESS)  # echo each user prompt with its uuid
 
 
 def check_sdk_flags(opts: Options) -> None:

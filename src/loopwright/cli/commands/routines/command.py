@@ -86,37 +86,45 @@ def ledger_key(routine: Any) -> str:
     return os.path.abspath(routine.path)
 
 
-def run_routine(args: list[str]) -> int:
+NAME_HELP = "The routine: .loopwright/routines/NAME.yaml (see `loopwright routine list`)."
+
+
+def parser() -> Parser:
     from ....stores.ledger import STATUSES
 
     p = Parser(prog="loopwright routine", description="Routines: items found by a source, an agent run per "
                "item, each done once (.loopwright/routines/NAME.yaml).")
     sub = p.add_subparsers(dest="action", required=True)
-    sub.add_parser("list", help="The routines of this folder.").add_argument("--json", action="store_true")
-    sub.add_parser("show", help="One routine, as read, and its ledger's counts.").add_argument("name")
+    sub.add_parser("list", help="The routines of this folder.").add_argument("--json", action="store_true",
+                                                                            help="A JSON array.")
+    sub.add_parser("show", help="One routine, as read, and its ledger's counts.").add_argument("name", help=NAME_HELP)
     run = sub.add_parser("run", help="Fire it now and then on its trigger (with --once: now only).")
-    run.add_argument("name")
+    run.add_argument("name", help=NAME_HELP)
     run.add_argument("--once", action="store_true", help="Fire once and exit.")
     run.add_argument("--dry-run", action="store_true", help="List the items a fire would take; run nothing.")
     run.add_argument("--queue", help="Send each item to this queue of `loopwright worker`s, which run it durably "
                      "(needs a postgresql:// or sqlite:/// --store or LOOPWRIGHT_STORE).")
     items = sub.add_parser("items", help="The ledger of its items.")
-    items.add_argument("name")
-    items.add_argument("--status", choices=STATUSES)
-    items.add_argument("--json", action="store_true")
+    items.add_argument("name", help=NAME_HELP)
+    items.add_argument("--status", choices=STATUSES, help="Only the items in this state.")
+    items.add_argument("--json", action="store_true", help="A JSON array.")
     add = sub.add_parser("add", help="Have `loopwright scheduler` fire it on its `every:` or `cron:`.")
-    add.add_argument("name")
+    add.add_argument("name", help=NAME_HELP)
     add.add_argument("--now", action="store_true", help="Also fire at once, not only at the next step.")
     token = sub.add_parser("token", help="An `http:` routine's token for POSTing items (with --new: a new one).")
-    token.add_argument("name")
+    token.add_argument("name", help=NAME_HELP)
     token.add_argument("--new", action="store_true", help="Replace the token; the old one stops working at once.")
     for name, what in (("pause", "The scheduler stops firing it."), ("resume", "Fire it again."),
                        ("rm", "Delete its file (its ledger stays).")):
-        sub.add_parser(name, help=what).add_argument("name")
+        sub.add_parser(name, help=what).add_argument("name", help=NAME_HELP)
     for each in sub.choices.values():
         each.add_argument("--store", metavar="URL", help="Where ledgers and sessions live (default: "
                           "$LOOPWRIGHT_STORE, else the home's SQLite file).")
-    opts = p.parse_args(args)
+    return p
+
+
+def run_routine(args: list[str]) -> int:
+    opts = parser().parse_args(args)
     cwd = Path.cwd()
     if opts.action == "list":
         return _list(cwd, opts.json, opts.store)
