@@ -299,3 +299,86 @@ def test_a_loop_whose_store_is_gone_past_the_bound_ends_with_an_error_naming_it(
         cli(["-p", "--store", store, "--resume", "11111111-2222-4333-8444-555555555555", "--output-format",
              "json", *loop_flags(0)[1:]], env, project)
     assert marker_lines(project) == {"L0": 1}
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs of this test's own (mounting needs root: skipped with the reason elsewhere)."""
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(disk)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def fill(disk):
+    """Take every free byte of `disk` with one file (its path): the next write there fails with ENOSPC."""
+    import errno
+
+    filler = disk / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        for size in (1 << 16, 1):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC, exc
+    return filler
+
+
+@pytest.mark.timeout(180)
+def test_a_full_disk_ends_that_workers_loops_clearly_and_they_resume_once_it_is_freed(small_disk, env, tmp_path):
+    """Two SQLite-backed workers, each with two loops mid-way; worker A keeps its JSONL
+    transcripts on a small tmpfs, worker B on the ordinary disk. A's disk fills up: each of A's
+    loops ends in error at its next transcript write, naming the file and ENOSPC, its transcript
+    left whole (a record the disk took part of is cut off again); B's loops finish. Once space
+    is freed, A's loops are enqueued again with --resume and finish, no tool call run twice."""
+    from loopwright.distributed.client import statuses as all_statuses
+    from loopwright.stores.jsonl import read_records
+    from test_workers import enqueue, loop_flags, marker_lines, script
+
+    project = tmp_path / "project"
+    (project / "markers").mkdir(parents=True)
+    sides = {"A": (f"sqlite:///{tmp_path / 'a.sqlite'}", small_disk / "home"),
+             "B": (f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path / "home-b")}
+    envs = {k: dict(env, LOOPWRIGHT_HOME=str(home)) for k, (_, home) in sides.items()}
+    with Simulator(script(4, slow=(0, 1, 2, 3), slow_s=3.0)) as sim, open(tmp_path / "workers.log", "w") as log:
+        loops = {}
+        for k, (store, _) in sides.items():
+            envs[k]["ANTHROPIC_BASE_URL"] = sim.base_url
+            for i in ((0, 1) if k == "A" else (2, 3)):
+                loops[i] = (k, *enqueue(store, envs[k], project, i))
+        workers = [start_worker(store, envs[k], project, log, "--concurrency", "2", "--id", k)
+                   for k, (store, _) in sides.items()]
+        try:
+            wait_for(lambda: len(marker_lines(project)) == 4, 90, "every loop's tool call")
+            filler = fill(small_disk)
+            wait_for(lambda: set(all_statuses(sides["A"][0]).values()) == {"ERROR"}, 60, "A's loops to fail")
+            wait_for(lambda: all_done(sides["B"][0], 2), 60, "B's loops")
+            ends = workflow_errors(sides["A"][0])
+            for i in (0, 1):
+                _, workflow_id, session_id = loops[i]
+                status, error = ends[workflow_id]
+                transcript = next((small_disk / "home").rglob(f"{session_id}.jsonl"))
+                assert f"cannot write the transcript {transcript}" in error and "No space left on device" in error, \
+                    error
+                records, warnings = read_records(transcript)
+                assert warnings == [] and transcript.read_bytes().endswith(b"\n"), warnings
+            filler.unlink()  # space freed: the failed loops resume where their transcripts stand
+            for i in (0, 1):
+                _, _, session_id = loops[i]
+                cli(["enqueue", "--store", sides["A"][0], "continue", *loop_flags(i)[1:], "--resume", session_id],
+                    envs["A"], project)
+            wait_for(lambda: list(all_statuses(sides["A"][0]).values()).count("SUCCESS") == 2, 60,
+                     "A's loops after the disk was freed")
+        finally:
+            for proc in workers:
+                stop(proc)
+    assert marker_lines(project) == {f"L{i}": 1 for i in range(4)}
