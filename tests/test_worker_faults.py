@@ -382,3 +382,47 @@ def test_a_full_disk_ends_that_workers_loops_clearly_and_they_resume_once_it_is_
             for proc in workers:
                 stop(proc)
     assert marker_lines(project) == {f"L{i}": 1 for i in range(4)}
+
+
+@pytest.mark.timeout(180)
+def test_a_worker_killed_mid_routine_item_is_replaced_and_each_item_runs_once(env, tmp_path):
+    """A routine fired onto a queue (`routine run --once --queue`): its two items run on a lone
+    SQLite-backed worker; the worker dies by kill -9 once both tool calls have run, the last
+    item mid-way (its answer awaited). A worker started again takes it over: the fire reports both items done,
+    the ledger has each done once, and no tool call ran twice. (A routine item killed in a local
+    `routine run`: tests/test_routines.py; parallel attempts killed on a worker:
+    tests/test_worker_attempts.py.)"""
+    import subprocess
+    import sys
+
+    from test_workers import marker_lines, script
+
+    project, store = tmp_path / "project", f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (project / "markers").mkdir(parents=True)
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "items.yaml").write_text(
+        "source: {command: cat items.jsonl}\nprompt: \"go L{id}.\"\nallowed_tools: [Bash]\n")
+    (project / "items.jsonl").write_text('{"id": "0"}\n{"id": "1"}\n')
+    with Simulator(script(2, slow=(0, 1), slow_s=4.0)) as sim, open(tmp_path / "worker.log", "w") as log:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        first = start_worker(store, env, project, log, "--concurrency", "2", "--id", "r0")
+        fire = subprocess.Popen([sys.executable, "-m", "loopwright", "routine", "run", "items", "--once", "--queue",
+                                 "loopwright", "--store", store], env=env, cwd=project, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        again = None
+        try:
+            wait_for(lambda: len(marker_lines(project)) == 2, 90, "both items' tool calls")  # (the last one awaits)
+            first.send_signal(signal.SIGKILL)
+            assert gone(first.pid, 10)
+            again = start_worker(store, env, project, log, "--concurrency", "2", "--id", "r1")
+            out, err = fire.communicate(timeout=120)
+        finally:
+            if fire.poll() is None:
+                fire.kill()
+            if again is not None:
+                stop(again)
+    assert "routine items: 2 found, 2 taken, 2 done, 0 failed" in out, (out, err)
+    ledger = json.loads(cli(["routine", "items", "items", "--json", "--store", store], env, project))
+    assert sorted((i["id"], i["status"], i["tries"]) for i in ledger) == [("0", "done", 1), ("1", "done", 1)], ledger
+    assert marker_lines(project) == {"L0": 1, "L1": 1}
+    assert re.search(r"r0 is gone; [12] of its loops taken over", (tmp_path / "worker.log").read_text())
