@@ -22,9 +22,19 @@ from loopwright.sandbox.bwrap import availability
 from loopwright.testing import Simulator
 from procs import gone
 from test_lifeline import size, wait_growing, wait_stable
-from test_workers import JUDGE, all_done, cli, env, no_worker_left, start_worker, stop, wait_for  # noqa: F401
+from test_workers import JUDGE, all_done, cli, env, no_worker_left, start_worker, statuses, stop, wait_for  # noqa: F401
 
 WRITE = "while :; do echo x >> {out}; sleep 0.05; done"
+
+
+def tally(scenario, loops, finished, markers):
+    """What one run of a scenario came to, for bench/faults.py (LOOPWRIGHT_FAULTS_TALLY names the
+    file it reads): loops tried, finished, and tool calls that ran more than once."""
+    path = os.environ.get("LOOPWRIGHT_FAULTS_TALLY")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"scenario": scenario, "loops": loops, "finished": finished,
+                                "twice": sum(1 for n in markers.values() if n > 1)}) + "\n")
 
 
 def pids_running(token):
@@ -112,6 +122,7 @@ def test_a_killed_workers_command_stops_writing(project, env, tmp_path, sandbox,
             assert all(gone(pid, 10) for pid in pids), [p for p in pids if not gone(p, 0)]
             if not background:  # (a background shell's loop would wait its minute-long answer again)
                 finish_after_restart(store, env, project, log)
+                tally("kill -9 mid tool call", 1, 1, {"out": out.read_text().count("start")})
                 assert out.read_text().count("start") == 1  # the cut-off call was not run again
                 assert "Outcome unknown" in json.dumps(sim.message_requests[-1].body)
     finally:
@@ -225,6 +236,7 @@ def test_loops_on_two_workers_survive_a_database_restart(own_cluster, env, tmp_p
         finally:
             for proc in workers:
                 stop(proc)
+    tally("postgresql restart", 2, list(statuses(store).values()).count("SUCCESS"), marker_lines(project))
     assert marker_lines(project) == {"L0": 1, "L1": 1}
     said = (tmp_path / "workers.log").read_text()
     assert "cannot write the transcript" not in said, said
@@ -381,6 +393,8 @@ def test_a_full_disk_ends_that_workers_loops_clearly_and_they_resume_once_it_is_
         finally:
             for proc in workers:
                 stop(proc)
+    finished = sum(list(all_statuses(store).values()).count("SUCCESS") for store, _ in sides.values())
+    tally("full disk (ENOSPC), resumed", 4, finished, marker_lines(project))
     assert marker_lines(project) == {f"L{i}": 1 for i in range(4)}
 
 
@@ -421,6 +435,7 @@ def test_a_worker_killed_mid_routine_item_is_replaced_and_each_item_runs_once(en
                 fire.kill()
             if again is not None:
                 stop(again)
+    tally("kill -9 mid routine item", 2, out.count(" 2 done,") * 2, marker_lines(project))
     assert "routine items: 2 found, 2 taken, 2 done, 0 failed" in out, (out, err)
     ledger = json.loads(cli(["routine", "items", "items", "--json", "--store", store], env, project))
     assert sorted((i["id"], i["status"], i["tries"]) for i in ledger) == [("0", "done", 1), ("1", "done", 1)], ledger
