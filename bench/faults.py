@@ -52,6 +52,7 @@ SCENARIOS = [
 
 
 def run_once(test: str, loops: int, scratch: Path, k: int) -> dict:
+    scratch.mkdir(parents=True, exist_ok=True)
     tally = scratch / f"tally-{k}.jsonl"
     env = dict(os.environ, LOOPWRIGHT_FAULTS_TALLY=str(tally))
     started = time.monotonic()
