@@ -92,14 +92,21 @@ class Cluster:
             [str(self._bindir / "pg_ctl"), "-D", str(self.data), "-l", str(log), "-w", "-t", "60",
              "-o", f"-h 127.0.0.1 -p {self.port} -k {self.sockets} -c fsync=off "
                    "-c max_connections=300 -c shared_buffers=64MB",
-             *(["-m", "fast"] if action == "restart" else []), action],
+             *(["-m", "fast"] if action in ("restart", "stop") else []), action],
             check=True, capture_output=True, preexec_fn=self._as_owner, timeout=90, cwd=self.root,
         )
-        self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        self.pid = int((self.data / "postmaster.pid").read_text().split()[0]) if action != "stop" else None
 
     def restart(self) -> None:
         """`pg_ctl restart -m fast`: every connection is cut, and the server comes back on its port."""
         self._pg_ctl("restart")
+
+    def down(self) -> None:
+        """`pg_ctl stop -m fast`: every connection is cut, and nothing answers on the port until `up`."""
+        self._pg_ctl("stop")
+
+    def up(self) -> None:
+        self._pg_ctl("start")
 
     def url(self, db: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{db}"

@@ -2,7 +2,12 @@
 (how survivors notice a dead executor), each execution of a workflow on a worker (what
 `loopwright workers` shows, and who took over whom), the start marks of tool calls (a call
 that started but never finished is not run again), and the process groups each worker's tools
-hold (what a survivor ends before it takes a dead worker's loops over: leftovers.py)."""
+hold (what a survivor ends before it takes a dead worker's loops over: leftovers.py).
+
+A statement cut off by a dropped connection (a PostgreSQL restart) runs again once the store
+answers, for up to `stores.pgreconnect`'s bound; a write that may have committed looks first for
+what it left (a tool call's start mark carries a token of its own), so a call is never marked as
+started by someone else, and an execution is never recorded twice."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ _TABLES = (
         started DOUBLE PRECISION NOT NULL, ended DOUBLE PRECISION, status TEXT NOT NULL,
         PRIMARY KEY (workflow_id, executor_id, started))""",
     """CREATE TABLE IF NOT EXISTS lw_tool_starts (
-        step_key TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL)""",
+        step_key TEXT PRIMARY KEY, started DOUBLE PRECISION NOT NULL, token TEXT NOT NULL DEFAULT '')""",
     # machine: where pgid means something (boot id and PID namespace); ticks: the group leader's
     # start time, in clock ticks since that boot (with pgid, one process for good)
     """CREATE TABLE IF NOT EXISTS lw_tool_groups (
@@ -40,9 +45,13 @@ _NOW = {"postgresql": "CAST(extract(epoch FROM clock_timestamp()) AS double prec
 # A worker's states: alive (beating), draining (taking no new work), left (gone cleanly: what it
 # still ran is handed back now), recovering (gone: a survivor is recovering its workflows; `beat`
 # holds when it claimed them, so a survivor that dies mid-recovery leaves the claim to another),
-# recovered (gone: a survivor has recovered its workflows).
+# recovered (gone: a survivor has recovered its workflows). Nobody is judged gone by its heartbeat
+# until the database itself has been up for that long (`{up}`): after a restart every worker's
+# last beat is old, and each gets the time to beat again.
 LIVE_STATES = ("alive", "draining")
-_UNCLAIMED = ("state = 'left' OR (state IN ('alive', 'draining', 'recovering') AND beat < {now} - :after)")
+_UNCLAIMED = ("state = 'left' OR (state IN ('alive', 'draining', 'recovering') AND beat < {now} - :after "
+              "AND {up} < {now} - :after)")
+_UP = {"postgresql": "CAST(extract(epoch FROM pg_postmaster_start_time()) AS double precision)", "sqlite": "0"}
 
 
 def dbos_url(url: str) -> str:
@@ -131,22 +140,44 @@ class Registry:
         # PostgreSQL: in the store's own schema, named in every statement (an unqualified name would
         # land in whichever schema the search path finds first, which changes once `loopwright` exists)
         self._schema = "" if url.startswith("sqlite") else "loopwright."
-        self._now = _NOW["sqlite" if url.startswith("sqlite") else "postgresql"]
+        kind = "sqlite" if url.startswith("sqlite") else "postgresql"
+        self._now, self._up, self.where = _NOW[kind], _UP[kind], redact(url)
         with self.engine.begin() as conn:
             if self._schema:
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(7450196)"))  # one creator at a time
                 conn.execute(sa.text("CREATE SCHEMA IF NOT EXISTS loopwright"))
             for ddl in _TABLES:
                 conn.execute(sa.text(self._named(ddl)))
+            columns = ([r[1] for r in conn.execute(sa.text("PRAGMA table_info(lw_tool_starts)"))] if not self._schema
+                       else ["token"])  # (PostgreSQL: ADD COLUMN IF NOT EXISTS below)
+            if "token" not in columns or self._schema:  # a store made before start marks had tokens
+                conn.execute(sa.text(self._named("ALTER TABLE lw_tool_starts ADD COLUMN "
+                                                 f"{'IF NOT EXISTS ' if self._schema else ''}token TEXT NOT NULL "
+                                                 "DEFAULT ''")))
 
     def _named(self, sql: str) -> str:
         """The schema-qualified table names, and `{now}` as the database clock's expression."""
-        return sql.replace(" lw_", f" {self._schema}lw_").replace("{now}", self._now)
+        return sql.replace(" lw_", f" {self._schema}lw_").replace("{now}", self._now).replace("{up}", self._up)
 
-    def _run(self, sql: str, **params: Any) -> Any:
-        with self.engine.begin() as conn:
-            result = conn.execute(self._sa.text(self._named(sql)), params)
+    def _run(self, sql: str, landed: str | None = None, **params: Any) -> Any:
+        """The statement's rows (or its row count), run again if the connection drops; `landed`:
+        a query whose rows, if any, say the cut-off write had committed (they are answered then)."""
+        from ..stores.pgreconnect import retrying
+
+        def run(conn: Any, statement: str) -> Any:
+            result = conn.execute(self._sa.text(self._named(statement)), params)
             return result.rowcount if not result.returns_rows else result.fetchall()
+
+        def work(engine: Any) -> Any:
+            with engine.begin() as conn:
+                return run(conn, sql)
+
+        def again(engine: Any) -> Any:
+            with engine.begin() as conn:
+                return run(conn, landed) or None  # type: ignore[arg-type]
+
+        # (SQLAlchemy's pool makes the new connection: a dropped one is discarded as it fails)
+        return retrying(self.where, lambda: self.engine, lambda: None, work, again if landed else None)
 
     def now(self) -> float:
         """The database's clock (what `beat`, `started` and `ended` are measured on)."""
@@ -154,7 +185,8 @@ class Registry:
 
     def join(self, executor_id: str, host: str, pid: int, queue: str, concurrency: int) -> None:
         self._run("INSERT INTO lw_workers VALUES (:e, :h, :p, :q, :c, {now}, {now}, 'alive')",
-                  e=executor_id, h=host, p=pid, q=queue, c=concurrency)
+                  "SELECT 1 FROM lw_workers WHERE executor_id = :e AND pid = :p", e=executor_id, h=host, p=pid, q=queue,
+                  c=concurrency)
 
     def beat(self, executor_id: str, state: str | None = None) -> None:
         if state is None:
@@ -188,8 +220,10 @@ class Registry:
         return [Worker(*r) for r in self._run("SELECT * FROM lw_workers ORDER BY started")]
 
     def started(self, workflow_id: str, executor_id: str, label: str, session_id: str) -> float:
+        # (an executor runs a workflow once at a time: an open row of it is the cut-off insert's)
         rows = self._run("INSERT INTO lw_executions VALUES (:w, :e, :l, :s, {now}, NULL, 'running') RETURNING started",
-                         w=workflow_id, e=executor_id, l=label, s=session_id)
+                         "SELECT started FROM lw_executions WHERE workflow_id = :w AND executor_id = :e AND "
+                         "ended IS NULL", w=workflow_id, e=executor_id, l=label, s=session_id)
         return float(rows[0][0])
 
     def ended(self, workflow_id: str, executor_id: str, started: float, status: str) -> None:
@@ -208,8 +242,11 @@ class Registry:
 
     def mark_tool_start(self, step_key: str) -> bool:
         """True the first time a tool step starts; False when it started before (and never finished)."""
-        return bool(self._run("INSERT INTO lw_tool_starts VALUES (:k, {now}) ON CONFLICT (step_key) DO NOTHING",
-                              k=step_key))
+        from ..core.ids import uuid4
+
+        return bool(self._run("INSERT INTO lw_tool_starts (step_key, started, token) VALUES (:k, {now}, :t) "
+                              "ON CONFLICT (step_key) DO NOTHING",
+                              "SELECT 1 FROM lw_tool_starts WHERE step_key = :k AND token = :t", k=step_key, t=uuid4()))
 
     def tool_group_started(self, executor_id: str, machine: str, pgid: int, ticks: int) -> None:
         self._run("INSERT INTO lw_tool_groups VALUES (:e, :m, :p, :t) ON CONFLICT DO NOTHING",

@@ -18,8 +18,7 @@ def mark(stores: Any, session_id: str) -> int:
             return os.path.getsize(stores.sessions.location(session_id))
         except OSError:
             return 0
-    row = stores.db().execute("SELECT coalesce(max(id), 0) FROM loopwright.records WHERE session_id = %s",
-                              (session_id,)).fetchone()
+    row = stores.row("SELECT coalesce(max(id), 0) FROM loopwright.records WHERE session_id = %s", (session_id,))
     return int(row[0])
 
 
@@ -35,9 +34,12 @@ def cut_back(stores: Any, session_id: str, at: int) -> None:
         except FileNotFoundError:
             pass
         return
-    db = stores.db()
-    with db.transaction():
-        db.execute("DELETE FROM loopwright.records WHERE session_id = %s AND chain = '' AND id > %s",
-                   (session_id, at))
-        if at == 0:
-            db.execute("DELETE FROM loopwright.sessions WHERE id = %s", (session_id,))
+
+    def cut(db: Any) -> None:  # (run again whole if the connection drops: deleting twice is deleting once)
+        with db.transaction():
+            db.execute("DELETE FROM loopwright.records WHERE session_id = %s AND chain = '' AND id > %s",
+                       (session_id, at))
+            if at == 0:
+                db.execute("DELETE FROM loopwright.sessions WHERE id = %s", (session_id,))
+
+    stores.run(cut)

@@ -74,9 +74,19 @@ class Worker:
         from .dbosinternals import recover
 
         me = self.config.executor_id
+        judge_from = 0.0  # (monotonic) no one is judged gone before: this worker's own beats were held up
         while not self.stop.wait(self.config.beat_s):
             try:
-                self.registry.beat(me)
+                began = time.monotonic()
+                try:
+                    self.registry.beat(me)  # (waits, within its bound, while the store is out of reach)
+                finally:
+                    if time.monotonic() - began > self.config.dead_after_s / 2:
+                        # the store was away long enough to hold the others' beats up as well:
+                        # each gets as long as a dead one has to beat again before it is judged
+                        judge_from = time.monotonic() + self.config.dead_after_s
+                if time.monotonic() < judge_from:
+                    continue
                 for gone in self.registry.gone(self.config.dead_after_s):
                     if gone != me and self.registry.claim_recovery(gone, self.config.dead_after_s):
                         # what its tools left running here ends first: its loops must not go on
@@ -89,6 +99,7 @@ class Worker:
                         print(f"loopwright worker: {gone} is gone; {count} of its loops taken over",
                               file=sys.stderr, flush=True)
             except Exception as exc:  # a database hiccup: said, and tried again at the next beat
+                judge_from = time.monotonic() + self.config.dead_after_s
                 print(f"loopwright worker: warning: heartbeat failed: {exc}", file=sys.stderr, flush=True)
 
 

@@ -167,9 +167,19 @@ class JsonlLog:
             _repair_tail(fd, self.path)
             self._ready = True
         data = memoryview(encode(record))
-        while data:
-            written = os.write(fd, data)
-            data = data[written:]
+        start = os.fstat(fd).st_size  # (the only writer: the lock is held)
+        try:
+            while data:
+                written = os.write(fd, data)
+                data = data[written:]
+        except OSError:
+            # a full disk (ENOSPC, EDQUOT) can take part of a line: cut it off, so the file ends
+            # with whole records and the next append (after space is freed) starts a line of its own
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                self._ready = False  # cut when the file is next appended to (_repair_tail)
+            raise
         if sync:
             os.fsync(fd)
 

@@ -26,9 +26,20 @@ def journal_of(transcript_path: str) -> Path:
 
 
 def _append_line(path: Path, line: bytes) -> None:
+    """The whole line, or nothing: a full disk that took part of it has that part cut off again
+    (a write that stops short is finished, and one that fails is undone)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        os.write(fd, line)
+        start, data = os.fstat(fd).st_size, memoryview(line)
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        except OSError:
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass  # (the reader skips a torn line, and the next append starts a new one: _lines)
+            raise
     finally:
         os.close(fd)
 

@@ -90,7 +90,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 _SCHEMA_LOCK = 0x6C77_5343_4845_4D41  # the advisory lock that keeps two first uses from both migrating
 _READY: set[str] = set()  # URLs whose schema this process has checked
-_SHARED: dict[str, Any] = {}  # one connection a URL for this process's reads and small writes
+_SHARED: dict[str, Any] = {}  # one connection a URL for this process's reads and small writes (a Reconnecting)
 
 
 class PostgresStores:
@@ -108,6 +108,8 @@ class PostgresStores:
 
     def connect(self) -> Any:
         """A new autocommit connection, the schema made or brought up to date on the first."""
+        from .pgreconnect import reached
+
         try:
             import psycopg
         except ImportError:
@@ -124,13 +126,34 @@ class PostgresStores:
                 conn.close()
                 raise
             _READY.add(self.dsn)
+        reached(self.url)
         return conn
 
+    def link(self) -> Any:
+        """The process's shared connection to this store (`pgreconnect.Reconnecting`)."""
+        from .pgreconnect import Reconnecting
+
+        link = _SHARED.get(self.dsn)
+        if link is None:
+            link = _SHARED[self.dsn] = Reconnecting(self.connect, self.url)
+        return link
+
     def db(self) -> Any:
-        conn = _SHARED.get(self.dsn)
-        if conn is None or conn.closed or conn.broken:  # a server restarted: connect again
-            conn = _SHARED[self.dsn] = self.connect()
-        return conn
+        """The shared connection as it is now (made again if it broke): for a caller that runs
+        its own statements; `run` tries them again when the connection drops."""
+        return self.link().current()
+
+    def run(self, work: Any, again: Any = None) -> Any:
+        """`work(connection)` on the shared connection, run again on a new one if it drops
+        (`again`, when given, first looks for what a cut-off write left: `pgreconnect`)."""
+        return self.link().run(work, again)
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """A read's rows, on the shared connection (a read is always safe to run again)."""
+        return self.run(lambda db: db.execute(sql, params).fetchall())  # type: ignore[no-any-return]
+
+    def row(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self.run(lambda db: db.execute(sql, params).fetchone())
 
     @property
     def sessions(self) -> "PgSessionStore":
@@ -141,12 +164,12 @@ class PostgresStores:
     def schedules(self) -> Any:
         from .pgledger import PgScheduleStore
 
-        return PgScheduleStore(self.connect(), self.url)
+        return PgScheduleStore(self.connect, self.url)
 
     def ledger(self) -> Any:
         from .pgledger import PgLedger
 
-        return PgLedger(self.connect(), self.url)
+        return PgLedger(self.connect, self.url)
 
     def checkpoints(self, session_id: str) -> Any:
         from .pgkeeping import PgCheckpoints
@@ -195,23 +218,22 @@ class PgSessionStore:
     def exists(self, session_id: str) -> bool:
         if not _SAFE_ID.fullmatch(session_id):
             return False
-        return self.stores.db().execute("SELECT 1 FROM loopwright.sessions WHERE id = %s",
-                                        (session_id,)).fetchone() is not None
+        return self.stores.row("SELECT 1 FROM loopwright.sessions WHERE id = %s", (session_id,)) is not None
 
     def latest(self) -> str | None:
         """The session of this project written to last."""
-        row = self.stores.db().execute(
+        row = self.stores.row(
             "SELECT s.id FROM loopwright.sessions s, LATERAL (SELECT max(r.id) AS last FROM loopwright.records r "
             "WHERE r.session_id = s.id AND r.chain = '') x WHERE s.project = %s "
-            "ORDER BY x.last DESC NULLS LAST LIMIT 1", (self.project,)).fetchone()
+            "ORDER BY x.last DESC NULLS LAST LIMIT 1", (self.project,))
         return row[0] if row else None
 
     def lines(self, session_id: str, chain: str = "") -> list[bytes] | None:
         """The session's records as their JSONL lines (without newlines), in order; None if unknown."""
         if not self.exists(session_id):
             return None
-        rows = self.stores.db().execute("SELECT line FROM loopwright.records WHERE session_id = %s AND chain = %s "
-                                        "ORDER BY id", (session_id, chain)).fetchall()
+        rows = self.stores.rows("SELECT line FROM loopwright.records WHERE session_id = %s AND chain = %s "
+                                "ORDER BY id", (session_id, chain))
         return [bytes(r[0]) for r in rows]
 
     def load(self, session_id: str) -> tuple[list[dict[str, Any]], list[str]] | None:
@@ -244,19 +266,19 @@ class PgSessionStore:
         from .sessionlist import summarize_lines
 
         where = "WHERE s.project = %s" if this_folder else ""
-        rows = self.stores.db().execute(
+        rows = self.stores.rows(
             f"SELECT s.id FROM loopwright.sessions s, LATERAL (SELECT max(r.id) AS last FROM loopwright.records r "
             f"WHERE r.session_id = s.id AND r.chain = '') x {where} ORDER BY x.last DESC NULLS LAST"
             + (" LIMIT %s" if limit > 0 else ""),
-            ((self.project,) if this_folder else ()) + ((limit,) if limit > 0 else ())).fetchall()
+            ((self.project,) if this_folder else ()) + ((limit,) if limit > 0 else ()))
         return [summarize_lines(sid, self.lines(sid) or [], lambda sid=sid: self.locked(sid)) for (sid,) in rows]
 
     def locked(self, session_id: str) -> bool:
         """Whether a writer holds the session's lock (seen in pg_locks; never taken to look)."""
         key = lock_key(session_id, "") & 0xFFFF_FFFF_FFFF_FFFF
-        return self.stores.db().execute(
+        return self.stores.row(
             "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid AND objid = %s::oid "
-            "AND objsubid = 1 AND granted", (key >> 32, key & 0xFFFF_FFFF)).fetchone() is not None
+            "AND objsubid = 1 AND granted", (key >> 32, key & 0xFFFF_FFFF)) is not None
 
     def create(self, session_id: str) -> "PgLog":
         return PgLog(self, session_id)
@@ -282,46 +304,62 @@ class PgLog:
     """Append handle of one transcript (the session's, or a subagent's `chain`): its own
     connection holds the writer's lock from the first append (or `acquire`) until `close`.
     `sync=False` appends commit without waiting for the disk (they survive this process dying,
-    as a write() does); `sync=True` waits for it."""
+    as a write() does); `sync=True` waits for it. A connection that drops is made again (the
+    lock taken again) and the cut-off append tried again, unless it had committed: the writer
+    holds the lock, so its record is then the transcript's last (`pgreconnect`)."""
 
     def __init__(self, store: PgSessionStore, session_id: str, chain: str = "") -> None:
+        from .pgreconnect import Reconnecting
+
         self.store, self.session_id, self.chain = store, session_id, chain
-        self._conn: Any = None
+        self._link = Reconnecting(self._locked, store.stores.url)
         self._registered = bool(chain)  # a sidechain's records need no session row of their own
+        self._held = False  # the lock was ours once: another holder now is our dropped connection's
 
     @property
     def location(self) -> str:
         return self.store.location(self.session_id, self.chain)
 
-    def acquire(self) -> Any:
-        if self._conn is not None:
-            return self._conn
+    def _locked(self) -> Any:
+        """A new connection holding the transcript's lock (the first, or one made again after a drop)."""
         conn = self.store.stores.connect()
         try:
             got = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(self.session_id, self.chain),)).fetchone()
+            if not got[0] and self._held:  # its server side has not ended yet: waited for as the drop is
+                raise LoopwrightError(f"{self.location} is still locked by the connection that dropped")
             if not got[0]:
                 raise BlockingIOError(f"{self.location} is being written by another loopwright process")
             conn.execute("SET synchronous_commit = off")
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
+        self._held = True
         return conn
+
+    def acquire(self) -> Any:
+        return self._link.current()
 
     def append(self, record: dict[str, Any], *, sync: bool = False) -> None:
         import psycopg
 
-        conn = self.acquire()
+        line = encode(record)[:-1]
         try:
-            self._insert(conn, encode(record)[:-1], sync)
+            self._link.run(lambda conn: self._insert(conn, line, sync), again=lambda conn: self._landed(conn, line))
         except psycopg.Error as exc:  # what the recorder reports as a failed write, like a full disk
             raise OSError(f"the store {self.store.stores.url} refused the record: {_first_line(exc)}") from None
         self._registered = True
 
-    def _insert(self, conn: Any, line: bytes, sync: bool) -> None:
+    def _landed(self, conn: Any, line: bytes) -> bool | None:
+        """True when the cut-off append had committed (its line is the transcript's last: each line
+        holds its record's own uuid and time, and nobody else writes here while the lock is held)."""
+        row = conn.execute("SELECT line FROM loopwright.records WHERE session_id = %s AND chain = %s "
+                           "ORDER BY id DESC LIMIT 1", (self.session_id, self.chain)).fetchone()
+        return True if row is not None and bytes(row[0]) == line else None
+
+    def _insert(self, conn: Any, line: bytes, sync: bool) -> bool:
         if not sync and self._registered:  # the common case: one statement, one round trip
             conn.execute(_APPEND, (self.session_id, self.chain, line))
-            return
+            return True
         with conn.transaction():
             if sync:
                 conn.execute("SET LOCAL synchronous_commit = on")
@@ -330,6 +368,7 @@ class PgLog:
                              "ON CONFLICT (id) DO NOTHING",
                              (self.session_id, self.store.project, self.store.cwd, time.time()))
             conn.execute(_APPEND, (self.session_id, self.chain, line))
+        return True
 
     def sidechain(self, agent_id: str) -> "PgLog":
         if not _SAFE_ID.fullmatch(agent_id):
@@ -337,6 +376,4 @@ class PgLog:
         return PgLog(self.store, self.session_id, agent_id)
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()  # also releases the lock
-            self._conn = None
+        self._link.close()  # also releases the lock
