@@ -202,10 +202,11 @@ def test_works_against_any_loopback_fake(tmp_path):
 
 def test_second_sigint_exits_at_once(tmp_path):
     # the tool ignores SIGTERM, so the clean abort after the first Ctrl-C has to wait out the
-    # kill grace period; the second Ctrl-C leaves before any result is printed
+    # kill grace period; the second Ctrl-C leaves before any result is printed. On the host: in
+    # the sandbox the TERM ends the whole sandbox at once, so there would be nothing to wait out
     command = "trap '' TERM; touch started; sleep 30"
     with Simulator([{"tool_use": {"name": "Bash", "input": {"command": command}}}]) as sim:
-        proc = run_until_tool_started(tmp_path, sim)
+        proc = run_until_tool_started(tmp_path, sim, flags=("-p", "go", "--output-format", "json", "--no-sandbox"))
         proc.send_signal(signal.SIGINT)
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)

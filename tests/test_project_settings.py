@@ -87,9 +87,11 @@ def test_a_project_cannot_switch_the_root_guard_off(dirs):
     assert init_line(out)["permissionMode"] == "default"  # not the project's bypassPermissions
     assert ".loopwright/settings.json: env.LOOPWRIGHT_ALLOW_ROOT_BYPASS: ignored" in out.stderr
     assert ".loopwright/settings.json: permissions.defaultMode: ignored: bypassPermissions" in out.stderr
-    if os.geteuid() == 0:  # as root, the guard reads the real environment only
+    if os.geteuid() == 0:  # as root, the guard reads the real environment only (and the sandbox,
+        # on by default, is what makes bypassPermissions acceptable for root: so without it)
         with Simulator([{"text": "never"}]) as sim:
-            out = cli(["-p", "hi", "--permission-mode", "bypassPermissions"], project, home, sim.base_url)
+            out = cli(["-p", "hi", "--permission-mode", "bypassPermissions", "--no-sandbox"], project, home,
+                      sim.base_url)
             assert not sim.message_requests
         assert out.returncode == 2 and "refused when running as root" in out.stderr
 
