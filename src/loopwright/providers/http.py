@@ -198,7 +198,8 @@ class _Counted(httpx.AsyncByteStream):
     """A response's body that gives its place in the shard back when closed (once)."""
 
     def __init__(self, stream: Any, owner: ShardedTransport, shard: _Shard) -> None:
-        self._stream, self._owner, self._shard = stream, owner, shard
+        self._stream, self._owner = stream, owner
+        self._shard: _Shard | None = shard
 
     async def __aiter__(self) -> Any:
         async for chunk in self._stream:

@@ -80,7 +80,7 @@ def steps(records: list[dict[str, Any]], chain: str) -> list[Step]:
             flush()
             message = r.get("message") or {}
             content = message.get("content") or []
-            order.extend(b.get("id") for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
+            order.extend(str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use")
             out.append(Step("answer", {"text": text_of(content), "calls": [
                 [b.get("name"), b.get("input")] for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]},
                 where))

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
-from ..session.records import Record, SessionError
+from ..core.errors import SessionError, UsageError
+from ..session.records import Record
 
 
 @dataclass

@@ -178,7 +178,7 @@ class Watcher:
             stop = "empty"
         u = e.usage
         provider = provider_of(e.model)
-        attrs = {"gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
                  "gen_ai.request.model": model_name(e.model), "gen_ai.response.finish_reasons": (stop,),
                  "gen_ai.usage.input_tokens": u.input_tokens, "gen_ai.usage.output_tokens": u.output_tokens,
                  "gen_ai.usage.cache_read.input_tokens": u.cache_read_input_tokens,

@@ -51,7 +51,7 @@ def parser() -> Any:
     run.add_argument("name", metavar="NAME", help="The workflow (see `loopwright workflow list`).")
     run.add_argument("args", nargs="*", metavar="ARGS", help="Its arguments, before the flags (after `--` when "
                      "one starts with '-').")
-    run.takes_run_flags = True  # type: ignore[attr-defined]
+    run.takes_run_flags = True
     listing = sub.add_parser("list", help="The workflows this folder can run.", description="The workflows "
                              "this folder can run: the project's, your own and the plugins'.")
     listing.add_argument("--json", action="store_true", help="A JSON array of name, path, scope, description.")
