@@ -4,12 +4,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 
 $(VENV)/.base: pyproject.toml
+	@echo "make: first run: installing loopwright and its dependencies (httpx, pydantic, anyio, mcp, rich, ...)"
+	@echo "make: into $(VENV) from the package registries; about 30-60 s, once (later runs start at once)"
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet --progress-bar off -e .
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.base
+	@echo "make: installing the test dependencies into $(VENV) (the SDKs, pytest, PostgreSQL's driver, DBOS,"
+	@echo "make: OpenTelemetry, MkDocs, ...); a few minutes the first time"
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
