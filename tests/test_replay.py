@@ -326,3 +326,36 @@ def test_a_session_in_postgresql_replays_with_its_subagent(pg_db, tmp_path):
     # the sidechain came from the store: a subagent whose command now fails diverges there
     report = report_of(cli(["replay", sid, "--json", "--store", pg_db, "--", "--disallowedTools", "Bash"], env, project))
     assert report["divergence"]["chain"].startswith("subagent") and report["divergence"]["kind"] == "blocked"
+
+
+def test_the_recorded_command_line_keeps_no_secret_and_no_store(tmp_path):
+    """The first record keeps the command line for a replay: never a key, a URL's password or the
+    store's address (where the record lives, not how the run behaves)."""
+    import glob
+    import json as _json
+    import os as _os
+    import subprocess as _sp
+    import sys as _sys
+
+    from loopwright.testing import Simulator
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    settings = _json.dumps({"env": {"SOME_TOKEN": "sk-ant-0123456789abcdefghij"}})
+    with Simulator([{"text": "ok"}]) as sim:
+        env = {k: v for k, v in _os.environ.items() if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_"))}
+        env.update(ANTHROPIC_BASE_URL=sim.base_url, ANTHROPIC_API_KEY="sk-test", HOME=str(tmp_path),
+                   LOOPWRIGHT_HOME=str(home))
+        out = _sp.run([_sys.executable, "-m", "loopwright", "-p", "hi", "--settings", settings,
+                       "--append-system-prompt", "mirror at http://user:hunter2@example.invalid/x"],
+                      capture_output=True, text=True, env=env, cwd=project, timeout=60)
+    assert out.returncode == 0, out.stderr
+    [transcript] = glob.glob(str(home / "projects" / "*" / "*.jsonl"))
+    text = open(transcript, encoding="utf-8").read()
+    first = _json.loads(text.splitlines()[0])
+    assert first["argv"][:2] == ["-p", "hi"] and "--store" not in " ".join(first["argv"])
+    assert "sk-ant-0123456789" not in text and "hunter2" not in text and "[REDACTED]" in text
+    from loopwright.cli.core import recorded_argv
+
+    assert recorded_argv(["-p", "x", "--store", "postgresql://u:pw@h/db", "--store=sqlite:///a.db", "-c"]) == \
+        ["-p", "x", "-c"]

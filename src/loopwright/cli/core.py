@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Sequence
 
 from .. import __version__
 from ..config import parse_duration, parse_fallbacks, positive, read_text_file
@@ -387,7 +387,27 @@ def _opening(opts: Options, cwd: str) -> dict[str, Any]:
     and the command line that started it (its flags are the run's settings as much as the files are)."""
     from ..session.gitstate import git_start
 
-    return git_start(cwd) | ({"argv": list(opts.argv)} if opts.argv else {})
+    return git_start(cwd) | ({"argv": recorded_argv(opts.argv)} if opts.argv else {})
+
+
+def recorded_argv(argv: Sequence[str]) -> list[str]:
+    """The command line as a transcript keeps it: without `--store` (where the record lives, not
+    how the run behaves; its URL may carry a password) and with secret-shaped values (API keys,
+    tokens, `password=…` in inline `--settings`) redacted."""
+    from ..replay.export import scrub_text
+
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == "--store":
+            skip = True
+            continue
+        if arg.startswith("--store="):
+            continue
+        out.append(scrub_text(arg, ""))
+    return out
 
 
 async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],

@@ -35,9 +35,14 @@ _LABELLED = re.compile(
 _KEYLIKE = re.compile(r"(?i)^(authorization|proxy-authorization|x-api-key|api[_-]?key|.*token|.*secret.*|password)$")
 
 
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+@")  # postgresql://user:PASSWORD@host
+
+
 def scrub_text(text: str, home: str) -> str:
+    """`text` with secret-shaped values redacted, and paths under `home` as `~` (none when "")."""
     for pattern in _SECRETS:
         text = pattern.sub(REDACTED, text)
+    text = _URL_PASSWORD.sub(lambda m: m.group(1) + REDACTED + "@", text)
     text = _LABELLED.sub(lambda m: m.group(1) + (m.group(2) or "") + REDACTED, text)
     if home and home != "/":
         text = re.sub(re.escape(home.rstrip("/")) + r"(?=/|\b|$)", "~", text)
