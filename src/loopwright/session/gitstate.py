@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 
+from ..core.worktree import work_tree
+
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _MAX_READ = 1 << 20  # a HEAD or packed-refs larger than this is not a repository we read
 
@@ -14,7 +16,7 @@ _MAX_READ = 1 << 20  # a HEAD or packed-refs larger than this is not a repositor
 def git_start(cwd: str) -> dict[str, str]:
     """`{"gitHead": sha, "gitRoot": work tree}` for the repository holding `cwd`; {} when there
     is none or its HEAD names no commit yet (a new repository, a damaged one)."""
-    root = _work_tree(os.path.realpath(cwd))
+    root = work_tree(os.path.realpath(cwd))
     if root is None:
         return {}
     gitdir = _git_dir(os.path.join(root, ".git"))
@@ -22,16 +24,6 @@ def git_start(cwd: str) -> dict[str, str]:
         return {}
     head = _resolve(gitdir, "HEAD", 0)
     return {"gitHead": head, "gitRoot": root} if head is not None else {}
-
-
-def _work_tree(folder: str) -> str | None:
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
 
 
 def _git_dir(dot_git: str) -> str | None:

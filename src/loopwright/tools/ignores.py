@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..core.regex import PatternError, compile_re2
+from ..core.worktree import work_tree
 
 IGNORE_FILES = (".gitignore", ".ignore")  # later ones decide over earlier ones in the same folder
 MAX_IGNORE_BYTES = 1 << 20
@@ -144,7 +145,7 @@ class Ignored:
         self.hidden = hidden  # True: hidden folders are walked too (the call named one)
         self.left_out = 0
         self._stack: dict[str, list[tuple[str, tuple[Rule, ...]]]] = {}
-        self._top = self._repository_top(self.root)
+        self._top = work_tree(self.root)
         base: list[tuple[str, tuple[Rule, ...]]] = []
         if self._top is not None:
             excludes = _global_excludes_file()
@@ -159,17 +160,6 @@ class Ignored:
             for folder in reversed(above):
                 base += [(folder, _read(os.path.join(folder, name))) for name in IGNORE_FILES]
         self._stack[self.root] = [*base, *self._own(self.root)]
-
-    @staticmethod
-    def _repository_top(start: str) -> str | None:
-        here = start
-        while True:
-            if os.path.lexists(os.path.join(here, ".git")):
-                return here
-            parent = os.path.dirname(here)
-            if parent == here:
-                return None
-            here = parent
 
     @staticmethod
     def _own(folder: str) -> list[tuple[str, tuple[Rule, ...]]]:
