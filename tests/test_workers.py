@@ -155,6 +155,19 @@ def loop_number(execution):
     return int(execution.label.split("L")[1].rstrip("."))
 
 
+def unexplained(loops, executions, store, env, cwd, logs):
+    """What a failure needs to be read: each loop's executions and conversation, and the workers' logs' ends."""
+    lines = []
+    for i in sorted(loops):
+        runs = [e for e in executions if loop_number(e) == i]
+        lines.append(f"loop {i} ran without its marker: {runs}")
+        if runs:
+            lines.append(json.dumps(transcript_users(store, env, cwd, runs[0].session_id))[:4000])
+    for log in sorted(logs.glob("worker*.log")):
+        lines.append(f"--- {log.name} (last lines)\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    return "\n".join(lines)
+
+
 def transcript_users(store, env, cwd, session_id):
     """The user messages of a session, as `loopwright session export` gives its transcript."""
     out = cli(["session", "export", session_id, "--store", store], env, cwd)
@@ -202,7 +215,7 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
             assert set(markers.values()) == {1}
             cut_off = {i for i in range(LOOPS) if f"L{i}" not in markers}
             on_victim = {loop_number(e) for e in executions if e.executor_id == "w0"}
-            assert cut_off <= on_victim, (cut_off, on_victim)
+            assert cut_off <= on_victim, unexplained(cut_off - on_victim, executions, store, env, project, tmp_path)
             for i in cut_off:
                 session = next(e.session_id for e in executions if loop_number(e) == i)
                 assert "Outcome unknown" in json.dumps(transcript_users(store, env, project, session))
