@@ -453,3 +453,53 @@ def test_a_goal_check_in_a_project_it_cannot_guard_fails_saying_why(tmp_path):
     argv = agent._check_wrapper()("true")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert done.returncode == 126 and "the sandbox cannot guard this project" in done.stderr
+
+
+def test_a_placeholder_file_appears_whole(tmp_path, monkeypatch):
+    """Regression (seen as a refused Bash call under load): another sandbox, being set up at the
+    same moment, read a `commondir` placeholder created but not yet written, took its empty text
+    for a broken pointer and refused its command. A placeholder now appears with its content."""
+    import threading
+
+    from loopwright.sandbox import launch
+
+    target = tmp_path / "commondir"
+    writing, go, seen = threading.Event(), threading.Event(), []
+    real_write = os.write
+
+    def paused_write(fd, data):
+        if threading.current_thread().name == "placing":  # (this test's thread only)
+            writing.set()
+            go.wait(10)
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", paused_write)
+    placing = threading.Thread(target=launch._make_placeholder, args=(str(target), "file", ".\n"), name="placing")
+    placing.start()
+    assert writing.wait(10)
+    seen.append(target.read_text() if target.exists() else None)  # what a reader sees mid-write
+    go.set()
+    placing.join(10)
+    assert seen == [None]
+    assert target.read_text() == ".\n" and target.stat().st_mtime_ns == launch.MARK_NS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["commondir"]  # nothing else left beside it
+
+
+@needs_bwrap
+def test_sandboxes_set_up_together_in_a_folder_without_git_all_run(tmp_path):
+    """Many commands started at once in a project with no `.git`: each sandbox makes and removes
+    placeholders there while the others read them; none is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = tmp_path / "p"
+    project.mkdir()
+
+    def one(k: int) -> str:
+        argv = wrap(["/bin/sh", "-c", f"echo ok{k}"], cwd=str(project), roots=(str(project),), network=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=project)
+        return done.stdout.strip() if done.returncode == 0 else f"{k}: exit {done.returncode}: {done.stderr}"
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(one, range(48)))
+    assert outcomes == [f"ok{k}" for k in range(48)]
+    assert not (project / ".git").exists()  # every placeholder removed once the last command ended

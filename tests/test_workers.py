@@ -108,7 +108,7 @@ def no_worker_left():
 
 
 def start_worker(store, env, cwd, log, *more):
-    proc = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after", "3",
+    proc = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after", "8",
                              "--drain", "20", *more], env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     STARTED.append(proc)
     return proc
@@ -245,6 +245,25 @@ def test_three_workers_share_the_queue_and_survive_a_kill(pg_db, project, env, t
     assert not sim.unmatched
 
 
+def test_a_worker_judged_gone_while_alive_leaves_at_once(project, env, tmp_path):
+    """A live worker whose heartbeat came too late (a starved machine) has had its loops taken
+    over: it must not run them on beside the survivor. Its next heartbeat finds the claim and it
+    exits (75), saying why; the claim is left as the survivor made it."""
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with open(tmp_path / "worker.log", "w") as log:
+        worker = start_worker(store, env, project, log, "--id", "slow")
+        reg = registry(store)
+        wait_for(lambda: [w for w in reg.workers() if w.executor_id == "slow"], 60, "the worker to join")
+        # what a survivor does when it judges a worker gone (here with a zero wait: the last beat is past)
+        wait_for(lambda: reg.claim_recovery("slow", 0.0), 30, "the claim")
+        assert worker.wait(timeout=60) == 75
+        reg_states = {w.executor_id: w.state for w in reg.workers()}
+        reg.close()
+    said = (tmp_path / "worker.log").read_text()
+    assert "slow was judged gone by the other workers" in said and "nothing runs twice" in said, said
+    assert reg_states["slow"] == "recovering"
+
+
 def test_a_lone_sqlite_worker_survives_its_own_kill_and_restart(project, env, tmp_path):
     store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     with Simulator(script(2, answer_delay=2.0)) as sim:
@@ -281,7 +300,7 @@ def most_at_once(executions):
 @pytest.mark.timeout(300)
 def test_queue_concurrency_holds_across_workers_and_ctrl_c_drains(pg_db, project, env, tmp_path):
     store = pg_db
-    with Simulator(script(6, slow=(4, 5))) as sim, open(tmp_path / "workers.log", "w") as log:
+    with Simulator(script(6, slow=(4, 5), slow_s=10.0)) as sim, open(tmp_path / "workers.log", "w") as log:
         env["ANTHROPIC_BASE_URL"] = sim.base_url
         limits = ("--concurrency", "2", "--queue-concurrency", "2")
         a, b = (start_worker(store, env, project, log, *limits, "--id", name) for name in ("a", "b"))
@@ -356,8 +375,13 @@ def test_recovered_loops_keep_the_queue_limits(pg_db, project, env, tmp_path):
                     stop(proc)
     assert most_at_once(executions) <= 2
     assert most_at_once([e for e in executions if e.executor_id == "s"]) == 1
-    assert [e.status for e in executions if e.executor_id == "v"] == ["taken over"]
-    assert sorted(e.status for e in executions if e.executor_id == "s") == ["done"] * 3
+    # v's last loop was taken over; on a loaded machine v may have finished one before (and one it
+    # finished as it was killed may be finished again by s from its records: the markers show no
+    # tool call ran twice)
+    on_v = [e.status for e in executions if e.executor_id == "v"]
+    assert on_v[-1] == "taken over" and set(on_v[:-1]) <= {"done"}, on_v
+    assert {e.status for e in executions if e.executor_id == "s"} == {"done"}
+    assert len({e.workflow_id for e in executions if e.status == "done"}) == 3
     assert marker_lines(project) == {f"L{i}": 1 for i in range(3)}
     assert not sim.unmatched
 
@@ -387,8 +411,8 @@ def test_heartbeats_are_judged_on_the_database_clock(pg_db, project, env, tmp_pa
                 enqueue(store, env, project, i)
             wait_for(lambda: all_done(store, 4), 120, "every loop to finish")
             reg = registry(store)
-            # both have beaten for longer than --dead-after (3 s), as the database's clock counts it
-            wait_for(lambda: all(w.beat - w.started > 5 for w in reg.workers()), 60, "a few heartbeats")
+            # both have beaten for longer than --dead-after (8 s), as the database's clock counts it
+            wait_for(lambda: all(w.beat - w.started > 10 for w in reg.workers()), 60, "a few heartbeats")
             states = {w.executor_id: w.state for w in reg.workers()}
             executions = reg.executions()
             said = (tmp_path / "workers.log").read_text()  # (before they stop: one that left is "gone")

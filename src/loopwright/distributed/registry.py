@@ -194,6 +194,12 @@ class Registry:
         else:
             self._run("UPDATE lw_workers SET beat = {now}, state = :s WHERE executor_id = :e", s=state, e=executor_id)
 
+    def beat_alive(self, executor_id: str) -> bool:
+        """A live worker's heartbeat; False when the others judged it gone meanwhile (a survivor
+        claimed its recovery: its loops are someone else's now), and then nothing is written."""
+        return bool(self._run("UPDATE lw_workers SET beat = {now} WHERE executor_id = :e AND state IN "
+                              "('alive', 'draining')", e=executor_id))
+
     def gone(self, dead_after_s: float) -> list[str]:
         """Workers that left, or whose last heartbeat is older than `dead_after_s`, or whose
         recovery was claimed longer ago than that and never finished (all on the database's

@@ -29,6 +29,7 @@ APP_NAME = "loopwright"
 # One version for every worker, so any of them may recover any other's workflows (DBOS's default
 # is a hash of the workflow code, which would split workers of different installs).
 APP_VERSION = "loopwright-1"
+FENCED_EXIT = 75  # EX_TEMPFAIL: judged gone by the others while alive; a supervisor may start it again
 
 
 @dataclass
@@ -79,7 +80,9 @@ class Worker:
             try:
                 began = time.monotonic()
                 try:
-                    self.registry.beat(me)  # (waits, within its bound, while the store is out of reach)
+                    # (waits, within its bound, while the store is out of reach)
+                    if not self.registry.beat_alive(me):
+                        self._fenced()
                 finally:
                     if time.monotonic() - began > self.config.dead_after_s / 2:
                         # the store was away long enough to hold the others' beats up as well:
@@ -102,6 +105,15 @@ class Worker:
                 judge_from = time.monotonic() + self.config.dead_after_s
                 print(f"loopwright worker: warning: heartbeat failed: {exc}", file=sys.stderr, flush=True)
 
+
+    def _fenced(self) -> None:
+        """The others judged this worker gone (its heartbeats came too late, e.g. on a starved
+        machine) and a survivor took its loops over: going on would run them twice. It leaves at
+        once, as a killed worker would; the survivor has ended its tools' processes."""
+        print(f"loopwright worker: {self.config.executor_id} was judged gone by the other workers (no heartbeat "
+              f"within {self.config.dead_after_s:g}s) and its loops were taken over; leaving now so that nothing "
+              "runs twice (raise --dead-after if this machine is often this slow)", file=sys.stderr, flush=True)
+        os._exit(FENCED_EXIT)
 
     def _end_left_behind(self, gone: str) -> None:
         from .leftovers import end_left_behind

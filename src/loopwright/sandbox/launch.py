@@ -211,18 +211,14 @@ def _present(path):
 def _make_placeholder(path, kind, content):
     """Create the marked placeholder; False when this user cannot create anything there (then
     neither can the sandboxed command, which has no more rights)."""
+    folder = _marked(os.path.dirname(path))
     try:
         if kind == "dir":
             os.mkdir(path, 0o555)
             os.chmod(path, 0o555)
+            os.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
         else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
-            try:
-                os.write(fd, content.encode())
-                os.fchmod(fd, 0o444)
-            finally:
-                os.close(fd)
-        os.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+            _place_whole(path, content.encode())
         return True
     except FileExistsError:
         return bool(_present(path))  # made at this moment by someone else: pin what is there
@@ -230,6 +226,59 @@ def _make_placeholder(path, kind, content):
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR):
             return False
         raise Refused(f"cannot make a placeholder at {path}: {exc.strerror}") from None
+    finally:
+        _mark_again(folder)
+
+
+def _marked(folder):
+    """A placeholder folder (a missing `.git`) stays recognisable as one while placeholders are
+    made and removed inside it (each changes its modification time, which is the mark): what
+    `_mark_again` needs, taken before."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    return folder if st.st_mtime_ns == MARK_NS and stat.S_ISDIR(st.st_mode) else None
+
+
+def _mark_again(folder):
+    if folder is not None:
+        try:
+            os.utime(folder, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+        except OSError:
+            pass  # removed meanwhile: nothing left to mark
+
+
+def _place_whole(path, data):
+    """A placeholder file that appears with its content and mark, never half made: another
+    sandbox being set up at the same moment reads the files git reads (a `commondir` seen empty
+    would make it refuse its command). Written under a temporary name beside it, then linked
+    into place, which fails if something is already there (FileExistsError, as before)."""
+    temporary = os.path.join(os.path.dirname(path), f".loopwright-placeholder-{os.getpid()}-{time.time_ns()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    try:
+        try:
+            os.write(fd, data)
+            os.fchmod(fd, 0o444)
+        finally:
+            os.close(fd)
+        os.utime(temporary, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+        try:
+            os.link(temporary, path, follow_symlinks=False)
+            return
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise
+            # a file system without hard links: made in place (briefly empty), as it must be made
+    finally:
+        _remove(temporary, "file")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    try:
+        os.write(fd, data)
+        os.fchmod(fd, 0o444)
+    finally:
+        os.close(fd)
+    os.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
 
 
 def _is_placeholder(path, kind, content):
@@ -261,15 +310,18 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd):
             path, fd = record
             _remove(path, "file")
             os.close(fd)
-        for folder, fd in held.items():
+        # deepest folder first: a placeholder folder (`.git`) empties before its own removal is tried
+        for folder, fd in sorted(held.items(), reverse=True):
             fcntl.flock(fd, fcntl.LOCK_UN)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue  # another sandbox still relies on this folder's placeholders
+            marked = _marked(folder)
             for path, kind, mode, content in guards:
                 if mode in PLACEHOLDER_MODES and os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
                     _remove(path, kind)
+            _mark_again(marked)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         fcntl.flock(mutex, fcntl.LOCK_UN)

@@ -111,7 +111,7 @@ def _gitdir(gitdir: str, *, nested: bool) -> list[Guard]:
     common = os.path.join(gitdir, "commondir")
     if os.path.isfile(common) and not os.path.islink(common):
         shared = _read_pointer(common, gitdir)
-        if os.path.realpath(shared) != os.path.realpath(gitdir):
+        if shared is not None and os.path.realpath(shared) != os.path.realpath(gitdir):
             out += [Guard(os.path.join(shared, n), k, "hold", c) for n, k, c in GIT_READS if n != "commondir"]
     if nested:
         out += _nested(gitdir)
@@ -167,10 +167,14 @@ def _follow(dot_git: str) -> str:
     return _resolve(first[len("gitdir: "):], os.path.dirname(dot_git), dot_git)
 
 
-def _read_pointer(path: str, base: str) -> str:
+def _read_pointer(path: str, base: str) -> str | None:
+    """The folder a `commondir` names; None when it is gone by now (another sandbox's placeholder,
+    removed as that command ended: the launcher guards the name whatever it finds there then)."""
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read(4096).rstrip("\r\n")
+    except FileNotFoundError:
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise Unprotectable(f"cannot read {path} ({exc}); the sandbox cannot tell which git directory it names")
     return _resolve(text, base, path)
