@@ -69,7 +69,11 @@ def _check_one(name: str, origin: str, allow: bool) -> bool:
 
     # the model table is the default provider's; another provider's names are its own to check
     # (an unknown provider prefix is refused here, with the prefixes there are)
-    if not is_default(name) or resolve_model(name).known:
+    try:
+        default = is_default(name)
+    except UsageError as error:
+        raise UsageError(f"{origin}: {error}") from None
+    if not default or resolve_model(name).known:
         return False
     found = check_model_name(name, model_names())
     if found is None:
