@@ -75,7 +75,7 @@ def make(name, env, origins):
     return LineModel(url)
 
 
-PROVIDER = Provider(factory=make, system="mywire")
+PROVIDER = Provider(factory=make, system="mywire", credentials=("MYWIRE_KEY",))
 '''
 
 
@@ -154,14 +154,20 @@ async def test_a_registered_provider_runs_an_agents_tool_loop(tmp_path, package,
 
 
 def test_the_cli_finds_an_installed_provider_by_its_entry_point(tmp_path, package):
-    with LineServer([{"say": "hello from my wire"}]) as server:
-        out = cli(["-p", "hello", "--model", "myprefix:some-model", "--output-format", "json"], cwd=tmp_path,
-                  env={"PYTHONPATH": str(package), "MYWIRE_URL": server.url})
+    """...and keeps the key it declares from the model's commands, as the built-in keys are."""
+    script = [{"call": {"name": "Bash", "input": {"command": "env"}}},
+              {"say": "hello from my wire"}]
+    with LineServer(script) as server:
+        out = cli(["-p", "hello", "--model", "myprefix:some-model", "--output-format", "json",
+                   "--allowedTools", "Bash"], cwd=tmp_path,
+                  env={"PYTHONPATH": str(package), "MYWIRE_URL": server.url, "MYWIRE_KEY": "sk-secret"})
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["result"] == "hello from my wire" and result["subtype"] == "success"
-    assert server.bodies[0]["model"] == "some-model"
+    assert [b["model"] for b in server.bodies] == ["some-model", "some-model"]
     assert server.bodies[0]["messages"][0]["content"][0]["text"] == "hello"
+    ran = json.dumps(server.bodies[1]["messages"][-1]["content"])
+    assert "MYWIRE_URL=" in ran and "MYWIRE_KEY" not in ran and "sk-secret" not in ran
 
 
 def test_the_cli_refuses_an_unknown_prefix_naming_the_known_ones(tmp_path, package):

@@ -13,9 +13,11 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from ..core.environ import withhold
 from ..core.errors import UsageError
 
 if TYPE_CHECKING:
@@ -45,12 +47,15 @@ class Provider:
 
     `client_key(name, env)`: names with equal keys share one client (one connection pool); None
     (the default) makes one client for every name of the prefix. `system`: the provider as
-    telemetry names it (`gen_ai.system`); empty, the prefix."""
+    telemetry names it (`gen_ai.system`); empty, the prefix. `credentials`: the variables it
+    reads keys from, kept from every process the model's tools and the hooks start, as the
+    built-in providers' keys are (core.environ)."""
 
     factory: ModelFactory
     system: str = ""
     client_key: Callable[[str, Mapping[str, str]], str] | None = None
     model_id: Callable[[str], str] | None = None
+    credentials: tuple[str, ...] = ()
 
     def id_of(self, name: str) -> str:
         """What the provider's server is asked for: by default the name after its prefix."""
@@ -131,6 +136,15 @@ def provider_for(name: str) -> Provider:
     return entry
 
 
+def _withheld(provider: Provider) -> Provider:
+    """`provider`, its keys kept from children from now on (before its factory can read one)."""
+    if isinstance(provider.credentials, str) or not all(isinstance(c, str) for c in provider.credentials):
+        raise UsageError(f"model provider {provider.system!r}: credentials must be a tuple of variable names, "
+                         f"got {provider.credentials!r}")
+    withhold(provider.credentials)
+    return provider
+
+
 def _checked_prefix(prefix: str) -> str:
     key = prefix[:-1] if isinstance(prefix, str) and prefix.endswith(":") else prefix
     if not isinstance(key, str) or not _PREFIX.fullmatch(key) or key != key.lower():
@@ -141,8 +155,7 @@ def _checked_prefix(prefix: str) -> str:
 
 def _as_provider(found: object, prefix: str, origin: str) -> Provider:
     if isinstance(found, Provider):
-        return found if found.system else Provider(found.factory, prefix or "anthropic", found.client_key,
-                                                   found.model_id)
+        return _withheld(found if found.system else dataclasses.replace(found, system=prefix or "anthropic"))
     if callable(found):
         return Provider(factory=found, system=prefix)
     raise UsageError(f"{origin}: expected a loopwright.providers.Provider or a factory "
