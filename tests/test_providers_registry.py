@@ -225,3 +225,31 @@ def test_the_table_loads_no_provider_and_reads_no_entry_point_until_needed():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+class Quiet:
+    closed = False
+
+    async def stream(self, request):
+        raise AssertionError("not called")
+        yield
+
+    async def aclose(self):
+        self.closed = True
+
+
+@pytest.mark.anyio
+async def test_the_router_makes_one_client_per_provider_or_per_its_client_key(clean_table):
+    from loopwright.providers.routing import ModelRouter
+
+    made = []
+    register("myprefix", lambda name, env, origins: made.append(name) or Quiet())
+    router = ModelRouter({"OPENAI_API_KEY": "sk-secret-x"})
+    local = router.client_for("openai-compatible:http://127.0.0.1:1/v1#a")
+    assert router.client_for("openai-compatible:http://127.0.0.1:1/v1#b") is local  # one base URL, one client
+    assert router.client_for("openai-compatible:http://127.0.0.1:2/v1#a") is not local
+    mine = router.client_for("myprefix:x")
+    assert router.client_for("myprefix:y") is mine and made == ["myprefix:x"]
+    assert "sk-secret" not in repr(router) and "myprefix:" in repr(router)
+    await router.aclose()
+    assert mine.closed

@@ -25,7 +25,8 @@ class ModelRouter:
         """The client for a model name; made now, so a missing key or an unknown provider prefix
         is said before any run."""
         provider = provider_for(model)  # the provider's module (and httpx) loads only now
-        key = table_key(model) + ":"  # one client per provider, or per its client_key (a base URL)
+        prefix = table_key(model)  # one client per provider, or per its client_key (a base URL)
+        key = f"{prefix}:" if prefix else "anthropic"
         if provider.client_key is not None:
             key += " " + provider.client_key(model, self.env)
         if key not in self.clients:
