@@ -19,7 +19,8 @@ class Model(Protocol):
     """A model API. `stream` yields normalised stream events and raises `ModelError` for every
     failure (HTTP status, SSE error event, transport failure, stream cut before its end).
 
-    A minimal one, a model that echoes the last prompt:
+    A minimal one, a model that echoes the last prompt (`Agent(model_client=Echo())` runs on it;
+    `loopwright.providers.register("echo", lambda name, env, origins: Echo())` serves `echo:…` names):
 
     ```python
     import asyncio
