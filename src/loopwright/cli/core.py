@@ -124,6 +124,9 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     # Your own settings' `env` configures loopwright itself too (API client, proxies); a project's
     # reaches only the processes started for tools, hooks and checks, after `settings.scope`.
     os.environ.update(settings.trusted_env)
+    model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
+    fallbacks = parse_fallbacks(opts.fallback_model or settings.fallback_model)
+    check_models(opts, settings, model, fallbacks)  # before child_env: it loads the providers, whose keys it hides
     children = child_env(add=settings.env, keep=pass_env_names(opts.pass_env))
 
     positive(opts.max_turns, "--max-turns")
@@ -155,9 +158,6 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
         tools = [t for t in tools if t.name in only]
     children = plugin_path(children, plugins)
     hooks = hook_runner(settings, plugins)
-    model = opts.model or os.environ.get("ANTHROPIC_MODEL") or settings.model or DEFAULT_MODEL
-    fallbacks = parse_fallbacks(opts.fallback_model or settings.fallback_model)
-    check_models(opts, settings, model, fallbacks)
     return Agent(
         output_schema=output_schema(opts.json_schema),
         model=model,

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 
 def _default_evaluator(main: str | None) -> str:
     """haiku, unless the main model is another provider's: then that model judges too (one key)."""
-    from ..providers.routing import served_by_openai
+    from ..providers.registry import is_default
 
-    return main if main and served_by_openai(main) else "haiku"
+    return main if main and not is_default(main) else "haiku"
 
 
 def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:

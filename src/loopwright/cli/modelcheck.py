@@ -65,9 +65,17 @@ def _check_one(name: str, origin: str, allow: bool) -> bool:
     """Refuse or warn about one name; True when a warning was printed."""
     from ..policy.models import model_names, model_table_date, resolve_model
     from ..policy.names import check_model_name
-    from ..providers.routing import served_by_openai
+    from ..providers.registry import is_default, provider_for
 
-    if served_by_openai(name) or resolve_model(name).known:
+    # the model table is the default provider's; another provider's names are its own to check
+    # (an unknown provider prefix is refused here, with the prefixes there are)
+    try:
+        default = is_default(name)
+        if not default:
+            provider_for(name)  # loaded now, so the keys it declares are kept from every child from here on
+    except UsageError as error:
+        raise UsageError(f"{origin}: {error}") from None
+    if not default or resolve_model(name).known:
         return False
     found = check_model_name(name, model_names())
     if found is None:

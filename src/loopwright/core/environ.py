@@ -13,15 +13,24 @@ from typing import Iterable, Mapping
 # LOOPWRIGHT_STORE too: a database URL may carry its password, and with it a tool could rewrite
 # any session (the runs loopwright starts itself, schedule fires, still get it).
 CREDENTIALS = frozenset({"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "LOOPWRIGHT_STORE"})
+# ...and the keys of the providers registered at run time (`withhold`), as they load.
+_withheld: frozenset[str] = frozenset()
+
+
+def withhold(names: Iterable[str]) -> None:
+    """Keep more variables (a registered model provider's keys) from every child from now on."""
+    global _withheld
+    _withheld = _withheld | frozenset(names)
 
 
 def child_env(base: Mapping[str, str] | None = None, *, add: Mapping[str, str] | None = None,
               keep: Iterable[str] = (), hide: Iterable[str] = ()) -> dict[str, str]:
-    """`base` (default: this process's environment) without `CREDENTIALS` and `hide`, except the
+    """`base` (default: this process's environment) without `CREDENTIALS`, the variables withheld
+    and `hide`, except the
     names in `keep` (`--pass-env`); then `add` (settings `env`: what it names explicitly is given,
     credentials too)."""
     base = environ_now() if base is None else base
-    hidden = (CREDENTIALS | frozenset(hide)) - frozenset(keep)
+    hidden = (CREDENTIALS | _withheld | frozenset(hide)) - frozenset(keep)
     env = {name: value for name, value in base.items() if name not in hidden}
     env.update(add or {})
     return env
@@ -45,4 +54,4 @@ def environ_now() -> dict[str, str]:
     return seen[1]
 
 
-__all__ = ["CREDENTIALS", "child_env", "environ_now"]
+__all__ = ["CREDENTIALS", "child_env", "environ_now", "withhold"]

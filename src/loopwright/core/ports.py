@@ -17,7 +17,42 @@ from .types import ModelRequest, StreamEvent
 @runtime_checkable
 class Model(Protocol):
     """A model API. `stream` yields normalised stream events and raises `ModelError` for every
-    failure (HTTP status, SSE error event, transport failure, stream cut before its end)."""
+    failure (HTTP status, SSE error event, transport failure, stream cut before its end).
+
+    A minimal one, a model that echoes the last prompt (`Agent(model_client=Echo())` runs on it;
+    `loopwright.providers.register("echo", lambda name, env, origins: Echo())` serves `echo:…` names):
+
+    ```python
+    import asyncio
+
+    from loopwright.core.ports import Model
+    from loopwright.core.types import (
+        BlockDelta, BlockStart, BlockStop, Message, ModelRequest, StreamDelta, StreamStart, StreamStop, Usage,
+    )
+
+
+    class Echo:
+        async def stream(self, request):
+            said = request.messages[-1].content[0].text
+            yield StreamStart("msg-1", request.model, Usage(input_tokens=1))
+            yield BlockStart(0, {"type": "text", "text": ""})
+            yield BlockDelta(0, {"type": "text_delta", "text": f"echo: {said}"})
+            yield BlockStop(0)
+            yield StreamDelta("end_turn", {"output_tokens": 2})
+            yield StreamStop()
+
+        async def aclose(self):
+            pass
+
+
+    async def main():
+        request = ModelRequest("echo", (Message.user("hi"),), max_tokens=100)
+        return [event.type async for event in Echo().stream(request)]
+
+    assert isinstance(Echo(), Model)
+    assert asyncio.run(main())[-1] == "stream_stop"
+    ```
+    """
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
 
@@ -26,7 +61,36 @@ class Model(Protocol):
 
 @runtime_checkable
 class PathGuard(Protocol):
-    """The permission gate's judgement of one call, for the tool that carries it out."""
+    """The permission gate's judgement of one call, for the tool that carries it out.
+
+    A minimal one, judging every path by where it really lands:
+
+    ```python
+    import os
+    import tempfile
+
+    from loopwright.core.ports import PathGuard
+
+
+    class Under:
+        def __init__(self, root):
+            self.root = os.path.realpath(root)
+
+        def judged(self, path):
+            real = os.path.realpath(os.path.join(self.root, path))
+            return (real,) if real == self.root or real.startswith(self.root + os.sep) else None
+
+        def shows(self, path):
+            return self.judged(path) is not None
+
+
+    with tempfile.TemporaryDirectory() as root:
+        guard = Under(root)
+        assert isinstance(guard, PathGuard)
+        assert guard.judged("notes.txt") == (os.path.join(guard.root, "notes.txt"),)
+        assert guard.judged("../elsewhere") is None and not guard.shows("/etc/passwd")
+    ```
+    """
 
     def judged(self, path: str) -> tuple[str, ...] | None:
         """The real paths the gate judged for `path` as the call gives it (None: not judged).
@@ -79,7 +143,41 @@ class ToolOutput:
 class Tool(Protocol):
     """A tool the model can call. `validate` turns the raw input into the tool's own arguments
     or raises `ToolInputError` with a message for the model; `run` honours cancellation.
-    `read_only` tools may run in parallel with each other."""
+    `read_only` tools may run in parallel with each other.
+
+    A minimal one (`loopwright.tools.base.tool` makes one from a function):
+
+    ```python
+    import asyncio
+    from pathlib import Path
+
+    from loopwright.core.errors import ToolInputError
+    from loopwright.core.ports import Tool, ToolContext, ToolOutput
+
+
+    class Shout:
+        name = "Shout"
+        description = "Upper-cases a text."
+        read_only = True
+
+        @property
+        def input_schema(self):
+            return {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+
+        def validate(self, raw):
+            if not isinstance(raw.get("text"), str):
+                raise ToolInputError("text: expected a string")
+            return raw["text"]
+
+        async def run(self, args, ctx):
+            return ToolOutput(args.upper())
+
+
+    shout = Shout()
+    assert isinstance(shout, Tool)
+    assert asyncio.run(shout.run(shout.validate({"text": "hi"}), ToolContext(cwd=Path.cwd()))).content == "HI"
+    ```
+    """
 
     name: str
     description: str
@@ -115,7 +213,27 @@ class Access:
 class DescribesAccess(Protocol):
     """A tool that can tell the gate what a call touches, from the raw input (before
     validation, so it must cope with missing or mistyped fields). Tools without it count as
-    `read` when `read_only`, else `other`."""
+    `read` when `read_only`, else `other`.
+
+    A minimal one, a tool that reads the file its input names:
+
+    ```python
+    from loopwright.core.ports import Access, DescribesAccess
+
+
+    class ReadsOneFile:
+        def access(self, tool_input):
+            path = tool_input.get("path")
+            if not isinstance(path, str):  # a malformed call: nothing known, so it is asked about
+                return Access("other")
+            return Access("read", paths=(path,))
+
+
+    assert isinstance(ReadsOneFile(), DescribesAccess)
+    assert ReadsOneFile().access({"path": "a.txt"}).paths == ("a.txt",)
+    assert ReadsOneFile().access({}).kind == "other"
+    ```
+    """
 
     def access(self, tool_input: dict[str, Any]) -> Access: ...
 
@@ -123,7 +241,44 @@ class DescribesAccess(Protocol):
 @runtime_checkable
 class BackgroundWork(Protocol):
     """Work a session left running (background shells). `running()` lists it in the shape of
-    a Stop hook's `background_tasks`; `stop_all()` ends it when the session ends."""
+    a Stop hook's `background_tasks`; `stop_all()` ends it when the session ends.
+
+    A minimal one, background tasks of asyncio:
+
+    ```python
+    import asyncio
+
+    from loopwright.core.ports import BackgroundWork
+
+
+    class Tasks:
+        def __init__(self):
+            self.tasks = {}
+
+        def start(self, task_id, coroutine, description):
+            self.tasks[task_id] = (asyncio.ensure_future(coroutine), description)
+
+        def running(self):
+            return [{"id": task_id, "type": "task", "status": "running", "description": description}
+                    for task_id, (task, description) in self.tasks.items() if not task.done()]
+
+        async def stop_all(self):
+            for task, _ in self.tasks.values():
+                task.cancel()
+            await asyncio.gather(*(task for task, _ in self.tasks.values()), return_exceptions=True)
+
+
+    async def main():
+        work = Tasks()
+        work.start("t1", asyncio.sleep(3600), "a long wait")
+        assert [t["id"] for t in work.running()] == ["t1"]
+        await work.stop_all()
+        assert work.running() == []
+
+    assert isinstance(Tasks(), BackgroundWork)
+    asyncio.run(main())
+    ```
+    """
 
     def running(self) -> list[dict[str, Any]]: ...
 
@@ -157,7 +312,28 @@ NO_HOOK_RESULT = HookResult()
 @runtime_checkable
 class HookRunner(Protocol):
     """Runs every handler registered for `event` whose matcher fits `match` (a tool name, a
-    source, a trigger), with `payload` as the event's input, and merges their answers."""
+    source, a trigger), with `payload` as the event's input, and merges their answers.
+
+    A minimal one, a policy in code: no Bash, ever:
+
+    ```python
+    import asyncio
+
+    from loopwright.core.ports import NO_HOOK_RESULT, HookResult, HookRunner
+
+
+    class NoShell:
+        async def run(self, event, payload, *, match=None):
+            if event == "PreToolUse" and match == "Bash":
+                return HookResult(decision="deny", reason="no shell in this project")
+            return NO_HOOK_RESULT
+
+
+    assert isinstance(NoShell(), HookRunner)
+    said = asyncio.run(NoShell().run("PreToolUse", {"tool_input": {"command": "ls"}}, match="Bash"))
+    assert said.decision == "deny"
+    ```
+    """
 
     async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
 
@@ -196,7 +372,31 @@ CURRENT_TOOL_USE_ID: ContextVar[str] = ContextVar("loopwright_tool_use_id", defa
 class Observer(Protocol):
     """Watches every event of a run from outside (telemetry): called after the transcript's
     recorder, before the caller sees the event; it must never raise nor block. A subagent's run
-    is watched by `child(...)`, told who the subagent is and which tool call started it."""
+    is watched by `child(...)`, told who the subagent is and which tool call started it.
+
+    A minimal one, counting each kind of event, a subagent's with its parent's:
+
+    ```python
+    from collections import Counter
+
+
+    class Counts:
+        def __init__(self, counts=None):
+            self.counts = Counter() if counts is None else counts
+
+        def __call__(self, event):
+            self.counts[type(event).__name__] += 1  # cheap, and it cannot raise
+
+        def child(self, agent_id, agent_type, tool_use_id):
+            return Counts(self.counts)
+
+
+    watch = Counts()
+    watch("an event")
+    watch.child("agent-1", "general-purpose", "toolu_1")("another")
+    assert watch.counts["str"] == 2
+    ```
+    """
 
     def __call__(self, event: Any) -> None: ...
 
@@ -206,7 +406,28 @@ class Observer(Protocol):
 @runtime_checkable
 class Approver(Protocol):
     """Asks a person whether a tool call may run (interactive front ends). Headless runs have
-    none: an `ask` becomes a denial."""
+    none: an `ask` becomes a denial.
+
+    A minimal one, which lets reads through and refuses the rest with a word for the model:
+
+    ```python
+    import asyncio
+
+    from loopwright.core.ports import Approval, Approver
+
+
+    class ReadsOnly:
+        async def approve(self, tool_name, tool_input, reason):
+            if tool_name in ("Read", "Glob", "Grep"):
+                return True
+            return Approval(False, message=f"{tool_name} needs a person here ({reason})")
+
+
+    assert isinstance(ReadsOnly(), Approver)
+    assert asyncio.run(ReadsOnly().approve("Read", {"file_path": "a"}, "not allowed by a rule")) is True
+    assert asyncio.run(ReadsOnly().approve("Bash", {"command": "ls"}, "ask")).allowed is False
+    ```
+    """
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval: ...
 
@@ -229,7 +450,49 @@ class CheckResult:
 
 @runtime_checkable
 class Workspace(Protocol):
-    """What the goal needs of the outside world: run a check command, fingerprint files."""
+    """What the goal needs of the outside world: run a check command, fingerprint files.
+
+    A minimal one, a folder on this machine (without the sandbox `tools.workspace` gives):
+
+    ```python
+    import asyncio
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    from loopwright.core.environ import child_env
+    from loopwright.core.ports import CheckResult, Workspace
+
+
+    class Folder:
+        def __init__(self, root):
+            self.root = Path(root)
+
+        async def run_check(self, command, timeout_s):
+            pipe, merged = asyncio.subprocess.PIPE, asyncio.subprocess.STDOUT
+            proc = await asyncio.create_subprocess_shell(command, cwd=self.root, env=child_env(),
+                                                         stdout=pipe, stderr=merged)
+            try:
+                out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+                return CheckResult(command, None, "", timed_out=True)
+            return CheckResult(command, proc.returncode, out.decode(errors="replace")[-4000:])
+
+        def snapshot(self, globs):
+            return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                    for glob in globs for p in sorted(self.root.glob(glob)) if p.is_file()}
+
+
+    with tempfile.TemporaryDirectory() as root:
+        folder = Folder(root)
+        (folder.root / "a.py").write_text("x = 1")
+        assert isinstance(folder, Workspace)
+        assert asyncio.run(folder.run_check("test -f a.py", 30)).passed
+        assert list(folder.snapshot(["*.py"])) == ["a.py"]
+    ```
+    """
 
     async def run_check(self, command: str, timeout_s: float) -> CheckResult: ...
 
@@ -238,7 +501,25 @@ class Workspace(Protocol):
 
 class Wakeups(Protocol):
     """A self-paced loop's schedule, as the `ScheduleWakeup` tool sees it: one request per
-    iteration (the last one counts), answered with the text the model gets back."""
+    iteration (the last one counts), answered with the text the model gets back.
+
+    A minimal one, keeping the last request:
+
+    ```python
+    class LastWish:
+        def __init__(self):
+            self.next = None  # (seconds, reason), or None: stop
+
+        def request(self, delay_s, reason, stop):
+            self.next = None if stop else (min(max(delay_s, 60.0), 3600.0), reason)
+            return "the loop ends after this iteration" if stop else f"woken again in {self.next[0]:.0f} s"
+
+
+    wakeups = LastWish()
+    assert wakeups.request(5, "the build runs", False) == "woken again in 60 s"
+    assert wakeups.request(0, "done", True) and wakeups.next is None
+    ```
+    """
 
     def request(self, delay_s: float, reason: str, stop: bool) -> str: ...
 
@@ -246,7 +527,30 @@ class Wakeups(Protocol):
 class OutputContract(Protocol):
     """What a run must answer with (structured output), as the `StructuredOutput` tool sees it:
     the tool's input schema, and `offer`, which keeps a fitting answer and returns [] or names
-    every problem."""
+    every problem.
+
+    A minimal one, a verdict of pass or fail:
+
+    ```python
+    class Verdict:
+        answer = None
+
+        @property
+        def input_schema(self):
+            return {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}}, "required": ["verdict"]}
+
+        def offer(self, value):
+            if value.get("verdict") not in ("pass", "fail"):
+                return [f"verdict: expected 'pass' or 'fail', got {value.get('verdict')!r}"]
+            self.answer = value
+            return []
+
+
+    contract = Verdict()
+    assert contract.offer({"verdict": "maybe"}) and contract.answer is None
+    assert contract.offer({"verdict": "pass"}) == [] and contract.answer == {"verdict": "pass"}
+    ```
+    """
 
     @property
     def input_schema(self) -> dict[str, Any]: ...
@@ -256,7 +560,36 @@ class OutputContract(Protocol):
 
 class Crons(Protocol):
     """A loop session's scheduled prompts, as the cron tools see them. `create` raises
-    ValueError saying what is wrong with the request."""
+    ValueError saying what is wrong with the request.
+
+    A minimal one, in memory:
+
+    ```python
+    class Crons:
+        def __init__(self):
+            self.jobs = {}
+
+        def create(self, cron, prompt, recurring):
+            if len(cron.split()) != 5:
+                raise ValueError(f"{cron!r}: expected five fields (minute hour day-of-month month day-of-week)")
+            task_id = f"cron-{len(self.jobs) + 1}"
+            self.jobs[task_id] = (cron, prompt, recurring)
+            return task_id
+
+        def describe(self):
+            lines = [f"{task_id}: {cron} {prompt!r}{' (recurring)' if recurring else ''}"
+                     for task_id, (cron, prompt, recurring) in self.jobs.items()]
+            return "; ".join(lines) or "no scheduled prompts"
+
+        def delete(self, task_id):
+            return self.jobs.pop(task_id, None) is not None
+
+
+    crons = Crons()
+    task = crons.create("*/5 * * * *", "check the build", recurring=True)
+    assert "check the build" in crons.describe() and crons.delete(task) and not crons.delete(task)
+    ```
+    """
 
     def create(self, cron: str, prompt: str, recurring: bool) -> str: ...
 

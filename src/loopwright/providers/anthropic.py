@@ -26,6 +26,7 @@ from .http import (
     LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
 )
 from ..core.types import compact_json
+from .registry import Provider
 from .sse import SSEDecoder
 
 __all__ = ["ERROR_CODE_KIND", "STATUS_KIND", "AnthropicModel", "map_errors", "map_status_error", "parse_retry_after"]
@@ -340,3 +341,11 @@ def _build(
         return build(jsonsafe.loads(data), request_id)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelError("server", f"malformed {name} event: {data[:200]!r}", request_id=request_id) from exc
+
+
+def _for_name(name: str, env: Mapping[str, str], origins: Mapping[str, str]) -> AnthropicModel:
+    return AnthropicModel.from_env(env, origins)  # one API for every name: the name goes in each request
+
+
+# The default provider (registry): every model name without a prefix.
+PROVIDER = Provider(factory=_for_name, system="anthropic")

@@ -72,7 +72,8 @@ def running_loop() -> object | None:
     if asyncio is None:
         return None
     try:
-        return asyncio.get_running_loop()
+        loop: object = asyncio.get_running_loop()  # sys.modules gives an untyped module
+        return loop
     except RuntimeError:  # not under asyncio (trio)
         return None
 

@@ -17,7 +17,7 @@ import httpx
 
 from .. import __version__
 from ..core import jsonsafe
-from ..core.errors import ModelError, UsageError
+from ..core.errors import ErrorKind, ModelError, UsageError
 from ..core.types import (
     BlockDelta, BlockStart, BlockStop, Message, ModelRequest, OpaqueBlock, StreamDelta, StreamEvent, StreamStart,
     StreamStop, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage,
@@ -26,6 +26,7 @@ from .anthropic_errors import fallback_message, json_object, map_errors, parse_r
 from .http import (
     LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
 )
+from .registry import Provider
 from .sse import SSEDecoder
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -34,7 +35,7 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 FINISH_REASON = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                  "function_call": "tool_use", "content_filter": "refusal"}
 # error.code values that say more than the HTTP status.
-ERROR_CODE_KIND = {"context_length_exceeded": "prompt_too_long", "insufficient_quota": "spend_limit",
+ERROR_CODE_KIND: dict[str, ErrorKind] = {"context_length_exceeded": "prompt_too_long", "insufficient_quota": "spend_limit",
                    "rate_limit_exceeded": "rate_limit", "invalid_api_key": "authentication",
                    "model_not_found": "not_found"}
 
@@ -277,3 +278,16 @@ def _usage(usage: Mapping[str, Any]) -> dict[str, Any]:
     cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
     return {"input_tokens": prompt - cached, "output_tokens": int(usage.get("completion_tokens") or 0),
             "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0}
+
+
+def _base_url(name: str, env: Mapping[str, str]) -> str:
+    """Names served by one base URL share one client (its connection pool)."""
+    found = split_model(name, env)
+    if found is None:
+        raise UsageError(f"model {name!r}: not an openai: or openai-compatible: model name")
+    return found[0]
+
+
+# The providers (registry) of `openai:MODEL` and `openai-compatible:BASE_URL#MODEL`.
+OPENAI = Provider(factory=OpenAIChatModel.for_name, system="openai", client_key=_base_url, model_id=model_id)
+OPENAI_COMPATIBLE = OPENAI

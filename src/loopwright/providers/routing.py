@@ -1,7 +1,8 @@
-"""A `Model` that sends each request to the API serving its model name: Anthropic's for our
-table's names, an OpenAI-compatible one for `openai:` / `openai-compatible:` names. One client
-per API, made on first use, so the main model, fallbacks, the goal's evaluator and prompt hooks
-can each name a model of another provider."""
+"""A `Model` that sends each request to the provider serving its model name, as the provider
+table (`registry`) says: Anthropic's API for names without a prefix, an OpenAI-compatible one for
+`openai:` / `openai-compatible:` names, a registered provider for its own prefix. One client per
+API, made on first use, so the main model, fallbacks, the goal's evaluator and prompt hooks can
+each name a model of another provider."""
 
 from __future__ import annotations
 
@@ -11,14 +12,7 @@ from typing import Any
 
 from ..core.errors import ModelError
 from ..core.types import ModelRequest, StreamEvent
-
-
-OPENAI_PREFIXES = ("openai:", "openai-compatible:")
-
-
-def served_by_openai(name: str) -> bool:
-    """Whether a model name goes to an OpenAI-compatible API (`openai:…`, `openai-compatible:…`)."""
-    return name.startswith(OPENAI_PREFIXES)
+from .registry import provider_for, table_key
 
 
 class ModelRouter:
@@ -28,22 +22,15 @@ class ModelRouter:
         self.clients: dict[str, Any] = {}
 
     def client_for(self, model: str) -> Any:
-        """The client for a model name; made now, so a missing key is said before any run."""
-        found = None
-        if served_by_openai(model):  # the OpenAI adapter loads only then
-            from .openai import split_model
-
-            found = split_model(model, self.env)
-        key = "anthropic" if found is None else found[0]  # one client per API base URL
+        """The client for a model name; made now, so a missing key or an unknown provider prefix
+        is said before any run."""
+        provider = provider_for(model)  # the provider's module (and httpx) loads only now
+        prefix = table_key(model)  # one client per provider, or per its client_key (a base URL)
+        key = f"{prefix}:" if prefix else "anthropic"
+        if provider.client_key is not None:
+            key += " " + provider.client_key(model, self.env)
         if key not in self.clients:
-            if found is None:
-                from .anthropic import AnthropicModel
-
-                self.clients[key] = AnthropicModel.from_env(self.env, self.origins)
-            else:
-                from .openai import OpenAIChatModel
-
-                self.clients[key] = OpenAIChatModel.for_name(model, self.env, self.origins)
+            self.clients[key] = provider.factory(model, self.env, self.origins)
         return self.clients[key]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -61,5 +48,5 @@ class ModelRouter:
         for client in clients:
             await client.aclose()
 
-    def __repr__(self) -> str:  # never shows credentials: keys are base URLs
+    def __repr__(self) -> str:  # never shows credentials: keys are prefixes and base URLs
         return f"ModelRouter({sorted(self.clients)!r})"

@@ -17,7 +17,8 @@ from ..core.events import (
     RESENT_RESULTS_ONLY, ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted,
     Notice, ResultEvent, RunResult, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
-from ..providers.routing import served_by_openai
+from ..core.errors import UsageError
+from ..providers.registry import provider_for
 from .pipeline import Pipeline
 
 # terminal reasons that are a breaker tripping (a bound the loop enforces), by kind
@@ -34,15 +35,19 @@ CONTENT_LIMIT = 64 * 1024  # characters of a prompt or tool content put on a spa
 
 
 def provider_of(model: str) -> str:
-    return "openai" if served_by_openai(model) else "anthropic"
+    """Who serves a model (`gen_ai.system`), as the provider table says."""
+    try:
+        return provider_for(model).system
+    except UsageError:  # no provider: the call never went anywhere; a watcher never raises
+        return "unknown"
 
 
 def model_name(model: str) -> str:
     """What the provider is asked for: `openai-compatible:URL#name` asks for `name`."""
-    if served_by_openai(model):
-        rest = model.split(":", 1)[1]
-        return rest.rsplit("#", 1)[1] if "#" in rest else rest
-    return model
+    try:
+        return provider_for(model).id_of(model)
+    except UsageError:
+        return model
 
 
 class Instruments:
