@@ -61,7 +61,8 @@ class Received:
                             "parent": s.parent_span_id.hex(), "attrs": attrs(s.attributes),
                             "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
                             "status": s.status.code, "kind": s.kind, "resource": resource,
-                            "events": [{"name": e.name, "attrs": attrs(e.attributes)} for e in s.events]})
+                            "events": [{"name": e.name, "attrs": attrs(e.attributes)} for e in s.events],
+                            "links": [(link.trace_id.hex(), link.span_id.hex()) for link in s.links]})
             self.arrived.notify_all()
 
     def _metrics(self, request: Any) -> None:

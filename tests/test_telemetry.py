@@ -208,3 +208,37 @@ def test_a_switch_set_wrong_is_a_clear_error_before_the_run(tmp_path, variable, 
         out = run(tmp_path, sim, ["-p", "hi"], {"LOOPWRIGHT_ENABLE_TELEMETRY": "1", variable: value})
         assert sim.message_requests == []
     assert out.returncode == 2 and says in out.stderr, out.stderr
+
+
+ROUTINE = """\
+source:
+  command: cat items.jsonl
+prompt: "Handle report {id}"
+allowed_tools: [Bash]
+"""
+
+
+def test_a_routine_fire_and_each_item_are_spans_the_item_runs_link_to(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "triage.yaml").write_text(ROUTINE)
+    (project / "items.jsonl").write_text('{"id": "r1"}\n{"id": "r2"}\n')
+    script = {"rules": [{"match": {"last_user_contains": "report r1"}, "responses": [{"text": "r1 handled"}]},
+                        {"match": {"last_user_contains": "report r2"}, "responses": [{"text": "r2 handled"}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["routine", "run", "triage", "--once"], otlp(collector.endpoint))
+    assert out.returncode == 0 and "2 done" in out.stdout, out.stdout + out.stderr
+    spans = collector.got.spans
+    [fire] = by_name(spans, "routine_fire triage")
+    assert fire["parent"] == "" and (fire["attrs"]["loopwright.routine.found"], fire["attrs"]["loopwright.routine.done"]) == (2, 2)
+    items = {s["attrs"]["loopwright.routine.item.id"]: s for s in by_name(spans, "routine_item triage")}
+    assert set(items) == {"r1", "r2"}
+    runs = by_name(spans, "invoke_agent loopwright")
+    assert len(runs) == 2
+    for item in items.values():
+        assert (item["trace"], item["parent"]) == (fire["trace"], fire["id"])
+        assert item["attrs"]["loopwright.routine.item.status"] == "done"
+        # the item's run: a trace of its own, linked to the item that started it, in the item's session
+        [started] = [r for r in runs if r["links"] == [(item["trace"], item["id"])]]
+        assert started["attrs"]["session.id"] == item["attrs"]["session.id"] and started["trace"] != fire["trace"]
+        assert started["attrs"]["loopwright.prompt.source"] == "routine"

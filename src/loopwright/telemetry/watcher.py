@@ -71,9 +71,14 @@ class Watcher:
     """Watches one agent's runs (the main agent's, or one subagent's under `parent`)."""
 
     def __init__(self, pipeline: Pipeline, source: str, version: str, *, parent: Any = None,
-                 agent: tuple[str, str] | None = None, instruments: Instruments | None = None) -> None:
+                 agent: tuple[str, str] | None = None, instruments: Instruments | None = None,
+                 links: list[Any] | None = None, attributes: dict[str, Any] | None = None) -> None:
         self.p, self.sw, self.tracer, self.log = pipeline, pipeline.switches, pipeline.tracer, pipeline.logger
         self.source, self.version, self.parent, self.agent = source, version, parent, agent
+        self.links = [trace.Link(trace.get_current_span(c).get_span_context()) for c in links or ()]  # what started the runs
+        # carried with the work (an attempt's number): only plain values, as a job is read from a shared store
+        self.attributes = {k: v for k, v in (attributes or {}).items()
+                           if isinstance(k, str) and isinstance(v, (str, int, float, bool))}
         self.metrics = instruments if instruments is not None or pipeline.meter is None else Instruments(pipeline.meter)
         self.session_id = ""
         self.counted_session = agent is not None  # a subagent's session is its parent's
@@ -143,10 +148,12 @@ class Watcher:
                  "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
         if self.agent:
             attrs["gen_ai.agent.id"] = self.agent[0]
+        attrs |= self.attributes
         if self.session_id:
             attrs |= {"session.id": self.session_id, "gen_ai.conversation.id": self.session_id}
         if self.tracer is not None:
-            self.run = self.tracer.start_span(name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attrs)
+            self.run = self.tracer.start_span(name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attrs,
+                                              links=self.links)
             self.ctx = trace.set_span_in_context(self.run)
         else:
             self.run = trace.INVALID_SPAN
@@ -335,6 +342,26 @@ class Watcher:
         self.log.emit(event_name=name, body=name, context=self.ctx, attributes={
             "event.name": name, "event.timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "event.sequence": self.seq, **self._common(), **attrs})
+
+
+def remote(traceparent: Any) -> Any:
+    """The context of a span in another process (a W3C traceparent, `carried.py`), as a parent
+    or a link; None for a missing or unreadable one."""
+    from .carried import parse
+
+    ids = parse(traceparent)
+    if ids is None:
+        return None
+    trace_id, span_id, flags = ids
+    span = trace.NonRecordingSpan(trace.SpanContext(trace_id, span_id, is_remote=True,
+                                                    trace_flags=trace.TraceFlags(flags & 0x01)))
+    return trace.set_span_in_context(span)
+
+
+def traceparent(span: Any) -> str:
+    """A span's context as a W3C traceparent, to hand to the work it starts elsewhere."""
+    c = span.get_span_context()
+    return f"00-{c.trace_id:032x}-{c.span_id:016x}-{int(c.trace_flags) & 0x01:02x}"
 
 
 def _retry_attrs(r: ApiRetry) -> dict[str, Any]:
