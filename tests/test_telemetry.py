@@ -242,3 +242,81 @@ def test_a_routine_fire_and_each_item_are_spans_the_item_runs_link_to(tmp_path):
         [started] = [r for r in runs if r["links"] == [(item["trace"], item["id"])]]
         assert started["attrs"]["session.id"] == item["attrs"]["session.id"] and started["trace"] != fire["trace"]
         assert started["attrs"]["loopwright.prompt.source"] == "routine"
+
+
+def wait_for(predicate, timeout, what):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (value := predicate()):
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.timeout(240)
+def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_path):
+    """One goal loop on a SQLite-backed worker, killed (-9) while its model call after the tool
+    call is under way; a new worker takes the loop over. The spans both workers sent are one trace,
+    the survivor's run under the context the job was enqueued with."""
+    import signal
+
+    from procs import gone
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    script = {"rules": [
+        {"match": {"system_contains": EVALUATOR}, "responses": [{"text": "{\"ok\": true, \"reason\": \"marked\"}",
+                                                                 "repeat": -1}]},
+        {"match": {"last_user_contains": "[S1]"}, "responses": [{"text": "done", "delay": 3.0, "repeat": -1}]},
+        {"match": {"last_user_contains": "go."}, "responses": [
+            {"tool_use": {"name": "Bash", "input": {"command": "echo x >> mark; echo '[S1]'"}}}]},
+    ]}
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (tmp_path / "proj").mkdir()
+    workers = []
+    with Simulator(script) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint, OTEL_BSP_SCHEDULE_DELAY="50")  # each ended span goes at once: one is killed
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "go.", "--goal", "mark exists", "--check", "test -f mark",
+                                  "--allowedTools", "Bash", "--max-turns", "6"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id = out.stdout.split()[0]
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        log = open(tmp_path / "workers.log", "w")
+        try:
+            def worker():
+                proc = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after",
+                                         "3", "--drain", "20"], env=base, cwd=tmp_path / "proj", stdout=log,
+                                        stderr=subprocess.STDOUT)
+                workers.append(proc)
+                return proc
+
+            first = worker()
+            wait_for(lambda: by_name(collector.got.spans, "execute_tool Bash"), 90, "the first worker's tool call span")
+            first.send_signal(signal.SIGKILL)
+            assert gone(first.pid, 10)
+            seen = len(collector.got.spans)
+            second = worker()
+            wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the loop, on the second worker")
+            second.send_signal(signal.SIGINT)
+            assert second.wait(timeout=60) == 0
+        finally:
+            for proc in workers:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(timeout=30)
+            log.close()
+    spans = collector.got.spans
+    before, after = spans[:seen], spans[seen:]
+    assert before and not by_name(before, "invoke_agent loopwright")  # the killed worker's run never ended
+    [survivor] = by_name(after, "invoke_agent loopwright")
+    assert survivor["attrs"]["loopwright.terminal_reason"] == "goal_met", (tmp_path / "workers.log").read_text()
+    assert survivor["attrs"]["loopwright.prompt.source"] == "worker"
+    assert len({s["trace"] for s in spans}) == 1  # both workers, one trace
+    assert survivor["parent"] != "" and survivor["parent"] not in {s["id"] for s in spans}  # the job's context
+    assert by_name(after, "goal_evaluation")[0]["parent"] == survivor["id"]
