@@ -320,3 +320,32 @@ def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_pat
     assert len({s["trace"] for s in spans}) == 1  # both workers, one trace
     assert survivor["parent"] != "" and survivor["parent"] not in {s["id"] for s in spans}  # the job's context
     assert by_name(after, "goal_evaluation")[0]["parent"] == survivor["id"]
+
+
+FAN_OUT = '''
+async def main(wf, args):
+    a, b = await wf.parallel(wf.agent("TOPIC-ONE summarise"), wf.agent("TOPIC-TWO summarise"))
+    return a + " + " + b
+'''
+
+
+def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
+    from loopwright.sandbox.bwrap import availability
+
+    if availability() is not None:
+        pytest.skip(f"no sandbox here (a model-written workflow runs only under it): {availability()}")
+    rules = [{"match": {"last_user_contains": "TOPIC-ONE"}, "responses": [{"text": "one"}]},
+             {"match": {"last_user_contains": "TOPIC-TWO"}, "responses": [{"text": "two"}]},
+             {"responses": [{"tool_use": {"name": "Workflow", "input": {"script": FAN_OUT}}}, {"text": "done"}]}]
+    with Simulator({"rules": rules}) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "go", "--output-format", "json"], otlp(collector.endpoint))
+    assert json.loads(out.stdout)["result"] == "done", out.stderr
+    spans = collector.got.spans
+    [call] = by_name(spans, "execute_tool Workflow")
+    agents = [s for s in spans if s["parent"] == call["id"]]
+    assert len(agents) == 2 and all(a["name"].startswith("invoke_agent ") for a in agents)
+    for agent in agents:
+        [chat] = [s for s in spans if s["parent"] == agent["id"]]
+        assert chat["name"].startswith("chat ") and agent["attrs"]["loopwright.outcome"] == "success"
+        assert agent["attrs"]["loopwright.prompt.source"] == "workflow"
+        assert call["start"] <= agent["start"] and agent["end"] <= call["end"]

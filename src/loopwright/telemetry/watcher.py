@@ -101,7 +101,9 @@ class Watcher:
     def child(self, agent_id: str, agent_type: str, tool_use_id: str) -> "Watcher":
         span = self.tools.get(tool_use_id) or self.run
         parent = trace.set_span_in_context(span) if span is not None else self.parent
-        child = Watcher(self.p, "subagent", self.version, parent=parent, agent=(agent_id, agent_type),
+        # a workflow's agents are told apart from the Agent tool's subagents by the call that started them
+        source = "workflow" if getattr(self.tools.get(tool_use_id), "name", "") == "execute_tool Workflow" else "subagent"
+        child = Watcher(self.p, source, self.version, parent=parent, agent=(agent_id, agent_type),
                         instruments=self.metrics)
         child.session_id = self.session_id
         return child
