@@ -349,3 +349,41 @@ def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
         assert chat["name"].startswith("chat ") and agent["attrs"]["loopwright.outcome"] == "success"
         assert agent["attrs"]["loopwright.prompt.source"] == "workflow"
         assert call["start"] <= agent["start"] and agent["end"] <= call["end"]
+
+
+def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path):
+    repo = tmp_path / "proj"
+    repo.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                       capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    (repo / "app.py").write_text("def add(a, b):\n    return 0\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "start")
+    (tmp_path / "ways.txt").write_text("approach 1\napproach 2\n")
+    write = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
+    ruling = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
+                                               {"label": "B", "defects": [], "verdict": "acceptable"}],
+                                  "winner": "A", "reasons": "both fine"})}
+    script = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [ruling]},
+                        {"match": {"last_user_contains": "approach"}, "responses": [write, write]},
+                        {"responses": [{"text": "done", "repeat": -1}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
+                                  str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
+                                  "json"], otlp(collector.endpoint, TMPDIR=str(tmp_path)))
+    result = json.loads(out.stdout)
+    assert result["attempts"]["applied"], out.stderr
+    spans = collector.got.spans
+    [whole] = by_name(spans, "attempts")
+    assert whole["parent"] == "" and whole["attrs"]["loopwright.attempts.of"] == 2
+    assert whole["attrs"]["loopwright.attempts.winner"] == result["attempts"]["winner"]
+    runs = [s for s in spans if s["parent"] == whole["id"]]
+    assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2]
+    for r in runs:
+        assert r["name"] == "invoke_agent loopwright" and r["attrs"]["loopwright.prompt.source"] == "attempt"
+        assert r["attrs"]["loopwright.attempt.run"] == whole["attrs"]["loopwright.attempts.run"]
+        assert by_name([s for s in spans if s["parent"] == r["id"]], "execute_tool Write")
