@@ -110,6 +110,12 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
     [goal] = by_name(spans, "goal_evaluation")
     assert goal["parent"] == root["id"] and goal["attrs"]["loopwright.goal.verdict"] == "met"
     assert goal["attrs"]["loopwright.goal.evidence_chars"] > 0 and goal["attrs"]["loopwright.goal.evaluator_tokens"] > 0
+    [judged] = [s for s in spans if s["parent"] == goal["id"]]  # the evaluator's model call, a chat span of its own
+    assert judged["name"] == "chat claude-haiku-4-5" and judged["attrs"]["loopwright.model_call.role"] == "goal_evaluator"
+    assert judged["attrs"]["gen_ai.usage.input_tokens"] + judged["attrs"]["gen_ai.usage.output_tokens"] == \
+        goal["attrs"]["loopwright.goal.evaluator_tokens"]
+    assert goal["start"] <= judged["start"] <= judged["end"] <= goal["end"]
+    assert len(chats) == 3  # and not among the main loop's calls
 
     # metrics: Claude Code's, under loopwright's names and with its attributes, and the loop's own
     session = result["session_id"]
@@ -387,3 +393,23 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path
         assert r["name"] == "invoke_agent loopwright" and r["attrs"]["loopwright.prompt.source"] == "attempt"
         assert r["attrs"]["loopwright.attempt.run"] == whole["attrs"]["loopwright.attempts.run"]
         assert by_name([s for s in spans if s["parent"] == r["id"]], "execute_tool Write")
+
+
+def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
+    bash = {"tool_use": {"name": "Bash", "input": {"command": "true"}}}
+    script = [bash, bash, bash, {"text": "partial", "stop_reason": "model_context_window_exceeded"},
+              {"text": "<summary>three calls of true</summary>"}, {"text": "done"}]
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "go", "--allowedTools", "Bash", "--output-format", "json"],
+                  otlp(collector.endpoint))
+    result = json.loads(out.stdout)
+    assert result["result"] == "done" and "compaction" in result["usageByRole"], out.stderr
+    spans = collector.got.spans
+    [root] = by_name(spans, "invoke_agent loopwright")
+    [compaction] = by_name(spans, "compaction")
+    assert compaction["parent"] == root["id"] and compaction["attrs"]["loopwright.compaction.trigger"] == "reactive"
+    [summary] = [s for s in spans if s["parent"] == compaction["id"]]
+    assert summary["name"] == "chat claude-sonnet-5" and summary["attrs"]["loopwright.model_call.role"] == "compaction"
+    assert summary["attrs"]["gen_ai.usage.output_tokens"] == result["usageByRole"]["compaction"]["outputTokens"]
+    assert summary["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert compaction["start"] <= summary["start"] <= summary["end"] <= compaction["end"]

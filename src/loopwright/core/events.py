@@ -274,6 +274,8 @@ class CompactBoundary:
     post_tokens: int
     summary: str
     messages: tuple[Message, ...] = ()  # the whole conversation after compaction
+    # the summary's model call (model, stop_reason, usage as the API gives it, duration_ms): telemetry's
+    summary_call: dict[str, Any] | None = None
     type: Literal["compact_boundary"] = "compact_boundary"
 
 

@@ -282,21 +282,56 @@ class Watcher:
             return
         now = time.time_ns()
         if self.tracer is not None:
-            span = self.tracer.start_span("goal_evaluation", context=self.ctx, start_time=now - e.evaluation_ms * 1_000_000,
+            began = now - e.evaluation_ms * 1_000_000
+            span = self.tracer.start_span("goal_evaluation", context=self.ctx, start_time=began,
                                           attributes={"loopwright.goal.verdict": e.verdict, "loopwright.goal.met": e.met,
                                                       "loopwright.goal.iteration": e.iterations,
                                                       "loopwright.goal.evidence_chars": e.evidence_chars,
                                                       "loopwright.goal.evaluator_tokens": e.tokens})
+            # the evaluator's calls under it; their own times are not kept, so they share its window in turn
+            calls = [c.get("answer") for c in e.evaluator_calls if isinstance(c, dict)]
+            share = (now - began) // max(len(calls), 1)
+            for i, answer in enumerate(calls):
+                if isinstance(answer, dict):
+                    self._side_call(span, "goal_evaluator", answer, began + i * share, began + (i + 1) * share)
             span.end(end_time=now)
         if self.metrics:
             self.metrics.goal.add(1, self._common() | {"verdict": e.verdict})
 
     def _compacted(self, e: CompactBoundary) -> None:
         if self.tracer is not None:
-            span = self.tracer.start_span("compaction", context=self.ctx, attributes={
+            now = time.time_ns()
+            call = e.summary_call or {}
+            began = now - int(call.get("duration_ms") or 0) * 1_000_000
+            span = self.tracer.start_span("compaction", context=self.ctx, start_time=began, attributes={
                 "loopwright.compaction.trigger": e.trigger, "loopwright.compaction.pre_tokens": e.pre_tokens,
                 "loopwright.compaction.post_tokens": e.post_tokens})
-            span.end()
+            if call:  # the summary's model call
+                self._side_call(span, "compaction", call, began, now)
+            span.end(end_time=now)
+
+    def _side_call(self, parent: Any, role: str, answer: dict[str, Any], began: int, ended: int) -> None:
+        """A model call beside the main loop's (the goal's evaluator, compaction's summary, auto
+        mode's classifier) as a chat span under `parent`; `answer`: its model, stop reason and
+        usage as the API gives them."""
+        assert self.tracer is not None
+        model = str(answer.get("model") or "")
+        u = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+        provider = provider_of(model)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model_name(model), "loopwright.model_call.role": role,
+            "gen_ai.response.finish_reasons": (str(answer.get("stop_reason") or "none"),)}
+        for key, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                           ("cache_read.input_tokens", "cache_read_input_tokens"),
+                           ("cache_creation.input_tokens", "cache_creation_input_tokens")):
+            if isinstance(u.get(field), int):
+                attrs[f"gen_ai.usage.{key}"] = u[field]
+        if answer.get("id"):
+            attrs["gen_ai.response.id"] = str(answer["id"])
+        span = self.tracer.start_span(f"chat {model_name(model)}", context=trace.set_span_in_context(parent),
+                                      kind=SpanKind.CLIENT, attributes=attrs, start_time=began)
+        span.end(end_time=max(ended, began))
 
     def _notice(self, e: Notice) -> None:
         if e.subtype == "stop_hook_block" and self.metrics:
