@@ -413,3 +413,23 @@ def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
     assert summary["attrs"]["gen_ai.usage.output_tokens"] == result["usageByRole"]["compaction"]["outputTokens"]
     assert summary["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
     assert compaction["start"] <= summary["start"] <= summary["end"] <= compaction["end"]
+
+
+def test_the_auto_mode_classifiers_calls_are_chat_spans_under_the_tool_call_it_decided(tmp_path):
+    write = {"name": "Bash", "input": {"command": "python3 -c \"open('made.txt', 'w').write('x')\""}}
+    script = {"rules": [{"match": {"system_contains": "autonomous coding agent"},
+                         "responses": [{"text": "no verdict here"}, {"text": "<block>no</block>"}]},
+                        {"responses": [{"tool_use": write}, {"text": "Made it."}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "make the file with python", "--permission-mode", "auto", "--output-format",
+                                  "json"], otlp(collector.endpoint))
+    result = json.loads(out.stdout)
+    assert result["result"] == "Made it.", out.stderr
+    spans = collector.got.spans
+    [bash] = by_name(spans, "execute_tool Bash")
+    assert bash["attrs"]["loopwright.tool.decision_source"] == "classifier"
+    asked = [s for s in spans if s["parent"] == bash["id"]]  # its unreadable first answer, then its verdict
+    assert [s["name"] for s in asked] == ["chat claude-haiku-4-5"] * 2
+    assert {s["attrs"]["loopwright.model_call.role"] for s in asked} == {"classifier"}
+    assert sum(s["attrs"]["gen_ai.usage.input_tokens"] for s in asked) == result["usageByRole"]["classifier"]["inputTokens"]
+    assert all(bash["start"] <= s["start"] <= s["end"] <= bash["end"] for s in asked)

@@ -237,6 +237,7 @@ class ToolFinished:
     decision: str = ""
     decision_source: str = ""
     decision_reason: str = ""
+    decision_calls: tuple[dict[str, Any], ...] = ()  # the auto-mode classifier's model calls on it (telemetry)
     type: Literal["tool_finished"] = "tool_finished"
 
 

@@ -245,6 +245,12 @@ class Watcher:
                 span.set_attribute("gen_ai.tool.call.result", e.output[:CONTENT_LIMIT])
             if e.is_error and e.decision != "deny":
                 span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
+            # auto mode's classifier decided it: its model calls under the call, back to back from its start
+            at = int(span.start_time) if getattr(span, "start_time", None) else time.time_ns()
+            for c in e.decision_calls:
+                took = int(c.get("duration_ms") or 0) * 1_000_000
+                self._side_call(span, "classifier", c, at, at + took)
+                at += took
             span.end()
         if decision:
             common = self._common() | {"tool_name": e.name, "decision": decision, "source": source}
