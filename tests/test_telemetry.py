@@ -433,3 +433,19 @@ def test_the_auto_mode_classifiers_calls_are_chat_spans_under_the_tool_call_it_d
     assert {s["attrs"]["loopwright.model_call.role"] for s in asked} == {"classifier"}
     assert sum(s["attrs"]["gen_ai.usage.input_tokens"] for s in asked) == result["usageByRole"]["classifier"]["inputTokens"]
     assert all(bash["start"] <= s["start"] <= s["end"] <= bash["end"] for s in asked)
+
+
+def test_a_schedule_fire_is_a_span_the_run_it_starts_links_to(tmp_path):
+    with Simulator([{"text": "hi back"}]) as sim, HttpCollector() as collector:
+        added = run(tmp_path, sim, ["schedule", "add", "say hi", "--every", "1h", "--now"], {})
+        assert added.returncode == 0, added.stderr
+        schedule_id = added.stdout.strip()
+        served = run(tmp_path, sim, ["scheduler", "--once"], otlp(collector.endpoint))
+    assert served.returncode == 0 and f"■ {schedule_id} · run 1 success" in served.stdout, served.stdout + served.stderr
+    spans = collector.got.spans
+    [fire] = by_name(spans, f"schedule_fire {schedule_id}")
+    assert fire["parent"] == "" and fire["attrs"]["loopwright.schedule.status"] == "success"
+    [started] = by_name(spans, "invoke_agent loopwright")  # in the fire's own process
+    assert started["links"] == [(fire["trace"], fire["id"])] and started["trace"] != fire["trace"]
+    assert started["attrs"]["session.id"] == fire["attrs"]["loopwright.schedule.session_id"]
+    assert fire["start"] <= started["start"] and started["end"] <= fire["end"]
