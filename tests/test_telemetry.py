@@ -16,6 +16,8 @@ from loopwright.testing import Simulator
 
 pytest.importorskip("opentelemetry.sdk")
 
+SHOTS = os.environ.get("LOOPWRIGHT_SCREENSHOTS")  # a folder: the scripted run's trace is drawn there
+
 EVALUATOR = "You decide whether an agent has met its goal"
 SCRIPT = {"rules": [
     {"match": {"system_contains": EVALUATOR},
@@ -144,6 +146,12 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
                 and r["span"] == root["id"]]
     assert prompt["attrs"]["prompt_length"] > 0 and "prompt" not in prompt["attrs"]  # no content without opt-in
     assert prompt["attrs"]["session.id"] == session
+    if SHOTS:  # the picture of this trace in docs/telemetry.md
+        from otlpwire import screenshot, timeline_html
+
+        title = (f'loopwright -p "/goal done.txt exists" — one trace, {len(spans)} spans '
+                 f'({(root["end"] - root["start"]) / 1e6:.0f} ms); red mark: a retried 529')
+        screenshot(timeline_html(spans, title), os.path.join(SHOTS, "telemetry-trace.png"), 40 + 26 * len(spans))
 
 
 def test_content_is_exported_only_with_its_opt_in(tmp_path):

@@ -38,7 +38,7 @@ class Judgement:
     reason: str = ""
     evaluated: bool = True  # False: no verdict (unreadable, timeout, API error)
     fallback: bool = False  # blocked, and blocks have piled up: the person decides instead
-    calls: tuple[dict, ...] = ()  # its model calls (model, stop_reason, usage, duration_ms): telemetry's
+    calls: tuple[dict[str, Any], ...] = ()  # its model calls (model, stop_reason, usage, duration_ms): telemetry's
 
 
 class AutoClassifier:
@@ -65,7 +65,7 @@ class AutoClassifier:
                                messages=(Message.user(automode.request_text(self.memory(), history)),),
                                extra={"temperature": 0})
         problem = "its answer could not be read"
-        calls: list[dict] = []
+        calls: list[dict[str, Any]] = []
         for _ in range(TRIES):
             text, problem = await self._call(request, problem, calls)
             verdict = automode.parse_answer(text) if text is not None else None
@@ -88,7 +88,7 @@ class AutoClassifier:
             return Judgement(False, judgement.reason, judgement.evaluated, fallback=True, calls=judgement.calls)
         return judgement
 
-    async def _call(self, request: ModelRequest, problem: str, calls: list[dict]) -> tuple[str | None, str]:
+    async def _call(self, request: ModelRequest, problem: str, calls: list[dict[str, Any]]) -> tuple[str | None, str]:
         acc = Accumulator()
         began = time.monotonic()
         with anyio.move_on_after(self.timeout_s) as scope:

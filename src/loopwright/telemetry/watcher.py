@@ -146,8 +146,8 @@ class Watcher:
 
     def _open_run(self) -> None:
         name = f"invoke_agent {self.agent[1]}" if self.agent else "invoke_agent loopwright"
-        attrs = {"gen_ai.operation.name": "invoke_agent", "loopwright.prompt.source": self.source,
-                 "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "loopwright.prompt.source": self.source,
+                                 "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
         if self.agent:
             attrs["gen_ai.agent.id"] = self.agent[0]
         attrs |= self.attributes
@@ -322,7 +322,8 @@ class Watcher:
         usage as the API gives them."""
         assert self.tracer is not None
         model = str(answer.get("model") or "")
-        u = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
+        usage = answer.get("usage")
+        u: dict[str, Any] = usage if isinstance(usage, dict) else {}
         provider = provider_of(model)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
