@@ -216,6 +216,7 @@ def test_off_by_default_nothing_of_opentelemetry_is_imported(tmp_path):
     ("OTEL_TRACES_EXPORTER", "zipkin", "OTEL_TRACES_EXPORTER='zipkin': expected one of otlp, console, none"),
     ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "OTEL_EXPORTER_OTLP_PROTOCOL='http/json': expected http/protobuf or grpc"),
     ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon", "OTEL_EXPORTER_OTLP_TIMEOUT='soon': expected a number of seconds"),
+    ("LOOPWRIGHT_TRACE_LINKS", "00-abc-def-01", "LOOPWRIGHT_TRACE_LINKS='00-abc-def-01': expected W3C traceparent values"),
 ])
 def test_a_switch_set_wrong_is_a_clear_error_before_the_run(tmp_path, variable, value, says):
     with Simulator([{"text": "never asked"}]) as sim:

@@ -9,6 +9,7 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, TextIO
 
+from ..core.errors import UsageError
 from .switches import Switches, switches
 
 NOT_INSTALLED = ("loopwright: telemetry: it is switched on but OpenTelemetry is not installed "
@@ -105,8 +106,17 @@ def step(env: Mapping[str, str], name: str, attributes: Mapping[str, Any], *,
 
 def links_of(env: Mapping[str, str]) -> list[str]:
     """The traceparents a process's runs link to (`LOOPWRIGHT_TRACE_LINKS`, comma-separated): what
-    started the process (a schedule fire) says so through its environment."""
-    return [t.strip() for t in env.get(LINKS, "").split(",") if t.strip()]
+    started the process (a schedule fire) says so through its environment. Read only when
+    telemetry is on; a value that is not one is a `UsageError` naming the variable."""
+    given = [t.strip() for t in env.get(LINKS, "").split(",") if t.strip()]
+    if not given or switches(env) is None:
+        return []
+    from .carried import parse
+
+    if any(parse(t) is None for t in given):
+        raise UsageError(f"{LINKS}={env[LINKS]!r}: expected W3C traceparent values (00-<32 hex digits>-<16 hex "
+                         "digits>-<2 hex digits>), comma-separated")
+    return given
 
 
 LINKS = "LOOPWRIGHT_TRACE_LINKS"

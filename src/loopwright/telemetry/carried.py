@@ -7,7 +7,6 @@ job must not import OpenTelemetry, and a job is made whether telemetry is on or 
 from __future__ import annotations
 
 import re
-import secrets
 from typing import Any
 
 _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
@@ -15,6 +14,8 @@ _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 def new_traceparent() -> str:
     """A fresh trace for a durable loop, fixed when it is enqueued (sampled)."""
+    import secrets
+
     trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)
     return f"00-{trace_id}-{span_id}-01"
 
