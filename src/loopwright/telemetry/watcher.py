@@ -76,9 +76,10 @@ class Watcher:
         self.p, self.sw, self.tracer, self.log = pipeline, pipeline.switches, pipeline.tracer, pipeline.logger
         self.source, self.version, self.parent, self.agent = source, version, parent, agent
         self.links = [trace.Link(trace.get_current_span(c).get_span_context()) for c in links or ()]  # what started the runs
-        # carried with the work (an attempt's number): only plain values, as a job is read from a shared store
+        # carried with the work (an attempt's number), as a job is read from a shared store: only
+        # loopwright's own names with plain values, and never in place of what the run says itself
         self.attributes = {k: v for k, v in (attributes or {}).items()
-                           if isinstance(k, str) and isinstance(v, (str, int, float, bool))}
+                           if isinstance(k, str) and k.startswith("loopwright.") and isinstance(v, (str, int, float, bool))}
         self.metrics = instruments if instruments is not None or pipeline.meter is None else Instruments(pipeline.meter)
         self.session_id = ""
         self.counted_session = agent is not None  # a subagent's session is its parent's
@@ -150,7 +151,7 @@ class Watcher:
                                  "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
         if self.agent:
             attrs["gen_ai.agent.id"] = self.agent[0]
-        attrs |= self.attributes
+        attrs = self.attributes | attrs
         if self.session_id:
             attrs |= {"session.id": self.session_id, "gen_ai.conversation.id": self.session_id}
         if self.tracer is not None:
