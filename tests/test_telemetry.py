@@ -458,3 +458,20 @@ def test_a_schedule_fire_is_a_span_the_run_it_starts_links_to(tmp_path):
     assert started["links"] == [(fire["trace"], fire["id"])] and started["trace"] != fire["trace"]
     assert started["attrs"]["session.id"] == fire["attrs"]["loopwright.schedule.session_id"]
     assert fire["start"] <= started["start"] and started["end"] <= fire["end"]
+
+
+@pytest.mark.parametrize("given, read", [
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+    (" 00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-00 ", True),
+    ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", False),  # an all-zero id is invalid
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", False),
+    ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", False),  # a version we do not know
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", False),
+    ({"traceparent": "x"}, False), (None, False), ("", False),
+])
+def test_a_carried_traceparent_is_read_strictly(given, read):
+    """A job's trace comes from a shared store: what is not a W3C traceparent is a new trace."""
+    from loopwright.telemetry.carried import new_traceparent, parse
+
+    assert (parse(given) is not None) == read
+    assert parse(new_traceparent()) is not None
