@@ -475,3 +475,38 @@ def test_a_carried_traceparent_is_read_strictly(given, read):
 
     assert (parse(given) is not None) == read
     assert parse(new_traceparent()) is not None
+
+
+@pytest.mark.timeout(180)
+def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
+    """The item's span is in the fire's process; its run, on a worker, links to it through the job."""
+    import signal
+
+    pytest.importorskip("dbos")
+    project = tmp_path / "proj"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "queued.yaml").write_text(ROUTINE)
+    (project / "items.jsonl").write_text('{"id": "r1"}\n')
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with Simulator([{"text": "r1 handled"}]) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint)
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
+                                      cwd=project, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                fired = run(tmp_path, sim, ["routine", "run", "queued", "--once", "--queue", "loopwright", "--store",
+                                            store], env)
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    assert "1 done" in fired.stdout, fired.stdout + fired.stderr + (tmp_path / "worker.log").read_text()
+    spans = collector.got.spans
+    [item] = by_name(spans, "routine_item queued")
+    [started] = by_name(spans, "invoke_agent loopwright")
+    assert started["attrs"]["loopwright.prompt.source"] == "worker"
+    assert started["links"] == [(item["trace"], item["id"])] and started["trace"] != item["trace"]
+    assert started["parent"] != ""  # the context its job was enqueued with
