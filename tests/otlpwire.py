@@ -61,7 +61,9 @@ class Received:
                             "parent": s.parent_span_id.hex(), "attrs": attrs(s.attributes),
                             "start": s.start_time_unix_nano, "end": s.end_time_unix_nano,
                             "status": s.status.code, "kind": s.kind, "resource": resource,
-                            "events": [{"name": e.name, "attrs": attrs(e.attributes)} for e in s.events]})
+                            "events": [{"name": e.name, "attrs": attrs(e.attributes), "at": e.time_unix_nano}
+                                       for e in s.events],
+                            "links": [(link.trace_id.hex(), link.span_id.hex()) for link in s.links]})
             self.arrived.notify_all()
 
     def _metrics(self, request: Any) -> None:
@@ -204,3 +206,68 @@ class Silent:
         self.sock.close()
         for conn in self.held:
             conn.close()
+
+
+# ---------------------------------------------------------------- a picture of one trace
+
+SHOWN = ("loopwright.terminal_reason", "loopwright.permission_mode", "gen_ai.agent.id", "gen_ai.response.finish_reasons",
+         "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "loopwright.model_call.role", "gen_ai.tool.call.id",
+         "loopwright.tool.decision", "loopwright.goal.verdict", "loopwright.goal.evidence_chars")
+COLOURS = {"invoke_agent": "#59a14f", "chat": "#4e79a7", "execute_tool": "#f28e2b", "goal_evaluation": "#b07aa1",
+           "compaction": "#76b7b2"}
+
+
+def timeline_html(spans: list[dict[str, Any]], title: str) -> str:
+    """One trace's spans as a page: a row per span in tree order (children by start time), its bar
+    on the trace's time axis, its duration and a few attributes; a retry is a red mark."""
+    from html import escape
+
+    ids = {s["id"] for s in spans}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for s in spans:
+        children.setdefault(s["parent"] if s["parent"] in ids else "", []).append(s)
+    t0, t1 = min(s["start"] for s in spans), max(s["end"] for s in spans)
+    width = max(t1 - t0, 1)
+    rows: list[str] = []
+
+    def walk(parent: str, depth: int) -> None:
+        for s in sorted(children.get(parent, []), key=lambda x: x["start"]):
+            left, size = (s["start"] - t0) / width * 100, max((s["end"] - s["start"]) / width * 100, 0.3)
+            colour = COLOURS.get(s["name"].split(" ")[0], "#999")
+            marks = "".join(f'<i style="left:{(e["at"] - t0) / width * 100:.2f}%"></i>' for e in s.get("events", [])
+                            if e["name"] == "loopwright.api_retry" and "at" in e)
+            shown = ", ".join(f"{k.split('.')[-1]}={_short(v)}" for k, v in s["attrs"].items() if k in SHOWN)
+            rows.append(f'<tr><td class="n" style="padding-left:{8 + depth * 16}px">{escape(s["name"])}</td>'
+                        f'<td class="t"><b style="left:{left:.2f}%;width:{size:.2f}%;background:{colour}"></b>{marks}</td>'
+                        f'<td class="d">{(s["end"] - s["start"]) / 1e6:.0f} ms</td><td class="a">{escape(shown)}</td></tr>')
+            walk(s["id"], depth + 1)
+
+    walk("", 0)
+    return ("<!doctype html><meta charset=utf-8><style>body{font:15px sans-serif;margin:16px}"
+            "table{border-collapse:collapse;width:100%}td{border-bottom:1px solid #eee;padding:3px 6px;white-space:nowrap}"
+            ".t{position:relative;width:50%}.t b{position:absolute;top:6px;height:12px;border-radius:2px}"
+            ".t i{position:absolute;top:4px;width:4px;height:16px;background:#e15759}"
+            ".d{text-align:right;color:#555}.a{font-size:11px;color:#444}h1{font-size:15px}</style>"
+            f"<h1>{escape(title)}</h1><table>{''.join(rows)}</table>")
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, tuple):
+        return ",".join(map(str, v))
+    return str(v)[:24]
+
+
+def screenshot(html: str, png: str, height: int = 330) -> None:
+    """`html` as a PNG, drawn by headless chromium (Debian's `chromium`)."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        page = os.path.join(tmp, "trace.html")
+        with open(page, "w") as f:
+            f.write(html)
+        # (--no-sandbox: chromium's own sandbox refuses to start as root, as in this test container)
+        subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        f"--screenshot={png}", f"--window-size=1560,{height}", f"file://{page}"],
+                       check=True, capture_output=True, timeout=120)

@@ -16,6 +16,8 @@ from loopwright.testing import Simulator
 
 pytest.importorskip("opentelemetry.sdk")
 
+SHOTS = os.environ.get("LOOPWRIGHT_SCREENSHOTS")  # a folder: the scripted run's trace is drawn there
+
 EVALUATOR = "You decide whether an agent has met its goal"
 SCRIPT = {"rules": [
     {"match": {"system_contains": EVALUATOR},
@@ -110,6 +112,12 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
     [goal] = by_name(spans, "goal_evaluation")
     assert goal["parent"] == root["id"] and goal["attrs"]["loopwright.goal.verdict"] == "met"
     assert goal["attrs"]["loopwright.goal.evidence_chars"] > 0 and goal["attrs"]["loopwright.goal.evaluator_tokens"] > 0
+    [judged] = [s for s in spans if s["parent"] == goal["id"]]  # the evaluator's model call, a chat span of its own
+    assert judged["name"] == "chat claude-haiku-4-5" and judged["attrs"]["loopwright.model_call.role"] == "goal_evaluator"
+    assert judged["attrs"]["gen_ai.usage.input_tokens"] + judged["attrs"]["gen_ai.usage.output_tokens"] == \
+        goal["attrs"]["loopwright.goal.evaluator_tokens"]
+    assert goal["start"] <= judged["start"] <= judged["end"] <= goal["end"]
+    assert len(chats) == 3  # and not among the main loop's calls
 
     # metrics: Claude Code's, under loopwright's names and with its attributes, and the loop's own
     session = result["session_id"]
@@ -138,6 +146,12 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
                 and r["span"] == root["id"]]
     assert prompt["attrs"]["prompt_length"] > 0 and "prompt" not in prompt["attrs"]  # no content without opt-in
     assert prompt["attrs"]["session.id"] == session
+    if SHOTS:  # the picture of this trace in docs/telemetry.md
+        from otlpwire import screenshot, timeline_html
+
+        title = (f'loopwright -p "/goal done.txt exists" — one trace, {len(spans)} spans '
+                 f'({(root["end"] - root["start"]) / 1e6:.0f} ms); red mark: a retried 529')
+        screenshot(timeline_html(spans, title), os.path.join(SHOTS, "telemetry-trace.png"), 40 + 26 * len(spans))
 
 
 def test_content_is_exported_only_with_its_opt_in(tmp_path):
@@ -202,9 +216,297 @@ def test_off_by_default_nothing_of_opentelemetry_is_imported(tmp_path):
     ("OTEL_TRACES_EXPORTER", "zipkin", "OTEL_TRACES_EXPORTER='zipkin': expected one of otlp, console, none"),
     ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "OTEL_EXPORTER_OTLP_PROTOCOL='http/json': expected http/protobuf or grpc"),
     ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon", "OTEL_EXPORTER_OTLP_TIMEOUT='soon': expected a number of seconds"),
+    ("LOOPWRIGHT_TRACE_LINKS", "00-abc-def-01", "LOOPWRIGHT_TRACE_LINKS='00-abc-def-01': expected W3C traceparent values"),
 ])
 def test_a_switch_set_wrong_is_a_clear_error_before_the_run(tmp_path, variable, value, says):
     with Simulator([{"text": "never asked"}]) as sim:
         out = run(tmp_path, sim, ["-p", "hi"], {"LOOPWRIGHT_ENABLE_TELEMETRY": "1", variable: value})
         assert sim.message_requests == []
     assert out.returncode == 2 and says in out.stderr, out.stderr
+
+
+ROUTINE = """\
+source:
+  command: cat items.jsonl
+prompt: "Handle report {id}"
+allowed_tools: [Bash]
+"""
+
+
+def test_a_routine_fire_and_each_item_are_spans_the_item_runs_link_to(tmp_path):
+    project = tmp_path / "proj"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "triage.yaml").write_text(ROUTINE)
+    (project / "items.jsonl").write_text('{"id": "r1"}\n{"id": "r2"}\n')
+    script = {"rules": [{"match": {"last_user_contains": "report r1"}, "responses": [{"text": "r1 handled"}]},
+                        {"match": {"last_user_contains": "report r2"}, "responses": [{"text": "r2 handled"}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["routine", "run", "triage", "--once"], otlp(collector.endpoint))
+    assert out.returncode == 0 and "2 done" in out.stdout, out.stdout + out.stderr
+    spans = collector.got.spans
+    [fire] = by_name(spans, "routine_fire triage")
+    assert fire["parent"] == "" and (fire["attrs"]["loopwright.routine.found"], fire["attrs"]["loopwright.routine.done"]) == (2, 2)
+    items = {s["attrs"]["loopwright.routine.item.id"]: s for s in by_name(spans, "routine_item triage")}
+    assert set(items) == {"r1", "r2"}
+    runs = by_name(spans, "invoke_agent loopwright")
+    assert len(runs) == 2
+    for item in items.values():
+        assert (item["trace"], item["parent"]) == (fire["trace"], fire["id"])
+        assert item["attrs"]["loopwright.routine.item.status"] == "done"
+        # the item's run: a trace of its own, linked to the item that started it, in the item's session
+        [started] = [r for r in runs if r["links"] == [(item["trace"], item["id"])]]
+        assert started["attrs"]["session.id"] == item["attrs"]["session.id"] and started["trace"] != fire["trace"]
+        assert started["attrs"]["loopwright.prompt.source"] == "routine"
+
+
+def wait_for(predicate, timeout, what):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (value := predicate()):
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.timeout(240)
+def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_path):
+    """One goal loop on a SQLite-backed worker, killed (-9) while its model call after the tool
+    call is under way; a new worker takes the loop over. The spans both workers sent are one trace,
+    the survivor's run under the context the job was enqueued with."""
+    import signal
+
+    from procs import gone
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    script = {"rules": [
+        {"match": {"system_contains": EVALUATOR}, "responses": [{"text": "{\"ok\": true, \"reason\": \"marked\"}",
+                                                                 "repeat": -1}]},
+        {"match": {"last_user_contains": "[S1]"}, "responses": [{"text": "done", "delay": 3.0, "repeat": -1}]},
+        {"match": {"last_user_contains": "go."}, "responses": [
+            {"tool_use": {"name": "Bash", "input": {"command": "echo x >> mark; echo '[S1]'"}}}]},
+    ]}
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (tmp_path / "proj").mkdir()
+    workers = []
+    with Simulator(script) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint, OTEL_BSP_SCHEDULE_DELAY="50")  # each ended span goes at once: one is killed
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "go.", "--goal", "mark exists", "--check", "test -f mark",
+                                  "--allowedTools", "Bash", "--max-turns", "6"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id = out.stdout.split()[0]
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        log = open(tmp_path / "workers.log", "w")
+        try:
+            def worker():
+                proc = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--dead-after",
+                                         "3", "--drain", "20"], env=base, cwd=tmp_path / "proj", stdout=log,
+                                        stderr=subprocess.STDOUT)
+                workers.append(proc)
+                return proc
+
+            first = worker()
+            wait_for(lambda: by_name(collector.got.spans, "execute_tool Bash"), 90, "the first worker's tool call span")
+            first.send_signal(signal.SIGKILL)
+            assert gone(first.pid, 10)
+            seen = len(collector.got.spans)
+            second = worker()
+            wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the loop, on the second worker")
+            second.send_signal(signal.SIGINT)
+            assert second.wait(timeout=60) == 0
+        finally:
+            for proc in workers:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait(timeout=30)
+            log.close()
+    spans = collector.got.spans
+    before, after = spans[:seen], spans[seen:]
+    assert before and not by_name(before, "invoke_agent loopwright")  # the killed worker's run never ended
+    [survivor] = by_name(after, "invoke_agent loopwright")
+    assert survivor["attrs"]["loopwright.terminal_reason"] == "goal_met", (tmp_path / "workers.log").read_text()
+    assert survivor["attrs"]["loopwright.prompt.source"] == "worker"
+    assert len({s["trace"] for s in spans}) == 1  # both workers, one trace
+    assert survivor["parent"] != "" and survivor["parent"] not in {s["id"] for s in spans}  # the job's context
+    assert by_name(after, "goal_evaluation")[0]["parent"] == survivor["id"]
+
+
+FAN_OUT = '''
+async def main(wf, args):
+    a, b = await wf.parallel(wf.agent("TOPIC-ONE summarise"), wf.agent("TOPIC-TWO summarise"))
+    return a + " + " + b
+'''
+
+
+def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
+    from loopwright.sandbox.bwrap import availability
+
+    if availability() is not None:
+        pytest.skip(f"no sandbox here (a model-written workflow runs only under it): {availability()}")
+    rules = [{"match": {"last_user_contains": "TOPIC-ONE"}, "responses": [{"text": "one"}]},
+             {"match": {"last_user_contains": "TOPIC-TWO"}, "responses": [{"text": "two"}]},
+             {"responses": [{"tool_use": {"name": "Workflow", "input": {"script": FAN_OUT}}}, {"text": "done"}]}]
+    with Simulator({"rules": rules}) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "go", "--output-format", "json"], otlp(collector.endpoint))
+    assert json.loads(out.stdout)["result"] == "done", out.stderr
+    spans = collector.got.spans
+    [call] = by_name(spans, "execute_tool Workflow")
+    agents = [s for s in spans if s["parent"] == call["id"]]
+    assert len(agents) == 2 and all(a["name"].startswith("invoke_agent ") for a in agents)
+    for agent in agents:
+        [chat] = [s for s in spans if s["parent"] == agent["id"]]
+        assert chat["name"].startswith("chat ") and agent["attrs"]["loopwright.outcome"] == "success"
+        assert agent["attrs"]["loopwright.prompt.source"] == "workflow"
+        assert call["start"] <= agent["start"] and agent["end"] <= call["end"]
+
+
+def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path):
+    repo = tmp_path / "proj"
+    repo.mkdir()
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                       capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    (repo / "app.py").write_text("def add(a, b):\n    return 0\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "start")
+    (tmp_path / "ways.txt").write_text("approach 1\napproach 2\n")
+    write = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
+    ruling = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
+                                               {"label": "B", "defects": [], "verdict": "acceptable"}],
+                                  "winner": "A", "reasons": "both fine"})}
+    script = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [ruling]},
+                        {"match": {"last_user_contains": "approach"}, "responses": [write, write]},
+                        {"responses": [{"text": "done", "repeat": -1}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
+                                  str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
+                                  "json"], otlp(collector.endpoint, TMPDIR=str(tmp_path)))
+    result = json.loads(out.stdout)
+    assert result["attempts"]["applied"], out.stderr
+    spans = collector.got.spans
+    [whole] = by_name(spans, "attempts")
+    assert whole["parent"] == "" and whole["attrs"]["loopwright.attempts.of"] == 2
+    assert whole["attrs"]["loopwright.attempts.winner"] == result["attempts"]["winner"]
+    runs = [s for s in spans if s["parent"] == whole["id"]]
+    assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2]
+    for r in runs:
+        assert r["name"] == "invoke_agent loopwright" and r["attrs"]["loopwright.prompt.source"] == "attempt"
+        assert r["attrs"]["loopwright.attempt.run"] == whole["attrs"]["loopwright.attempts.run"]
+        assert by_name([s for s in spans if s["parent"] == r["id"]], "execute_tool Write")
+
+
+def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
+    bash = {"tool_use": {"name": "Bash", "input": {"command": "true"}}}
+    script = [bash, bash, bash, {"text": "partial", "stop_reason": "model_context_window_exceeded"},
+              {"text": "<summary>three calls of true</summary>"}, {"text": "done"}]
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "go", "--allowedTools", "Bash", "--output-format", "json"],
+                  otlp(collector.endpoint))
+    result = json.loads(out.stdout)
+    assert result["result"] == "done" and "compaction" in result["usageByRole"], out.stderr
+    spans = collector.got.spans
+    [root] = by_name(spans, "invoke_agent loopwright")
+    [compaction] = by_name(spans, "compaction")
+    assert compaction["parent"] == root["id"] and compaction["attrs"]["loopwright.compaction.trigger"] == "reactive"
+    [summary] = [s for s in spans if s["parent"] == compaction["id"]]
+    assert summary["name"] == "chat claude-sonnet-5" and summary["attrs"]["loopwright.model_call.role"] == "compaction"
+    assert summary["attrs"]["gen_ai.usage.output_tokens"] == result["usageByRole"]["compaction"]["outputTokens"]
+    assert summary["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert compaction["start"] <= summary["start"] <= summary["end"] <= compaction["end"]
+
+
+def test_the_auto_mode_classifiers_calls_are_chat_spans_under_the_tool_call_it_decided(tmp_path):
+    write = {"name": "Bash", "input": {"command": "python3 -c \"open('made.txt', 'w').write('x')\""}}
+    script = {"rules": [{"match": {"system_contains": "autonomous coding agent"},
+                         "responses": [{"text": "no verdict here"}, {"text": "<block>no</block>"}]},
+                        {"responses": [{"tool_use": write}, {"text": "Made it."}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "make the file with python", "--permission-mode", "auto", "--output-format",
+                                  "json"], otlp(collector.endpoint))
+    result = json.loads(out.stdout)
+    assert result["result"] == "Made it.", out.stderr
+    spans = collector.got.spans
+    [bash] = by_name(spans, "execute_tool Bash")
+    assert bash["attrs"]["loopwright.tool.decision_source"] == "classifier"
+    asked = [s for s in spans if s["parent"] == bash["id"]]  # its unreadable first answer, then its verdict
+    assert [s["name"] for s in asked] == ["chat claude-haiku-4-5"] * 2
+    assert {s["attrs"]["loopwright.model_call.role"] for s in asked} == {"classifier"}
+    assert sum(s["attrs"]["gen_ai.usage.input_tokens"] for s in asked) == result["usageByRole"]["classifier"]["inputTokens"]
+    assert all(bash["start"] <= s["start"] <= s["end"] <= bash["end"] for s in asked)
+
+
+def test_a_schedule_fire_is_a_span_the_run_it_starts_links_to(tmp_path):
+    with Simulator([{"text": "hi back"}]) as sim, HttpCollector() as collector:
+        added = run(tmp_path, sim, ["schedule", "add", "say hi", "--every", "1h", "--now"], {})
+        assert added.returncode == 0, added.stderr
+        schedule_id = added.stdout.strip()
+        served = run(tmp_path, sim, ["scheduler", "--once"], otlp(collector.endpoint))
+    assert served.returncode == 0 and f"■ {schedule_id} · run 1 success" in served.stdout, served.stdout + served.stderr
+    spans = collector.got.spans
+    [fire] = by_name(spans, f"schedule_fire {schedule_id}")
+    assert fire["parent"] == "" and fire["attrs"]["loopwright.schedule.status"] == "success"
+    [started] = by_name(spans, "invoke_agent loopwright")  # in the fire's own process
+    assert started["links"] == [(fire["trace"], fire["id"])] and started["trace"] != fire["trace"]
+    assert started["attrs"]["session.id"] == fire["attrs"]["loopwright.schedule.session_id"]
+    assert fire["start"] <= started["start"] and started["end"] <= fire["end"]
+
+
+@pytest.mark.parametrize("given, read", [
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", True),
+    (" 00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-00 ", True),
+    ("00-00000000000000000000000000000000-00f067aa0ba902b7-01", False),  # an all-zero id is invalid
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", False),
+    ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", False),  # a version we do not know
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra", False),
+    ({"traceparent": "x"}, False), (None, False), ("", False),
+])
+def test_a_carried_traceparent_is_read_strictly(given, read):
+    """A job's trace comes from a shared store: what is not a W3C traceparent is a new trace."""
+    from loopwright.telemetry.carried import new_traceparent, parse
+
+    assert (parse(given) is not None) == read
+    assert parse(new_traceparent()) is not None
+
+
+@pytest.mark.timeout(180)
+def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
+    """The item's span is in the fire's process; its run, on a worker, links to it through the job."""
+    import signal
+
+    pytest.importorskip("dbos")
+    project = tmp_path / "proj"
+    (project / ".loopwright" / "routines").mkdir(parents=True)
+    (project / ".loopwright" / "routines" / "queued.yaml").write_text(ROUTINE)
+    (project / "items.jsonl").write_text('{"id": "r1"}\n')
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with Simulator([{"text": "r1 handled"}]) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint)
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
+                                      cwd=project, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                fired = run(tmp_path, sim, ["routine", "run", "queued", "--once", "--queue", "loopwright", "--store",
+                                            store], env)
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    assert "1 done" in fired.stdout, fired.stdout + fired.stderr + (tmp_path / "worker.log").read_text()
+    spans = collector.got.spans
+    [item] = by_name(spans, "routine_item queued")
+    [started] = by_name(spans, "invoke_agent loopwright")
+    assert started["attrs"]["loopwright.prompt.source"] == "worker"
+    assert started["links"] == [(item["trace"], item["id"])] and started["trace"] != item["trace"]
+    assert started["parent"] != ""  # the context its job was enqueued with

@@ -93,12 +93,21 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
     place = worktrees.private_root() / run_id
     attempts = [Attempt(k, place / str(k), f"loopwright/{run_id[:8]}/{k}",
                         variations[(k - 1) % len(variations)] if variations else "") for k in range(1, n + 1)]
+    from ..telemetry import step
+
     try:
-        for a in attempts:
-            worktrees.add(repo, a.path, a.branch, base)
-            _build(a, opts, settings, prompt, where, n, run_id)
-        _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-        return await _run_all(attempts, opts, prompt, repo, base, where, register, run_id)
+        # a span for the run of attempts (telemetry on), each attempt's run a child of it
+        with step(os.environ, "attempts", {"loopwright.attempts.run": run_id, "loopwright.attempts.of": n}) as whole:
+            for a in attempts:
+                worktrees.add(repo, a.path, a.branch, base)
+                _build(a, opts, settings, prompt, where, n, run_id, whole.traceparent)
+            _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
+            result = await _run_all(attempts, opts, prompt, repo, base, where, register, run_id)
+            ruled = result.attempts or {}
+            whole.set({"loopwright.attempts.winner": ruled.get("winner") or 0,
+                       "loopwright.attempts.applied": bool(ruled.get("applied")), "loopwright.cost_usd":
+                       result.total_cost_usd, "loopwright.terminal_reason": result.terminal_reason})
+            return result
     finally:
         for a in attempts:
             if a.session is not None:
@@ -123,7 +132,8 @@ def read_variations(path: str | None) -> list[str]:
     return lines
 
 
-def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int, run_id: str) -> None:
+def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int, run_id: str,
+           trace: str | None = None) -> None:
     """The attempt's agent, built as if loopwright had been started in its worktree; its
     transcript opens with an `attempt` attachment (run, number, how many, branch), so a session
     list tells it from an ordinary session even when the run never reached its ruling."""
@@ -137,6 +147,11 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
     os.chdir(a.path / where)
     try:
         a.agent = build_agent(mine, settings)
+        if trace:
+            from ..telemetry import observe
+
+            a.agent.observer = observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
+                "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}})
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=[], protect=[]), prompt)
         a.agent.set_goal(spec)

@@ -180,7 +180,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
 def telemetry_watcher(opts: Options) -> Any:
     """Telemetry's observer when the environment (your own settings' `env` included) switches it
     on; None, and nothing of OpenTelemetry imported, when it does not."""
-    from ..telemetry import observe
+    from ..telemetry import links_of, observe
 
     if opts.input_format == "stream-json":
         source = "sdk"
@@ -188,7 +188,7 @@ def telemetry_watcher(opts: Options) -> Any:
         source = "loop"
     else:
         source = "headless" if opts.print_mode else "interactive"
-    return observe(os.environ, source)
+    return observe(os.environ, source, carried={"links": links_of(os.environ)})  # a schedule fire's, say
 
 
 HARNESS_TOOLS = ("Agent", "Workflow", "Skill")  # offered beside the built-in tools when there is something to offer

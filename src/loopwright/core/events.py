@@ -237,6 +237,7 @@ class ToolFinished:
     decision: str = ""
     decision_source: str = ""
     decision_reason: str = ""
+    decision_calls: tuple[dict[str, Any], ...] = ()  # the auto-mode classifier's model calls on it (telemetry)
     type: Literal["tool_finished"] = "tool_finished"
 
 
@@ -274,6 +275,8 @@ class CompactBoundary:
     post_tokens: int
     summary: str
     messages: tuple[Message, ...] = ()  # the whole conversation after compaction
+    # the summary's model call (model, stop_reason, usage as the API gives it, duration_ms): telemetry's
+    summary_call: dict[str, Any] | None = None
     type: Literal["compact_boundary"] = "compact_boundary"
 
 

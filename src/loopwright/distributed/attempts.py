@@ -64,6 +64,10 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
     for a in plan["attempts"]:
         child = jobs.new_job(job["args"], a["cwd"], a["session_id"], None, f"{job['label']} · attempt {a['number']}",
                              own_session=job.get("own_session", False))
+        # each attempt's runs in the run's trace, side by side under the context it was enqueued with
+        child["trace"] = {**(job.get("trace") or child["trace"]),
+                          "attributes": {"loopwright.attempt.number": a["number"], "loopwright.attempt.of": n,
+                                         "loopwright.attempt.run": workflow_id}}
         child["attempt"] = {"approach": a["instruction"], "budget": budget, "goal": has_goal,
                             "mark": {"type": "attempt", "run": workflow_id, "attempt": a["number"], "of": n,
                                      "branch": a["branch"]}}

@@ -25,11 +25,15 @@ def use_worker(worker: Any) -> None:
 
 
 def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, label: str, *,
-            own_session: bool = False) -> dict[str, Any]:
+            own_session: bool = False, links: tuple[str, ...] = ()) -> dict[str, Any]:
     """What `loopwright enqueue` stores: JSON only, so any worker of any version can read it.
-    `own_session`: the args name the session themselves (a routine item's --session-id/--resume)."""
+    `own_session`: the args name the session themselves (a routine item's --session-id/--resume).
+    `trace`: the loop's trace, fixed here, so every worker that runs it (a survivor after a kill
+    too) continues the same one; `links`: the traceparents of what started it (telemetry/carried)."""
+    from ..telemetry.carried import new_traceparent
+
     return {"args": list(args), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,
-            "own_session": own_session}
+            "own_session": own_session, "trace": {"traceparent": new_traceparent(), "links": list(links)}}
 
 
 @DBOS.step(name="loopwright.transcript_mark")
@@ -76,6 +80,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         spec, prompt = goal_from_options(opts, opts.prompt or "", resuming=opts.resuming)
         settings = load_cli_settings(opts, announce=False)
         agent = build_agent(opts, settings)
+        agent.observer = _watcher(job)
         agent.model_client = DurableModel(agent._client())
         steps = ToolSteps()
         agent.tool_steps = steps.wrap  # every tool of every run: built-in, MCP, Skill, Agent, Workflow
@@ -101,6 +106,15 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {agent.session_id})",
           file=sys.stderr, flush=True)
     return dict(result.to_json())
+
+
+def _watcher(job: dict[str, Any]) -> Any:
+    """Telemetry's observer of the job's runs, in the trace the job carries: the same on every
+    worker that runs it (None when telemetry is off)."""
+    from ..telemetry import observe
+    from ..telemetry.carried import carried
+
+    return observe(os.environ, "worker", carried=carried(job))
 
 
 def _as_attempt(job: dict[str, Any], opts: Any) -> Any:

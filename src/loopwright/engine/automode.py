@@ -9,6 +9,7 @@ the run goes on; an allow resets the count in a row. Its spend is the run's (`cl
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class Judgement:
     reason: str = ""
     evaluated: bool = True  # False: no verdict (unreadable, timeout, API error)
     fallback: bool = False  # blocked, and blocks have piled up: the person decides instead
+    calls: tuple[dict[str, Any], ...] = ()  # its model calls (model, stop_reason, usage, duration_ms): telemetry's
 
 
 class AutoClassifier:
@@ -63,17 +65,18 @@ class AutoClassifier:
                                messages=(Message.user(automode.request_text(self.memory(), history)),),
                                extra={"temperature": 0})
         problem = "its answer could not be read"
+        calls: list[dict[str, Any]] = []
         for _ in range(TRIES):
-            text, problem = await self._call(request, problem)
+            text, problem = await self._call(request, problem, calls)
             verdict = automode.parse_answer(text) if text is not None else None
             if verdict is not None:
                 blocked, reason = verdict
-                return self._counted(Judgement(not blocked, reason))
+                return self._counted(Judgement(not blocked, reason, calls=tuple(calls)))
             if text is None:
                 break  # an API error or a timeout: asking again at once would not help
         return self._counted(Judgement(False, f"the auto-mode classifier could not evaluate this call ({problem}); "
                                               "this is not a verdict on the call, it may succeed later",
-                                       evaluated=False))
+                                       evaluated=False, calls=tuple(calls)))
 
     def _counted(self, judgement: Judgement) -> Judgement:
         if judgement.allowed:
@@ -82,11 +85,12 @@ class AutoClassifier:
         self.in_a_row += 1
         self.total += 1
         if self.in_a_row >= FALLBACK_IN_A_ROW or self.total >= FALLBACK_TOTAL:
-            return Judgement(False, judgement.reason, judgement.evaluated, fallback=True)
+            return Judgement(False, judgement.reason, judgement.evaluated, fallback=True, calls=judgement.calls)
         return judgement
 
-    async def _call(self, request: ModelRequest, problem: str) -> tuple[str | None, str]:
+    async def _call(self, request: ModelRequest, problem: str, calls: list[dict[str, Any]]) -> tuple[str | None, str]:
         acc = Accumulator()
+        began = time.monotonic()
         with anyio.move_on_after(self.timeout_s) as scope:
             try:
                 async for event in self.model.stream(request):
@@ -97,6 +101,8 @@ class AutoClassifier:
             return None, f"no answer within {self.timeout_s:g} s"
         response = acc.response(fallback_model=request.model)
         self.usage = self.usage.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
+        calls.append({"model": response.model, "id": response.id, "stop_reason": response.raw_stop_reason,
+                      "usage": response.usage.to_api(), "duration_ms": int((time.monotonic() - began) * 1000)})
         return response.message.text, "its answer could not be read"
 
 

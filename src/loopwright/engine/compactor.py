@@ -4,6 +4,7 @@ token counter's confirmation, the summary call with its Pre/PostCompact hooks, a
 
 from __future__ import annotations
 
+import time
 from typing import Any, Awaitable, Callable, Sequence
 
 from . import compaction
@@ -84,6 +85,7 @@ class Compactor:
             self.emit(Notice("warning", f"a PreCompact hook blocked compaction: {pre.reason or 'no reason'}"))
             return None
         before = self.estimate(messages)
+        began = time.monotonic()
         outcome = await self.stream(compaction.summary_request(cut, model, system, max_tokens, focus), "compaction")
         summary = compaction.extract_summary(outcome.message.text) if isinstance(outcome, Response) else ""
         if not summary:
@@ -93,7 +95,10 @@ class Compactor:
             return None
         rebuilt = compaction.rebuild(summary, cut, self.reopen() if self.reopen else ())
         self.base, self.counted_upto, self._just_compacted = 0, 0, True
-        self.emit(CompactBoundary(trigger, before, self.estimate(rebuilt), summary, tuple(rebuilt)))  # type: ignore[arg-type]
+        assert isinstance(outcome, Response)  # a summary came from one
+        call = {"model": outcome.model, "id": outcome.id, "stop_reason": outcome.raw_stop_reason,
+                "usage": outcome.usage.to_api(), "duration_ms": int((time.monotonic() - began) * 1000)}
+        self.emit(CompactBoundary(trigger, before, self.estimate(rebuilt), summary, tuple(rebuilt), call))  # type: ignore[arg-type]
         await self.hooks.run("PostCompact", self.payload("PostCompact") | {
             "trigger": hook_trigger, "compact_summary": summary}, match=hook_trigger)
         return rebuilt

@@ -62,7 +62,7 @@ class ToolDispatcher:
         self._batch = Batch([])  # the batch running now: a step's hook may stop it
         self._steps: dict[str, int] = {}  # steps made so far, by the call that made them
         # each call's permission decision (decision, who, why), for its `ToolFinished`
-        self._decided: dict[str, tuple[str, str, str]] = {}
+        self._decided: dict[str, tuple[str, str, str, tuple[dict[str, Any], ...]]] = {}
 
     @property
     def gate(self) -> ToolGate:
@@ -116,9 +116,9 @@ class ToolDispatcher:
         return batch
 
     def _finished(self, call: ToolUseBlock, result: ToolResultBlock, began: float) -> ToolFinished:
-        decision, source, reason = self._decided.pop(call.id, ("", "", ""))
+        decision, source, reason, calls = self._decided.pop(call.id, ("", "", "", ()))
         return ToolFinished(call.id, call.name, result.is_error, result.text, result,
-                            int((self.clock.monotonic() - began) * 1000), decision, source, reason)
+                            int((self.clock.monotonic() - began) * 1000), decision, source, reason, calls)
 
     def _groups(self, calls: Sequence[ToolUseBlock]) -> list[list[ToolUseBlock]]:
         groups: list[list[ToolUseBlock]] = []
@@ -144,7 +144,7 @@ class ToolDispatcher:
         self._note(pre, batch)
         tool_input = pre.updated_input if pre.updated_input is not None else call.input
         if pre.decision == "deny":
-            self._decided[call.id] = ("deny", "hook", pre.reason or "no reason given")
+            self._decided[call.id] = ("deny", "hook", pre.reason or "no reason given", ())
             self.denials.append(PermissionDenial(call.name, call.id, call.input,
                                                  f"a PreToolUse hook blocked it: {pre.reason or 'no reason given'}"))
             context = "".join(f"\n\n{c}" for c in bounded_context(pre.additional_context))
@@ -152,8 +152,8 @@ class ToolDispatcher:
         CURRENT_TOOL_USE_ID.set(call.id)  # an approver that asks elsewhere names the call
         decision = await self.gate.check(tool, tool_input, hook_allowed=pre.decision == "allow",
                                          hook_asked=(pre.reason or "no reason given") if pre.decision == "ask" else None)
-        self._decided[call.id] = ("allow", decision.source, "") if decision.allowed else (
-            "deny", decision.source, decision.reason)
+        self._decided[call.id] = ("allow", decision.source, "", decision.calls) if decision.allowed else (
+            "deny", decision.source, decision.reason, decision.calls)
         if not decision.allowed:
             self.denials.append(PermissionDenial(call.name, call.id, tool_input, decision.reason, decision.hint))
             message = decision.message

@@ -55,6 +55,7 @@ class GateDecision:
     updated_input: dict[str, Any] | None = None  # an approver's changed input: the call runs with it
     auto: str = ""  # a denial in auto mode: "blocked" (a verdict), "unevaluated", or "fallback" (a person's turn)
     source: str = "rules"  # who decided: the permission "rules", a PreToolUse "hook", the "user", the "classifier"
+    calls: tuple[dict[str, Any], ...] = ()  # the classifier's model calls on it (telemetry's)
 
 
 def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
@@ -139,11 +140,12 @@ class ToolGate:
                                 source="classifier")
         judged = await self.classifier.judge(tool.name, tool_input)
         if judged.allowed:
-            return replace(self._allowed(call), source="classifier")
+            return replace(self._allowed(call), source="classifier", calls=judged.calls)
         if not judged.fallback:
             return GateDecision(False, AUTO_BLOCKED.format(tool=tool.name, reason=judged.reason),
                                 reason=f"blocked by the auto-mode classifier: {judged.reason}",
-                                auto="blocked" if judged.evaluated else "unevaluated", source="classifier")
+                                auto="blocked" if judged.evaluated else "unevaluated", source="classifier",
+                                calls=judged.calls)
         return replace(verdict, reason=f"the auto-mode classifier blocked {self.classifier.in_a_row} calls in a row "
                        f"({self.classifier.total} in all), so a person decides; the latest: {judged.reason}")
 

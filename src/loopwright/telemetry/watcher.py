@@ -76,9 +76,15 @@ class Watcher:
     """Watches one agent's runs (the main agent's, or one subagent's under `parent`)."""
 
     def __init__(self, pipeline: Pipeline, source: str, version: str, *, parent: Any = None,
-                 agent: tuple[str, str] | None = None, instruments: Instruments | None = None) -> None:
+                 agent: tuple[str, str] | None = None, instruments: Instruments | None = None,
+                 links: list[Any] | None = None, attributes: dict[str, Any] | None = None) -> None:
         self.p, self.sw, self.tracer, self.log = pipeline, pipeline.switches, pipeline.tracer, pipeline.logger
         self.source, self.version, self.parent, self.agent = source, version, parent, agent
+        self.links = [trace.Link(trace.get_current_span(c).get_span_context()) for c in links or ()]  # what started the runs
+        # carried with the work (an attempt's number), as a job is read from a shared store: only
+        # loopwright's own names with plain values, and never in place of what the run says itself
+        self.attributes = {k: v for k, v in (attributes or {}).items()
+                           if isinstance(k, str) and k.startswith("loopwright.") and isinstance(v, (str, int, float, bool))}
         self.metrics = instruments if instruments is not None or pipeline.meter is None else Instruments(pipeline.meter)
         self.session_id = ""
         self.counted_session = agent is not None  # a subagent's session is its parent's
@@ -101,7 +107,9 @@ class Watcher:
     def child(self, agent_id: str, agent_type: str, tool_use_id: str) -> "Watcher":
         span = self.tools.get(tool_use_id) or self.run
         parent = trace.set_span_in_context(span) if span is not None else self.parent
-        child = Watcher(self.p, "subagent", self.version, parent=parent, agent=(agent_id, agent_type),
+        # a workflow's agents are told apart from the Agent tool's subagents by the call that started them
+        source = "workflow" if getattr(self.tools.get(tool_use_id), "name", "") == "execute_tool Workflow" else "subagent"
+        child = Watcher(self.p, source, self.version, parent=parent, agent=(agent_id, agent_type),
                         instruments=self.metrics)
         child.session_id = self.session_id
         return child
@@ -144,14 +152,16 @@ class Watcher:
 
     def _open_run(self) -> None:
         name = f"invoke_agent {self.agent[1]}" if self.agent else "invoke_agent loopwright"
-        attrs = {"gen_ai.operation.name": "invoke_agent", "loopwright.prompt.source": self.source,
-                 "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "loopwright.prompt.source": self.source,
+                                 "gen_ai.agent.name": self.agent[1] if self.agent else "loopwright"}
         if self.agent:
             attrs["gen_ai.agent.id"] = self.agent[0]
+        attrs = self.attributes | attrs
         if self.session_id:
             attrs |= {"session.id": self.session_id, "gen_ai.conversation.id": self.session_id}
         if self.tracer is not None:
-            self.run = self.tracer.start_span(name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attrs)
+            self.run = self.tracer.start_span(name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attrs,
+                                              links=self.links)
             self.ctx = trace.set_span_in_context(self.run)
         else:
             self.run = trace.INVALID_SPAN
@@ -241,6 +251,12 @@ class Watcher:
                 span.set_attribute("gen_ai.tool.call.result", e.output[:CONTENT_LIMIT])
             if e.is_error and e.decision != "deny":
                 span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
+            # auto mode's classifier decided it: its model calls under the call, back to back from its start
+            at = int(span.start_time) if getattr(span, "start_time", None) else time.time_ns()
+            for c in e.decision_calls:
+                took = int(c.get("duration_ms") or 0) * 1_000_000
+                self._side_call(span, "classifier", c, at, at + took)
+                at += took
             span.end()
         if decision:
             common = self._common() | {"tool_name": e.name, "decision": decision, "source": source}
@@ -278,21 +294,57 @@ class Watcher:
             return
         now = time.time_ns()
         if self.tracer is not None:
-            span = self.tracer.start_span("goal_evaluation", context=self.ctx, start_time=now - e.evaluation_ms * 1_000_000,
+            began = now - e.evaluation_ms * 1_000_000
+            span = self.tracer.start_span("goal_evaluation", context=self.ctx, start_time=began,
                                           attributes={"loopwright.goal.verdict": e.verdict, "loopwright.goal.met": e.met,
                                                       "loopwright.goal.iteration": e.iterations,
                                                       "loopwright.goal.evidence_chars": e.evidence_chars,
                                                       "loopwright.goal.evaluator_tokens": e.tokens})
+            # the evaluator's calls under it; their own times are not kept, so they share its window in turn
+            calls = [c.get("answer") for c in e.evaluator_calls if isinstance(c, dict)]
+            share = (now - began) // max(len(calls), 1)
+            for i, answer in enumerate(calls):
+                if isinstance(answer, dict):
+                    self._side_call(span, "goal_evaluator", answer, began + i * share, began + (i + 1) * share)
             span.end(end_time=now)
         if self.metrics:
             self.metrics.goal.add(1, self._common() | {"verdict": e.verdict})
 
     def _compacted(self, e: CompactBoundary) -> None:
         if self.tracer is not None:
-            span = self.tracer.start_span("compaction", context=self.ctx, attributes={
+            now = time.time_ns()
+            call = e.summary_call or {}
+            began = now - int(call.get("duration_ms") or 0) * 1_000_000
+            span = self.tracer.start_span("compaction", context=self.ctx, start_time=began, attributes={
                 "loopwright.compaction.trigger": e.trigger, "loopwright.compaction.pre_tokens": e.pre_tokens,
                 "loopwright.compaction.post_tokens": e.post_tokens})
-            span.end()
+            if call:  # the summary's model call
+                self._side_call(span, "compaction", call, began, now)
+            span.end(end_time=now)
+
+    def _side_call(self, parent: Any, role: str, answer: dict[str, Any], began: int, ended: int) -> None:
+        """A model call beside the main loop's (the goal's evaluator, compaction's summary, auto
+        mode's classifier) as a chat span under `parent`; `answer`: its model, stop reason and
+        usage as the API gives them."""
+        assert self.tracer is not None
+        model = str(answer.get("model") or "")
+        usage = answer.get("usage")
+        u: dict[str, Any] = usage if isinstance(usage, dict) else {}
+        provider = provider_of(model)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model_name(model), "loopwright.model_call.role": role,
+            "gen_ai.response.finish_reasons": (str(answer.get("stop_reason") or "none"),)}
+        for key, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                           ("cache_read.input_tokens", "cache_read_input_tokens"),
+                           ("cache_creation.input_tokens", "cache_creation_input_tokens")):
+            if isinstance(u.get(field), int):
+                attrs[f"gen_ai.usage.{key}"] = u[field]
+        if answer.get("id"):
+            attrs["gen_ai.response.id"] = str(answer["id"])
+        span = self.tracer.start_span(f"chat {model_name(model)}", context=trace.set_span_in_context(parent),
+                                      kind=SpanKind.CLIENT, attributes=attrs, start_time=began)
+        span.end(end_time=max(ended, began))
 
     def _notice(self, e: Notice) -> None:
         if e.subtype == "stop_hook_block" and self.metrics:
@@ -340,6 +392,26 @@ class Watcher:
         self.log.emit(event_name=name, body=name, context=self.ctx, attributes={
             "event.name": name, "event.timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "event.sequence": self.seq, **self._common(), **attrs})
+
+
+def remote(traceparent: Any) -> Any:
+    """The context of a span in another process (a W3C traceparent, `carried.py`), as a parent
+    or a link; None for a missing or unreadable one."""
+    from .carried import parse
+
+    ids = parse(traceparent)
+    if ids is None:
+        return None
+    trace_id, span_id, flags = ids
+    span = trace.NonRecordingSpan(trace.SpanContext(trace_id, span_id, is_remote=True,
+                                                    trace_flags=trace.TraceFlags(flags & 0x01)))
+    return trace.set_span_in_context(span)
+
+
+def traceparent(span: Any) -> str:
+    """A span's context as a W3C traceparent, to hand to the work it starts elsewhere."""
+    c = span.get_span_context()
+    return f"00-{c.trace_id:032x}-{c.span_id:016x}-{int(c.trace_flags) & 0x01:02x}"
 
 
 def _retry_attrs(r: ApiRetry) -> dict[str, Any]:

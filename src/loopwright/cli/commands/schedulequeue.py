@@ -45,8 +45,9 @@ def check_queued(queue: str, args: list[str]) -> None:
         _check_attempts(opts)
 
 
-async def run_queued_fire(schedule: Any, register: Any) -> Any:
-    """One fire as a workflow on the schedule's queue, waited for: its outcome, as a fire's."""
+async def run_queued_fire(schedule: Any, register: Any, link: str | None = None) -> Any:
+    """One fire as a workflow on the schedule's queue, waited for: its outcome, as a fire's.
+    `link`: the fire's span, which the loop's runs link to."""
     from ...core.ids import uuid4
     from ...distributed.client import run_queued
     from ...distributed.jobs import new_job
@@ -59,7 +60,7 @@ async def run_queued_fire(schedule: Any, register: Any) -> Any:
         return FireOutcome("error", note=str(exc))
     args = [*schedule.options.get("args", []), "--", schedule.prompt]
     session_id = uuid4()
-    job = new_job(args, schedule.cwd, session_id, None, f"schedule {schedule.id}")
+    job = new_job(args, schedule.cwd, session_id, None, f"schedule {schedule.id}", links=(link,) if link else ())
     attempts = parse_options(["-p", *args]).attempts
     if attempts:
         job["attempts"] = attempts

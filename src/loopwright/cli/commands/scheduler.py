@@ -105,6 +105,21 @@ def _report(kind: str, run: Any) -> None:
 
 
 async def _run_fire(schedule: Any, register: Any) -> Any:
+    from ...telemetry import step
+
+    # a span per fire (telemetry on); the run it starts, in its own process or on a worker, links to it
+    with step(os.environ, f"schedule_fire {schedule.id}", {"loopwright.schedule.id": schedule.id,
+                                                           "loopwright.schedule.queue": schedule.options.get("queue")
+                                                           or ""}) as fired:
+        outcome = await _fire(schedule, register, fired.traceparent)
+        fired.set({"loopwright.schedule.status": outcome.status, "loopwright.schedule.session_id": outcome.session_id,
+                   "loopwright.cost_usd": outcome.cost_usd})
+        if outcome.status == "error":
+            fired.failed(outcome.note[:200])
+        return outcome
+
+
+async def _fire(schedule: Any, register: Any, link: str | None) -> Any:
     from ...proactive.scheduler import FireOutcome
 
     if not os.path.isdir(schedule.cwd):
@@ -112,21 +127,24 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
     if schedule.options.get("queue"):  # a durable loop on a workers' queue, waited for
         from .schedulequeue import run_queued_fire
 
-        return await run_queued_fire(schedule, register)
+        return await run_queued_fire(schedule, register, link)
     # the sandbox is on as for every run, unless the schedule's flags say --no-sandbox
     argv = [sys.executable, "-m", "loopwright", *fire_args(schedule.prompt, schedule.options.get("args", []))]
-    code, out, err = await _fire_process(argv, schedule.cwd, register)
+    code, out, err = await _fire_process(argv, schedule.cwd, register, link)
     return _outcome(code, out, err)
 
 
-async def _fire_process(argv: list[str], cwd: str, register: Any) -> tuple[int | None, str, str]:
+async def _fire_process(argv: list[str], cwd: str, register: Any, link: str | None = None) -> tuple[int | None, str, str]:
     """One fire's process, to its end: (exit code, stdout, stderr). Its own process group, so a
     Ctrl-C at the scheduler's terminal reaches it once, from us (`register` is how the scheduler
     interrupts it); and it ends with the scheduler, so a killed scheduler leaves no run going on
     behind its back. Cancelled, it is interrupted and waited for: the run aborts cleanly."""
+    from ...telemetry import LINKS
+
+    env = {**os.environ, LINKS: link} if link else None  # the run links to its fire's span
     proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                 stderr=subprocess.PIPE, start_new_session=True,
-                                                preexec_fn=_end_with_parent)
+                                                preexec_fn=_end_with_parent, env=env)
     register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
     try:
         out, err = await proc.communicate()

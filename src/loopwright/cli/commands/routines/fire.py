@@ -94,9 +94,17 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
         return await run_report(routine.report, outcome, cwd)
 
     settings = None if dry_run else load_cli_settings(parse_options(["-p"]))
-    ctx = FireContext(store, key, this_owner(), owner_alive, time.time, uuid4, item_runner(settings, register, queue),
-                      report if routine.report else None, line, stopping)
-    summary = await fire(routine, found, ctx, dry_run=dry_run)
+    from ....telemetry import step
+
+    # a span per fire (telemetry on), its items' spans under it
+    with step(os.environ, f"routine_fire {routine.name}", {"loopwright.routine.name": routine.name}) as fired:
+        ctx = FireContext(store, key, this_owner(), owner_alive, time.time, uuid4,
+                          item_runner(settings, register, queue, fired.traceparent), report if routine.report else None,
+                          line, stopping)
+        summary = await fire(routine, found, ctx, dry_run=dry_run)
+        fired.set({"loopwright.routine.found": summary.found, "loopwright.routine.taken": summary.taken,
+                   "loopwright.routine.done": summary.done, "loopwright.routine.failed": summary.failed,
+                   "loopwright.cost_usd": summary.spend})
     if dry_run:
         print(visible(f"routine {routine.name}: {summary.found} found; would take {len(summary.would_take)}"
                       + (f", {summary.skipped} skipped" if summary.skipped else "")), flush=True)

@@ -39,13 +39,26 @@ def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None
 
 
 def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]],
-                queue: tuple[str, str] | None = None) -> Any:
+                queue: tuple[str, str] | None = None, fire_trace: str | None = None) -> Any:
     """The `RunItem` of a fire: `settings` loaded once for the fire; `register(interrupt)` lets
     Ctrl-C reach every running item (it answers the function that unregisters). `queue`: (store
-    URL, queue name) to send items to workers (an item of attempts goes as one workflow of attempts)."""
+    URL, queue name) to send items to workers (an item of attempts goes as one workflow of attempts).
+    `fire_trace`: the fire's span (telemetry), each item's span goes under it."""
     from ....proactive.fire import ItemResult
+    from ....telemetry import step
 
     async def run_item(run: Any) -> Any:
+        # a span per item (telemetry on); the item's run links to it, here or on a worker
+        with step(os.environ, f"routine_item {run.routine.name}", {
+                "loopwright.routine.name": run.routine.name, "loopwright.routine.item.id": run.item.id,
+                "loopwright.routine.item.resumed": run.resume, "session.id": run.session_id}, parent=fire_trace) as item:
+            result = await one(run, item.traceparent)
+            item.set({"loopwright.routine.item.status": result.status, "loopwright.cost_usd": result.cost_usd})
+            if result.status == "failed":
+                item.failed(result.note[:200])
+            return result
+
+    async def one(run: Any, link: str | None) -> Any:
         from ...options import parse_options
 
         mode = _mode(run)
@@ -65,8 +78,12 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                 said = CARRY_ON if mode == "carry" else None if run.routine.goal else prompt or run.text
                 if run.routine.attempts > 1:  # one parent workflow of attempts, found again by a later fire
                     said = None if run.routine.goal else prompt or run.text
-                return await _queued(queue, args, said, run, register)  # a goal's directive: from --goal
+                return await _queued(queue, args, said, run, register, link)  # a goal's directive: from --goal
             agent = build_agent(opts, settings)
+            if link:
+                from ....telemetry import observe
+
+                agent.observer = observe(os.environ, "routine", carried={"links": [link]})
             if run.routine.workflow:
                 return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
         except UsageError as exc:
@@ -97,7 +114,8 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     return run_item
 
 
-async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, run: Any, register: Any) -> Any:
+async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, run: Any, register: Any,
+                  link: str | None = None) -> Any:
     """The item as a workflow on a worker's queue; this fire waits for its outcome. The workflow's
     id is the item's session's, so a later fire that resumes the item finds the same workflow."""
     import asyncio
@@ -108,7 +126,8 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
 
     if prompt:
         args = [*args, "--", prompt]
-    job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True)
+    job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
+                  links=(link,) if link else ())
     if run.routine.attempts > 1:
         job["attempts"] = run.routine.attempts
     stop = asyncio.Event()
