@@ -17,7 +17,7 @@ from .recording import load
 
 # What a replay reads; the rest (tool_started, retries, notices) is left out.
 KEPT = {"user", "assistant", "tool_finished", "attachment"}
-KEPT_SYSTEM = {"compact_boundary", "run_result", "resent_results_only", "conversation_rewound"}
+KEPT_SYSTEM = {"compact_boundary", "run_result", "resent_results_only", "conversation_rewound", "model_call"}
 REDACTED = "[REDACTED]"
 _SECRETS = [re.compile(p) for p in (
     r"sk-ant-[A-Za-z0-9_\-]{8,}",  # Anthropic

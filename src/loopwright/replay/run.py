@@ -31,6 +31,7 @@ _OWN_FLAGS = {"--output-format": 1, "-r": 1, "--resume": 1, "-c": 0, "--continue
               "--session-id": 1, "--store": 1, "--no-session-persistence": 0, "--input-format": 1,
               "--include-partial-messages": 0, "--verbose": 0, "--debug": 0}
 _PLACEHOLDER_KEY = "sk-loopwright-replay"
+_SIDE_CALLS = {"prompt_hook": "a prompt hook", "classifier": "the auto-mode classifier"}
 
 
 @dataclass
@@ -142,7 +143,11 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     report.divergences = _divergences(recording, from_copy(replayed_main), [from_copy(c) for c in replayed_chains])
     report.unanswered = [_unanswered(a, script, from_copy) for a in cursor.asked if not a.answered]
     first = report.first
-    if report.unanswered and (first is None or first.kind == "missing" or "api_error" in json.dumps(first.replayed)):
+    side = next((a for a in report.unanswered if a["kind"] in _SIDE_CALLS), None)
+    if side is not None:  # a prompt hook or the classifier the record cannot answer: the cause of what follows
+        report.divergences.insert(0, compare.Divergence("request", side["agent"], side["why"], side.get("recorded"),
+                                                        side.get("replayed"), side.get("diff", "")))
+    elif report.unanswered and (first is None or first.kind == "missing" or "api_error" in json.dumps(first.replayed)):
         # the replay stopped because the model was asked what the record never answered: that
         # request, beside the recorded conversation nearest to it, says why
         ask = report.unanswered[0]
@@ -334,6 +339,8 @@ def _unanswered(asked: Asked, script: ReplayScript, from_copy: Any) -> dict[str,
     mine = turns(from_copy(asked.messages))
     best, shared = None, -1
     for turn in script.turns.values():
+        if (turn.kind in _SIDE_CALLS or asked.kind in _SIDE_CALLS) and turn.kind != asked.kind:
+            continue  # a side call is compared with the record's calls of its kind only
         theirs = turns(from_copy(turn.conversation))
         n = 0
         while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
@@ -341,10 +348,15 @@ def _unanswered(asked: Asked, script: ReplayScript, from_copy: Any) -> dict[str,
         if n > shared:
             best, shared = theirs, n
     agent = "the goal's evaluator" if asked.kind == "evaluator" else "a compaction" if asked.kind == "summary" \
-        else "main or a subagent"
+        else _SIDE_CALLS.get(asked.kind, "main or a subagent")
     out: dict[str, Any] = {"agent": agent, "kind": asked.kind, "turns": len(mine),
                            "why": f"a request with {len(mine)} turn(s) that no recorded answer fits"}
-    if best is not None:
+    if asked.kind in _SIDE_CALLS:  # one message each: its text, beside the record's first call of that kind
+        out["why"] = f"{agent} asked the model what the record never asked it (its prompt or event data differ)"
+        if best is not None:
+            out["recorded"], out["replayed"] = best[0]["text"], mine[0]["text"] if mine else ""
+            out["diff"] = compare._diff(out["recorded"], out["replayed"])
+    elif best is not None:
         out["why"] += f" (it agrees with the record for {shared} turn(s))"
         out["recorded"] = best[shared] if shared < len(best) else None
         out["replayed"] = mine[shared] if shared < len(mine) else None
