@@ -76,3 +76,42 @@ def test_the_auto_mode_classifiers_calls_are_recorded_and_replayed(tmp_path):
     out = cli(["replay", sid, "--json", "--", "--permission-mode", "default"], env, project)
     first = report_of(out)["divergence"]
     assert out.returncode == 1 and first["kind"] == "blocked" and "permission gate" in first["why"], first
+
+
+def test_each_prompt_replays_with_the_flags_it_was_given(tmp_path):
+    """A session resumed with other flags: the second prompt was given `--disallowedTools Bash(echo b)`,
+    and its replay is too (with the first prompt's flags the call would run, an `allowed` divergence)."""
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    with Simulator([bash("echo a"), {"text": "said a"}, bash("echo b"), {"text": "b was denied"}]) as sim:
+        out = cli(["-p", "say a", "--allowedTools", "Bash", "--output-format", "json"], env, project, sim)
+        sid = json.loads(out.stdout)["session_id"]
+        out = cli(["-p", "-r", sid, "say b", "--allowedTools", "Bash", "--disallowedTools", "Bash(echo b)",
+                   "--output-format", "json"], env, project, sim)
+        assert not sim.unmatched and not sim.remaining(), out.stderr
+    kept = [r["argv"] for r in records(env, sid) if "argv" in r]
+    assert len(kept) == 2 and "Bash(echo b)" in kept[1] and "Bash(echo b)" not in kept[0]
+
+    out = cli(["replay", sid, "--json"], env, project)
+    report = report_of(out)
+    assert out.returncode == 0 and not report["diverged"], json.dumps(report, indent=1)[:3000]
+    assert "Bash(echo b)" not in report["commands"][0] and "Bash(echo b)" in report["commands"][1]
+
+
+def test_a_call_the_record_shows_blocked_and_that_now_runs_is_allowed(tmp_path):
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"deny": ["Bash(echo b)"]}}))
+    with Simulator([bash("echo b"), {"text": "b was denied"}]) as sim:
+        out = cli(["-p", "say b", "--allowedTools", "Bash", "--output-format", "json"], env, project, sim)
+    sid = json.loads(out.stdout)["session_id"]
+    assert not report_of(cli(["replay", sid, "--json"], env, project))["diverged"]
+    settings.write_text("{}")  # the one change: the rule is gone
+    out = cli(["replay", sid, "--json"], env, project)
+    first = report_of(out)["divergence"]
+    assert out.returncode == 1 and first["kind"] == "allowed" and "permission gate" in first["why"], first
+    assert "-Permission denied for Bash" in first["diff"] and "+b" in first["diff"]

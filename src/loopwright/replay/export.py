@@ -60,9 +60,18 @@ def scrub(value: Any, home: str) -> Any:
     return value
 
 
+OPENING = ("gitHead", "gitRoot", "argv")  # how a run started: kept on the next record kept when its own is not
+
+
 def trim(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("type") in KEPT
-            or (r.get("type") == "system" and r.get("subtype") in KEPT_SYSTEM)]
+    out, carried = [], {}
+    for r in records:
+        if r.get("type") in KEPT or (r.get("type") == "system" and r.get("subtype") in KEPT_SYSTEM):
+            out.append(carried | r)
+            carried = {}
+        else:
+            carried |= {k: r[k] for k in OPENING if k in r}
+    return out
 
 
 def export(session: str, out: Path, *, store: str | None = None, home: str | None = None) -> Path:

@@ -127,8 +127,8 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     with Simulator(script) as sim:
         env = _environment(home, sim.base_url)
         session_id = None
-        for prompt in _prompts(moved):
-            args = _command(moved, prompt, session_id, flags, wire, sim.base_url)
+        for prompt, argv in _prompts(moved):
+            args = _command(moved, prompt, argv, session_id, flags, wire, sim.base_url)
             report.commands.append(args)
             stdin = prompt if session_id is None and _needs_stdin(args) else None
             out = subprocess.run([sys.executable, "-m", "loopwright", *args], cwd=scratch.cwd, env=env,
@@ -194,26 +194,31 @@ def _wire(recording: Recording) -> str:
     return "anthropic"
 
 
-def _prompts(recording: Recording) -> list[str]:
-    """The prompts a person gave (each starts a run), in order."""
-    out = []
+def _prompts(recording: Recording) -> list[tuple[str, list[str] | None]]:
+    """The prompts a person gave (each starts a run), in order, each with the command line it was
+    given: the latest recorded before it (a resume's first record keeps its own; the prompts of
+    one interactive process share the one that started it)."""
+    out: list[tuple[str, list[str] | None]] = []
+    argv = recording.argv
     for r in recording.main:
+        if isinstance(r.get("argv"), list):
+            argv = [str(a) for a in r["argv"]]
         if r.get("type") == "user" and not r.get("synthetic"):
-            out.append(text_of((r.get("message") or {}).get("content")))
-    return out or [""]
+            out.append((text_of((r.get("message") or {}).get("content")), argv))
+    return out or [("", argv)]
 
 
-def _command(recording: Recording, prompt: str, session_id: str | None, flags: Sequence[str], wire: str,
-             base_url: str) -> list[str]:
+def _command(recording: Recording, prompt: str, argv: list[str] | None, session_id: str | None,
+             flags: Sequence[str], wire: str, base_url: str) -> list[str]:
     model = _model(recording)
     tail = ["--output-format", "json", *flags]
     if wire == "openai":
         tail += ["--model", f"openai-compatible:{base_url}/v1#{model or 'replayed'}"]
     if session_id is not None:  # a later prompt of the session: a resume of the replay's own session
-        return ["-p", "-r", session_id, prompt, *_recorded_flags(recording, drop_prompt=True), *tail]
-    if recording.argv is None:
+        return ["-p", "-r", session_id, prompt, *_recorded_flags(argv, drop_prompt=True), *tail]
+    if argv is None:
         return ["-p", prompt, *tail]
-    return [*_recorded_flags(recording, drop_prompt=False), *tail]
+    return [*_recorded_flags(argv, drop_prompt=False), *tail]
 
 
 def _model(recording: Recording) -> str:
@@ -226,8 +231,8 @@ def _model(recording: Recording) -> str:
     return ""
 
 
-def _recorded_flags(recording: Recording, *, drop_prompt: bool) -> list[str]:
-    argv = list(recording.argv or [])
+def _recorded_flags(recorded: list[str] | None, *, drop_prompt: bool) -> list[str]:
+    argv = list(recorded or [])
     out, i = [], 0
     prompt = _prompt_arg(argv) if drop_prompt else None
     while i < len(argv):
