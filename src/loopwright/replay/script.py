@@ -79,7 +79,8 @@ class ReplayScript(Script):
                     before = _api(restore(records[:i]).messages)
                     if key(before) not in self.turns:  # the record compacted before answering it
                         fault = {"fault": {"status": 400, "error_type": "invalid_request_error",
-                                           "message": f"prompt is too long: {pre + 1} tokens > {max(pre, 1)} maximum"}}
+                                           "message": f"prompt is too long: {pre + 1} tokens > {max(pre, 1)} maximum",
+                                           "error_code": "context_length_exceeded"}}  # as Chat Completions says it
                         self._add(key(before), Turn("compaction", where, [parse_reply(fault, where)], before))
                     answer = parse_reply({"text": f"<summary>\n{summary}\n</summary>"}, where)
                     self.compactions.append((before, Turn("summary", where, [answer], before)))
