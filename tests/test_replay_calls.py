@@ -40,6 +40,10 @@ def test_a_prompt_hooks_calls_are_recorded_and_replayed(tmp_path):
     [call] = [r for r in records(env, sid) if r.get("subtype") == "model_call"]
     assert call["purpose"] == "prompt_hook" and '"tool_name":"Bash"' in call["request"]
     assert call["answer"]["content"][0]["text"] == '{"ok": true}'
+    from loopwright.web.transcript import Renderer
+
+    shown = Renderer().record(call, 0)  # the session's page shows the call, as text
+    assert "prompt hook" in shown and "what it was asked" in shown and "&quot;tool_name&quot;" in shown
 
     report = report_of(cli(["replay", sid, "--json"], env, project))
     assert not report["diverged"] and report["unanswered"] == [], json.dumps(report, indent=1)[:3000]
