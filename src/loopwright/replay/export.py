@@ -64,7 +64,8 @@ OPENING = ("gitHead", "gitRoot", "argv")  # how a run started: kept on the next 
 
 
 def trim(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out, carried = [], {}
+    out: list[dict[str, Any]] = []
+    carried: dict[str, Any] = {}
     for r in records:
         if r.get("type") in KEPT or (r.get("type") == "system" and r.get("subtype") in KEPT_SYSTEM):
             out.append(carried | r)

@@ -97,7 +97,8 @@ class Renderer:
         if sub == "run_result":
             return self._run_result(r)
         if sub == "model_call":  # a prompt hook's or the classifier's own call to a model
-            answer = r.get("answer") if isinstance(r.get("answer"), dict) else {}
+            given = r.get("answer")
+            answer: dict[str, Any] = given if isinstance(given, dict) else {}
             said = "\n".join(str(b.get("text", "")) for b in answer.get("content") or [] if isinstance(b, dict))
             who = {"prompt_hook": "prompt hook", "classifier": "auto-mode classifier"}.get(str(r.get("purpose")), "model")
             body = (f"{self._text(said)}<details><summary>what it was asked</summary>"
