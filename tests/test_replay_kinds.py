@@ -67,3 +67,40 @@ def test_a_tool_result_that_differs_over_chat_completions(tmp_path):
     first = report_of(out)["divergence"]
     assert out.returncode == 1 and first["kind"] == "tool_result", first
     assert "-7" in first["diff"] and "+8" in first["diff"]
+
+
+def test_a_limit_that_no_longer_trips_is_a_limit_divergence(tmp_path):
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    with Simulator([bash("echo one"), bash("echo two"), {"text": "done"}]) as sim:
+        out = cli(["-p", "echo twice", "--allowedTools", "Bash", "--max-turns", "1", "--output-format", "json"],
+                  env, project, sim)
+    result = json.loads(out.stdout)
+    assert result["terminal_reason"] == "max_turns", out.stdout
+    assert not report_of(cli(["replay", result["session_id"], "--json"], env, project))["diverged"]
+    out = cli(["replay", result["session_id"], "--json", "--", "--max-turns", "5"], env, project)
+    first = report_of(out)["divergence"]
+    assert out.returncode == 1 and first["kind"] == "limit" and "the record ended here on a limit (max_turns)" in first["why"], first
+
+
+def test_the_prompts_of_one_process_share_its_command_line(tmp_path):
+    """Two prompts through `--input-format stream-json` (one process, one command line): the
+    second replays with the first's flags, here a rule that denies its call."""
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+
+    def user(text):
+        return json.dumps({"type": "user", "message": {"role": "user", "content": text}})
+
+    with Simulator([{"text": "first answered"}, bash("echo b"), {"text": "b was denied"}]) as sim:
+        out = cli(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                   "--allowedTools", "Bash", "--disallowedTools", "Bash(echo b)"], env, project, sim,
+                  stdin=user("first") + "\n" + user("say b") + "\n")
+        assert not sim.unmatched and not sim.remaining(), out.stderr
+    sid = next(json.loads(line)["session_id"] for line in out.stdout.splitlines() if '"session_id"' in line)
+    out = cli(["replay", sid, "--json"], env, project)
+    report = report_of(out)
+    assert out.returncode == 0 and not report["diverged"], json.dumps(report, indent=1)[:3000]
+    assert len(report["commands"]) == 2 and all("Bash(echo b)" in c for c in report["commands"])

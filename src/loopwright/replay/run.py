@@ -147,9 +147,11 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     if side is not None:  # a prompt hook or the classifier the record cannot answer: the cause of what follows
         report.divergences.insert(0, compare.Divergence("request", side["agent"], side["why"], side.get("recorded"),
                                                         side.get("replayed"), side.get("diff", "")))
-    elif report.unanswered and (first is None or first.kind == "missing" or "api_error" in json.dumps(first.replayed)):
+    elif report.unanswered and (first is None or first.kind == "missing" or (
+            first.kind != "limit" and "api_error" in json.dumps(first.replayed))):
         # the replay stopped because the model was asked what the record never answered: that
-        # request, beside the recorded conversation nearest to it, says why
+        # request, beside the recorded conversation nearest to it, says why (unless the record
+        # stopped there on a limit: the replay going on is what differs)
         ask = report.unanswered[0]
         report.divergences.insert(0, compare.Divergence("request", ask["agent"], ask["why"], ask.get("recorded"),
                                                         ask.get("replayed"), ask.get("diff", "")))
