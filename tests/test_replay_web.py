@@ -113,3 +113,25 @@ def _wait(condition, seconds):
             return
         time.sleep(0.2)
     assert condition()
+
+
+def test_a_session_in_postgresql_is_replayed_from_its_page(pg_db, tmp_path):
+    env, project = make_env(tmp_path), tmp_path / "project"
+    project.mkdir()
+    with Simulator([bash("echo from postgres"), {"text": "done"}]) as sim:
+        out = cli(["-p", "echo", "--allowedTools", "Bash", "--output-format", "json", "--store", pg_db], env, project, sim)
+    assert out.returncode == 0, out.stderr
+    sid = json.loads(out.stdout)["session_id"]
+    server = Server(env, project, "--store", pg_db)
+    try:
+        _wait(lambda: request(f"{server.base}/s/{sid}", headers=server.auth)[0] == 200, 30)  # mirrored
+        status, headers, body = request(f"{server.base}/s/{sid}/replay", b"", server.auth, "POST")
+        assert status == 303 and headers["location"].endswith(f"/s/{sid}#replay"), body
+        cookie = {"Cookie": f"loopwright_token={server.token}"}
+        shown = request(f"{server.base}/s/{sid}", headers=cookie)[2].split('id="replay"')[1].split("</section>")[0]
+        assert "no divergence" in shown and "Replay again" in shown, shown
+        assert pg_db not in shown  # the store's address (it may hold a password) is not on the page
+    finally:
+        server.stop()
+    kept = json.loads((tmp_path / "home" / ".loopwright" / "replays" / f"{sid}.json").read_text())
+    assert kept["transcript"].endswith(f"#session={sid}") and not kept["diverged"]

@@ -84,12 +84,14 @@ def _text(value: Any) -> str:
 
 async def replay(root: Path, session_id: str, transcript: Path, store: str, cwd: str) -> str:
     """Replay the session through `loopwright replay` (which keeps its report); "" when it ran
-    (diverged or not), else what went wrong. `store`: the sessions' store URL ("" for the home's
-    files: the transcript is replayed from its file)."""
+    (diverged or not), else what went wrong. `store`: the sessions' store URL (a PostgreSQL one:
+    the session is read from the database; else the transcript is replayed from its file)."""
     import anyio
 
-    target = [session_id, "--store", store] if store else [str(transcript)]
-    env = {**os.environ, "LOOPWRIGHT_HOME": str(root)}
+    # the store's URL goes by the environment, not the command line (other users can read that)
+    database = store.lower().startswith(("postgresql:", "postgres:"))  # else the page's file is the transcript
+    target = [session_id] if database else [str(transcript)]
+    env = {**os.environ, "LOOPWRIGHT_HOME": str(root), **({"LOOPWRIGHT_STORE": store} if database else {})}
     with anyio.move_on_after(TIMEOUT_S):
         done = await anyio.run_process([sys.executable, "-m", "loopwright", "replay", *target], cwd=cwd, env=env,
                                        check=False, stdin=subprocess.DEVNULL)
