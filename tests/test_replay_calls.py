@@ -119,3 +119,22 @@ def test_a_call_the_record_shows_blocked_and_that_now_runs_is_allowed(tmp_path):
     first = report_of(out)["divergence"]
     assert out.returncode == 1 and first["kind"] == "allowed" and "permission gate" in first["why"], first
     assert "-Permission denied for Bash" in first["diff"] and "+b" in first["diff"]
+
+
+def test_a_prompt_hook_inside_a_subagent_is_replayed(tmp_path):
+    """The hook's event data names the subagent by a random id: the replay's subagent has another."""
+    env = make_env(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    prompt_hook(project, "Allow only harmless echo commands. $ARGUMENTS")
+    script = {"rules": [{"match": HOOK_JUDGE, "responses": [{"text": '{"ok": true}'}]},
+                        {"match": {"first_user_contains": "SUBTASK"}, "responses": [bash("echo sub"), {"text": "ok"}]},
+                        {"responses": [{"tool_use": {"name": "Agent", "input": {"description": "d", "prompt": "SUBTASK"}}},
+                                       {"text": "all done"}]}]}
+    with Simulator(script) as sim:
+        out = cli(["-p", "delegate", "--allowedTools", "Bash,Agent", "--output-format", "json"], env, project, sim)
+        assert not sim.unmatched and not sim.remaining(), out.stderr
+    sid = json.loads(out.stdout)["session_id"]
+    out = cli(["replay", sid, "--json"], env, project)
+    report = report_of(out)
+    assert out.returncode == 0 and not report["diverged"], json.dumps(report, indent=1)[:3000]
