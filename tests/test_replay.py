@@ -48,6 +48,25 @@ def transcript(env, session_id):
     return found[0]
 
 
+def goal_script(project):
+    """The simulator's script of the goal session (see `recorded`)."""
+    return {"rules": [
+        {"match": JUDGE, "responses": [{"text": '{"ok": false, "reason": "show it"}'},
+                                       {"text": '{"ok": true, "reason": "done.txt is there"}'}]},
+        {"match": SUMMARY, "responses": [{"text": "<summary>read a.txt, echoed one and two</summary>"}]},
+        {"match": SUBTASK, "responses": [bash("cat a.txt"), {"text": "a.txt holds hello"}]},
+        {"responses": [
+            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(project / "a.txt")}},
+                         {"type": "tool_use", "name": "Glob", "input": {"pattern": "*.txt"}}]},
+            {"tool_use": {"name": "Agent", "input": {"description": "look", "prompt": "SUBTASK: read a.txt"}}},
+            bash("echo one"), bash("echo two"),
+            {"fault": {"status": 400, "error_type": "invalid_request_error", "error_code": "context_length_exceeded",
+                       "message": "prompt is too long: 1000 tokens > 900 maximum"}},
+            {"text": "I think I am done"},
+            bash("touch done.txt"), {"text": "done.txt created"},
+            bash("ls"), {"text": "done.txt is listed"}]}]}
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     """A goal session: parallel Read and Glob, a subagent running Bash, two echoes, a compaction
@@ -60,21 +79,7 @@ def recorded(tmp_path_factory):
     git(project, "init", "-q")
     git(project, "add", ".")
     git(project, "commit", "-qm", "start")
-    script = {"rules": [
-        {"match": JUDGE, "responses": [{"text": '{"ok": false, "reason": "show it"}'},
-                                       {"text": '{"ok": true, "reason": "done.txt is there"}'}]},
-        {"match": SUMMARY, "responses": [{"text": "<summary>read a.txt, echoed one and two</summary>"}]},
-        {"match": SUBTASK, "responses": [bash("cat a.txt"), {"text": "a.txt holds hello"}]},
-        {"responses": [
-            {"content": [{"type": "tool_use", "name": "Read", "input": {"file_path": str(project / "a.txt")}},
-                         {"type": "tool_use", "name": "Glob", "input": {"pattern": "*.txt"}}]},
-            {"tool_use": {"name": "Agent", "input": {"description": "look", "prompt": "SUBTASK: read a.txt"}}},
-            bash("echo one"), bash("echo two"),
-            {"fault": {"status": 400, "error_type": "invalid_request_error",
-                       "message": "prompt is too long: 1000 tokens > 900 maximum"}},
-            {"text": "I think I am done"},
-            bash("touch done.txt"), {"text": "done.txt created"},
-            bash("ls"), {"text": "done.txt is listed"}]}]}
+    script = goal_script(project)
     with Simulator(script) as sim:
         out = cli(["-p", "/goal done.txt exists", "--check", CHECK, "--allowedTools",
                    "Bash,Read,Glob,Agent", "--output-format", "json"], env, project, sim)

@@ -156,7 +156,8 @@ def test_recorder_continues_a_chain_from_a_parent():
 
 
 def _samples():
-    from loopwright.core.events import ApiRetry, HookResponse, HookStarted, LoopStatus, ResultEvent, RunResult, ToolProgress
+    from loopwright.core.events import (ApiRetry, HookResponse, HookStarted, LoopStatus, ModelCall, ResultEvent, RunResult,
+                                        ToolProgress)
 
     result = RunResult("success", False, "ok", "sid", 1, 1, 1, 0.0, Usage(), {}, "end_turn", "completed")
     return {
@@ -174,6 +175,7 @@ def _samples():
         LoopStatus: (LoopStatus(2, "schedule", 1_800_000_300.0), "system"),
         HookStarted: (HookStarted("h1", "Stop", "Stop"), None),
         HookResponse: (HookResponse("h1", "Stop", "Stop", "success"), None),
+        ModelCall: (ModelCall("classifier", "sys", "asked", {"content": [{"type": "text", "text": "ok"}]}), "system"),
         ResultEvent: (ResultEvent(result), "system"),
     }
 

@@ -367,7 +367,7 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
     session = open_session(stores.sessions, str(agent.cwd), resume=opts.resume,
                            continue_last=opts.continue_session, fork=opts.fork_session,
                            session_id=opts.session_id, persist=not opts.no_session_persistence,
-                           opening=None if resuming else _opening(opts, str(agent.cwd)))
+                           opening=_opening(opts, str(agent.cwd), resuming))
     for warning in session.warnings:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
     agent.session_id, agent.history = session.session_id, session.history
@@ -382,12 +382,14 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
     return session
 
 
-def _opening(opts: Options, cwd: str) -> dict[str, Any]:
+def _opening(opts: Options, cwd: str, resuming: bool) -> dict[str, Any]:
     """What a new session's first record keeps for `loopwright replay`: the project's git commit
-    and the command line that started it (its flags are the run's settings as much as the files are)."""
+    and the command line that started it (its flags are the run's settings as much as the files
+    are); a resume's first record keeps its own command line (its prompt's flags)."""
     from ..session.gitstate import git_start
 
-    return git_start(cwd) | ({"argv": recorded_argv(opts.argv)} if opts.argv else {})
+    argv = {"argv": recorded_argv(opts.argv)} if opts.argv else {}
+    return argv if resuming else git_start(cwd) | argv
 
 
 def recorded_argv(argv: Sequence[str]) -> list[str]:

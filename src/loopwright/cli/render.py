@@ -17,6 +17,7 @@ from ..core.events import (
     HookResponse,
     HookStarted,
     LoopStatus,
+    ModelCall,
     Notice,
     PartialEvent,
     ResultEvent,
@@ -113,7 +114,7 @@ def stream_json(event: Event, session_id: str, version: str) -> dict[str, Any] |
             return event.result.to_json()
         case ToolProgress():
             return {"type": "system", "subtype": "tool_progress", **event.to_json(), "session_id": session_id}
-        case ToolStarted() | ToolFinished():
+        case ToolStarted() | ToolFinished() | ModelCall():
             return None
         case _:
             assert_never(event)
@@ -227,7 +228,7 @@ class Progress:
                             f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
                 return (f"\n■ {r.subtype} · {r.terminal_reason} · {plural(r.num_turns, 'turn')} · "
                         f"${r.total_cost_usd:.4f} · {r.duration_ms / 1000:.1f}s")
-            case UserMessage() | PartialEvent() | HookStarted() | HookResponse():
+            case UserMessage() | PartialEvent() | HookStarted() | HookResponse() | ModelCall():
                 return None  # hook failures arrive as notices
             case _:
                 assert_never(event)

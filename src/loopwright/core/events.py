@@ -8,7 +8,7 @@ from dataclasses import field
 from typing import Any, Literal, Union
 
 from .fastclass import dataclass
-from .types import Message, StreamEvent, ToolResultBlock, Usage
+from .types import Message, ModelRequest, Response, StreamEvent, ToolResultBlock, Usage
 
 Subtype = Literal[
     "success",
@@ -366,6 +366,24 @@ class LoopStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelCall:
+    """A model call beside the conversation (a prompt hook's, the auto-mode classifier's); the
+    transcript keeps it (`system/model_call`) so `loopwright replay` can answer it as it was answered."""
+
+    purpose: Literal["prompt_hook", "classifier"]
+    system: str  # the call's system prompt
+    request: str  # its one user message
+    answer: dict[str, Any]  # the response as the Messages API gives it (content, model, stop_reason, usage)
+    type: Literal["model_call"] = "model_call"
+
+    @classmethod
+    def of(cls, purpose: Literal["prompt_hook", "classifier"], request: ModelRequest, response: Response) -> "ModelCall":
+        answer = response.message.to_api() | {"id": response.id, "model": response.model,
+                                              "stop_reason": response.raw_stop_reason, "usage": response.usage.to_api()}
+        return cls(purpose, request.system, request.messages[0].text if request.messages else "", answer)
+
+
+@dataclass(frozen=True, slots=True)
 class ResultEvent:
     result: RunResult
     type: Literal["result"] = "result"
@@ -386,5 +404,6 @@ Event = Union[
     HookStarted,
     HookResponse,
     LoopStatus,
+    ModelCall,
     ResultEvent,
 ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import anyio
 
 from ..core.errors import ModelError
-from ..core.events import ModelUsage
+from ..core.events import Event, ModelCall, ModelUsage
 from ..core.ports import Model
 from ..core.types import Message, ModelRequest
 from ..policy import automode
@@ -46,13 +46,17 @@ class AutoClassifier:
                  read_only: frozenset[str] = frozenset()) -> None:
         self.model, self.model_name, self.memory, self.read_only = model, model_name, memory, read_only
         self.history: Callable[[], Sequence[Message]] = list
+        self.emit: Callable[[Event], None] = lambda event: None
         self.usage = ModelUsage()
         self.in_a_row = self.total = 0
         self.timeout_s = _timeout()
 
-    def bind(self, history: Callable[[], Sequence[Message]]) -> None:
-        """The conversation the classifier reads (the loop's, as it stands at each call)."""
+    def bind(self, history: Callable[[], Sequence[Message]], emit: Callable[[Event], None] | None = None) -> None:
+        """The conversation the classifier reads (the loop's, as it stands at each call), and where
+        its calls are told (the transcript keeps them for `loopwright replay`)."""
         self.history = history
+        if emit is not None:
+            self.emit = emit
 
     def elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         return [("classifier", self.model_name, self.usage)] if self.usage.calls else []
@@ -100,6 +104,7 @@ class AutoClassifier:
         if scope.cancelled_caught:
             return None, f"no answer within {self.timeout_s:g} s"
         response = acc.response(fallback_model=request.model)
+        self.emit(ModelCall.of("classifier", request, response))
         self.usage = self.usage.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
         calls.append({"model": response.model, "id": response.id, "stop_reason": response.raw_stop_reason,
                       "usage": response.usage.to_api(), "duration_ms": int((time.monotonic() - began) * 1000)})

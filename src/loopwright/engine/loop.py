@@ -77,7 +77,7 @@ class AgentLoop:
             self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None),
             config.after_compact)
         if config.classifier is not None:
-            config.classifier.bind(lambda: self.messages)
+            config.classifier.bind(lambda: self.messages, self._emit)
         self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 

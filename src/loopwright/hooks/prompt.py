@@ -34,8 +34,9 @@ def render(prompt: str, payload_json: str) -> str:
 
 
 async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str,
-              spent: Callable[[Response], None] = lambda r: None) -> tuple[Answer, str]:
-    """The evaluator's answer and its raw text; `spent` hears of the call's usage."""
+              spent: Callable[[ModelRequest, Response], None] = lambda q, r: None) -> tuple[Answer, str]:
+    """The evaluator's answer and its raw text; `spent` hears of each answered call (its usage,
+    and what it was asked and answered, for the transcript)."""
     request = ModelRequest(model=resolve_model(spec.model or DEFAULT_PROMPT_MODEL).id,
                            messages=(Message.user(render(spec.prompt, payload_json)),),
                            max_tokens=MAX_TOKENS, system=PROMPT_HOOK_SYSTEM)
@@ -48,7 +49,7 @@ async def ask(model: Model, spec: PromptSpec, event: str, payload_json: str,
     if not acc.finished:
         return no_answer("the evaluator model's response ended early"), ""
     response = acc.response(fallback_model=request.model)
-    spent(response)
+    spent(request, response)
     return verdict(event, response.message.text), response.message.text
 
 

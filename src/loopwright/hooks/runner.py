@@ -14,13 +14,13 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 import anyio
 
 from ..core.environ import child_env
-from ..core.events import Event, HookResponse, HookStarted, ModelUsage, Notice
+from ..core.events import Event, HookResponse, HookStarted, ModelCall, ModelUsage, Notice
 from ..core.hookevents import HookEvent
 from ..core.ids import uuid4
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from ..core.ports import NO_HOOK_RESULT, Approval, Approver, HookResult, Model
-from ..core.types import Response
+from ..core.types import ModelRequest, Response
 from . import command, http, prompt, python
 from .output import Answer, from_process, merge, no_answer
 from .spec import (
@@ -181,7 +181,8 @@ class HookRunner:
             self.emit(Notice("info", answer.system_message))
         return answer
 
-    def _spent(self, response: Response) -> None:
+    def _spent(self, request: ModelRequest, response: Response) -> None:
+        self.emit(ModelCall.of("prompt_hook", request, response))  # kept for `loopwright replay`
         cost = cost_usd(response.usage, resolve_model(response.model))
         self.prompt_usage[response.model] = self.prompt_usage.get(response.model, ModelUsage()).add(response.usage, cost)
 

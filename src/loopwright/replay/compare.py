@@ -181,8 +181,14 @@ def _ending(mine: Step, theirs: Step, chain: str) -> Divergence:
     elif mine.kind == "result" and theirs.kind != "result":
         kind = "limit" if limited(mine) else "outcome"
         why = f"the record ended here ({mine.data.get('terminal_reason')}) and the replay went on (a {theirs.kind} step)"
+    elif limited(mine) != limited(theirs):
+        kind = "limit"
+        why = (f"the record ended here on a limit ({mine.data.get('terminal_reason')}) that the replay did not trip "
+               f"(it ended {theirs.data.get('subtype')}/{theirs.data.get('terminal_reason')})" if limited(mine) else
+               f"the replay ended on a limit ({theirs.data.get('terminal_reason')}) the record did not trip "
+               f"(it ended {mine.data.get('subtype')}/{mine.data.get('terminal_reason')})")
     else:
-        kind = "limit" if limited(mine) or limited(theirs) else "outcome"
+        kind = "limit" if limited(mine) else "outcome"
         why = (f"the run ends differently: {mine.data.get('subtype')}/{mine.data.get('terminal_reason')} in the record, "
                f"{theirs.data.get('subtype')}/{theirs.data.get('terminal_reason')} now")
     return Divergence(kind, chain, why, mine.data, theirs.data, where=mine.where)

@@ -74,6 +74,19 @@ def evidence_key(evidence: str) -> str:
     return hashlib.sha256(_flat(_ELAPSED.sub(r"\1", evidence)).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# What a hook's event data says about where the session is kept, and a subagent's random id: a
+# replay's session, and each subagent it starts, is another.
+_WHERE_KEPT = re.compile(r'"(session_id|transcript_path|agent_id|agent_transcript_path)":\s*"(?:[^"\\]|\\.)*"')
+
+
+def side_key(purpose: str, request: str) -> str:
+    """The fingerprint of a model call beside the conversation (a prompt hook's, the classifier's):
+    its purpose and its one message, whitespace, the session's id and transcript paths and a
+    subagent's id aside."""
+    text = _flat(_WHERE_KEPT.sub(lambda m: f'"{m.group(1)}":""', request))
+    return hashlib.sha256(f"{purpose}\n{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def mover(old: str, new: str) -> Any:
     """A function that rewrites every string inside a JSON value, replacing the folder `old` (as a
     whole path: `/p` moves, `/proj` does not) with `new`. Identity when they are the same."""

@@ -17,7 +17,7 @@ from .recording import load
 
 # What a replay reads; the rest (tool_started, retries, notices) is left out.
 KEPT = {"user", "assistant", "tool_finished", "attachment"}
-KEPT_SYSTEM = {"compact_boundary", "run_result", "resent_results_only", "conversation_rewound"}
+KEPT_SYSTEM = {"compact_boundary", "run_result", "resent_results_only", "conversation_rewound", "model_call"}
 REDACTED = "[REDACTED]"
 _SECRETS = [re.compile(p) for p in (
     r"sk-ant-[A-Za-z0-9_\-]{8,}",  # Anthropic
@@ -60,9 +60,19 @@ def scrub(value: Any, home: str) -> Any:
     return value
 
 
+OPENING = ("gitHead", "gitRoot", "argv")  # how a run started: kept on the next record kept when its own is not
+
+
 def trim(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("type") in KEPT
-            or (r.get("type") == "system" and r.get("subtype") in KEPT_SYSTEM)]
+    out: list[dict[str, Any]] = []
+    carried: dict[str, Any] = {}
+    for r in records:
+        if r.get("type") in KEPT or (r.get("type") == "system" and r.get("subtype") in KEPT_SYSTEM):
+            out.append(carried | r)
+            carried = {}
+        else:
+            carried |= {k: r[k] for k in OPENING if k in r}
+    return out
 
 
 def export(session: str, out: Path, *, store: str | None = None, home: str | None = None) -> Path:

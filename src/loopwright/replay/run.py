@@ -31,6 +31,7 @@ _OWN_FLAGS = {"--output-format": 1, "-r": 1, "--resume": 1, "-c": 0, "--continue
               "--session-id": 1, "--store": 1, "--no-session-persistence": 0, "--input-format": 1,
               "--include-partial-messages": 0, "--verbose": 0, "--debug": 0}
 _PLACEHOLDER_KEY = "sk-loopwright-replay"
+_SIDE_CALLS = {"prompt_hook": "a prompt hook", "classifier": "the auto-mode classifier"}
 
 
 @dataclass
@@ -126,8 +127,8 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     with Simulator(script) as sim:
         env = _environment(home, sim.base_url)
         session_id = None
-        for prompt in _prompts(moved):
-            args = _command(moved, prompt, session_id, flags, wire, sim.base_url)
+        for prompt, argv in _prompts(moved):
+            args = _command(moved, prompt, argv, session_id, flags, wire, sim.base_url)
             report.commands.append(args)
             stdin = prompt if session_id is None and _needs_stdin(args) else None
             out = subprocess.run([sys.executable, "-m", "loopwright", *args], cwd=scratch.cwd, env=env,
@@ -142,9 +143,15 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     report.divergences = _divergences(recording, from_copy(replayed_main), [from_copy(c) for c in replayed_chains])
     report.unanswered = [_unanswered(a, script, from_copy) for a in cursor.asked if not a.answered]
     first = report.first
-    if report.unanswered and (first is None or first.kind == "missing" or "api_error" in json.dumps(first.replayed)):
+    side = next((a for a in report.unanswered if a["kind"] in _SIDE_CALLS), None)
+    if side is not None:  # a prompt hook or the classifier the record cannot answer: the cause of what follows
+        report.divergences.insert(0, compare.Divergence("request", side["agent"], side["why"], side.get("recorded"),
+                                                        side.get("replayed"), side.get("diff", "")))
+    elif report.unanswered and (first is None or first.kind == "missing" or (
+            first.kind != "limit" and "api_error" in json.dumps(first.replayed))):
         # the replay stopped because the model was asked what the record never answered: that
-        # request, beside the recorded conversation nearest to it, says why
+        # request, beside the recorded conversation nearest to it, says why (unless the record
+        # stopped there on a limit: the replay going on is what differs)
         ask = report.unanswered[0]
         report.divergences.insert(0, compare.Divergence("request", ask["agent"], ask["why"], ask.get("recorded"),
                                                         ask.get("replayed"), ask.get("diff", "")))
@@ -189,26 +196,31 @@ def _wire(recording: Recording) -> str:
     return "anthropic"
 
 
-def _prompts(recording: Recording) -> list[str]:
-    """The prompts a person gave (each starts a run), in order."""
-    out = []
+def _prompts(recording: Recording) -> list[tuple[str, list[str] | None]]:
+    """The prompts a person gave (each starts a run), in order, each with the command line it was
+    given: the latest recorded before it (a resume's first record keeps its own; the prompts of
+    one interactive process share the one that started it)."""
+    out: list[tuple[str, list[str] | None]] = []
+    argv = recording.argv
     for r in recording.main:
+        if isinstance(r.get("argv"), list):
+            argv = [str(a) for a in r["argv"]]
         if r.get("type") == "user" and not r.get("synthetic"):
-            out.append(text_of((r.get("message") or {}).get("content")))
-    return out or [""]
+            out.append((text_of((r.get("message") or {}).get("content")), argv))
+    return out or [("", argv)]
 
 
-def _command(recording: Recording, prompt: str, session_id: str | None, flags: Sequence[str], wire: str,
-             base_url: str) -> list[str]:
+def _command(recording: Recording, prompt: str, argv: list[str] | None, session_id: str | None,
+             flags: Sequence[str], wire: str, base_url: str) -> list[str]:
     model = _model(recording)
     tail = ["--output-format", "json", *flags]
     if wire == "openai":
         tail += ["--model", f"openai-compatible:{base_url}/v1#{model or 'replayed'}"]
     if session_id is not None:  # a later prompt of the session: a resume of the replay's own session
-        return ["-p", "-r", session_id, prompt, *_recorded_flags(recording, drop_prompt=True), *tail]
-    if recording.argv is None:
+        return ["-p", "-r", session_id, prompt, *_recorded_flags(argv, drop_prompt=True), *tail]
+    if argv is None:
         return ["-p", prompt, *tail]
-    return [*_recorded_flags(recording, drop_prompt=False), *tail]
+    return [*_recorded_flags(argv, drop_prompt=False), *tail]
 
 
 def _model(recording: Recording) -> str:
@@ -221,8 +233,8 @@ def _model(recording: Recording) -> str:
     return ""
 
 
-def _recorded_flags(recording: Recording, *, drop_prompt: bool) -> list[str]:
-    argv = list(recording.argv or [])
+def _recorded_flags(recorded: list[str] | None, *, drop_prompt: bool) -> list[str]:
+    argv = list(recorded or [])
     out, i = [], 0
     prompt = _prompt_arg(argv) if drop_prompt else None
     while i < len(argv):
@@ -334,6 +346,8 @@ def _unanswered(asked: Asked, script: ReplayScript, from_copy: Any) -> dict[str,
     mine = turns(from_copy(asked.messages))
     best, shared = None, -1
     for turn in script.turns.values():
+        if (turn.kind in _SIDE_CALLS or asked.kind in _SIDE_CALLS) and turn.kind != asked.kind:
+            continue  # a side call is compared with the record's calls of its kind only
         theirs = turns(from_copy(turn.conversation))
         n = 0
         while n < min(len(mine), len(theirs)) and mine[n] == theirs[n]:
@@ -341,10 +355,15 @@ def _unanswered(asked: Asked, script: ReplayScript, from_copy: Any) -> dict[str,
         if n > shared:
             best, shared = theirs, n
     agent = "the goal's evaluator" if asked.kind == "evaluator" else "a compaction" if asked.kind == "summary" \
-        else "main or a subagent"
+        else _SIDE_CALLS.get(asked.kind, "main or a subagent")
     out: dict[str, Any] = {"agent": agent, "kind": asked.kind, "turns": len(mine),
                            "why": f"a request with {len(mine)} turn(s) that no recorded answer fits"}
-    if best is not None:
+    if asked.kind in _SIDE_CALLS:  # one message each: its text, beside the record's first call of that kind
+        out["why"] = f"{agent} asked the model what the record never asked it (its prompt or event data differ)"
+        if best is not None:
+            out["recorded"], out["replayed"] = best[0]["text"], mine[0]["text"] if mine else ""
+            out["diff"] = compare._diff(out["recorded"], out["replayed"])
+    elif best is not None:
         out["why"] += f" (it agrees with the record for {shared} turn(s))"
         out["recorded"] = best[shared] if shared < len(best) else None
         out["replayed"] = mine[shared] if shared < len(mine) else None

@@ -19,17 +19,20 @@ from typing import Any
 
 from ..engine.compaction import SUMMARY_INSTRUCTIONS
 from ..engine.goal import EVALUATOR_SYSTEM
-from ..session.records import AssistantEntry, AttachmentEntry, CompactEntry, Record, restore
+from ..hooks.prompt import PROMPT_HOOK_SYSTEM
+from ..policy.automode import SYSTEM as CLASSIFIER_SYSTEM
+from ..session.records import AssistantEntry, AttachmentEntry, CompactEntry, Record, SystemEntry, restore
 from ..testing.simulator.script import Reply, Script, parse_reply
-from .conversation import evidence_key, key, text_of
+from .conversation import evidence_key, key, side_key, text_of
 
 _EVALUATOR_MARK = EVALUATOR_SYSTEM[:60]
 _SUMMARY_MARK = SUMMARY_INSTRUCTIONS[:60]
+_SIDE_MARKS = {"prompt_hook": PROMPT_HOOK_SYSTEM[:60], "classifier": CLASSIFIER_SYSTEM[:60]}
 
 
 @dataclass
 class Turn:
-    kind: str  # "main", "agent", "evaluator", "summary", "compaction"
+    kind: str  # "main", "agent", "evaluator", "summary", "compaction", "prompt_hook", "classifier"
     where: str  # the record it came from, for reports
     replies: list[Reply]
     conversation: list[dict[str, Any]] = field(default_factory=list)  # what it answers (for reports)
@@ -76,12 +79,15 @@ class ReplayScript(Script):
                     before = _api(restore(records[:i]).messages)
                     if key(before) not in self.turns:  # the record compacted before answering it
                         fault = {"fault": {"status": 400, "error_type": "invalid_request_error",
-                                           "message": f"prompt is too long: {pre + 1} tokens > {max(pre, 1)} maximum"}}
+                                           "message": f"prompt is too long: {pre + 1} tokens > {max(pre, 1)} maximum",
+                                           "error_code": "context_length_exceeded"}}  # as Chat Completions says it
                         self._add(key(before), Turn("compaction", where, [parse_reply(fault, where)], before))
                     answer = parse_reply({"text": f"<summary>\n{summary}\n</summary>"}, where)
                     self.compactions.append((before, Turn("summary", where, [answer], before)))
                 case AttachmentEntry(attachment=attachment) if attachment.get("type") == "goal_status":
                     self._verdicts(attachment, where)
+                case SystemEntry(subtype="model_call", data=data):
+                    self._side(data, where)
                 case _:
                     pass
 
@@ -106,6 +112,17 @@ class ReplayScript(Script):
         if status.get("failed"):
             verdict["impossible"] = True
         self.verdicts.append(Turn("evaluator", where, [parse_reply({"text": json.dumps(verdict)}, where)]))
+
+    def _side(self, call: Any, where: str) -> None:
+        """A prompt hook's or the classifier's recorded call (`system/model_call`)."""
+        purpose, answer = call.get("purpose"), call.get("answer")
+        if purpose not in _SIDE_MARKS or not isinstance(answer, dict):
+            return
+        spec = {"content": _content(answer.get("content") or []), "stop_reason": answer.get("stop_reason") or "end_turn",
+                "usage": answer.get("usage") or {}}
+        request = str(call.get("request", ""))
+        self._add(side_key(purpose, request),
+                  Turn(purpose, where, [parse_reply(spec, where)], [{"role": "user", "content": request}]))
 
     def _add(self, k: str, turn: Turn) -> None:
         known = self.turns.get(k)
@@ -147,6 +164,10 @@ class ReplayCursor:
                 turn = self.script.verdicts[self._verdicts_used]
                 self._verdicts_used += 1
             return "evaluator", turn
+        for purpose, mark in _SIDE_MARKS.items():
+            if mark in system:
+                request = text_of(messages[0].get("content")) if messages else ""
+                return purpose, self.script.turns.get(side_key(purpose, request))
         last = messages[-1] if messages else {}
         if last.get("role") == "user" and _SUMMARY_MARK in text_of(last.get("content")):
             asked = key(_without_summary_ask(messages))
@@ -160,7 +181,7 @@ class ReplayCursor:
     def remaining(self) -> list[dict[str, Any]]:
         with self._lock:
             return [{"where": t.where, "kind": t.kind} for t in self.script.turns.values()
-                    if t.served == 0 and t.kind in ("main", "agent", "evaluator")]
+                    if t.served == 0 and t.kind in ("main", "agent", "evaluator", "prompt_hook", "classifier")]
 
 
 def _without_summary_ask(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -45,7 +45,8 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: the
     records are fsynced once before each tool run, in a worker thread (see `Recorder`); False:
     each record that must survive a power cut as it is written. `opening`: fields for a new
-    session's first record (its project's `gitHead`, see `gitstate`)."""
+    session's first record (its project's `gitHead`, see `gitstate`), or for the first record a
+    resume appends (its command line: a replay runs each prompt with the flags it was given)."""
     if resume is None and not continue_last:
         sid = _new_session_id(store, session_id, new_id)
         if not persist:
@@ -66,7 +67,8 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
         recorder = _copy(store, sid, cwd, raw, old, defer_sync) if persist else None
     else:
         sid = old
-        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync) if log is not None else None
+        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync,
+                            opening=opening) if log is not None else None
     warnings += _recover(restored, recorder, old)
     return Session(sid, "fork" if fork else "resume", list(restored.messages),
                    store.location(sid) if persist else "", recorder, warnings, old, records)

@@ -8,8 +8,8 @@ import time
 from typing import Any, Callable, Mapping, assert_never
 
 from ..core.events import (
-    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, Notice,
-    PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
+    ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus, ModelCall,
+    Notice, PartialEvent, ResultEvent, SystemInit, ToolFinished, ToolProgress, ToolStarted, UserMessage,
 )
 from ..core.ids import uuid4
 from ..core.errors import SessionError
@@ -90,6 +90,9 @@ class Recorder:
                     "errorStatus": event.status, "retryDelayMs": int(event.delay_s * 1000)}))
             case GoalStatus():
                 self.attach(event.attachment())
+            case ModelCall():
+                self.append(SystemEntry("model_call", event.purpose, "info", {
+                    "purpose": event.purpose, "system": event.system, "request": event.request, "answer": event.answer}))
             case LoopStatus():
                 self.append(SystemEntry("loop_status", event.note or event.reason, "info", event.to_json()))
             case ResultEvent(result=r):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -62,12 +63,18 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
         index.refresh_soon()
         return JSONResponse(sessions_json(index, dict(request.query_params)))
 
+    replays = Replays(config)
+
     def session(request: Request) -> Response:
         sid = request.path_params["sid"]
         path = _path(index, sid)
         if path is None:
             return PlainTextResponse("no such session", 404)
-        return StreamingResponse(session_page(index, path, sid), media_type="text/html; charset=utf-8")
+        shown = replays.section(sid, config.token if has_token(request, config.token) else None)
+        return StreamingResponse(session_page(index, path, sid, shown), media_type="text/html; charset=utf-8")
+
+    async def replay(request: Request) -> Response:
+        return await replays.run(request, index)
 
     def raw(request: Request) -> Response:
         return _raw(request, index)
@@ -106,7 +113,7 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
             ledger.close()
 
     routes = [Route("/", sessions), Route("/api/sessions", sessions_api), Route("/s/{sid}", session), Route("/s/{sid}/raw", raw),
-              Route("/s/{sid}/events", events), Route("/list/events", list_events),
+              Route("/s/{sid}/events", events), Route("/s/{sid}/replay", replay, methods=["POST"]), Route("/list/events", list_events),
               Route("/schedules", schedules), Route("/schedules/{sid}/{action}", act, methods=["POST"]),
               Route("/routines/{name}/items", items, methods=["POST"]),
               Route("/routines/{sid}/{action}", act, methods=["POST"]),
@@ -114,6 +121,73 @@ def build(config: Config, index: SessionIndex | None = None) -> Starlette:
     app = Starlette(routes=routes)
     app.state.config = config
     return Guard(app, config)  # type: ignore[return-value]
+
+
+class Replays:
+    """The sessions' replays from their pages: the last report of each, and one replay at a time
+    per session, started by a POST with the token from our own pages (it runs tools, if in a copy)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.running: set[str] = set()
+        self.problems: dict[str, str] = {}  # the last replay from the page that could not run, and why
+
+    def section(self, sid: str, token: str | None) -> str:
+        from ..replay.kept import last
+        from .replayed import section
+
+        problem = self.problems.get(sid, "")
+        kept = None
+        try:
+            kept = last(self.config.root, sid)
+        except ValueError as exc:
+            problem = problem or str(exc)
+        if sid in self.running:
+            problem = "a replay of this session is running; reload the page when it is done"
+        return section(kept, problem, sid, token)
+
+    async def run(self, request: Request, index: SessionIndex) -> Response:
+        from .replayed import replay
+
+        form = await request.form()
+        given = form.get("token") or request.headers.get("x-loopwright-token")
+        if not _valid(given if isinstance(given, str) else None, self.config.token):
+            return PlainTextResponse("forbidden: replaying needs the token loopwright serve printed", 403)
+        if not same_origin(request):
+            return PlainTextResponse("forbidden: a cross-site request", 403)
+        sid = request.path_params["sid"]
+        path = _path(index, sid)
+        if path is None:
+            return PlainTextResponse("no such session", 404)
+        if sid in self.running:
+            return PlainTextResponse("a replay of this session is already running", 409)
+        cwd = _recorded_cwd(path)
+        self.running.add(sid)
+        try:
+            if cwd is None:
+                problem = f"the session's project folder is not on this machine: {path} names none that exists here"
+            else:
+                problem = await replay(self.config.root, sid, path, self.config.store, cwd)
+        finally:
+            self.running.discard(sid)
+        if problem:
+            self.problems[sid] = problem
+        else:
+            self.problems.pop(sid, None)
+        return RedirectResponse(f"/s/{sid}#replay", 303)
+
+
+def _recorded_cwd(path: Path) -> str | None:
+    """The folder the session ran in (its first record's `cwd`), when it is on this machine."""
+    import json
+
+    try:
+        with path.open("rb") as f:
+            first = json.loads(f.readline() or b"{}")
+    except (OSError, ValueError):
+        return None
+    cwd = first.get("cwd") if isinstance(first, dict) else None
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd) else None
 
 
 def _valid(given: str | None, token: str) -> bool:

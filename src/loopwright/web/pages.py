@@ -110,8 +110,9 @@ def _pager(page: int, total: int, filters: dict[str, str], text: str) -> str:
     return f'<p class="pager">{" · ".join(out)}</p>'
 
 
-def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[str]:
-    """The page in pieces: the head at once, then the records in batches, then the live marker."""
+def session_page(index: SessionIndex, path: Path, session_id: str, replay: str = "") -> Iterator[str]:
+    """The page in pieces: the head at once, then the records in batches, then the live marker.
+    `replay`: the section about its replay (web/replayed.py), after the facts."""
     row = next((r for r in index.page({}, session_id, 0, 5)[0] if r["id"] == session_id), None)
     yield head(f"Session {session_id}")
     if row is not None:
@@ -121,6 +122,7 @@ def session_page(index: SessionIndex, path: Path, session_id: str) -> Iterator[s
         if row["attempt"]:
             facts.append(("attempt", attempt_label(row["attempt"])))
         yield '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
+    yield replay
     yield '<div id="records">'
     renderer, offset, batch = Renderer(raw=raw_link(session_id)), 0, []
     subagents = Sidechains(path)

@@ -96,6 +96,14 @@ class Renderer:
             return _box("compaction", "compaction", body, r)
         if sub == "run_result":
             return self._run_result(r)
+        if sub == "model_call":  # a prompt hook's or the classifier's own call to a model
+            given = r.get("answer")
+            answer: dict[str, Any] = given if isinstance(given, dict) else {}
+            said = "\n".join(str(b.get("text", "")) for b in answer.get("content") or [] if isinstance(b, dict))
+            who = {"prompt_hook": "prompt hook", "classifier": "auto-mode classifier"}.get(str(r.get("purpose")), "model")
+            body = (f"{self._text(said)}<details><summary>what it was asked</summary>"
+                    f"{self._text(str(r.get('request', '')))}</details>")
+            return _box("notice info", f"{who} · {answer.get('model', '')}", body, r)
         return _box("notice " + str(r.get("level", "info")), sub or "notice", self._text(str(r.get("content", ""))), r)
 
     def _run_result(self, r: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """`loopwright replay SESSION [-- RUN FLAGS]`: run a recorded session again offline, with today's
 settings, hooks, rules, goal and tools, in a scratch copy of its project, the model answering as
 the record did, and say where the replay leaves the record (`--json` for the report as JSON).
+The report is kept as the session's last replay (its page in `loopwright serve` shows it).
 `--check DIR`: every transcript in DIR, exit 1 on any divergence (for CI). `--export SESSION OUT`:
 the session trimmed and scrubbed of secrets, to commit as a fixture. Exit 1 on a divergence."""
 
@@ -59,8 +60,21 @@ def run_replay(args: list[str]) -> int:
     from ...replay import replay_session
 
     report = replay_session(opts.session, store=opts.store, flags=flags, wire=opts.wire, keep=opts.keep)
+    _keep(report.to_json(), flags)
     print(json.dumps(report.to_json(), indent=2, ensure_ascii=False) if opts.json else visible(report.text()))
     return 0 if report.ok else 1
+
+
+def _keep(report: dict, flags: list[str]) -> None:
+    """The report kept as the session's last replay, for its page in the web view."""
+    from ...core.home import home
+    from ...replay.kept import save
+
+    try:
+        save(home(), report, flags)
+    except OSError as exc:  # the replay itself is done: say what was not kept, and go on
+        print(visible(f"loopwright: warning: the replay's report was not kept for the web view: {exc}"),
+              file=sys.stderr)
 
 
 def _check(folder: Path, flags: list[str], as_json: bool, wire: str | None) -> int:
