@@ -1,5 +1,6 @@
-"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its goal
-judge, its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
+"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its
+capabilities (goal, structured output, memory, checkpoints, subagents' spend and the agent's
+own), its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
 `agent` is the `loopwright.Agent` (its methods are called, so a subclass's own are used)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
+from ..engine.capability import Capability, with_contributions
 from ..engine.loop import AgentLoop
 from ..engine.loopconfig import LoopConfig
 from ..policy.models import resolve_model
@@ -29,7 +31,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..hooks import NotifyingApprover
 
         approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))
-    tools, stop_hooks, shape = list(agent._tools()), list(agent.stop_hooks), None
+    tools = list(agent._tools())
     if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None
         tools, emit = agent._mcp.with_tools(tools, only), agent._mcp.reporting(emit)
@@ -50,31 +52,54 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
 
             tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail,
                                       lambda: agent.budget.max_budget_usd))
-    if agent.output_schema is not None:  # a fresh answer for every run
-        from ..engine.structured import StructuredAnswer
-        from ..tools.structured import StructuredOutputTool
-
-        answer = StructuredAnswer(agent.output_schema)
-        tools.append(StructuredOutputTool(answer))
-        stop_hooks.append(answer.stop_hook)
-        shape = answer.shape
+    capabilities = capabilities_of(agent, emit)
+    tools, system = with_contributions(tools, agent.system(), capabilities)
     offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
     config = LoopConfig(
         model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
-        session_id=agent.session_id, system=agent.system(), tools=offered, limits=agent.limits, budget=agent.budget,
+        session_id=agent.session_id, system=system, tools=offered, limits=agent.limits, budget=agent.budget,
         permissions=rules,
-        include_partial=agent.include_partial, stop_hooks=stop_hooks, final_turn=agent.final_turn, shape_result=shape,
+        include_partial=agent.include_partial, stop_hooks=tuple(agent.stop_hooks), final_turn=agent.final_turn,
+        capabilities=capabilities,
         hooks=hooks, approver=approver, classifier=agent._classifier(), transcript_path=agent.transcript_path,
-        before_write=agent.checkpoints.before_write if agent.checkpoints is not None else None,
-        goal=agent._goal_judge(emit), writable_roots=tuple(Path(r) for r in agent._writable_roots()),
+        writable_roots=tuple(Path(r) for r in agent._writable_roots()),
         background_tasks=getattr(agent._background(), "running", list), child_env=agent._child_environment(),
-        crash_log=agent.crash_log or transport.crash_log, **(agent.memory.loop_hooks(emit) if agent.memory else {}),
-        elsewhere=agent._subagents().elsewhere if agent.agents else None,
+        crash_log=agent.crash_log or transport.crash_log,
         subagent=agent.subagent.fields() if agent.subagent is not None else None,
         expansion=turn.expansion if turn is not None else None,
         settle=getattr(agent.recorder, "settle", None),
     )
     return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
+
+
+def capabilities_of(agent: Any, emit: Callable[[Event], None]) -> list[Capability]:
+    """The run's capabilities, from the agent's configuration, then the agent's own
+    (`Agent.capabilities`). Structured output comes before the goal: its nudge, as a Stop hook's
+    block, keeps the goal from being judged at that stop."""
+    found: list[Capability] = []
+    if agent.output_schema is not None:  # a fresh answer for every run
+        from ..capabilities.structured import StructuredAnswer, StructuredOutput
+        from ..tools.structured import StructuredOutputTool
+
+        answer = StructuredAnswer(agent.output_schema)
+        found.append(StructuredOutput(answer, StructuredOutputTool(answer)))
+    if agent.memory is not None:
+        from ..capabilities.memory import MemoryFiles
+
+        found.append(MemoryFiles(agent.memory))
+    if agent.checkpoints is not None:
+        from ..capabilities.checkpoints import FileCheckpoints
+
+        found.append(FileCheckpoints(agent.checkpoints))
+    if agent.agents:
+        from ..capabilities.subagents import SubagentSpend
+
+        found.append(SubagentSpend(agent._subagents()))
+    if (judge := agent._goal_judge(emit)) is not None:
+        from ..capabilities.goal import Goal
+
+        found.append(Goal(judge))
+    return [*found, *agent.capabilities]
 
 
 def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:
