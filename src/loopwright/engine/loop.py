@@ -212,10 +212,10 @@ class AgentLoop:
                 verdict = await self.calls.stop(assistant.text, state.stop_blocks > 0)
                 if verdict.stop:
                     return self._hook_stopped(verdict, state), state
-                reason, own = await self._ask_capabilities(assistant, state, verdict.reason)
+                held_by, own = await self._ask_capabilities(assistant, state, verdict.reason)
                 if own is not None:  # a capability's own verdict (the goal's)
                     return await self._apply(own, state)
-                after, state = on_stop_hooks(reason, assistant, state, self.cfg.limits)
+                after, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
                 return await self._apply(after, state)
             case Finish():
                 return self._finish(nxt, state), state
