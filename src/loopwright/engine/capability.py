@@ -116,6 +116,7 @@ class Seams:
         self.at_stop = overriding(capabilities, "at_stop")
         self.spend = overriding(capabilities, "spend")
         self.shape = overriding(capabilities, "shape")
+        self.aclose = overriding(capabilities, "aclose")
 
     def write_hook(self) -> Callable[[str], None] | None:
         """What `ToolContext.before_write` gets: None when no capability watches writes."""

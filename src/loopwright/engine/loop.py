@@ -110,6 +110,17 @@ class AgentLoop:
         for event in after_init:
             self.emit(event)
         state = LoopState(max_tokens=caps_for(self.model).default_output)
+        try:
+            result = await self._run(state)
+        finally:
+            if self.caps.aclose:  # shielded: an interrupted run still lets go of what its capabilities hold
+                with anyio.CancelScope(shield=True):
+                    for capability in self.caps.aclose:
+                        await capability.aclose()
+        self.emit(ResultEvent(result))
+        return result
+
+    async def _run(self, state: LoopState) -> RunResult:
         result: RunResult | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -125,7 +136,6 @@ class AgentLoop:
             result = self._aborted()
         elif (kind := stop_failure(result.terminal_reason, self._last_error)) is not None:
             await self.calls.failure(kind, result.errors, result.result)
-        self.emit(ResultEvent(result))
         return result
 
     async def _loop(self, state: LoopState) -> RunResult:
