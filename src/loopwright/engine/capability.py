@@ -157,6 +157,7 @@ def checked(capabilities: Sequence[Capability]) -> None:
 def with_contributions(tools: Sequence[Tool], system: str,
                        capabilities: Sequence[Capability]) -> tuple[list[Tool], str]:
     """The run's tools and system prompt with what its capabilities add."""
+    checked(capabilities)
     texts = [text for c in capabilities if (text := c.system())]
     return ([*tools, *(t for c in capabilities for t in c.tools())],
             "\n\n".join([system, *texts]) if texts and system else "\n\n".join(texts) or system)
