@@ -28,6 +28,7 @@ from . import loopbuild, prompting, sandboxing, sessionstart
 from ..core.types import Message
 
 if TYPE_CHECKING:
+    from ..engine.capability import Capability
     from ..engine.goal import GoalJudge, GoalSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -60,7 +61,7 @@ class Agent:
     stop_hooks: Sequence[StopHook] = ()
     # features of the caller's around the loop (engine.capability.Capability), after the built-in
     # ones; each is started afresh by every run (`start`): docs/capabilities.md
-    capabilities: Sequence[Any] = ()
+    capabilities: Sequence[Capability] = ()
     hooks: HookRunner | None = None  # e.g. loopwright.hooks.HookRunner.from_settings(load_settings())
     session_source: str = "startup"  # what SessionStart hooks see: startup | resume | fork
     goal: GoalSpec | None = None
