@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
@@ -42,17 +42,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..tools.skill import SkillTool
 
         tools.append(SkillTool(functools.partial(model_use, agent.skills)))
-    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
-    if agent.agents and (offered("Agent") or workflow) and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
-        if offered("Agent"):
-            tools.append(agent_tool)
-        if workflow:
-            from ..sandbox.pyjail import python_jail
-            from ..workflows.tool import WorkflowTool
-
-            tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail,
-                                      lambda: agent.budget.max_budget_usd))
-    capabilities = capabilities_of(agent, emit)
+    capabilities = capabilities_of(agent, emit, _subagent_tools(agent, hooks, emit, offered))
     tools, system = with_contributions(tools, agent.system(), capabilities)
     offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
     config = LoopConfig(
@@ -72,11 +62,30 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
     return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
 
 
-def capabilities_of(agent: Any, emit: Callable[[Event], None]) -> list[Capability]:
+def _subagent_tools(agent: Any, hooks: Any, emit: Callable[[Event], None], offered: Callable[[str], bool]) -> list[Any]:
+    """The Agent and Workflow tools, as the agent's definitions and `--tools` allow."""
+    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
+    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := agent._subagents().tool(hooks, emit)) is None:
+        return []
+    tools = [agent_tool] if offered("Agent") else []
+    if workflow:
+        from ..sandbox.pyjail import python_jail
+        from ..workflows.tool import WorkflowTool
+
+        tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
+    return tools
+
+
+def capabilities_of(agent: Any, emit: Callable[[Event], None], subagent_tools: Sequence[Any] = ()) -> list[Capability]:
     """The run's capabilities, from the agent's configuration, then the agent's own
-    (`Agent.capabilities`). Structured output comes before the goal: its nudge, as a Stop hook's
-    block, keeps the goal from being judged at that stop."""
+    (`Agent.capabilities`). Their tools come in this order after the agent's; structured output
+    comes before the goal: its nudge, as a Stop hook's block, keeps the goal from being judged
+    at that stop."""
     found: list[Capability] = []
+    if agent.agents:
+        from ..capabilities.subagents import Subagents
+
+        found.append(Subagents(agent._subagents(), subagent_tools))
     if agent.output_schema is not None:  # a fresh answer for every run
         from ..capabilities.structured import StructuredAnswer, StructuredOutput
         from ..tools.structured import StructuredOutputTool
@@ -91,10 +100,6 @@ def capabilities_of(agent: Any, emit: Callable[[Event], None]) -> list[Capabilit
         from ..capabilities.checkpoints import FileCheckpoints
 
         found.append(FileCheckpoints(agent.checkpoints))
-    if agent.agents:
-        from ..capabilities.subagents import SubagentSpend
-
-        found.append(SubagentSpend(agent._subagents()))
     if (judge := agent._goal_judge(emit)) is not None:
         from ..capabilities.goal import Goal
 
