@@ -37,7 +37,6 @@ class StopView:
 
     text: str
     messages: Sequence[Message]
-    tools_ran: bool  # any tool ran since the previous candidate stop (or the run's start)
     background: Sequence[dict[str, Any]]  # background work still running
     own_cost_usd: float  # what the loop's own model calls cost so far (not the capabilities' spend)
     held: bool  # a Stop hook or an earlier capability already asked to go on

@@ -80,7 +80,6 @@ class AgentLoop:
             self.caps.compacted if self.caps.after_compact else None)
         if config.classifier is not None:
             config.classifier.bind(lambda: self.messages)
-        self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
     def _gate(self) -> "ToolGate":
@@ -174,7 +173,6 @@ class AgentLoop:
                 if (spent := spend_limit(self._spent(state), self.cfg.budget)) is not None:  # nothing more starts
                     self._answer_unfinished("", cut.SPENT_WAITING.format(what=spent.errors[0]))
                     return self._finish(spent, state), state
-                self._tools_since_stop = self._tools_since_stop or bool(calls)
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
                 extra = [*bounded_context(after.additional_context), *([note] if note else [])]
@@ -287,12 +285,11 @@ class AgentLoop:
         the Stop hooks' `reason`, or the first verdict of their own."""
         if not self.caps.at_stop:
             return reason, None
-        tools_ran, self._tools_since_stop = self._tools_since_stop, False
         text = state.partial_text + assistant.text
         background = self.cfg.background_tasks()
         own_cost = self.tally.spent([])[0]
         for capability in self.caps.at_stop:
-            stop = StopView(text, self.messages, tools_ran, background, own_cost, reason is not None)
+            stop = StopView(text, self.messages, background, own_cost, reason is not None)
             answer = await capability.at_stop(stop)
             if isinstance(answer, str):
                 reason = f"{reason}\n{answer}" if reason else answer
