@@ -90,3 +90,16 @@ async def test_a_capability_list_the_result_cannot_keep_apart_is_refused(tmp_pat
         await run([], Shadow(), cwd=tmp_path)
     with pytest.raises(TypeError, match="capabilities: expected Capability objects, got str"):
         await run([], "pytest", cwd=tmp_path)
+
+
+async def test_a_tool_the_run_already_has_is_refused(tmp_path):
+    from loopwright.tools.files import ReadTool
+
+    class SecondRead(Capability):
+        name = "second_read"
+
+        def tools(self):
+            return (ReadTool(),)
+
+    with pytest.raises(ValueError, match="SecondRead offers a tool named 'Read', which the run already has"):
+        await run([], SecondRead(), cwd=tmp_path)

@@ -157,6 +157,13 @@ def with_contributions(tools: Sequence[Tool], system: str,
                        capabilities: Sequence[Capability]) -> tuple[list[Tool], str]:
     """The run's tools and system prompt with what its capabilities add."""
     checked(capabilities)
-    texts = [text for c in capabilities if (text := c.system())]
-    return ([*tools, *(t for c in capabilities for t in c.tools())],
-            "\n\n".join([system, *texts]) if texts and system else "\n\n".join(texts) or system)
+    offered, names = list(tools), {t.name for t in tools}
+    for capability in capabilities:
+        for tool in capability.tools():
+            if tool.name in names:  # the API refuses a request with two tools of one name
+                raise ValueError(f"capabilities: {type(capability).__name__} offers a tool named {tool.name!r}, "
+                                 "which the run already has; expected a tool name of its own")
+            offered.append(tool)
+            names.add(tool.name)
+    texts = [system, *(c.system() for c in capabilities)]
+    return offered, "\n\n".join(t for t in texts if t)
