@@ -5,7 +5,7 @@ built from them."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..core.events import CapabilityReport, ModelUsage, PermissionDenial, RunResult, Subtype, TerminalReason
 from ..policy.models import resolve_model
