@@ -10,11 +10,12 @@ import loopwright
 import loopwright.testing
 
 PUBLIC = [
-    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "CompactBoundary", "ErrorKind",
+    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability", "CompactBoundary",
+    "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
-    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "ResultEvent", "RunResult",
-    "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent",
+    "RunResult", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
     "__version__", "tool",
 ]

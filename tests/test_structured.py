@@ -11,7 +11,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.policy.permissions import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
-from loopwright.engine.structured import MAX_ATTEMPTS, NUDGE
+from loopwright.capabilities.structured import MAX_ATTEMPTS, NUDGE
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from test_cli import cli

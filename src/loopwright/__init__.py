@@ -65,6 +65,9 @@ _LAZY: dict[str, str] = {
     "PermissionRules": "loopwright.policy.rules",
     "Approver": "loopwright.core.ports",
     "Approval": "loopwright.core.ports",
+    # features around the loop (docs/capabilities.md)
+    "Capability": "loopwright.engine.capability",
+    "RequireTests": "loopwright.capabilities.testgate",
     # ports a library user may implement
     "Model": "loopwright.core.ports",
     "SessionStore": "loopwright.core.storeports",
@@ -72,17 +75,19 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "CompactBoundary", "ErrorKind",
+    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability", "CompactBoundary",
+    "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
-    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "ResultEvent", "RunResult",
-    "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent",
+    "RunResult", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
     "__version__", "tool",
 ]
 
 if TYPE_CHECKING:
     from .app.agent import Agent
+    from .capabilities.testgate import RequireTests
     from .core.errors import ErrorKind, LoopwrightError, ModelError, SessionError, ToolInputError, UsageError
     from .core.events import (
         ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus,
@@ -92,6 +97,7 @@ if TYPE_CHECKING:
     from .core.hookevents import HookEvent, HookInput
     from .core.ports import Approval, Approver, HookResult, Model, Tool, ToolContext, ToolOutput
     from .core.storeports import SessionLog, SessionStore
+    from .engine.capability import Capability
     from .hooks.python import HookOutput
     from .hooks.runner import HookRunner
     from .policy.budget import Budget

@@ -28,6 +28,7 @@ from . import loopbuild, prompting, sandboxing, sessionstart
 from ..core.types import Message
 
 if TYPE_CHECKING:
+    from ..engine.capability import Capability
     from ..engine.goal import GoalJudge, GoalSpec
 
 DEFAULT_SYSTEM_PROMPT = """\
@@ -58,6 +59,9 @@ class Agent:
     budget: Budget = field(default_factory=Budget)
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
+    # features of the caller's around the loop (engine.capability.Capability), after the built-in
+    # ones; each is started afresh by every run (`start`): docs/capabilities.md
+    capabilities: Sequence[Capability] = ()
     hooks: HookRunner | None = None  # e.g. loopwright.hooks.HookRunner.from_settings(load_settings())
     session_source: str = "startup"  # what SessionStart hooks see: startup | resume | fork
     goal: GoalSpec | None = None
@@ -115,7 +119,7 @@ class Agent:
         self._auto: Any = None  # engine.automode.AutoClassifier: one per session, its counts kept across turns
         self._set_aside: tuple[str, ...] = ()  # the allow rules auto mode sets aside, as last said
         if self.output_schema is not None:
-            from ..engine.structured import StructuredAnswer
+            from ..capabilities.structured import StructuredAnswer
 
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         if self.sandbox is None:

@@ -1,5 +1,6 @@
-"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its goal
-judge, its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
+"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its
+capabilities (goal, structured output, memory, checkpoints, subagents' spend and the agent's
+own), its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
 `agent` is the `loopwright.Agent` (its methods are called, so a subclass's own are used)."""
 
 from __future__ import annotations
@@ -7,10 +8,11 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
+from ..engine.capability import Capability, with_contributions
 from ..engine.loop import AgentLoop
 from ..engine.loopconfig import LoopConfig
 from ..policy.models import resolve_model
@@ -29,7 +31,7 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..hooks import NotifyingApprover
 
         approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))
-    tools, stop_hooks, shape = list(agent._tools()), list(agent.stop_hooks), None
+    tools = list(agent._tools())
     if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None
         tools, emit = agent._mcp.with_tools(tools, only), agent._mcp.reporting(emit)
@@ -40,41 +42,69 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..tools.skill import SkillTool
 
         tools.append(SkillTool(functools.partial(model_use, agent.skills)))
-    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
-    if agent.agents and (offered("Agent") or workflow) and (agent_tool := agent._subagents().tool(hooks, emit)) is not None:
-        if offered("Agent"):
-            tools.append(agent_tool)
-        if workflow:
-            from ..sandbox.pyjail import python_jail
-            from ..workflows.tool import WorkflowTool
-
-            tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail,
-                                      lambda: agent.budget.max_budget_usd))
-    if agent.output_schema is not None:  # a fresh answer for every run
-        from ..engine.structured import StructuredAnswer
-        from ..tools.structured import StructuredOutputTool
-
-        answer = StructuredAnswer(agent.output_schema)
-        tools.append(StructuredOutputTool(answer))
-        stop_hooks.append(answer.stop_hook)
-        shape = answer.shape
+    capabilities = capabilities_of(agent, emit, _subagent_tools(agent, hooks, emit, offered))
+    tools, system = with_contributions(tools, agent.system(), capabilities)
     offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
     config = LoopConfig(
         model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
-        session_id=agent.session_id, system=agent.system(), tools=offered, limits=agent.limits, budget=agent.budget,
+        session_id=agent.session_id, system=system, tools=offered, limits=agent.limits, budget=agent.budget,
         permissions=rules,
-        include_partial=agent.include_partial, stop_hooks=stop_hooks, final_turn=agent.final_turn, shape_result=shape,
+        include_partial=agent.include_partial, stop_hooks=tuple(agent.stop_hooks), final_turn=agent.final_turn,
+        capabilities=capabilities,
         hooks=hooks, approver=approver, classifier=agent._classifier(), transcript_path=agent.transcript_path,
-        before_write=agent.checkpoints.before_write if agent.checkpoints is not None else None,
-        goal=agent._goal_judge(emit), writable_roots=tuple(Path(r) for r in agent._writable_roots()),
+        writable_roots=tuple(Path(r) for r in agent._writable_roots()),
         background_tasks=getattr(agent._background(), "running", list), child_env=agent._child_environment(),
-        crash_log=agent.crash_log or transport.crash_log, **(agent.memory.loop_hooks(emit) if agent.memory else {}),
-        elsewhere=agent._subagents().elsewhere if agent.agents else None,
+        crash_log=agent.crash_log or transport.crash_log,
         subagent=agent.subagent.fields() if agent.subagent is not None else None,
         expansion=turn.expansion if turn is not None else None,
         settle=getattr(agent.recorder, "settle", None),
     )
     return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
+
+
+def _subagent_tools(agent: Any, hooks: Any, emit: Callable[[Event], None], offered: Callable[[str], bool]) -> list[Any]:
+    """The Agent and Workflow tools, as the agent's definitions and `--tools` allow."""
+    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
+    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := agent._subagents().tool(hooks, emit)) is None:
+        return []
+    tools = [agent_tool] if offered("Agent") else []
+    if workflow:
+        from ..sandbox.pyjail import python_jail
+        from ..workflows.tool import WorkflowTool
+
+        tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
+    return tools
+
+
+def capabilities_of(agent: Any, emit: Callable[[Event], None], subagent_tools: Sequence[Any] = ()) -> list[Capability]:
+    """The run's capabilities, from the agent's configuration, then the agent's own
+    (`Agent.capabilities`). Their tools come in this order after the agent's; structured output
+    comes before the goal: its nudge, as a Stop hook's block, keeps the goal from being judged
+    at that stop."""
+    found: list[Capability] = []
+    if agent.agents:
+        from ..capabilities.subagents import Subagents
+
+        found.append(Subagents(agent._subagents(), subagent_tools))
+    if agent.output_schema is not None:  # a fresh answer for every run
+        from ..capabilities.structured import StructuredAnswer, StructuredOutput
+        from ..tools.structured import StructuredOutputTool
+
+        answer = StructuredAnswer(agent.output_schema)
+        found.append(StructuredOutput(answer, StructuredOutputTool(answer)))
+    if agent.memory is not None:
+        from ..capabilities.memory import MemoryFiles
+
+        found.append(MemoryFiles(agent.memory))
+    if agent.checkpoints is not None:
+        from ..capabilities.checkpoints import FileCheckpoints
+
+        found.append(FileCheckpoints(agent.checkpoints))
+    if (judge := agent._goal_judge(emit)) is not None:
+        from ..capabilities.goal import Goal
+
+        found.append(Goal(judge))
+    return [*found, *agent.capabilities]
 
 
 def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:

@@ -351,12 +351,13 @@ def _combined(attempts: list[Attempt], winner: Attempt | None, why: str, summary
         role_usage["judge"] = ruling.usage
         model_usage[ruling.model] = model_usage.get(ruling.model, type(ruling.usage)()) + ruling.usage
         cost += ruling.usage.cost_usd
-    common = dict(total_cost_usd=cost, usage=usage, model_usage=model_usage, role_usage=role_usage, attempts=summary,
-                  num_turns=sum(r.num_turns for r in results), messages=())
+    combined = dataclasses.replace(base, total_cost_usd=cost, usage=usage, model_usage=model_usage,
+                                   role_usage=role_usage, attempts=summary,
+                                   num_turns=sum(r.num_turns for r in results), messages=())
     if winner is not None:
-        return dataclasses.replace(base, **common)
+        return combined
     aborted = any(r.terminal_reason == "aborted" for r in results)
-    return dataclasses.replace(base, **common, subtype="error_during_execution", is_error=True, result="",
+    return dataclasses.replace(combined, subtype="error_during_execution", is_error=True, result="",
                                terminal_reason="aborted" if aborted else "no_winner", errors=(why,),
                                structured_output=None)
 

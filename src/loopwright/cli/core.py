@@ -232,7 +232,7 @@ def output_schema(value: str | None) -> Any:
         schema = jsonsafe.loads(text)
     except ValueError as exc:
         raise UsageError(f"--json-schema: not JSON ({exc}); give a JSON Schema or the path of a file with one") from None
-    from ..engine.structured import StructuredAnswer
+    from ..capabilities.structured import StructuredAnswer
 
     try:
         StructuredAnswer(schema)

@@ -95,12 +95,6 @@ class Memory:
         self._say(emit)
         return render(files) if files else None
 
-    def loop_hooks(self, emit: Callable[[Event], None]) -> dict[str, Callable[..., list[str]]]:
-        """The loop's seams where memory comes in after the start (`LoopConfig.after_reads`,
-        `after_compact`): after a Read in a subfolder, and afresh once compaction summarised it."""
-        return {"after_reads": lambda calls, results: self.after_reads(calls, results, emit),
-                "after_compact": lambda: self.after_compact(emit)}
-
     def after_reads(self, calls: Sequence[ToolUseBlock], results: Sequence[ToolResultBlock] = (),
                     emit: Callable[[Event], None] | None = None) -> list[str]:
         """Reminders to add after a batch of tool calls: the memory files of the subfolders the

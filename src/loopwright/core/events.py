@@ -5,7 +5,7 @@ public API. `RunResult.to_json()` is Claude Code's headless result shape plus ou
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, Literal, Union
+from typing import Any, Literal, Protocol, Union
 
 from .fastclass import dataclass
 from .types import Message, ModelRequest, Response, StreamEvent, ToolResultBlock, Usage
@@ -89,6 +89,21 @@ class PermissionDenial:
         return {"tool_name": self.tool_name, "tool_use_id": self.tool_use_id, "tool_input": self.tool_input}
 
 
+class CapabilityReport(Protocol):
+    """A capability's part of a run's result (`RunResult.reports`, by the capability's name):
+    a typed object of its own, shown in the JSON result under that name."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+# what a capability may not be named: the result's own keys, which its report would shadow
+RESULT_KEYS = frozenset({
+    "type", "subtype", "is_error", "result", "session_id", "num_turns", "duration_ms", "duration_api_ms",
+    "total_cost_usd", "usage", "modelUsage", "stop_reason", "stop_details", "terminal_reason", "api_error_status",
+    "errors", "permission_denials", "stop_reason_counts", "retries", "usageByRole", "warnings", "loop",
+    "structured_output", "attempts", "workflow", "reports"})
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     subtype: Subtype
@@ -111,12 +126,18 @@ class RunResult:
     messages: tuple[Message, ...] = ()
     warnings: tuple[str, ...] = ()
     role_usage: dict[str, ModelUsage] = field(default_factory=dict)
-    goal: dict[str, Any] | None = None
+    reports: dict[str, CapabilityReport] = field(default_factory=dict)  # each capability's, by its name
     loop: dict[str, Any] | None = None  # a time-based loop's summary, on its last iteration's result
     structured_output: Any = None  # with an output schema: the validated answer
     api_error_status: int | None = None  # the HTTP status of the API error the run ended on
     attempts: dict[str, Any] | None = None  # parallel attempts: each one, the judge's ruling, the choice
     workflow: dict[str, Any] | None = None  # a workflow run: its name, agents run and replayed, its journal
+
+    @property
+    def goal(self) -> dict[str, Any] | None:
+        """The goal's report as JSON (`reports["goal"]`, a `capabilities.goal.GoalReport`)."""
+        report = self.reports.get("goal")
+        return report.to_json() if report is not None else None
 
     @property
     def exit_code(self) -> int:
@@ -147,7 +168,7 @@ class RunResult:
             "retries": dict(self.retries),
             "usageByRole": {role: mu.to_json() for role, mu in self.role_usage.items()},
             "warnings": list(self.warnings),
-            **({"goal": self.goal} if self.goal is not None else {}),
+            **{name: report.to_json() for name, report in self.reports.items()},
             **({"loop": self.loop} if self.loop is not None else {}),
             **({"structured_output": self.structured_output} if self.structured_output is not None else {}),
             **({"attempts": self.attempts} if self.attempts is not None else {}),

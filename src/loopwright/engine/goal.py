@@ -294,15 +294,6 @@ class GoalJudge:
                              evaluator_calls=tuple(s.calls)))
         s.calls = []
 
-    def summary(self) -> dict[str, Any]:
-        s = self.state
-        return {"condition": self.spec.condition, "met": s.met, "failed": s.failed, "iterations": s.iterations,
-                "duration_ms": int((self.clock.monotonic() - s.started) * 1000), "last_reason": s.last_reason,
-                "checks": [{"command": c.command, "exit_code": c.exit_code, "passed": c.passed, "timed_out": c.timed_out}
-                           for c in s.checks],
-                "evaluator": {"model": self.model, **s.evaluator.to_json(), "calls": s.evaluator.calls},
-                "bounds": self.limits.to_json()}
-
 
 @dataclass(frozen=True, slots=True)
 class SavedGoal:

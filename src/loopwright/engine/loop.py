@@ -34,6 +34,7 @@ from ..policy.stop import (
     CONTINUE_AFTER_CUT, CandidateStop, Compact, Continue, Escalate, Finish, LoopState, Next, Resend,
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
+from .capability import RunView, Seams, StopView
 from .dispatch import Batch, ToolDispatcher
 from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext
 from .compactor import CompactionLimits, Compactor
@@ -61,11 +62,12 @@ class AgentLoop:
         self.rng: Any = rng or random
         self.model = config.model
         self.hooks = config.hooks
+        self.caps = Seams(config.capabilities)
         self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
                                config.subagent)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
-                          before_write=config.before_write)
+                          before_write=self.caps.write_hook())
         self.dispatch = ToolDispatcher(self._visible_tools(), self._gate, config.hooks, ctx, self._emit,
                                        self.calls.payload, config.parallel_tools, self.clock, config.settle)
         self.messages: list[Message] = []
@@ -75,10 +77,9 @@ class AgentLoop:
         self.compactor = Compactor(
             CompactionLimits(config.compact_threshold, config.max_failed_compactions, config.max_compaction_refills),
             self._stream, config.hooks, self.calls.payload, self._emit, getattr(model, "count_tokens", None),
-            config.after_compact)
+            self.caps.compacted if self.caps.after_compact else None)
         if config.classifier is not None:
             config.classifier.bind(lambda: self.messages, self._emit)
-        self._tools_since_stop = True  # the first stop of a run counts as progress
         self._started = 0.0
 
     def _gate(self) -> "ToolGate":
@@ -100,11 +101,25 @@ class AgentLoop:
         after system/init, which is always the first line."""
         self.messages = list(messages)
         self._started = self.clock.monotonic()
+        view = RunView(self._emit, lambda: self.messages, self.cfg.cwd, self.cfg.session_id)
+        for capability in self.caps.all:
+            capability.start(view)
         self.emit(SystemInit(self.cfg.session_id, str(self.cfg.cwd), self.model,
                              tuple(t.name for t in self._visible_tools()), self.cfg.permissions.mode))
         for event in after_init:
             self.emit(event)
         state = LoopState(max_tokens=caps_for(self.model).default_output)
+        try:
+            result = await self._run(state)
+        finally:
+            if self.caps.aclose:  # shielded: an interrupted run still lets go of what its capabilities hold
+                with anyio.CancelScope(shield=True):
+                    for capability in self.caps.aclose:
+                        await capability.aclose()
+        self.emit(ResultEvent(result))
+        return result
+
+    async def _run(self, state: LoopState) -> RunResult:
         result: RunResult | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
@@ -120,7 +135,6 @@ class AgentLoop:
             result = self._aborted()
         elif (kind := stop_failure(result.terminal_reason, self._last_error)) is not None:
             await self.calls.failure(kind, result.errors, result.result)
-        self.emit(ResultEvent(result))
         return result
 
     async def _loop(self, state: LoopState) -> RunResult:
@@ -131,10 +145,9 @@ class AgentLoop:
                 if limit.terminal_reason == "max_turns" and self.cfg.final_turn:
                     limit = replace(limit, result=await self._final_turn(state))
                 return self._finish(limit, state)
-            if self.cfg.goal is not None and self.cfg.goal.active:
-                bound = self.cfg.goal.bound_hit(state.turns, spent.cost_usd)
-                if bound is not None:
-                    return self._finish(Finish(bound.subtype, bound.terminal_reason, True, (bound.reason,)), state)
+            for capability in self.caps.before_turn:  # e.g. the goal's own turn, time and money bounds
+                if (bound := capability.before_turn(spent)) is not None:
+                    return self._finish(bound, state)
             # The time left bounds everything the turn waits for: the model, its tools, the hooks.
             left = time_left(spent, self.cfg.budget)  # without a limit no cancel scope: it costs more than the turn's books
             with anyio.move_on_after(left) if left is not None else nullcontext() as deadline:
@@ -160,11 +173,11 @@ class AgentLoop:
                 if (spent := spend_limit(self._spent(state), self.cfg.budget)) is not None:  # nothing more starts
                     self._answer_unfinished("", cut.SPENT_WAITING.format(what=spent.errors[0]))
                     return self._finish(spent, state), state
-                self._tools_since_stop = self._tools_since_stop or bool(calls)
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
-                extra = [*bounded_context(after.additional_context), *([note] if note else []),
-                         *(self.cfg.after_reads(calls, batch.results) if self.cfg.after_reads and calls else [])]
+                extra = [*bounded_context(after.additional_context), *([note] if note else [])]
+                for capability in self.caps.after_batch if calls else ():
+                    extra += await capability.after_batch(calls, batch.results)
                 results = nxt.in_order(batch.results)
                 self._append_user(Message("user", (*results, *(TextBlock(t) for t in extra))))
                 stop = batch.stop or (after if after.stop or after.decision == "block" else None)
@@ -207,9 +220,10 @@ class AgentLoop:
                 verdict = await self.calls.stop(assistant.text, state.stop_blocks > 0)
                 if verdict.stop:
                     return self._hook_stopped(verdict, state), state
-                if verdict.reason is None and self.cfg.goal is not None and self.cfg.goal.active:
-                    return await self._apply(await self._judge_goal(assistant, state), state)
-                after, state = on_stop_hooks(verdict.reason, assistant, state, self.cfg.limits)
+                held_by, own = await self._ask_capabilities(assistant, state, verdict.reason)
+                if own is not None:  # a capability's own verdict (the goal's)
+                    return await self._apply(own, state)
+                after, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
                 return await self._apply(after, state)
             case Finish():
                 return self._finish(nxt, state), state
@@ -265,18 +279,23 @@ class AgentLoop:
 
     # ------------------------------------------------------------ stops and hooks
 
-    async def _judge_goal(self, assistant: Message, state: LoopState) -> Next:
-        assert self.cfg.goal is not None
-        tools_ran, self._tools_since_stop = self._tools_since_stop, False
-        from .goal import GoalContinue  # goals are optional: not imported at start-up
-
-        spent, _ = self.tally.spent([])
-        decision = await self.cfg.goal.judge(self.messages, self.cfg.background_tasks(), tools_ran, spent)
-        if isinstance(decision, GoalContinue):
-            return Continue((Message.user(decision.message),), "goal")
+    async def _ask_capabilities(self, assistant: Message, state: LoopState,
+                                reason: str | None) -> tuple[str | None, Continue | Finish | None]:
+        """A candidate stop, put to the capabilities in order: their reasons to go on joined to
+        the Stop hooks' `reason`, or the first verdict of their own."""
+        if not self.caps.at_stop:
+            return reason, None
         text = state.partial_text + assistant.text
-        errors = (decision.reason,) if decision.is_error else ()
-        return Finish(decision.subtype, decision.terminal_reason, decision.is_error, errors, result=text)
+        background = self.cfg.background_tasks()
+        own_cost = self.tally.spent([])[0]
+        for capability in self.caps.at_stop:
+            stop = StopView(text, self.messages, background, own_cost, reason is not None)
+            answer = await capability.at_stop(stop)
+            if isinstance(answer, str):
+                reason = f"{reason}\n{answer}" if reason else answer
+            elif answer is not None:
+                return reason, answer
+        return reason, None
 
     async def _prompt_hook(self, state: LoopState) -> RunResult | None:
         """UserPromptSubmit: a block ends the run before any model call; extra context goes
@@ -336,11 +355,9 @@ class AgentLoop:
     def _elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         """Model calls made outside this loop that the run pays for: the goal's evaluator, prompt
         hooks and subagents."""
-        goal = self.cfg.goal
-        extra = [("evaluator", goal.model, goal.state.evaluator)] if goal is not None else []
+        extra = self.caps.spent() if self.caps.spend else []
         extra += [("hooks", model, mu) for model, mu in getattr(self.hooks, "prompt_usage", {}).items()]
-        extra += self.cfg.classifier.elsewhere() if self.cfg.classifier is not None else []
-        return extra + (self.cfg.elsewhere() if self.cfg.elsewhere is not None else [])
+        return extra + (self.cfg.classifier.elsewhere() if self.cfg.classifier is not None else [])
 
     def _spent(self, state: LoopState) -> Spent:
         cost, tokens = self.tally.spent(self._elsewhere())
@@ -397,12 +414,13 @@ class AgentLoop:
             self._append_user(answer)
 
     def _result(self, subtype: Subtype, reason: TerminalReason, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
-        goal = self.cfg.goal.summary() if self.cfg.goal is not None else None
         result = self.tally.result(
             subtype=subtype, reason=reason, is_error=is_error, text=text, errors=errors, turns=turns,
             session_id=self.cfg.session_id, duration_ms=int((self.clock.monotonic() - self._started) * 1000),
-            messages=self.messages, denials=self.dispatch.denials, extra=self._elsewhere(), goal=goal)
-        return self.cfg.shape_result(result) if self.cfg.shape_result is not None else result
+            messages=self.messages, denials=self.dispatch.denials, extra=self._elsewhere(), reports=self.caps.reports())
+        for capability in self.caps.shape:  # e.g. structured output: the answer, or why there is none
+            result = capability.shape(result)
+        return result
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -1,5 +1,5 @@
-"""What one agent loop is given: the model, tools, limits, hooks and the callbacks the loop's
-owner plugs in. `AgentLoop` (engine/loop.py) runs it."""
+"""What one agent loop is given: the model, tools, limits, hooks and the capabilities around it
+(engine/capability.py). `AgentLoop` (engine/loop.py) runs it."""
 
 from __future__ import annotations
 
@@ -7,20 +7,18 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
-from ..core.events import ModelUsage, RunResult
 from ..core.fastclass import dataclass
 from ..core.ports import Approver, HookRunner, NoHooks, Tool
-from ..core.types import ToolResultBlock, ToolUseBlock
 from ..policy.budget import Budget
 from ..policy.models import resolve_model
 from ..policy.rules import PermissionRules
 from ..policy.stop import Caps, Limits
 from . import lastresort as cut
+from .capability import Capability
 from .hookcalls import StopHook
 
 if TYPE_CHECKING:
     from .automode import AutoClassifier
-    from .goal import GoalJudge
 
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
@@ -44,18 +42,15 @@ class LoopConfig:
     max_failed_compactions: int = 3
     max_compaction_refills: int = 3
     hooks: HookRunner = field(default_factory=NoHooks)
-    goal: GoalJudge | None = None
+    # the features around the loop (goal, structured output, memory, checkpoints, …), in the order
+    # they are asked at each seam
+    capabilities: Sequence[Capability] = ()
     background_tasks: Callable[[], list[dict[str, Any]]] = list  # running background work, for Stop
     writable_roots: tuple[Path, ...] = ()  # besides cwd
     approver: Approver | None = None
     classifier: AutoClassifier | None = None  # auto mode: decides what the rules would ask about
     transcript_path: str = ""
-    shape_result: Callable[[RunResult], RunResult] | None = None  # the last word, e.g. structured output
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
-    after_reads: Callable[[Sequence[ToolUseBlock], Sequence[ToolResultBlock]], list[str]] | None = None  # a batch adds
-    after_compact: Callable[[], list[str]] | None = None  # what opens the conversation again after compaction
-    elsewhere: Callable[[], list[tuple[str, str, ModelUsage]]] | None = None  # spend of subagents, as (role, model, usage)
-    before_write: Callable[[str], None] | None = None  # file checkpoints: Write and Edit call it before they write
     crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
     subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
     expansion: dict[str, str] | None = None  # the typed command this run's prompt expanded (UserPromptExpansion)

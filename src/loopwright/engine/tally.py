@@ -5,9 +5,9 @@ built from them."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Sequence
+from typing import Sequence
 
-from ..core.events import ModelUsage, PermissionDenial, RunResult, Subtype, TerminalReason
+from ..core.events import CapabilityReport, ModelUsage, PermissionDenial, RunResult, Subtype, TerminalReason
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from ..core.types import Message, Response
@@ -51,7 +51,7 @@ class Tally:
 
     def result(self, *, subtype: Subtype, reason: TerminalReason, is_error: bool, text: str, errors: tuple[str, ...], turns: int,
                session_id: str, duration_ms: int, messages: Sequence[Message], denials: Sequence[PermissionDenial],
-               extra: Extra, goal: dict[str, Any] | None) -> RunResult:
+               extra: Extra, reports: dict[str, CapabilityReport]) -> RunResult:
         by_model, by_role = self.merged(extra)
         r = self.last_response
         return RunResult(
@@ -63,7 +63,7 @@ class Tally:
             stop_details=r.stop_details if r else None, errors=errors, permission_denials=tuple(denials),
             stop_reason_counts=dict(self.stop_counts), retries={k: self.retries.get(k, 0) for k in RETRY_KINDS},
             messages=tuple(messages), warnings=(*self.warnings, *denied_warning(denials)), role_usage=by_role,
-            goal=goal,
+            reports=reports,
         )
 
 

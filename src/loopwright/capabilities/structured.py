@@ -1,7 +1,8 @@
 """Structured output (`--json-schema`, `Agent(output_schema=…)`): the run ends with an answer
 that fits a JSON Schema, handed over through the `StructuredOutput` tool. A Stop that comes
 without one is sent back to work; after `MAX_ATTEMPTS` misfits and nudges together the run ends
-as `error_max_structured_output_retries`. Never a silent success without the answer."""
+as `error_max_structured_output_retries`. Never a silent success without the answer.
+`StructuredOutput` is the capability: the tool, the nudge at a stop, the answer in the result."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.events import RunResult
+from ..core.ports import Tool
+from ..engine.capability import Capability, StopAnswer, StopView
 from ..policy.jsonschema import schema_problems, validate
 
 MAX_ATTEMPTS = 5
@@ -43,7 +46,7 @@ class StructuredAnswer:
         self.value, self.answered = answer, True
         return []
 
-    async def stop_hook(self, payload: dict[str, Any]) -> str | None:
+    def nudge(self) -> str | None:
         """Keeps the run going while there is no answer and attempts are left."""
         if self.answered or self.attempts >= MAX_ATTEMPTS:
             return None
@@ -58,6 +61,26 @@ class StructuredAnswer:
         return replace(result, subtype="error_max_structured_output_retries",
                        terminal_reason="structured_output_retry_exhausted", is_error=True,
                        errors=(f"No answer matching the output schema after {self.attempts} attempts",))
+
+
+class StructuredOutput(Capability):
+    """One run's structured output: `tool` (the StructuredOutput tool handing `answer` over, built
+    by the composition root: tools are adapters) offered, a stop without an answer nudged (as a
+    Stop hook's block is), the answer put in `result.structured_output`."""
+
+    name = "structured"
+
+    def __init__(self, answer: StructuredAnswer, tool: Tool) -> None:
+        self.answer, self.tool = answer, tool
+
+    def tools(self) -> tuple[Tool, ...]:
+        return (self.tool,)
+
+    async def at_stop(self, stop: StopView) -> StopAnswer:
+        return self.answer.nudge()
+
+    def shape(self, result: RunResult) -> RunResult:
+        return self.answer.shape(result)
 
 
 def _wrapped(schema: Any) -> dict[str, Any]:
