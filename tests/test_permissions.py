@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from loopwright.engine.gate import ToolGate
 from loopwright.policy import pathrules
-from loopwright.policy.permissions import (
+from loopwright.permissions.decide import (
     Call, GitFacts, PermissionRules, Places, Resolved, bypass_refusal, decide, parse_rule, parse_tool_list, rule_error,
     wanted_paths, wanted_repos,
 )

@@ -13,7 +13,7 @@ from ..core.ports import Approver, HookRunner, NoHooks, Tool
 from ..core.types import ToolResultBlock, ToolUseBlock
 from ..policy.budget import Budget
 from ..policy.models import resolve_model
-from ..policy.rules import PermissionRules
+from ..permissions.rules import PermissionRules
 from ..policy.stop import Caps, Limits
 from . import lastresort as cut
 from .hookcalls import StopHook

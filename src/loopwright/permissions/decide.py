@@ -7,22 +7,23 @@ from __future__ import annotations
 
 import fnmatch
 
-from . import shelljudge, shellline
-from .bashrules import broad as _broad
-from .bashrules import command_hits
-from .calls import Call, Want
-from .gitsafe import GitFacts
-from .judged import ALLOW, SPECIAL, Resolved, Verdict, path_rule_hits
-from .pathrules import Places
-from .reading import read_verdict, readable, search_filter, search_shows
+from .bash import judge as shelljudge
+from .bash import line as shellline
+from .bash.command_rules import broad as _broad
+from .bash.command_rules import command_hits
+from .bash.git_config import GitFacts
+from .call import Call, Want
+from .paths import Places
+from .read_access import read_verdict, readable, search_filter, search_shows
+from .verdict import ALLOW, SPECIAL, Resolved, PermissionVerdict, path_rule_hits
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, name_hits, normalise_mode, parse_rule,
     parse_tool_list, rule_error,
 )
-from .shelljudge import wanted_repos, wanted_trees
-from .writing import write_where
+from .bash.judge import wanted_repos, wanted_trees
+from .write_access import write_where
 
-__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "Places", "Resolved", "Verdict", "Want",
+__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "Places", "Resolved", "PermissionVerdict", "Want",
            "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list",
            "path_hits", "read_verdict", "readable", "rule_error", "search_filter", "search_shows", "wanted_paths",
            "wanted_repos", "wanted_trees"]
@@ -42,7 +43,7 @@ def wanted_paths(call: Call) -> tuple[Want, ...]:
     return tuple(dict.fromkeys(wants))
 
 
-def decide(call: Call, rules: PermissionRules, places: Places) -> Verdict:
+def decide(call: Call, rules: PermissionRules, places: Places) -> PermissionVerdict:
     """In auto mode the verdict is acceptEdits' (reads, and edits inside the writable roots,
     run); what that would ask about goes to the classifier (engine.automode), unless hard. A
     command that would leave the OS sandbox is asked about in every mode
@@ -84,27 +85,27 @@ def _locations(call: Call) -> tuple[Resolved, ...] | None:
     return tuple(out)
 
 
-def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
     locs = _locations(call)
     for rule in rules.deny:
         if _tool_rule_hits(rule, call, locs, places, deny=True):
-            return Verdict("deny", f"the deny rule {rule} matches")
+            return PermissionVerdict("deny", f"the deny rule {rule} matches")
     for rule in rules.ask:
         if _tool_rule_hits(rule, call, locs, places, deny=True):
-            return Verdict("ask", f"the ask rule {rule} matches", hard=True)
+            return PermissionVerdict("ask", f"the ask rule {rule} matches", hard=True)
     special = next((loc for loc in locs or () if loc.kind in SPECIAL), None)
     if call.kind == "write" and special is not None:  # the atomic write would replace the node
-        return Verdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
+        return PermissionVerdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
                        "regular files only")
     if call.kind == "read":
         return read_verdict(locs, rules, places)
     if mode == "bypassPermissions" or call.kind == "session":
         return ALLOW
     if mode == "plan":
-        return Verdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
+        return PermissionVerdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
     if call.kind == "write":
         if locs is None or not locs:
-            return Verdict("ask", f"{call.tool} names no path that could be checked", hard=True)
+            return PermissionVerdict("ask", f"{call.tool} names no path that could be checked", hard=True)
         problem = write_where(locs, rules, places)
         if problem is not None:
             return problem
@@ -113,4 +114,4 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
     if any(_tool_rule_hits(rule, call, locs, places, deny=False) for rule in rules.allow):
         return ALLOW
     hint = "--permission-mode acceptEdits" if call.kind == "write" else f"--allowedTools {call.tool}"
-    return Verdict("ask", f"{call.tool} is not allowed in {mode} mode without a rule", hint=hint)
+    return PermissionVerdict("ask", f"{call.tool} is not allowed in {mode} mode without a rule", hint=hint)

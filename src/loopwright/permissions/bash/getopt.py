@@ -4,8 +4,8 @@ exact-only parser. A spec lists what a reader allows; anything else is a problem
 
 from __future__ import annotations
 
-from ..core.fastclass import dataclass
-from .shellwords import Word
+from ...core.fastclass import dataclass
+from .syntax import Word
 
 __all__ = ["Cmd", "Parsed", "Spec", "parse"]
 

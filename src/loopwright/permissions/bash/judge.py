@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import nosandbox, readonly, shellline
-from .bashrules import broad, part_hits, suggest
-from .calls import Call
-from .gitsafe import config_problem
-from .judged import ALLOW, Decision, Resolved, Verdict, path_rule_hits
-from .opts_git import CONTENT
-from .pathrules import Places
-from .reading import deny_below, read_place, read_rule
-from .rules import PermissionRules, name_hits, parse_rule
-from .writing import critical, harmless_device, write_where
+from ..call import Call
+from ..paths import Places
+from ..read_access import deny_below, read_place, read_rule
+from ..rules import PermissionRules, name_hits, parse_rule
+from ..verdict import ALLOW, Decision, Resolved, PermissionVerdict, path_rule_hits
+from ..write_access import critical, harmless_device, write_where
+from . import line as shellline
+from . import nosandbox, readonly
+from .command_rules import broad, part_hits, suggest
+from .git_config import config_problem
+from .git_options import CONTENT
 
 __all__ = ["decide_shell", "line_of", "outside_sandbox", "wanted_repos", "wanted_trees"]
 
@@ -58,7 +59,7 @@ def _content_top(t: shellline.Touch, call: Call) -> str | None:
     return facts.top if facts is not None else None
 
 
-def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
     tool = call.tool
     deny = [(r, s) for r in rules.deny for n, s in [parse_rule(r)] if name_hits(n, tool)]
     ask = [(r, s) for r in rules.ask for n, s in [parse_rule(r)] if name_hits(n, tool)]
@@ -66,11 +67,11 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
     line = line_of(call, places)
     if line is None:
         if any(broad(s) for _, s in deny):
-            return Verdict("deny", f"the deny rule {deny[0][0]} matches")
+            return PermissionVerdict("deny", f"the deny rule {deny[0][0]} matches")
         if mode == "bypassPermissions" and not specific:
             return ALLOW
         why = f"the command could not be analysed ({shellline.analysed(call.command or '').error})"
-        return Verdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
+        return PermissionVerdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
     verdict = _shell_rules(line, call, deny, ask, rules, places, specific)
     if verdict is not None:
         return verdict
@@ -82,7 +83,7 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
     return verdict
 
 
-def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
     """A line the rules and the mode allow, judged again for a run without an OS sandbox: the
     short list of readers (policy/nosandbox), and parts an allow rule names, except a rule that
     lets a program run anything, which is set aside (and named)."""
@@ -95,10 +96,10 @@ def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, place
     met = [r for r, s in aside if any(part_hits(s, p, anywhere=False) for p in line.parts)]
     note = (f"; the allow rule {', '.join(met)} lets a program run anything, which needs a sandbox, so it is set "
             "aside" if met else "")
-    return Verdict("ask", f"{nosandbox.ASKED}: {again.reason}{note}", hint=again.hint)
+    return PermissionVerdict("ask", f"{nosandbox.ASKED}: {again.reason}{note}", hint=again.hint)
 
 
-def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict: Verdict) -> Verdict:
+def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict: PermissionVerdict) -> PermissionVerdict:
     """The verdict for a line that would run outside the OS sandbox (`call.outside` says why):
     refused when trusted settings forbid that; otherwise asked for, hard (neither
     bypassPermissions, auto mode's classifier nor a hook's allow answers it), unless allow rules
@@ -108,20 +109,20 @@ def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict:
         return verdict
     why = f"it runs outside the sandbox ({call.outside})"
     if call.outside_refused:
-        return Verdict("deny", f"{why}, and sandbox.allowUnsandboxedCommands is false")
+        return PermissionVerdict("deny", f"{why}, and sandbox.allowUnsandboxedCommands is false")
     line = line_of(call, places)
     allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, call.tool) and not broad(s)]
     if line is not None and line.parts and all(any(part_hits(s, p, anywhere=False) for s in allows)
                                                for p in line.parts):
         return verdict
     example = suggest(line.parts[0]) if line is not None and line.parts else "git push *"
-    return Verdict("ask", f"asked because {why}", hard=True,
+    return PermissionVerdict("ask", f"asked because {why}", hard=True,
                    hint=f'an allow rule that names the command, e.g. --allowedTools "{call.tool}({example})"')
 
 
 def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
                  ask: list[tuple[str, str | None]], rules: PermissionRules, places: Places,
-                 specific: bool) -> Verdict | None:
+                 specific: bool) -> PermissionVerdict | None:
     """Deny rules, then ask rules (Bash rules on each part, Edit rules on what it writes, Read
     rules on what it reads), then what no mode may skip."""
     checks: tuple[tuple[list[tuple[str, str | None]], Decision], ...] = ((deny, "deny"), (ask, "ask"))
@@ -129,7 +130,7 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
         for rule, spec in listed:
             for part in line.parts:
                 if part_hits(spec, part, anywhere=True):
-                    return Verdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
+                    return PermissionVerdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
                                    hard=decision == "ask")
     edit_rules: list[tuple[str, str, Decision]] = [
         (r, spec, decision) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask")) for r in listed
@@ -139,20 +140,20 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
         if t.kind == "write":
             for rule, spec, decision in edit_rules:
                 if locs is not None and path_rule_hits(spec, locs, places, deny=True):
-                    return Verdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
+                    return PermissionVerdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
                                    hard=decision == "ask")
         elif t.kind != "device" and (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
             decision, rule, certain = ruled
             if decision == "deny" and certain:  # it would read what the rule keeps private: as the Read tool
-                return Verdict("deny", f"`{t.part.text}` reads what the deny rule {rule} keeps private")
-            return Verdict("ask", f"`{t.part.text}` may read what the {decision} rule {rule} keeps private",
+                return PermissionVerdict("deny", f"`{t.part.text}` reads what the deny rule {rule} keeps private")
+            return PermissionVerdict("ask", f"`{t.part.text}` may read what the {decision} rule {rule} keeps private",
                            hard=True)
         if t.removes and t.part.name in ("rm", "rmdir") and locs and any(critical(x.real, places) for x in locs):
-            return Verdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
+            return PermissionVerdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
     if specific:
         for part in line.parts:
             if part.hidden:
-                return Verdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
+                return PermissionVerdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
                                f"deny and ask rules ({part.opaque})", hard=True)
     return None
 
@@ -198,7 +199,7 @@ def _worktree(top: str) -> tuple[Resolved, ...]:
 
 
 def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str, *,
-                strict: bool = False) -> Verdict:
+                strict: bool = False) -> PermissionVerdict:
     """`strict`: no sandbox bounds the line; only the short list of readers runs unnamed by a rule."""
     tool = call.tool
     allows = [s for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool)]
@@ -208,7 +209,7 @@ def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places
         for part, reading in zip(line.parts, line.readings):
             if not (reading.ok and readonly.is_read_only(part)):
                 why = f" ({reading.why})" if reading.why else ""
-                return Verdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one{why}")
+                return PermissionVerdict("deny", f"plan mode runs read-only commands only, and `{part.text}` is not one{why}")
     for t in line.touches:  # where the line writes and reads, first: those asks are hard, whatever else is asked
         problem = _touch_problem(t, call, rules, places, anything, ruled=id(t.part) in ruled, plan=mode == "plan")
         if problem is not None:
@@ -217,17 +218,17 @@ def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places
         if strict:
             if not (id(part) in ruled or nosandbox.runs_unasked(part, reading)):
                 why = f"`{part.text}` is not one of the read-only commands that run without one"
-                return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+                return PermissionVerdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
             continue
         edits = mode == "acceptEdits" and (readonly.is_safe_edit(part) or reading.ok)
         if not ((reading.ok and readonly.is_read_only(part)) or id(part) in ruled or edits):
             why = f"`{part.text}` is not allowed by a rule" + (f" ({reading.why})" if reading.why else "")
-            return Verdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
+            return PermissionVerdict("ask", why, hint=f'--allowedTools "{tool}({suggest(part)})"')
     return ALLOW
 
 
 def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, places: Places, anything: bool,
-                   ruled: bool, plan: bool) -> Verdict | None:
+                   ruled: bool, plan: bool) -> PermissionVerdict | None:
     """`anything`: `Bash` is allowed outright, so paths known only at run time are accepted (the
     sandbox bounds them); `ruled`: an allow rule names this part (it may run what its
     repository configures)."""
@@ -236,9 +237,9 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
             return None
         if t.kind == "write":
             return write_where(None, rules, places)
-        return Verdict("ask", "it reads a path known only when it runs", hard=True, hint="allow it explicitly")
+        return PermissionVerdict("ask", "it reads a path known only when it runs", hard=True, hint="allow it explicitly")
     if t.kind == "device":
-        return Verdict("ask", f"it would change or replace the device {t.path} (only a redirection may write to "
+        return PermissionVerdict("ask", f"it would change or replace the device {t.path} (only a redirection may write to "
                        "a device)", hard=True, hint="approve it yourself")
     locs = call.resolved.get(t.path)
     if t.kind == "write":
@@ -246,17 +247,17 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
     if t.kind == "repo":
         facts = call.git.get(t.path)
         if facts is None:
-            return None if anything else Verdict("ask", "its repository could not be checked", hard=True)
+            return None if anything else PermissionVerdict("ask", "its repository could not be checked", hard=True)
         if not ruled and (why := config_problem(facts)) is not None:  # plan mode runs none of it
-            return Verdict("deny" if plan else "ask", f"it would run a program the repository configures: {why}",
+            return PermissionVerdict("deny" if plan else "ask", f"it would run a program the repository configures: {why}",
                            hard=True, hint=f'--allowedTools "Bash({suggest(t.part)})" if you trust it')
         return _read_where(_worktree(facts.top) if facts.top else (), rules, places, tree=True)
     if locs is None:
-        return None if anything else Verdict("ask", f"{t.path} could not be resolved", hard=True)
+        return None if anything else PermissionVerdict("ask", f"{t.path} could not be resolved", hard=True)
     return _read_where(locs, rules, places, tree=t.tree)
 
 
-def _read_where(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *, tree: bool) -> Verdict | None:
+def _read_where(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *, tree: bool) -> PermissionVerdict | None:
     """A read goes where the tools may read (`reading.read_place`: the readable places, never
     loopwright's own home unless a rule names it), devices aside (`cat /dev/urandom`). Hard, as
     for writes: a hook's allow does not answer it, only a person."""

@@ -9,12 +9,12 @@ import posixpath
 from functools import lru_cache
 from typing import Any, Mapping
 
-from ..core.fastclass import dataclass
-from .commands import Analysis, Part, Target, analyse, input_targets, is_device, redirect_targets
+from ...core.fastclass import dataclass
 from .getopt import Spec, parse
+from .parts import Analysis, Part, Target, analyse, input_targets, is_device, redirect_targets
 from .readonly import Reading, judge
-from .shellwords import Word
-from .writes import copy_reads, makes_links, write_targets
+from .syntax import Word
+from .write_targets import copy_reads, makes_links, write_targets
 
 __all__ = ["Line", "Touch", "analysed", "read_line", "wanted"]
 

@@ -6,8 +6,8 @@ aside. Pure."""
 
 from __future__ import annotations
 
-from .bashrules import broad
-from .commands import Part
+from .command_rules import broad
+from .parts import Part
 from .readonly import Reading, is_read_only
 
 __all__ = ["ASKED", "runs_unasked", "sets_aside"]

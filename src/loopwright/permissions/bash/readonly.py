@@ -1,20 +1,21 @@
 """Which parts of a shell command only read, and what they read; which are the plain edits
 acceptEdits runs inside the writable roots. Options are read as each program reads them and
-checked against an allowlist per command (opts_read, opts_git, readspecial): an option not
-listed, or a word known only at run time where an option may stand, is not read-only. Pure."""
+checked against an allowlist per command (readonly_options, git_options, and below for the
+commands with a grammar of their own): an option not listed, or a word known only at run time
+where an option may stand, is not read-only. Pure."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
-from ..core.fastclass import dataclass
-from .commands import Part, Target, input_targets, is_device, redirect_targets
+from ...core.fastclass import dataclass
+from .edit_options import EDITS, SAFE_EDITS
 from .getopt import Cmd, parse
-from .opts_edit import EDITS, SAFE_EDITS
-from .opts_git import judge_git
-from .opts_read import READ_ONLY
-from .readspecial import judge_find, judge_printf, judge_ps, judge_test, judge_xxd
-from .shellwords import Word
+from .git_options import judge_git
+from .parts import Part, Target, input_targets, is_device, redirect_targets
+from .readonly_options import READ_ONLY
+from .syntax import Word
 
 __all__ = ["SAFE_EDITS", "Reading", "is_read_only", "is_safe_edit", "judge"]
 
@@ -154,3 +155,171 @@ def is_safe_edit(part: Part) -> bool:
         return False
     parsed = parse(EDITS[name], part.words[1:])
     return parsed.problem is None and not (name == "cp" and parsed.has("s", "l", "link", "symbolic-link"))
+
+
+# ---------------------------------------------------------------- commands with a grammar of their own
+# find's expressions, test's operators (bash evaluates array subscripts in `-v`), printf's `-v`,
+# ps's two option styles: each says why the call is not read-only (or None) and, for find,
+# the folders it walks.
+
+# find's primaries that only test or print, with how many words they take.
+_FIND = {
+    "-name": 1, "-iname": 1, "-path": 1, "-ipath": 1, "-wholename": 1, "-iwholename": 1, "-regex": 1,
+    "-iregex": 1, "-regextype": 1, "-type": 1, "-xtype": 1, "-maxdepth": 1, "-mindepth": 1, "-depth": 0,
+    "-size": 1, "-empty": 0, "-mtime": 1, "-mmin": 1, "-atime": 1, "-amin": 1, "-ctime": 1, "-cmin": 1,
+    "-used": 1, "-newer": 1, "-anewer": 1, "-cnewer": 1, "-perm": 1, "-user": 1, "-group": 1, "-uid": 1,
+    "-gid": 1, "-nouser": 0, "-nogroup": 0, "-links": 1, "-inum": 1, "-samefile": 1, "-readable": 0,
+    "-writable": 0, "-executable": 0, "-true": 0, "-false": 0, "-prune": 0, "-quit": 0, "-print": 0,
+    "-print0": 0, "-printf": 1, "-ls": 0, "-not": 0, "!": 0, "-a": 0, "-and": 0, "-o": 0, "-or": 0, "(": 0,
+    ")": 0, ",": 0, "-mount": 0, "-xdev": 0, "-noleaf": 0, "-ignore_readdir_race": 0,
+    "-noignore_readdir_race": 0, "-daystart": 0, "-fstype": 1, "-lname": 1, "-ilname": 1, "-context": 1,
+    "-warn": 0, "-nowarn": 0, "-help": 0, "-version": 0, "-d": 0,
+}
+_FIND_FILES = frozenset({"-newer", "-anewer", "-cnewer", "-samefile"})  # their word names a file
+_FIND_LEADING = frozenset({"-H", "-P", "-O0", "-O1", "-O2", "-O3"})  # not -L: it follows links
+
+
+def judge_find(args: list[Word]) -> tuple[str | None, list[Word], list[Word]]:
+    """(why not read-only, the start folders it walks, files its tests name)."""
+    k = 0
+    while k < len(args) and (args[k].value in _FIND_LEADING or (args[k].value or "").startswith("-D")):
+        k += 1
+    starts: list[Word] = []
+    while k < len(args):
+        v = args[k].value
+        if v is None:
+            return f"`{args[k].text}` is known only at run time and may be an expression", starts, []
+        if v.startswith("-") or v in ("(", "!", ")", ","):
+            break
+        starts.append(args[k])
+        k += 1
+    files: list[Word] = []
+    while k < len(args):
+        v = args[k].value
+        if v is None:
+            return f"`{args[k].text}` is known only at run time and may be an action", starts, files
+        takes = _FIND.get(v if not v.startswith("-newer") or len(v) != 8 else "-newer")
+        if takes is None:
+            return f"find {v} is not read-only here", starts, files
+        if takes and k + takes >= len(args):
+            return f"find {v} needs a value", starts, files
+        if v in _FIND_FILES or v.startswith("-newer"):
+            files.append(args[k + 1])
+        k += 1 + takes
+    return None, starts, files
+
+
+_EVALUATING = frozenset({"-v", "-R"})  # bash evaluates an array subscript in the name
+_UNARY = frozenset({"-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-k", "-p", "-r", "-s", "-t", "-u", "-w", "-x",
+                    "-G", "-L", "-N", "-O", "-S", "-z", "-n", "-o"})
+_BINARY = frozenset({"=", "==", "!=", "<", ">", "-eq", "-ne", "-lt", "-le", "-gt", "-ge", "-nt", "-ot", "-ef",
+                     "-a", "-o"})
+
+
+def judge_test(name: str, args: list[Word]) -> str | None:
+    """`test`/`[`: bash evaluates `NAME[SUBSCRIPT]` after -v (and a subscript may hold `$(…)`,
+    even in single quotes or in a variable's value). A word known only at run time may be such
+    an operator, unless the line's shape fixes where it stands."""
+    if name == "[" and args and args[-1].value == "]":
+        args = args[:-1]
+    values = [w.value for w in args]
+    known = all(v is not None for v in values)
+    if any(v in _EVALUATING for v in values) and any("[" in (v or "") for v in values):
+        return f"`{name} -v` with an array subscript evaluates it, and a subscript can run commands"
+    if known:
+        return None
+    split = [w.text for w in args if w.value is None and not (w.text.startswith('"') and w.text.endswith('"'))]
+    if split:
+        return f"`{split[0]}` may split into several words, such as `-v 'a[$(…)]'`"
+    shape = values[1:] if values and values[0] == "!" else values
+    if len(shape) <= 1 or (len(shape) == 2 and shape[0] in _UNARY) or (len(shape) == 3 and shape[1] in _BINARY):
+        return None
+    return f"`{name}` with words known only at run time may evaluate `-v 'a[$(…)]'`"
+
+
+def judge_printf(args: list[Word]) -> str | None:
+    """bash's printf has one option, `-v VAR`, which assigns (evaluating a subscript)."""
+    if not args:
+        return None
+    first = args[0].value
+    if first is None:
+        return f"`{args[0].text}` is known only at run time and may be `-v`"
+    if first.startswith("-") and first != "--":
+        return "printf -v assigns a variable (and evaluates an array subscript)"
+    return None
+
+
+_PS_FLAGS = set("AaedfFHjlLMNTwxyZcPm")
+_PS_VALUES = set("oOpCUuGgtqsk")
+_PS_BSD = set("auxfwjlrvTmhcSZ")  # not e: it prints every process's environment
+_PS_LONG = frozenset({"--forest", "--no-headers", "--headers", "--cols", "--columns", "--width", "--lines",
+                      "--rows", "--sort", "--pid", "--ppid", "--format", "--user", "--group", "--tty", "--sid",
+                      "--cumulative", "--deselect", "--help", "--version", "--info"})
+
+
+def judge_ps(args: list[Word]) -> str | None:
+    k = 0
+    while k < len(args):
+        v = args[k].value
+        k += 1
+        if v is None:
+            return "ps with words known only at run time"
+        if v.startswith("--"):
+            if v.split("=", 1)[0] not in _PS_LONG:
+                return f"ps {v} is not read here"
+            if "=" not in v and v in ("--sort", "--pid", "--ppid", "--format", "--user", "--group", "--cols",
+                                      "--columns", "--width", "--lines", "--rows", "--tty", "--sid"):
+                k += 1
+        elif v.startswith("-"):
+            for j, c in enumerate(v[1:]):
+                if c in _PS_VALUES:
+                    k += 0 if v[j + 2:] else 1
+                    break
+                if c not in _PS_FLAGS:
+                    return f"ps -{c} is not read here"
+        elif v.isdigit() or all(c in _PS_BSD for c in v) and "e" not in v:
+            continue
+        else:
+            return f"ps {v} is not read here (BSD `e` prints other processes' environments)"
+    return None
+
+
+# xxd reads each option word by its first letter (`-ps`, `-postscript`, `--plain` are all -p)
+# until the first operand: the file it reads, then the file it WRITES. -r (revert) is left out.
+_XXD_FLAGS = frozenset("abeupiCdEhv")
+_NUMBER = re.compile(r"[-+]?(?:0[xX])?[0-9a-fA-F]+")
+_XXD_VALUES = {"c": "ols", "g": "roupsize", "o": "ffset", "s": "eek", "l": "en", "n": "ame", "R": ""}
+
+
+def judge_xxd(args: list[Word]) -> tuple[str | None, list[Word]]:
+    """(why not read-only, the file it reads). One operand at most: a second is its output."""
+    k = 0
+    while k < len(args):
+        v = args[k].value
+        if v is None:
+            return f"`{args[k].text}` is known only at run time and may be an option such as -r", []
+        if v == "--":
+            k += 1
+            break
+        if not v.startswith("-") or v == "-":
+            break
+        word = v[1:] if v.startswith("--") else v
+        letter, rest = word[1], word[2:]
+        k += 1
+        if letter == "c" and rest.startswith("apitalize"):
+            continue
+        if letter in _XXD_VALUES:
+            long = _XXD_VALUES[letter]
+            if not rest or (long and rest.startswith(long)):  # `-c 8`, `-cols 8`: the value is the next word
+                if k >= len(args):
+                    return f"xxd {v} needs a value", []
+                k += 1
+            elif letter in "cgosl" and not _NUMBER.fullmatch(rest):  # `-c8` is glued; `-co 8` is unclear
+                return f"xxd {v} is not read here", []
+            continue
+        if letter not in _XXD_FLAGS:
+            return f"xxd {v} is not read-only here", []
+    files = args[k:]
+    if len(files) > 1:
+        return f"`xxd` writes its second file ({files[1].text})", []
+    return None, files

@@ -8,10 +8,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .commands import Part, Target, redirect_targets
+from .edit_options import EDITS, LINKING
 from .getopt import Parsed, Spec, parse
-from .opts_edit import EDITS, LINKING
-from .shellwords import Word
+from .parts import Part, Target, redirect_targets
+from .syntax import Word
 
 __all__ = ["copy_reads", "makes_links", "write_targets"]
 
