@@ -96,7 +96,7 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
     special = next((loc for loc in locs or () if loc.kind in SPECIAL), None)
     if call.kind == "write" and special is not None:  # the atomic write would replace the node
         return PermissionVerdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
-                       "regular files only")
+                                 "regular files only")
     if call.kind == "read":
         return read_verdict(locs, rules, places)
     if mode == "bypassPermissions" or call.kind == "session":

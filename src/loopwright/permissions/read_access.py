@@ -68,13 +68,13 @@ def read_place(locs: tuple[Resolved, ...], rules: PermissionRules, places: Place
         roots = ", ".join(places.roots)
         folder = loc.real if loc.kind == "dir" else posixpath.dirname(loc.real)
         return PermissionVerdict("ask", f"{loc.real} is outside the readable places ({roots})",
-                       hint=f"--add-dir {folder} or an allow rule Read(/{folder}/**)")
+                                 hint=f"--add-dir {folder} or an allow rule Read(/{folder}/**)")
     return ALLOW
 
 
 def _own_home(where: str, own: str) -> PermissionVerdict:
     return PermissionVerdict("ask", f"{where} loopwright's own home ({own}: transcripts, schedules), which tools read "
-                   "only when a rule names it", hint=f"an allow rule Read(/{own}/**)")
+                             "only when a rule names it", hint=f"an allow rule Read(/{own}/**)")
 
 
 def readable(real: str, rules: PermissionRules, places: Places) -> bool:

@@ -51,15 +51,15 @@ def write_where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, place
             continue
         if protected(loc.real) or protected(loc.lexical):
             return PermissionVerdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
-                           hint="approve it yourself; allow rules and hooks do not cover protected paths")
+                                     hint="approve it yourself; allow rules and hooks do not cover protected paths")
         if in_own_home(loc.real, places):
             return PermissionVerdict("ask", f"{loc.real} is in loopwright's own home ({places.own})", hard=True,
-                           hint="approve it yourself; allow rules and hooks do not cover loopwright's home")
+                                     hint="approve it yourself; allow rules and hooks do not cover loopwright's home")
         if loc.links > 1 and loc.kind == "file" and not removes:
             return PermissionVerdict("ask", f"{loc.real} has {loc.links} hard links, so writing it changes the file under "
-                           "its other names too", hard=True, hint="approve it yourself, or write a copy")
+                                     "its other names too", hard=True, hint="approve it yourself, or write a copy")
         if not in_roots(loc.real, places) and not _edit_allowed(locs, rules, places):
             roots = ", ".join(places.roots)
             return PermissionVerdict("ask", f"{loc.real} is outside the writable roots ({roots})", hard=True,
-                           hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
+                                     hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
     return None

@@ -57,7 +57,8 @@ def goal_bounds(flags: Bounds, condition: str, removed: tuple[str, ...] = (), *,
     """Flags and the condition's words together (the tightest wins); what neither states takes
     the default, unless `removed` names it; money is bounded only where `priced`."""
     said = parse_bounds(condition)
-    values, origin = {}, {}
+    values: dict[str, float | None] = {}
+    origin: dict[str, str] = {}
     for key, flag, words, default in (("turns", flags.max_turns, said.max_turns, DEFAULT_TURNS),
                                       ("duration", flags.max_duration_s, said.max_duration_s, DEFAULT_DURATION_S),
                                       ("budget", flags.max_budget_usd, None, DEFAULT_BUDGET_USD)):
@@ -70,7 +71,8 @@ def goal_bounds(flags: Bounds, condition: str, removed: tuple[str, ...] = (), *,
             values[key], origin[key] = default, "default"
     if not priced and origin["budget"] != "none":
         values["budget"], origin["budget"] = None, "unpriced"
-    return GoalBounds(Bounds(values["turns"], values["duration"], values["budget"]), origin)
+    turns = values["turns"]
+    return GoalBounds(Bounds(None if turns is None else int(turns), values["duration"], values["budget"]), origin)
 
 
 def _duration(seconds: float) -> str:

@@ -105,10 +105,10 @@ def next_fire(every_s: int, after: float) -> float:
     midnight of days 1, 1+N, … of the month (cron's `*/N` day-of-month)."""
     if every_s < 3600:
         step = every_s // 60
-        t = (math.floor(after / 60) + 1) * 60  # the next whole minute (zones are whole minutes)
+        t = float((math.floor(after / 60) + 1) * 60)  # the next whole minute (zones are whole minutes)
         while time.localtime(t).tm_min % step:
             t += 60
-        return float(t)
+        return t
     if every_s < 86400:
         step = every_s // 3600
         lt = time.localtime(after)

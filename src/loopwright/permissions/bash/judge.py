@@ -23,6 +23,9 @@ from .git_options import CONTENT
 
 __all__ = ["decide_shell", "line_of", "outside_sandbox", "wanted_repos", "wanted_trees"]
 
+_DENY: Decision = "deny"
+_ASK: Decision = "ask"
+
 
 def line_of(call: Call, places: Places | None = None) -> shellline.Line | None:
     """The call's line as read (None: it cannot be analysed). With `places`, globs are taken as
@@ -117,7 +120,7 @@ def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict:
         return verdict
     example = suggest(line.parts[0]) if line is not None and line.parts else "git push *"
     return PermissionVerdict("ask", f"asked because {why}", hard=True,
-                   hint=f'an allow rule that names the command, e.g. --allowedTools "{call.tool}({example})"')
+                             hint=f'an allow rule that names the command, e.g. --allowedTools "{call.tool}({example})"')
 
 
 def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
@@ -131,9 +134,9 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
             for part in line.parts:
                 if part_hits(spec, part, anywhere=True):
                     return PermissionVerdict(decision, f"the {decision} rule {rule} matches `{part.full}`",
-                                   hard=decision == "ask")
+                                             hard=decision == "ask")
     edit_rules: list[tuple[str, str, Decision]] = [
-        (r, spec, decision) for listed, decision in ((rules.deny, "deny"), (rules.ask, "ask")) for r in listed
+        (r, spec, decision) for listed, decision in ((rules.deny, _DENY), (rules.ask, _ASK)) for r in listed
         for name, spec in [parse_rule(r)] if name in ("Edit", "Write") and spec is not None and not broad(spec)]
     for t in line.touches:
         locs = call.resolved.get(t.path) if t.path is not None else None
@@ -141,20 +144,20 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
             for rule, spec, decision in edit_rules:
                 if locs is not None and path_rule_hits(spec, locs, places, deny=True):
                     return PermissionVerdict(decision, f"the {decision} rule {rule} matches a file `{t.part.text}` writes",
-                                   hard=decision == "ask")
+                                             hard=decision == "ask")
         elif t.kind != "device" and (ruled := _read_ruled(t, locs, call, rules, places)) is not None:
             decision, rule, certain = ruled
             if decision == "deny" and certain:  # it would read what the rule keeps private: as the Read tool
                 return PermissionVerdict("deny", f"`{t.part.text}` reads what the deny rule {rule} keeps private")
             return PermissionVerdict("ask", f"`{t.part.text}` may read what the {decision} rule {rule} keeps private",
-                           hard=True)
+                                     hard=True)
         if t.removes and t.part.name in ("rm", "rmdir") and locs and any(critical(x.real, places) for x in locs):
             return PermissionVerdict("ask", f"`{t.part.text}` removes a critical path", hard=True)
     if specific:
         for part in line.parts:
             if part.hidden:
                 return PermissionVerdict("ask", f"`{part.text}` runs a command that cannot be checked against your "
-                               f"deny and ask rules ({part.opaque})", hard=True)
+                                         f"deny and ask rules ({part.opaque})", hard=True)
     return None
 
 
@@ -240,7 +243,7 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
         return PermissionVerdict("ask", "it reads a path known only when it runs", hard=True, hint="allow it explicitly")
     if t.kind == "device":
         return PermissionVerdict("ask", f"it would change or replace the device {t.path} (only a redirection may write to "
-                       "a device)", hard=True, hint="approve it yourself")
+                                 "a device)", hard=True, hint="approve it yourself")
     locs = call.resolved.get(t.path)
     if t.kind == "write":
         return write_where(locs, rules, places, into=t.into, removes=t.removes)
@@ -250,7 +253,7 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
             return None if anything else PermissionVerdict("ask", "its repository could not be checked", hard=True)
         if not ruled and (why := config_problem(facts)) is not None:  # plan mode runs none of it
             return PermissionVerdict("deny" if plan else "ask", f"it would run a program the repository configures: {why}",
-                           hard=True, hint=f'--allowedTools "Bash({suggest(t.part)})" if you trust it')
+                                     hard=True, hint=f'--allowedTools "Bash({suggest(t.part)})" if you trust it')
         return _read_where(_worktree(facts.top) if facts.top else (), rules, places, tree=True)
     if locs is None:
         return None if anything else PermissionVerdict("ask", f"{t.path} could not be resolved", hard=True)

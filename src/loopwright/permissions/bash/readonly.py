@@ -88,12 +88,12 @@ def _judge(name: str, args: list[Word]) -> Reading:
         sub, why, files = judge_git(args)
         return Reading(why is None, why or "", tuple(Target(w.value, w.glob, tree=True) for w in files), git=sub)
     if name == "find":
-        why, starts, files = judge_find(args)
-        reads = [Target(w.value, w.glob, tree=True) for w in starts or [_DOT]] + [Target(w.value, w.glob) for w in files]
+        why, starts, named = judge_find(args)
+        reads = [Target(w.value, w.glob, tree=True) for w in starts or [_DOT]] + [Target(w.value, w.glob) for w in named]
         return Reading(why is None, why or "", tuple(reads))
     if name == "xxd":
-        why, files = judge_xxd(args)
-        return Reading(why is None, why or "", tuple(Target(w.value, w.glob) for w in files))
+        why, inputs = judge_xxd(args)
+        return Reading(why is None, why or "", tuple(Target(w.value, w.glob) for w in inputs))
     cmd = READ_ONLY.get(name)
     if cmd is None:
         return Reading(False, f"`{name}` is not known to only read")
