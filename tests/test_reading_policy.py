@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.policy import pathrules
+from loopwright.permissions import paths as pathrules
 from loopwright.permissions.paths import in_own_home
 from loopwright.permissions.decide import (
     Call, PermissionRules, Places, Resolved, decide, read_verdict, readable, search_shows,

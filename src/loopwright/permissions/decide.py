@@ -1,32 +1,31 @@
 """May this tool call run? A pure decision from the permission mode, the deny/ask/allow rules,
 what the call touches (paths the gate resolved) and, for Bash, every command the line runs
-(policy/shelljudge). Where reads and writes may go is judged once for both (policy/reading,
-policy/writing)."""
+(bash/judge). Where reads and writes may go is judged once for both (read_access,
+write_access)."""
 
 from __future__ import annotations
 
 import fnmatch
 
-from .bash import judge as shelljudge
-from .bash import line as shellline
 from .bash.command_rules import broad as _broad
 from .bash.command_rules import command_hits
 from .bash.git_config import GitFacts
+from .bash.judge import decide_shell, outside_sandbox, wanted_repos, wanted_trees
+from .bash.line import analysed, wanted
 from .call import Call, Want
 from .paths import Places
 from .read_access import read_verdict, readable, search_filter, search_shows
-from .verdict import ALLOW, SPECIAL, Resolved, PermissionVerdict, path_rule_hits
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, name_hits, normalise_mode, parse_rule,
     parse_tool_list, rule_error,
 )
-from .bash.judge import wanted_repos, wanted_trees
+from .verdict import ALLOW, SPECIAL, PermissionVerdict, Resolved, path_rule_hits
 from .write_access import write_where
 
-__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "Places", "Resolved", "PermissionVerdict", "Want",
-           "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list",
-           "path_hits", "read_verdict", "readable", "rule_error", "search_filter", "search_shows", "wanted_paths",
-           "wanted_repos", "wanted_trees"]
+__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "PermissionVerdict", "Places", "Resolved",
+           "Want", "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule",
+           "parse_tool_list", "path_hits", "read_verdict", "readable", "rule_error", "search_filter", "search_shows",
+           "wanted_paths", "wanted_repos", "wanted_trees"]
 
 
 def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
@@ -38,8 +37,8 @@ def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
 def wanted_paths(call: Call) -> tuple[Want, ...]:
     """The paths the gate must resolve (the I/O step) before `decide`."""
     wants = [Want(p) for p in call.paths]
-    if call.command is not None and (analysis := shellline.analysed(call.command)).error is None:
-        wants += [Want(path, glob) for path, glob in shellline.wanted(analysis)]
+    if call.command is not None and (analysis := analysed(call.command)).error is None:
+        wants += [Want(path, glob) for path, glob in wanted(analysis)]
     return tuple(dict.fromkeys(wants))
 
 
@@ -47,12 +46,12 @@ def decide(call: Call, rules: PermissionRules, places: Places) -> PermissionVerd
     """In auto mode the verdict is acceptEdits' (reads, and edits inside the writable roots,
     run); what that would ask about goes to the classifier (engine.automode), unless hard. A
     command that would leave the OS sandbox is asked about in every mode
-    (`shelljudge.outside_sandbox`)."""
+    (`bash.judge.outside_sandbox`)."""
     mode = normalise_mode(rules.mode) or "default"
     mode = "acceptEdits" if mode == "auto" else mode
     if call.command is not None:
-        verdict = shelljudge.decide_shell(call, rules, places, mode)
-        return shelljudge.outside_sandbox(call, rules, places, verdict) if call.outside else verdict
+        verdict = decide_shell(call, rules, places, mode)
+        return outside_sandbox(call, rules, places, verdict) if call.outside else verdict
     return _decide_tool(call, rules, places, mode)
 
 

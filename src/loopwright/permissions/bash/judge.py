@@ -1,7 +1,7 @@
 """May this shell line run? The Bash side of `permissions.decide`: deny and ask rules on each
 part (Bash rules), on what it writes (Edit rules) and on what it reads (Read rules, also below
 folders read whole and in repositories whose file contents git prints); then the mode: where
-the line writes (policy/writing) and reads (policy/reading, the tools' own predicate), the
+the line writes (write_access) and reads (read_access, the tools' own predicate), the
 programs a repository configures for its git calls, and which parts only read. Pure: the gate
 resolved the paths, asked git and looked through the folders first."""
 
@@ -15,11 +15,11 @@ from ..read_access import deny_below, read_place, read_rule
 from ..rules import PermissionRules, name_hits, parse_rule
 from ..verdict import ALLOW, Decision, Resolved, PermissionVerdict, path_rule_hits
 from ..write_access import critical, harmless_device, write_where
-from . import line as shellline
 from . import nosandbox, readonly
 from .command_rules import broad, part_hits, suggest
 from .git_config import config_problem
 from .git_options import CONTENT
+from .line import Line, Touch, analysed, read_line
 
 __all__ = ["decide_shell", "line_of", "outside_sandbox", "wanted_repos", "wanted_trees"]
 
@@ -27,13 +27,13 @@ _DENY: Decision = "deny"
 _ASK: Decision = "ask"
 
 
-def line_of(call: Call, places: Places | None = None) -> shellline.Line | None:
+def line_of(call: Call, places: Places | None = None) -> Line | None:
     """The call's line as read (None: it cannot be analysed). With `places`, globs are taken as
     the gate expanded them; without, as written (to collect what the gate must resolve)."""
-    analysis = shellline.analysed(call.command or "")
+    analysis = analysed(call.command or "")
     if analysis.error is not None:
         return None
-    return shellline.read_line(analysis, call.resolved if places else None, places.cwd if places else "")
+    return read_line(analysis, call.resolved if places else None, places.cwd if places else "")
 
 
 def wanted_repos(call: Call) -> tuple[str, ...]:
@@ -54,7 +54,7 @@ def wanted_trees(call: Call, places: Places) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _content_top(t: shellline.Touch, call: Call) -> str | None:
+def _content_top(t: Touch, call: Call) -> str | None:
     """The worktree a git call prints file contents from (diff, show, log, blame), if known."""
     if not t.path or readonly.judge(t.part).git not in CONTENT:
         return None
@@ -73,7 +73,7 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
             return PermissionVerdict("deny", f"the deny rule {deny[0][0]} matches")
         if mode == "bypassPermissions" and not specific:
             return ALLOW
-        why = f"the command could not be analysed ({shellline.analysed(call.command or '').error})"
+        why = f"the command could not be analysed ({analysed(call.command or '').error})"
         return PermissionVerdict("deny" if mode == "plan" else "ask", why, hard=specific, hint="split it into simpler commands")
     verdict = _shell_rules(line, call, deny, ask, rules, places, specific)
     if verdict is not None:
@@ -86,9 +86,9 @@ def decide_shell(call: Call, rules: PermissionRules, places: Places, mode: str) 
     return verdict
 
 
-def _unsandboxed(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
+def _unsandboxed(line: Line, call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
     """A line the rules and the mode allow, judged again for a run without an OS sandbox: the
-    short list of readers (policy/nosandbox), and parts an allow rule names, except a rule that
+    short list of readers (nosandbox), and parts an allow rule names, except a rule that
     lets a program run anything, which is set aside (and named)."""
     tool = call.tool
     aside = [(r, s) for r in rules.allow for n, s in [parse_rule(r)] if name_hits(n, tool) and nosandbox.sets_aside(s)]
@@ -123,7 +123,7 @@ def outside_sandbox(call: Call, rules: PermissionRules, places: Places, verdict:
                              hint=f'an allow rule that names the command, e.g. --allowedTools "{call.tool}({example})"')
 
 
-def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | None]],
+def _shell_rules(line: Line, call: Call, deny: list[tuple[str, str | None]],
                  ask: list[tuple[str, str | None]], rules: PermissionRules, places: Places,
                  specific: bool) -> PermissionVerdict | None:
     """Deny rules, then ask rules (Bash rules on each part, Edit rules on what it writes, Read
@@ -161,11 +161,11 @@ def _shell_rules(line: shellline.Line, call: Call, deny: list[tuple[str, str | N
     return None
 
 
-def _read_ruled(t: shellline.Touch, locs: tuple[Resolved, ...] | None, call: Call, rules: PermissionRules,
+def _read_ruled(t: Touch, locs: tuple[Resolved, ...] | None, call: Call, rules: PermissionRules,
                 places: Places) -> tuple[Decision, str, bool] | None:
-    """The Read deny or ask rule a read may meet, as the tools judge it (`reading.read_rule`: a
+    """The Read deny or ask rule a read may meet, as the tools judge it (`read_access.read_rule`: a
     file it covers, a path known only at run time); or, for a folder read whole (or a repository
-    whose contents git prints), a rule that reaches below it (`reading.deny_below`) where the
+    whose contents git prints), a rule that reaches below it (`read_access.deny_below`) where the
     gate found a covered file there or could not look through it all. The flag says whether the
     read surely meets it (a place the gate resolved, a covered file it found below), rather
     than may."""
@@ -201,7 +201,7 @@ def _worktree(top: str) -> tuple[Resolved, ...]:
     return (Resolved(top, top, "dir"),)  # git names it as it found it: real
 
 
-def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places: Places, mode: str, *,
+def _shell_mode(line: Line, call: Call, rules: PermissionRules, places: Places, mode: str, *,
                 strict: bool = False) -> PermissionVerdict:
     """`strict`: no sandbox bounds the line; only the short list of readers runs unnamed by a rule."""
     tool = call.tool
@@ -230,7 +230,7 @@ def _shell_mode(line: shellline.Line, call: Call, rules: PermissionRules, places
     return ALLOW
 
 
-def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, places: Places, anything: bool,
+def _touch_problem(t: Touch, call: Call, rules: PermissionRules, places: Places, anything: bool,
                    ruled: bool, plan: bool) -> PermissionVerdict | None:
     """`anything`: `Bash` is allowed outright, so paths known only at run time are accepted (the
     sandbox bounds them); `ruled`: an allow rule names this part (it may run what its
@@ -261,7 +261,7 @@ def _touch_problem(t: shellline.Touch, call: Call, rules: PermissionRules, place
 
 
 def _read_where(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *, tree: bool) -> PermissionVerdict | None:
-    """A read goes where the tools may read (`reading.read_place`: the readable places, never
+    """A read goes where the tools may read (`read_access.read_place`: the readable places, never
     loopwright's own home unless a rule names it), devices aside (`cat /dev/urandom`). Hard, as
     for writes: a hook's allow does not answer it, only a person."""
     verdict = read_place(tuple(loc for loc in locs if not harmless_device(loc)), rules, places, tree=tree)

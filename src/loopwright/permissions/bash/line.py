@@ -178,7 +178,7 @@ def _safe_globs(part: Part, resolved: Mapping[str, Any] | None, cwd: str, unsure
     """A glob that starts with a pattern character expands to names in the folder, and a name
     may start with '-': then it is an option. Such a word counts as unknown unless the gate saw
     its matches and none starts with '-'. (git's are unknown in any case: whether a line's git
-    calls only read must not depend on the files, see `opts_git.judge_git`.)"""
+    calls only read must not depend on the files, see `git_options.judge_git`.)"""
     words = list(part.words)
     changed = False
     for k, w in enumerate(words):
