@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .core.errors import UsageError
-from .policy import durations
 from .permissions.rules import PermissionMode, normalise_mode
+from .policy import durations
 
 
 def parse_duration(value: str, flag: str) -> float:
