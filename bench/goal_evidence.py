@@ -20,7 +20,7 @@ import statistics
 import anyio
 
 from loopwright.engine.goal import EVALUATOR_SYSTEM, GoalJudge, GoalSpec
-from loopwright.policy.verdict import VERDICT_SCHEMA
+from loopwright.policy.goal_verdict import VERDICT_SCHEMA
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

@@ -21,7 +21,7 @@ import anyio
 
 from loopwright.app import Agent
 from loopwright.core.types import ModelRequest, compact_json
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Limits
 from loopwright.providers.anthropic import AnthropicModel, with_cache_breakpoints
 from loopwright.testing import Simulator

@@ -106,7 +106,7 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
         return await asyncio.to_thread(on_workers.run_on_workers, n, base_url, folder, store=store,
                                        workers=workers, concurrency=concurrency, calls=CALLS)
     from loopwright.app import Agent
-    from loopwright.policy.permissions import PermissionRules
+    from loopwright.permissions.decide import PermissionRules
     from loopwright.policy.stop import Limits
     from loopwright.providers.anthropic import AnthropicModel
     from loopwright.session.opening import open_session

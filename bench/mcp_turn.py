@@ -26,7 +26,7 @@ import httpx
 
 from loopwright.app import Agent
 from loopwright.mcp.config import parse_servers
-from loopwright.policy.rules import PermissionRules
+from loopwright.permissions.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from turn_overhead import assistant_blocks  # the same SSE reading as the other bare loops

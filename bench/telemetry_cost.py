@@ -26,7 +26,7 @@ import anyio
 
 from loopwright import telemetry
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 

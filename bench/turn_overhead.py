@@ -34,7 +34,7 @@ import anyio
 import httpx
 
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 

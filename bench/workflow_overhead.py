@@ -19,7 +19,7 @@ from pathlib import Path
 from loopwright.agents.definitions import builtins
 from loopwright.app import Agent
 from loopwright.cli.commands.workflow import _runner
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.workflows.journal import Journal

@@ -19,7 +19,7 @@ import anyio
 
 from loopwright.core.protected import PROTECTED_DIRS, PROTECTED_FILES
 from loopwright.engine.gate import ToolGate
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.tools.shell import BashTool
 
 BWRAP = shutil.which("bwrap")

@@ -161,7 +161,7 @@ def test_auto_mode_in_a_projects_settings_is_ignored(tmp_path, env):
 
 
 def test_which_allow_rules_auto_mode_sets_aside():
-    from loopwright.policy.automode import drop_broad
+    from loopwright.permissions.automode import drop_broad
 
     kept = ["Bash(npm test)", "Bash(git status)", "Read", "Edit(src/**)", "Bash(ls:*)", "Bash(git status:*)",
             "Bash(git log *)", "Bash(npm test *)", "mcp__srv__tool", "Bash(./scripts/check.sh:*)",
@@ -272,7 +272,7 @@ def test_a_skills_shell_step_in_auto_mode_goes_to_the_classifier(tmp_path, env):
 
 
 def test_reading_the_classifiers_answer():
-    from loopwright.policy.automode import parse_answer
+    from loopwright.permissions.automode import parse_answer
 
     assert parse_answer("<block>no</block>") == (False, "")
     assert parse_answer(" <block>YES</block><reason> deletes\nthe home folder </reason>") == (True, "deletes the home folder")

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.core.ports import BackgroundWork, ToolContext
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig, availability

@@ -14,7 +14,7 @@ from loopwright.core.events import ModelUsage
 from loopwright.core.types import Usage
 from loopwright.engine.capability import Capability
 from loopwright.policy.budget import Budget
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Finish
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

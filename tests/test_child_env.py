@@ -135,7 +135,7 @@ def test_a_change_to_this_process_environment_reaches_the_next_run(project, monk
 
     from loopwright.app import Agent
     from loopwright.core.ports import ToolContext
-    from loopwright.policy.permissions import PermissionRules
+    from loopwright.permissions.decide import PermissionRules
     from loopwright.providers.anthropic import AnthropicModel
     from loopwright.tools import tool
 

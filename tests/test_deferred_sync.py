@@ -10,7 +10,7 @@ import anyio
 
 from loopwright.app import Agent
 from loopwright.core.ports import ToolContext
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.session.opening import open_session
 from loopwright.stores.jsonl import JsonlLog, JsonlStore, read_records

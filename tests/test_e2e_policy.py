@@ -7,7 +7,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.policy.budget import Budget
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import CONTINUE_AFTER_CUT, Limits
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

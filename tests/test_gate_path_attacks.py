@@ -20,7 +20,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.ports import ToolContext
 from loopwright.engine.gate import ToolGate
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

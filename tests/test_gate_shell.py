@@ -15,17 +15,17 @@ from hypothesis import strategies as st
 
 from loopwright.engine.gate import ToolGate
 from loopwright.engine.gitfacts import git_facts
-from loopwright.policy.commands import analyse
-from loopwright.policy.getopt import Spec, parse
-from loopwright.policy.gitsafe import OVERRIDES, GitFacts, config_problem, shell_env
-from loopwright.policy.opts_edit import EDITS
-from loopwright.policy.permissions import (
+from loopwright.permissions.bash.parts import analyse
+from loopwright.permissions.bash.getopt import Spec, parse
+from loopwright.permissions.bash.git_config import OVERRIDES, GitFacts, config_problem, shell_env
+from loopwright.permissions.bash.edit_options import EDITS
+from loopwright.permissions.decide import (
     Call, PermissionRules, Places, Resolved, decide, wanted_paths, wanted_repos, wanted_trees,
 )
-from loopwright.policy.readonly import is_read_only, is_safe_edit, judge
-from loopwright.policy.shellline import read_line
-from loopwright.policy.shellwords import Word
-from loopwright.policy.writes import copy_reads, write_targets
+from loopwright.permissions.bash.readonly import is_read_only, is_safe_edit, judge
+from loopwright.permissions.bash.line import read_line
+from loopwright.permissions.bash.syntax import Word
+from loopwright.permissions.bash.write_targets import copy_reads, write_targets
 from loopwright.tools import builtin_tools
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig
 from loopwright.testing import Simulator

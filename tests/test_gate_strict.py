@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from loopwright.engine.gate import ToolGate
-from loopwright.policy.nosandbox import sets_aside
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.bash.nosandbox import sets_aside
+from loopwright.permissions.decide import PermissionRules
 from loopwright.testing import Simulator
 from loopwright.tools.shell import BashTool
 

@@ -6,9 +6,9 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.events import GoalStatus
 from loopwright.engine.goal import GoalSpec
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.bounds import parse_bounds
-from loopwright.policy.verdict import parse_verdict
+from loopwright.policy.goal_verdict import parse_verdict
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

@@ -11,7 +11,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.events import HookResponse, HookStarted, Notice
 from loopwright.hooks import HookRunner
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

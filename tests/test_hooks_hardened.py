@@ -18,7 +18,7 @@ from loopwright.core.events import HookResponse, Notice
 from loopwright.hooks import HookRunner
 from loopwright.hooks.command import MAX_OUTPUT_BYTES
 from loopwright.hooks.spec import rule_applies
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

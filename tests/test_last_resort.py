@@ -18,7 +18,7 @@ from loopwright import Agent
 from loopwright.core.events import AssistantMessage, ToolStarted
 from loopwright.core.ports import NO_HOOK_RESULT
 from loopwright.engine.lastresort import CRASH_RUNNING, CRASH_WAITING
-from loopwright.policy.rules import PermissionRules
+from loopwright.permissions.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.session import open_session
 from loopwright.session.records import Record, restore

@@ -11,7 +11,7 @@ from loopwright.core.errors import ModelError
 from loopwright.core.events import CompactBoundary, ToolStarted
 from loopwright.engine.loop import AgentLoop
 from loopwright.engine.loopconfig import LoopConfig
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.testing.clock import FakeClock
 from loopwright.testing.scripted import ScriptedModel, Step, text
 from loopwright.tools import tool

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from loopwright.app import Agent
 from loopwright.core.events import RunResult
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Limits
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.session.recorder import Recorder

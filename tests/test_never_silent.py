@@ -12,7 +12,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.core.events import ApiRetry, Notice
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers import http as http_module
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

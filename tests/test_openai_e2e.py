@@ -9,7 +9,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.core.events import CompactBoundary
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from test_cli import cli

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from loopwright.policy.commands import analyse
-from loopwright.policy.writes import write_targets
-from loopwright.policy.readonly import is_read_only, is_safe_edit
-from loopwright.policy.shell import ShellSyntaxError, parse
-from loopwright.policy.shellline import read_line
+from loopwright.permissions.bash.parts import analyse
+from loopwright.permissions.bash.write_targets import write_targets
+from loopwright.permissions.bash.readonly import is_read_only, is_safe_edit
+from loopwright.permissions.bash.syntax import ShellSyntaxError, parse
+from loopwright.permissions.bash.line import read_line
 
 
 def parts(command: str) -> list[str]:

@@ -17,7 +17,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.core.errors import UsageError
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers import Provider, known_prefixes, register, unregister
 from loopwright.providers import registry
 from test_cli import cli

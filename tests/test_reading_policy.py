@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.policy import pathrules
-from loopwright.policy.pathrules import in_own_home
-from loopwright.policy.permissions import (
+from loopwright.permissions import paths as pathrules
+from loopwright.permissions.paths import in_own_home
+from loopwright.permissions.decide import (
     Call, PermissionRules, Places, Resolved, decide, read_verdict, readable, search_shows,
 )
-from loopwright.policy.reading import deny_below
+from loopwright.permissions.read_access import deny_below
 
 CWD, HOME, OWN = "/home/u/p", "/home/u", "/home/u/.loopwright"
 PLACES = Places(CWD, (CWD, "/data/extra"), HOME, OWN)

@@ -11,7 +11,7 @@ from loopwright.app import Agent
 from loopwright.core.types import (
     Message, ModelRequest, OpaqueBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, compact_json,
 )
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel, Fragments, request_body, with_cache_breakpoints
 from loopwright.testing import Simulator
 

@@ -16,7 +16,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.errors import UsageError
 from loopwright.core.events import Notice, SystemInit
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.core.ports import ToolContext
 from loopwright.sandbox import SandboxConfig, availability, unavailable_warning, wrap
 from loopwright.sandbox import bwrap as bwrap_module

@@ -22,7 +22,7 @@ import pytest
 
 from loopwright.core.home import home
 from loopwright.core.ports import ToolContext
-from loopwright.policy.pathrules import protected
+from loopwright.permissions.paths import protected
 from loopwright.sandbox import SandboxConfig, availability, wrap
 from loopwright.sandbox.launch import MARK_NS
 from loopwright.sandbox.protect import guards

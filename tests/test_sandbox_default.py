@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from loopwright.core.ports import ToolContext
-from loopwright.policy.judged import Resolved
-from loopwright.policy.pathrules import Places
-from loopwright.policy.permissions import Call, PermissionRules, decide
+from loopwright.permissions.verdict import Resolved
+from loopwright.permissions.paths import Places
+from loopwright.permissions.decide import Call, PermissionRules, decide
 from loopwright.sandbox import SandboxConfig, availability, wrap
 from loopwright.testing import Simulator
 from loopwright.tools.shell import BashTool

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig, availability
 from loopwright.testing import Simulator

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from loopwright.app import Agent
 from loopwright.core.events import AssistantMessage, ToolStarted, UserMessage
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, iso_timestamp, open_session
 from loopwright.stores.jsonl import JsonlLog, JsonlStore, home, project_name, read_records
 from loopwright.testing.scripted import ScriptedModel, tool_call

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from loopwright.app import Agent
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.capabilities.structured import MAX_ATTEMPTS, NUDGE
 from loopwright.testing import Simulator

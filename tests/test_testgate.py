@@ -8,7 +8,7 @@ import pytest
 
 from loopwright.app import Agent
 from loopwright.capabilities.testgate import FAILED, NOT_RUN, RequireTests, TestGateReport
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock

@@ -123,7 +123,7 @@ def test_a_loop_prompt_that_looks_like_flags_stays_the_prompt(tmp_path, world):
 @pytest.mark.anyio
 async def test_a_prompt_the_model_schedules_with_the_cron_tools_stays_a_prompt(tmp_path, world):
     from loopwright.app import Agent
-    from loopwright.policy.permissions import PermissionRules
+    from loopwright.permissions.decide import PermissionRules
     from loopwright.proactive.schedule import SessionCrons, TimeLoop
     from loopwright.providers.anthropic import AnthropicModel
     from loopwright.testing.clock import FakeClock
@@ -156,7 +156,7 @@ async def test_a_prompt_the_model_schedules_is_never_run_as_a_custom_command(tmp
     sent as text: expanding it would hand the model the command's grants."""
     from loopwright.app import Agent
     from loopwright.context.skills import Skills
-    from loopwright.policy.permissions import PermissionRules
+    from loopwright.permissions.decide import PermissionRules
     from loopwright.proactive.schedule import SessionCrons, TimeLoop
     from loopwright.providers.anthropic import AnthropicModel
     from loopwright.testing.clock import FakeClock

@@ -15,7 +15,7 @@ import pytest
 from loopwright.app import Agent
 from loopwright.core.events import LoopStatus, ResultEvent
 from loopwright.policy.cadence import FALLBACK_WAKEUP_S
-from loopwright.policy.permissions import PermissionRules
+from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.proactive.schedule import BUILTIN_LOOP_PROMPT, MAX_CRONS, SessionCrons, TimeLoop, loop_prompt
 from loopwright.testing import Simulator

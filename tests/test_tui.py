@@ -456,7 +456,7 @@ def test_always_for_a_tool_still_asks_about_a_write_outside_the_project(term, tm
 def test_shift_tab_keeps_bypass_in_the_cycle_only_when_the_session_started_with_it(monkeypatch):
     from loopwright.app import Agent
     from loopwright.cli.tui.status import Status
-    from loopwright.policy.rules import PermissionRules
+    from loopwright.permissions.rules import PermissionRules
 
     monkeypatch.setenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", "1")  # the test machine may run as root
     plain = Status(Agent(permissions=PermissionRules(mode="default")))

@@ -61,8 +61,8 @@ _LAZY: dict[str, str] = {
     "HookResult": "loopwright.core.ports",
     "HookRunner": "loopwright.hooks.runner",
     # permissions
-    "PermissionMode": "loopwright.policy.rules",
-    "PermissionRules": "loopwright.policy.rules",
+    "PermissionMode": "loopwright.permissions.rules",
+    "PermissionRules": "loopwright.permissions.rules",
     "Approver": "loopwright.core.ports",
     "Approval": "loopwright.core.ports",
     # features around the loop (docs/capabilities.md)
@@ -101,7 +101,7 @@ if TYPE_CHECKING:
     from .hooks.python import HookOutput
     from .hooks.runner import HookRunner
     from .policy.budget import Budget
-    from .policy.rules import PermissionMode, PermissionRules
+    from .permissions.rules import PermissionMode, PermissionRules
     from .policy.stop import Limits
     from .tools.base import tool
 

@@ -3,28 +3,25 @@ the input and what was expected."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from .core.errors import UsageError
-from .policy.rules import PermissionMode, normalise_mode
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, None: 1.0}
+from .permissions.rules import PermissionMode, normalise_mode
+from .policy import durations
 
 
 def parse_duration(value: str, flag: str) -> float:
-    """`90`, `45s`, `30m`, `2h`, `1d`, `500ms` → seconds."""
-    match = _DURATION.match(value)
-    if not match or float(match.group(1)) <= 0:
-        raise UsageError(f"{flag}: expected a positive duration such as 90s, 30m or 2h, got {value!r}")
-    return float(match.group(1)) * _UNIT_S[match.group(2)]
+    """`90`, `45s`, `30m`, `2h`, `1d`, `500ms` → seconds (policy.durations reads them)."""
+    try:
+        return durations.parse_duration(value)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
 
 
 def parse_mode(value: str) -> PermissionMode:
     mode = normalise_mode(value)
     if mode is None:
-        from .policy.rules import MODES
+        from .permissions.rules import MODES
         from .settings.check import suggest
 
         raise UsageError(

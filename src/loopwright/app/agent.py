@@ -19,7 +19,7 @@ from ..engine.hookcalls import StopHook
 from ..engine.loop import AgentLoop
 from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
-from ..policy.rules import PermissionRules, normalise_mode
+from ..permissions.rules import PermissionRules, normalise_mode
 from ..policy.stop import Limits
 from ..core.ports import Approver, HookRunner, Model, Observer, Tool, Workspace
 from ..sandbox import SandboxConfig

@@ -109,12 +109,12 @@ def capabilities_of(agent: Any, emit: Callable[[Event], None], subagent_tools: S
 
 def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:
     """`emit`, saying right after system/init which allow rules auto mode sets aside (the gate
-    drops them: `policy.automode.drop_broad`): once a session, and again only when they change."""
-    from ..policy.rules import normalise_mode
+    drops them: `permissions.automode.drop_broad`): once a session, and again only when they change."""
+    from ..permissions.rules import normalise_mode
 
     if agent.depth != 0 or normalise_mode(rules.mode) != "auto":
         return emit
-    from ..policy.automode import drop_broad, set_aside_notice
+    from ..permissions.automode import drop_broad, set_aside_notice
 
     dropped = drop_broad(rules.allow)[1]
     if not dropped or dropped == agent._set_aside:

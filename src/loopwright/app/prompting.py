@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.types import ModelText
-from ..policy.rules import PermissionRules
+from ..permissions.rules import PermissionRules
 
 
 async def start_mcp(agent: Any) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..core.events import Event
-from ..policy.rules import PermissionRules
+from ..permissions.rules import PermissionRules
 from ..sandbox import SandboxConfig
 
 
@@ -58,7 +58,7 @@ def with_strictness(rules: PermissionRules, sandbox: SandboxConfig | None) -> Pe
 def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
     """bypassPermissions as root only inside a working sandbox (or with the explicit override)."""
     from ..core.errors import UsageError
-    from ..policy.rules import bypass_refusal
+    from ..permissions.rules import bypass_refusal
     from ..sandbox import active
 
     if mode != "bypassPermissions" or os.geteuid() != 0:

@@ -115,7 +115,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
     from ..core.environ import child_env
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
-    from ..policy.rules import parse_tool_list
+    from ..permissions.rules import parse_tool_list
     from ..settings import PROJECT, default_limits, permission_rules
     from ..tools import builtin_tools
 
@@ -197,7 +197,7 @@ HARNESS_TOOLS = ("Agent", "Workflow", "Skill")  # offered beside the built-in to
 def tools_named(flag: str | None) -> frozenset[str] | None:
     """`--tools`: exactly the tools named (`""` none, `default` or no flag: all, None here), as
     Claude Code's flag; Agent, Workflow and Skill are offered only when named too."""
-    from ..policy.rules import parse_tool_list
+    from ..permissions.rules import parse_tool_list
     from ..tools import BUILTIN_TOOL_NAMES
 
     if flag is None or flag.strip() == "default":
@@ -291,7 +291,7 @@ def home_warning(roots: tuple[str, ...]) -> str | None:
         real = os.path.realpath(root).rstrip("/")
         if place != real and not place.startswith(real + "/"):
             continue
-        from ..policy.pathrules import (
+        from ..permissions.paths import (
             protected,  # only then: not on every run's start-up path
         )
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
 from ..core.ports import Tool, ToolContext
-from ..policy.rules import PermissionRules, parse_tool_list, rule_error
+from ..permissions.rules import PermissionRules, parse_tool_list, rule_error
 from . import Turn
 from .memory import imports
 from .skills import Skill, render

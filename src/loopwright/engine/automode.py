@@ -20,7 +20,7 @@ from ..core.errors import ModelError
 from ..core.events import Event, ModelCall, ModelUsage
 from ..core.ports import Model
 from ..core.types import Message, ModelRequest
-from ..policy import automode
+from ..permissions import automode
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from .accumulate import Accumulator

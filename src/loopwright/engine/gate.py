@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..core.errors import ToolInputError
 from ..core.fastclass import dataclass
-from ..policy import gitsafe, permissions
-from ..policy.permissions import Call, Places, Resolved, Verdict, Want
-from ..policy.reading import deny_below, kept_private, private_patterns
-from ..policy.rules import apply_updates
 from ..core.ports import Access, Approval, Approver, PathGuard, Tool
-from ..policy import automode
+from ..permissions import automode
+from ..permissions import decide as permissions
+from ..permissions.bash import git_config as gitsafe
+from ..permissions.decide import Call, Places, Resolved, Want
+from ..permissions.read_access import deny_below, kept_private, private_patterns
+from ..permissions.rules import apply_updates
+from ..permissions.verdict import PermissionVerdict as Verdict
 from .gitfacts import git_facts
 
 if TYPE_CHECKING:

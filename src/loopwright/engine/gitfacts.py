@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from functools import lru_cache
 
-from ..policy.gitsafe import GitFacts
+from ..permissions.bash.git_config import GitFacts
 
 TIMEOUT_S = 5.0
 # GIT_CONFIG_COUNT (the overrides) came in git 2.31; --show-scope in 2.26.

@@ -15,7 +15,8 @@ from ..core.fastclass import dataclass
 from ..policy.models import resolve_model
 from ..policy.pricing import cost_usd
 from ..policy.bounds import BOUND_KEYS, Bounds, GoalBounds, goal_bounds
-from ..policy.verdict import VERDICT_SCHEMA, Verdict, parse_verdict
+from ..policy.goal_verdict import VERDICT_SCHEMA, parse_verdict
+from ..policy.goal_verdict import GoalVerdict as Verdict
 from ..core.ports import CheckResult, Model, Workspace
 from ..core.types import Message, ModelRequest, TextBlock, ToolResultBlock, ToolUseBlock
 

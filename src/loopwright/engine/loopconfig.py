@@ -11,7 +11,7 @@ from ..core.fastclass import dataclass
 from ..core.ports import Approver, HookRunner, NoHooks, Tool
 from ..policy.budget import Budget
 from ..policy.models import resolve_model
-from ..policy.rules import PermissionRules
+from ..permissions.rules import PermissionRules
 from ..policy.stop import Caps, Limits
 from . import lastresort as cut
 from .capability import Capability

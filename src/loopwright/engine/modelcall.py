@@ -15,7 +15,7 @@ from ..core.errors import ModelError
 from ..core.events import Event, PartialEvent
 from ..core.ports import Model, Tool, tool_spec
 from ..core.types import Message, ModelRequest, Response, TextBlock
-from ..policy.rules import name_hits
+from ..permissions.rules import name_hits
 
 
 def visible_tools(tools: Sequence[Tool], removed: Sequence[str]) -> list[Tool]:

@@ -190,8 +190,8 @@ def rule_applies(rule: str, event: str, payload: Mapping[str, Any]) -> bool:
     rules match it: `Bash(rm *)` meets every command the line runs (`true && rm f`, `sudo rm f`),
     a path (`Edit(src/**)`) is anchored and resolved as the gate does. Only tool events have
     calls, so on any other event a handler with `if` never runs."""
-    from ..policy.permissions import command_hits
-    from ..policy.rules import parse_rule
+    from ..permissions.decide import command_hits
+    from ..permissions.rules import parse_rule
 
     if event not in TOOL_EVENTS:
         return False
@@ -212,7 +212,7 @@ def rule_applies(rule: str, event: str, payload: Mapping[str, Any]) -> bool:
 
 
 def _path_applies(spec: str, path: str, cwd: str) -> bool:
-    from ..policy.permissions import Places, Resolved, path_hits
+    from ..permissions.decide import Places, Resolved, path_hits
 
     home = os.path.realpath(os.path.expanduser("~"))
     joined = os.path.join(cwd, os.path.expanduser(path))

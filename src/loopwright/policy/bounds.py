@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from ..core.fastclass import dataclass
+from .durations import unit_seconds
 
 BOUND_KEYS = ("turns", "duration", "budget")
 # What bounds a goal nobody bounded: generous for real work, far short of a runaway's bill.
@@ -56,7 +57,8 @@ def goal_bounds(flags: Bounds, condition: str, removed: tuple[str, ...] = (), *,
     """Flags and the condition's words together (the tightest wins); what neither states takes
     the default, unless `removed` names it; money is bounded only where `priced`."""
     said = parse_bounds(condition)
-    values, origin = {}, {}
+    values: dict[str, float | None] = {}
+    origin: dict[str, str] = {}
     for key, flag, words, default in (("turns", flags.max_turns, said.max_turns, DEFAULT_TURNS),
                                       ("duration", flags.max_duration_s, said.max_duration_s, DEFAULT_DURATION_S),
                                       ("budget", flags.max_budget_usd, None, DEFAULT_BUDGET_USD)):
@@ -69,7 +71,8 @@ def goal_bounds(flags: Bounds, condition: str, removed: tuple[str, ...] = (), *,
             values[key], origin[key] = default, "default"
     if not priced and origin["budget"] != "none":
         values["budget"], origin["budget"] = None, "unpriced"
-    return GoalBounds(Bounds(values["turns"], values["duration"], values["budget"]), origin)
+    turns = values["turns"]
+    return GoalBounds(Bounds(None if turns is None else int(turns), values["duration"], values["budget"]), origin)
 
 
 def _duration(seconds: float) -> str:
@@ -81,8 +84,6 @@ def _duration(seconds: float) -> str:
 
 # ---------------------------------------------------------------- bounds stated in words
 
-_UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600,
-          "d": 86400, "day": 86400}
 _TURNS = re.compile(
     r"\b(?:stop|give up|quit|end)\s+after\s+(\d+)\s+(?:turns?|tries|try|attempts?|iterations?|rounds?)\b"
     r"|\b(?:at most|no more than|within|up to|max(?:imum)?(?: of)?)\s+(\d+)\s+(?:turns?|tries|attempts?|iterations?|rounds?)\b",
@@ -99,6 +100,5 @@ def parse_bounds(condition: str) -> Bounds:
     turns = [int(a or b) for a, b in _TURNS.findall(condition)]
     seconds = []
     for amount, unit in _TIME.findall(condition):
-        key = unit.lower().rstrip("s") or "s"
-        seconds.append(float(amount) * _UNITS.get(key, _UNITS.get(key[:1], 1)))
+        seconds.append(float(amount) * unit_seconds(unit))
     return Bounds(min(turns) if turns else None, min(seconds) if seconds else None)

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Callable, Literal, Union
 
 from ..core.fastclass import dataclass
+from .durations import UNITS, unit_seconds
 
 MIN_WAKEUP_S, MAX_WAKEUP_S = 60, 3600  # a self-paced loop wakes between one minute and one hour
 FALLBACK_WAKEUP_S = 20 * 60  # an iteration that neither reschedules nor stops: one more try
@@ -18,12 +19,6 @@ EXPIRY_S = 7 * 24 * 3600  # a loop expires a week after it starts, after one fin
 MAX_FAILED_ITERATIONS = 3  # iterations in a row that end in an error before the loop gives up
 MAX_LOOP_FILE_BYTES = 25_000
 
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_UNIT_WORDS = {
-    "s": ("s", "sec", "secs", "second", "seconds"), "m": ("m", "min", "mins", "minute", "minutes"),
-    "h": ("h", "hr", "hrs", "hour", "hours"), "d": ("d", "day", "days"),
-}
-_WORD_UNIT = {word: unit for unit, words in _UNIT_WORDS.items() for word in words}
 _LEADING = re.compile(r"(\d+)([smhd])(?:\s+|$)(.*)", re.S)
 _TRAILING = re.compile(r"(.*?)[\s,;]*\bevery\s+(?:(\d+)\s*)?([a-z]+)\s*\.?\s*$", re.S | re.I)
 _MINUTE_STEPS = (1, 2, 3, 4, 5, 6, 10, 12, 15, 20, 30)  # divide an hour: a clean `*/N` minute step
@@ -47,10 +42,10 @@ def parse_loop(text: str) -> LoopArgs:
     if lead:
         return LoopArgs(_interval(int(lead.group(1)), lead.group(2), lead.group(0).split()[0]), lead.group(3).strip())
     trail = _TRAILING.fullmatch(text)
-    if trail and trail.group(3).lower() in _WORD_UNIT:
+    if trail and trail.group(3).lower() in UNITS and unit_seconds(trail.group(3)) >= 1:
         count = int(trail.group(2)) if trail.group(2) else 1
         said = text[len(trail.group(1)):].strip(" ,;.")
-        return LoopArgs(_interval(count, _WORD_UNIT[trail.group(3).lower()], said), trail.group(1).strip())
+        return LoopArgs(_interval(count, trail.group(3), said), trail.group(1).strip())
     return LoopArgs(None, text)
 
 
@@ -64,7 +59,7 @@ def parse_interval(text: str) -> int | None:
 
 
 def _interval(count: int, unit: str, said: str) -> int:
-    seconds = count * _UNIT_S[unit]
+    seconds = int(count * unit_seconds(unit))
     if seconds <= 0:
         raise ValueError(f"loop interval {said!r}: expected a positive interval such as 5m, 2h or 1d")
     if seconds > EXPIRY_S:
@@ -98,8 +93,9 @@ def cadence(seconds: int) -> Cadence:
 
 def _say(seconds: int) -> str:
     for unit in ("d", "h", "m"):
-        if seconds % _UNIT_S[unit] == 0:
-            return f"{seconds // _UNIT_S[unit]}{unit}"
+        size = int(unit_seconds(unit))
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
     return f"{seconds}s"
 
 
@@ -109,10 +105,10 @@ def next_fire(every_s: int, after: float) -> float:
     midnight of days 1, 1+N, … of the month (cron's `*/N` day-of-month)."""
     if every_s < 3600:
         step = every_s // 60
-        t = (math.floor(after / 60) + 1) * 60  # the next whole minute (zones are whole minutes)
+        t = float((math.floor(after / 60) + 1) * 60)  # the next whole minute (zones are whole minutes)
         while time.localtime(t).tm_min % step:
             t += 60
-        return float(t)
+        return t
     if every_s < 86400:
         step = every_s // 3600
         lt = time.localtime(after)

@@ -5,7 +5,7 @@ depth and in work, and patterns run on a linear-time engine, so no value can han
 
 from __future__ import annotations
 
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 
 from ..core.regex import PatternError, compile_re2, search
 from .jsonformats import FORMATS
@@ -33,7 +33,7 @@ def _number_value(v: Any) -> bool:
 
 # What each keyword's value must be, so a malformed schema is refused at start, not met by a
 # TypeError while an answer is checked.
-_VALUES = {
+_VALUES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "properties": (lambda v: isinstance(v, dict), "an object"),
     "$defs": (lambda v: isinstance(v, dict), "an object"),
     "definitions": (lambda v: isinstance(v, dict), "an object"),
@@ -176,7 +176,7 @@ def validate(value: Any, schema: Any, root: Any = None, path: str = "$") -> list
     try:
         while stack:
             try:
-                need = stack[-1].send(answer)
+                need = next(stack[-1]) if answer is None else stack[-1].send(answer)
             except StopIteration as done:
                 stack.pop()
                 answer = done.value
@@ -345,7 +345,7 @@ def _string(value: str, schema: dict[str, Any], path: str) -> list[str]:
 
 
 def _number(value: float, schema: dict[str, Any], path: str) -> list[str]:
-    checks = [("minimum", lambda lim: value >= lim, ">="), ("maximum", lambda lim: value <= lim, "<="),
+    checks: list[tuple[str, Callable[[Any], bool], str]] = [("minimum", lambda lim: value >= lim, ">="), ("maximum", lambda lim: value <= lim, "<="),
               ("exclusiveMinimum", lambda lim: value > lim, ">"), ("exclusiveMaximum", lambda lim: value < lim, "<")]
     return [f"{path}: expected {sign} {schema[key]}, got {value}" for key, ok, sign in checks
             if key in schema and not ok(schema[key])]

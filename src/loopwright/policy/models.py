@@ -101,8 +101,8 @@ def resolve_model(name: str) -> ModelInfo:
     key = given.lower()
     target = table.aliases.get(key)
     if target is not None:
-        info = table.rows[target.lower()]
-        return info if info.id == target else _renamed(info, target)
+        aliased = table.rows[target.lower()]
+        return aliased if aliased.id == target else _renamed(aliased, target)
     info = table.rows.get(key) or table.rows.get(_DATE_SUFFIX.sub("", key))
     if info is not None:
         return info if info.id == key else _renamed(info, key)

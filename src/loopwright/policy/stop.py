@@ -242,7 +242,7 @@ def _on_response(r: Response, state: LoopState, limits: Limits, caps: Caps) -> t
         return RunTools(message, calls), _counted(state)
     if _is_empty(message):  # row: empty end_turn
         return _on_empty(state, limits)
-    return CandidateStop(message), _counted(state, empty_retries=0)
+    return CandidateStop(message), _counted(replace(state, empty_retries=0))
 
 
 def _on_malformed(message: Message, calls: tuple[ToolUseBlock, ...], malformed: tuple[ToolUseBlock, ...],
@@ -278,8 +278,8 @@ def stop_reason_warning(r: Response, times_seen: int) -> str | None:
             "know; it went on by the response's content (tool calls run, text is a candidate stop)")
 
 
-def _counted(state: LoopState, **more: int) -> LoopState:
-    return replace(state, turns=state.turns + 1, compactions_this_turn=0, **more)
+def _counted(state: LoopState) -> LoopState:
+    return replace(state, turns=state.turns + 1, compactions_this_turn=0)
 
 
 def _on_refusal(state: LoopState, limits: Limits) -> tuple[Next, LoopState]:

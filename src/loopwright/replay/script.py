@@ -20,7 +20,7 @@ from typing import Any
 from ..engine.compaction import SUMMARY_INSTRUCTIONS
 from ..engine.goal import EVALUATOR_SYSTEM
 from ..hooks.prompt import PROMPT_HOOK_SYSTEM
-from ..policy.automode import SYSTEM as CLASSIFIER_SYSTEM
+from ..permissions.automode import SYSTEM as CLASSIFIER_SYSTEM
 from ..session.records import AssistantEntry, AttachmentEntry, CompactEntry, Record, SystemEntry, restore
 from ..testing.simulator.script import Reply, Script, parse_reply
 from .conversation import evidence_key, key, side_key, text_of

@@ -277,7 +277,7 @@ def permission_rules(settings: Settings, *, mode: str | None = None, allow: tupl
     that holds its settings folder (`Edit(/src/**)` means that project's src); rules add up
     file by file; a mode flag beats `defaultMode`; flag rules add to the files' rules."""
     from ..config import parse_mode
-    from ..policy.rules import PermissionRules
+    from ..permissions.rules import PermissionRules
 
     rules = PermissionRules()
     for source, data in settings.layers:

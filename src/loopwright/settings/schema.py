@@ -89,7 +89,7 @@ def _schema() -> Any:
 
     from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
-    from ..policy.rules import MODES, normalise_mode
+    from ..permissions.rules import MODES, normalise_mode
     from .known import CLAUDE_CODE_ONLY_MODES
 
     class Open(BaseModel):

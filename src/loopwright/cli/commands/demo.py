@@ -102,7 +102,7 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     from ...app import Agent
     from ...core.events import ApiRetry, GoalStatus
     from ...engine.goal import GoalSpec
-    from ...policy.permissions import PermissionRules
+    from ...permissions.rules import PermissionRules
     from ...providers.anthropic import AnthropicModel
     from ...testing import Simulator
     from ..render import Progress, plural

@@ -133,7 +133,7 @@ class SdkApprover:
     def _keep(self, updates: Any) -> None:
         """The session's rules with the host's `updatedPermissions`, for this turn's gate and
         every later turn; a ValueError (nothing changed) when one cannot be read."""
-        from ...policy.rules import PermissionRules, apply_updates
+        from ...permissions.rules import PermissionRules, apply_updates
 
         if not isinstance(updates, list):
             raise ValueError(f"updatedPermissions must be a list, got {type(updates).__name__}")

@@ -98,7 +98,7 @@ class HostRequests:
         return {"still_queued": []}
 
     def set_permission_mode(self, body: dict[str, Any]) -> dict[str, Any]:
-        from ...policy.rules import MODES, normalise_mode
+        from ...permissions.rules import MODES, normalise_mode
 
         mode = normalise_mode(str(body.get("mode")))
         if mode is None:

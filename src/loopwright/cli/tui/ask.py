@@ -62,7 +62,7 @@ class Asker:
             name, _, content = rule.partition("(")
             entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
             update = {"type": "addRules", "behavior": "allow", "rules": [entry], "destination": "session"}
-            from ...policy.rules import apply_updates
+            from ...permissions.rules import apply_updates
 
             self.agent.permissions = apply_updates(self.agent.permissions, [update])  # later prompts too
             return Approval(True, updates=(update,))

@@ -93,7 +93,7 @@ async def _model(room: Any, args: str) -> None:
 
 
 async def _permissions(room: Any, args: str) -> None:
-    from ...policy.rules import apply_updates, rule_error
+    from ...permissions.rules import apply_updates, rule_error
 
     rules = room.agent.permissions
     if args:

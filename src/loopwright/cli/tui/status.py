@@ -27,7 +27,7 @@ class Status:
     agents: dict[str, str] = field(default_factory=dict)  # the subagents running: tool_use_id -> type
 
     def __post_init__(self) -> None:
-        from ...policy.rules import MODES
+        from ...permissions.rules import MODES
 
         self.bypass = self.agent.permissions.mode == "bypassPermissions"
         self.modes = (*CYCLE, *(["auto"] if "auto" in MODES else []), *(["bypassPermissions"] if self.bypass else []))

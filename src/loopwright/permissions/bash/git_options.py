@@ -7,7 +7,7 @@ out: options that write (`--output`), run programs (`--ext-diff`, `--textconv`,
 from __future__ import annotations
 
 from .getopt import Parsed, Spec, parse
-from .shellwords import Word
+from .syntax import Word
 
 __all__ = ["CONTENT", "GLOBAL", "SUBCOMMANDS", "judge_git"]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..core.fastclass import dataclass
-from .opts_git import SUBCOMMANDS
-from .shellline import analysed, read_line
+from ...core.fastclass import dataclass
+from .git_options import SUBCOMMANDS
+from .line import analysed, read_line
 
 __all__ = ["OVERRIDES", "GitFacts", "config_problem", "shell_env"]
 

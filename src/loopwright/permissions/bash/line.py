@@ -9,12 +9,12 @@ import posixpath
 from functools import lru_cache
 from typing import Any, Mapping
 
-from ..core.fastclass import dataclass
-from .commands import Analysis, Part, Target, analyse, input_targets, is_device, redirect_targets
+from ...core.fastclass import dataclass
 from .getopt import Spec, parse
+from .parts import Analysis, Part, Target, analyse, input_targets, is_device, redirect_targets
 from .readonly import Reading, judge
-from .shellwords import Word
-from .writes import copy_reads, makes_links, write_targets
+from .syntax import Word
+from .write_targets import copy_reads, makes_links, write_targets
 
 __all__ = ["Line", "Touch", "analysed", "read_line", "wanted"]
 
@@ -178,7 +178,7 @@ def _safe_globs(part: Part, resolved: Mapping[str, Any] | None, cwd: str, unsure
     """A glob that starts with a pattern character expands to names in the folder, and a name
     may start with '-': then it is an option. Such a word counts as unknown unless the gate saw
     its matches and none starts with '-'. (git's are unknown in any case: whether a line's git
-    calls only read must not depend on the files, see `opts_git.judge_git`.)"""
+    calls only read must not depend on the files, see `git_options.judge_git`.)"""
     words = list(part.words)
     changed = False
     for k, w in enumerate(words):

@@ -11,8 +11,8 @@ __all__ = ["EDITS", "LINKING", "SAFE_EDITS"]
 _STD = " help version"
 
 
-def _spec(short: str, long: str, **kw: bool) -> Spec:
-    return Spec(short, tuple((long + _STD).split()), **kw)
+def _spec(short: str, long: str) -> Spec:
+    return Spec(short, tuple((long + _STD).split()))
 
 
 _CHANGES = "changes no-preserve-root preserve-root quiet silent recursive reference= verbose"

@@ -78,7 +78,7 @@ READ_ONLY: dict[str, Cmd] = {
     "hexdump": _cmd("bcCde:f:L::n:os:vx", "one-byte-octal one-byte-char canonical two-bytes-decimal "
                     "two-bytes-octal two-bytes-hex format= format-file= color=? length= skip= no-squeezing",
                     reads="f format-file"),
-    # (xxd reads options by their first letter: policy/readspecial.judge_xxd)
+    # (xxd reads options by their first letter: readonly.judge_xxd)
     "base64": _cmd("diw:", "decode ignore-garbage wrap=", max_paths=1),
     "tac": _cmd("brs:", "before regex separator="),
     "rev": _cmd(""),

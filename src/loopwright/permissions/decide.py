@@ -1,31 +1,31 @@
 """May this tool call run? A pure decision from the permission mode, the deny/ask/allow rules,
 what the call touches (paths the gate resolved) and, for Bash, every command the line runs
-(policy/shelljudge). Where reads and writes may go is judged once for both (policy/reading,
-policy/writing)."""
+(bash/judge). Where reads and writes may go is judged once for both (read_access,
+write_access)."""
 
 from __future__ import annotations
 
 import fnmatch
 
-from . import shelljudge, shellline
-from .bashrules import broad as _broad
-from .bashrules import command_hits
-from .calls import Call, Want
-from .gitsafe import GitFacts
-from .judged import ALLOW, SPECIAL, Resolved, Verdict, path_rule_hits
-from .pathrules import Places
-from .reading import read_verdict, readable, search_filter, search_shows
+from .bash.command_rules import broad as _broad
+from .bash.command_rules import command_hits
+from .bash.git_config import GitFacts
+from .bash.judge import decide_shell, outside_sandbox, wanted_repos, wanted_trees
+from .bash.line import analysed, wanted
+from .call import Call, Want
+from .paths import Places
+from .read_access import read_verdict, readable, search_filter, search_shows
 from .rules import (
     MODE_ALIASES, MODES, PermissionRules, anchor_rule, bypass_refusal, name_hits, normalise_mode, parse_rule,
     parse_tool_list, rule_error,
 )
-from .shelljudge import wanted_repos, wanted_trees
-from .writing import write_where
+from .verdict import ALLOW, SPECIAL, PermissionVerdict, Resolved, path_rule_hits
+from .write_access import write_where
 
-__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "Places", "Resolved", "Verdict", "Want",
-           "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule", "parse_tool_list",
-           "path_hits", "read_verdict", "readable", "rule_error", "search_filter", "search_shows", "wanted_paths",
-           "wanted_repos", "wanted_trees"]
+__all__ = ["MODES", "MODE_ALIASES", "Call", "GitFacts", "PermissionRules", "PermissionVerdict", "Places", "Resolved",
+           "Want", "anchor_rule", "bypass_refusal", "command_hits", "decide", "normalise_mode", "parse_rule",
+           "parse_tool_list", "path_hits", "read_verdict", "readable", "rule_error", "search_filter", "search_shows",
+           "wanted_paths", "wanted_repos", "wanted_trees"]
 
 
 def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
@@ -37,21 +37,21 @@ def path_hits(spec: str, locs: tuple[Resolved, ...], places: Places) -> bool:
 def wanted_paths(call: Call) -> tuple[Want, ...]:
     """The paths the gate must resolve (the I/O step) before `decide`."""
     wants = [Want(p) for p in call.paths]
-    if call.command is not None and (analysis := shellline.analysed(call.command)).error is None:
-        wants += [Want(path, glob) for path, glob in shellline.wanted(analysis)]
+    if call.command is not None and (analysis := analysed(call.command)).error is None:
+        wants += [Want(path, glob) for path, glob in wanted(analysis)]
     return tuple(dict.fromkeys(wants))
 
 
-def decide(call: Call, rules: PermissionRules, places: Places) -> Verdict:
+def decide(call: Call, rules: PermissionRules, places: Places) -> PermissionVerdict:
     """In auto mode the verdict is acceptEdits' (reads, and edits inside the writable roots,
     run); what that would ask about goes to the classifier (engine.automode), unless hard. A
     command that would leave the OS sandbox is asked about in every mode
-    (`shelljudge.outside_sandbox`)."""
+    (`bash.judge.outside_sandbox`)."""
     mode = normalise_mode(rules.mode) or "default"
     mode = "acceptEdits" if mode == "auto" else mode
     if call.command is not None:
-        verdict = shelljudge.decide_shell(call, rules, places, mode)
-        return shelljudge.outside_sandbox(call, rules, places, verdict) if call.outside else verdict
+        verdict = decide_shell(call, rules, places, mode)
+        return outside_sandbox(call, rules, places, verdict) if call.outside else verdict
     return _decide_tool(call, rules, places, mode)
 
 
@@ -84,27 +84,27 @@ def _locations(call: Call) -> tuple[Resolved, ...] | None:
     return tuple(out)
 
 
-def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) -> Verdict:
+def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) -> PermissionVerdict:
     locs = _locations(call)
     for rule in rules.deny:
         if _tool_rule_hits(rule, call, locs, places, deny=True):
-            return Verdict("deny", f"the deny rule {rule} matches")
+            return PermissionVerdict("deny", f"the deny rule {rule} matches")
     for rule in rules.ask:
         if _tool_rule_hits(rule, call, locs, places, deny=True):
-            return Verdict("ask", f"the ask rule {rule} matches", hard=True)
+            return PermissionVerdict("ask", f"the ask rule {rule} matches", hard=True)
     special = next((loc for loc in locs or () if loc.kind in SPECIAL), None)
     if call.kind == "write" and special is not None:  # the atomic write would replace the node
-        return Verdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
-                       "regular files only")
+        return PermissionVerdict("deny", f"{special.real} is a {special.kind}, not a regular file; {call.tool} writes "
+                                 "regular files only")
     if call.kind == "read":
         return read_verdict(locs, rules, places)
     if mode == "bypassPermissions" or call.kind == "session":
         return ALLOW
     if mode == "plan":
-        return Verdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
+        return PermissionVerdict("deny", f"plan mode runs read-only tools only, and {call.tool} changes things")
     if call.kind == "write":
         if locs is None or not locs:
-            return Verdict("ask", f"{call.tool} names no path that could be checked", hard=True)
+            return PermissionVerdict("ask", f"{call.tool} names no path that could be checked", hard=True)
         problem = write_where(locs, rules, places)
         if problem is not None:
             return problem
@@ -113,4 +113,4 @@ def _decide_tool(call: Call, rules: PermissionRules, places: Places, mode: str) 
     if any(_tool_rule_hits(rule, call, locs, places, deny=False) for rule in rules.allow):
         return ALLOW
     hint = "--permission-mode acceptEdits" if call.kind == "write" else f"--allowedTools {call.tool}"
-    return Verdict("ask", f"{call.tool} is not allowed in {mode} mode without a rule", hint=hint)
+    return PermissionVerdict("ask", f"{call.tool} is not allowed in {mode} mode without a rule", hint=hint)

@@ -6,17 +6,17 @@ aside. Pure."""
 
 from __future__ import annotations
 
-from .bashrules import broad
-from .commands import Part
+from .command_rules import broad
+from .parts import Part
 from .readonly import Reading, is_read_only
 
 __all__ = ["ASKED", "runs_unasked", "sets_aside"]
 
 ASKED = "asked because no sandbox runs here"
 
-# Programs that only read and print, whose every allowed option is known (policy/opts_read,
-# readspecial: find without -exec/-delete/-fprint …), and git's read-only subcommands that run
-# with the repository's programs turned off (policy/gitsafe).
+# Programs that only read and print, whose every allowed option is known (readonly_options,
+# readonly's own grammars: find without -exec/-delete/-fprint …), and git's read-only subcommands that run
+# with the repository's programs turned off (git_config).
 _READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "find", "pwd", "echo",
                       "stat", "file", "diff", "true", "false", "cd"})
 _GIT = frozenset({"status", "log", "diff", "show"})

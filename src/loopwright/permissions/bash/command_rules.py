@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .commands import Part, analyse
+from .parts import Part, analyse
 
 __all__ = ["broad", "command_hits", "part_hits", "suggest"]
 

@@ -1,14 +1,14 @@
 """The vocabulary of a permission judgement: the places a path names (`Resolved`), the answer
-(`Verdict`), and how a path rule meets those places. Pure."""
+(`PermissionVerdict`), and how a path rule meets those places. Pure."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from ..core.fastclass import dataclass
-from .pathrules import Places, anchor, matches
+from .paths import Places, anchor, matches
 
-__all__ = ["ALLOW", "SPECIAL", "Decision", "Resolved", "Verdict", "path_rule_hits"]
+__all__ = ["ALLOW", "SPECIAL", "Decision", "Resolved", "PermissionVerdict", "path_rule_hits"]
 
 Decision = Literal["allow", "ask", "deny"]
 SPECIAL = frozenset({"device", "fifo", "socket"})  # never written by a file tool
@@ -28,7 +28,7 @@ class Resolved:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class PermissionVerdict:
     """`hard` asks come from ask rules and dangerous removals (neither bypassPermissions nor a
     hook's allow skips them) and from writes to protected paths or outside the writable roots
     (a hook's allow does not skip them). `hint` says what would allow the call."""
@@ -39,7 +39,7 @@ class Verdict:
     hint: str = ""
 
 
-ALLOW = Verdict("allow")
+ALLOW = PermissionVerdict("allow")
 
 
 def path_rule_hits(spec: str, locs: tuple[Resolved, ...], places: Places, *, deny: bool) -> bool:

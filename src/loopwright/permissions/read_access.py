@@ -7,9 +7,9 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
-from .judged import ALLOW, Decision, Resolved, Verdict, path_rule_hits
-from .pathrules import Places, anchor, in_own_home, in_roots, inside, matches, rule_prefix
+from .paths import Places, anchor, in_own_home, in_roots, inside, matches, rule_prefix
 from .rules import PermissionRules, normalise_mode, parse_rule
+from .verdict import ALLOW, Decision, Resolved, PermissionVerdict, path_rule_hits
 
 __all__ = ["deny_below", "kept_private", "private_patterns", "read_place", "read_rule", "read_verdict", "readable",
            "search_filter", "search_shows"]
@@ -17,18 +17,18 @@ __all__ = ["deny_below", "kept_private", "private_patterns", "read_place", "read
 _GRANTS_READ = ("Read", "Edit", "Write")  # a place the user lets tools change may be read too
 
 
-def read_verdict(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> Verdict:
+def read_verdict(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places) -> PermissionVerdict:
     """May these places be read? A `Read` deny rule denies and an ask rule asks, in every mode.
     Then bypassPermissions reads anywhere; otherwise every place must be readable (`read_place`).
     `None`: the gate could not resolve the path (asked; a path deny rule then fails closed)."""
     ruled = read_rule(locs, rules, places)
     if ruled is not None:
         decision, rule = ruled
-        return Verdict(decision, f"the {decision} rule {rule} matches", hard=decision == "ask")
+        return PermissionVerdict(decision, f"the {decision} rule {rule} matches", hard=decision == "ask")
     if normalise_mode(rules.mode) == "bypassPermissions":
         return ALLOW
     if locs is None:
-        return Verdict("ask", "it reads a path that could not be resolved", hint="give a plain path")
+        return PermissionVerdict("ask", "it reads a path that could not be resolved", hint="give a plain path")
     return read_place(locs, rules, places)
 
 
@@ -48,7 +48,7 @@ def read_rule(locs: tuple[Resolved, ...] | None, rules: PermissionRules,
 
 
 def read_place(locs: tuple[Resolved, ...], rules: PermissionRules, places: Places, *,
-               tree: bool = False) -> Verdict:
+               tree: bool = False) -> PermissionVerdict:
     """Whether these places are readable: every one lands inside a root (the working directory,
     `--add-dir`, `additionalDirectories`) and outside loopwright's own home, or under an allow
     rule that names it (`Read(~/notes/**)`). `tree`: each is read with everything below it (a
@@ -67,14 +67,14 @@ def read_place(locs: tuple[Resolved, ...], rules: PermissionRules, places: Place
             return _own_home(f"{loc.real} is in", own)
         roots = ", ".join(places.roots)
         folder = loc.real if loc.kind == "dir" else posixpath.dirname(loc.real)
-        return Verdict("ask", f"{loc.real} is outside the readable places ({roots})",
-                       hint=f"--add-dir {folder} or an allow rule Read(/{folder}/**)")
+        return PermissionVerdict("ask", f"{loc.real} is outside the readable places ({roots})",
+                                 hint=f"--add-dir {folder} or an allow rule Read(/{folder}/**)")
     return ALLOW
 
 
-def _own_home(where: str, own: str) -> Verdict:
-    return Verdict("ask", f"{where} loopwright's own home ({own}: transcripts, schedules), which tools read "
-                   "only when a rule names it", hint=f"an allow rule Read(/{own}/**)")
+def _own_home(where: str, own: str) -> PermissionVerdict:
+    return PermissionVerdict("ask", f"{where} loopwright's own home ({own}: transcripts, schedules), which tools read "
+                             "only when a rule names it", hint=f"an allow rule Read(/{own}/**)")
 
 
 def readable(real: str, rules: PermissionRules, places: Places) -> bool:

@@ -30,7 +30,7 @@ class PermissionRules:
     """The mode and the rules (`Tool` or `Tool(specifier)`), checked deny, then ask, then allow.
     `additional_dirs` are writable roots beside the working directory (`--add-dir`). `strict`:
     the sandbox is on but cannot start here, so the shell gate lets only a short list of readers
-    run without asking (policy/nosandbox), in every mode but bypassPermissions."""
+    run without asking (bash/nosandbox), in every mode but bypassPermissions."""
 
     mode: PermissionMode = "default"
     allow: tuple[str, ...] = ()

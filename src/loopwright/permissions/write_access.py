@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import posixpath
 
-from .commands import is_device
-from .judged import Resolved, Verdict, path_rule_hits
-from .pathrules import Places, in_own_home, in_roots, inside, protected
+from .bash.parts import is_device
+from .paths import Places, in_own_home, in_roots, inside, protected
 from .rules import PermissionRules, parse_rule
+from .verdict import Resolved, PermissionVerdict, path_rule_hits
 
 __all__ = ["critical", "harmless_device", "write_where"]
 
@@ -38,28 +38,28 @@ def _edit_allowed(locs: tuple[Resolved, ...], rules: PermissionRules, places: Pl
 
 
 def write_where(locs: tuple[Resolved, ...] | None, rules: PermissionRules, places: Places, *, into: bool = False,
-                removes: bool = False) -> Verdict | None:
+                removes: bool = False) -> PermissionVerdict | None:
     """An ask for a write that lands on a protected path, in loopwright's own home, on a file
     with other hard links (the write changes what those names show) or outside the writable
     roots (or may: a path known only at run time). Hard: a hook's allow does not answer it, only
     a person. `into`: the write opens the file and writes into it (a shell redirection, tee, dd
     of=), so a harmless device it lands on (`> /dev/null`) stays what it is and is exempt."""
     if locs is None:
-        return Verdict("ask", "it writes to a path known only when it runs", hard=True, hint="allow it explicitly")
+        return PermissionVerdict("ask", "it writes to a path known only when it runs", hard=True, hint="allow it explicitly")
     for loc in locs:
         if into and harmless_device(loc):
             continue
         if protected(loc.real) or protected(loc.lexical):
-            return Verdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
-                           hint="approve it yourself; allow rules and hooks do not cover protected paths")
+            return PermissionVerdict("ask", f"{loc.lexical} is a protected path (never written without asking)", hard=True,
+                                     hint="approve it yourself; allow rules and hooks do not cover protected paths")
         if in_own_home(loc.real, places):
-            return Verdict("ask", f"{loc.real} is in loopwright's own home ({places.own})", hard=True,
-                           hint="approve it yourself; allow rules and hooks do not cover loopwright's home")
+            return PermissionVerdict("ask", f"{loc.real} is in loopwright's own home ({places.own})", hard=True,
+                                     hint="approve it yourself; allow rules and hooks do not cover loopwright's home")
         if loc.links > 1 and loc.kind == "file" and not removes:
-            return Verdict("ask", f"{loc.real} has {loc.links} hard links, so writing it changes the file under "
-                           "its other names too", hard=True, hint="approve it yourself, or write a copy")
+            return PermissionVerdict("ask", f"{loc.real} has {loc.links} hard links, so writing it changes the file under "
+                                     "its other names too", hard=True, hint="approve it yourself, or write a copy")
         if not in_roots(loc.real, places) and not _edit_allowed(locs, rules, places):
             roots = ", ".join(places.roots)
-            return Verdict("ask", f"{loc.real} is outside the writable roots ({roots})", hard=True,
-                           hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
+            return PermissionVerdict("ask", f"{loc.real} is outside the writable roots ({roots})", hard=True,
+                                     hint=f"--add-dir {posixpath.dirname(loc.real)} or an allow rule Edit(/{loc.real})")
     return None

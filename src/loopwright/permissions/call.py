@@ -8,8 +8,8 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
-from .gitsafe import GitFacts
-from .judged import Resolved
+from .bash.git_config import GitFacts
+from .verdict import Resolved
 
 __all__ = ["Call", "Want"]
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from ..core.fastclass import dataclass
+from ...core.fastclass import dataclass
 from .getopt import Spec
 from .getopt import parse as parse_options
-from .shell import Redirect, ShellSyntaxError, Simple, Word, parse
+from .syntax import Redirect, ShellSyntaxError, Simple, Word, parse
 
 __all__ = ["Analysis", "Part", "Target", "analyse", "input_targets", "is_device", "redirect_targets"]
 

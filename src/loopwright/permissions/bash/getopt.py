@@ -4,8 +4,8 @@ exact-only parser. A spec lists what a reader allows; anything else is a problem
 
 from __future__ import annotations
 
-from ..core.fastclass import dataclass
-from .shellwords import Word
+from ...core.fastclass import dataclass
+from .syntax import Word
 
 __all__ = ["Cmd", "Parsed", "Spec", "parse"]
 
@@ -62,7 +62,12 @@ class Parsed:
         return [v for n, v in self.options if n in names]
 
 
-def parse(spec: Spec, words: tuple[Word, ...] | list[Word], *, loose: bool = False) -> Parsed:
+_Words = tuple[Word, ...] | list[Word]
+# One option read: the options it gave (name, value) and the index of the next word, or why not.
+_Step = tuple[list[tuple[str, Word | None]], int] | str
+
+
+def parse(spec: Spec, words: _Words, *, loose: bool = False) -> Parsed:
     """`loose`: a word known only at run time counts as an operand even where an option may
     stand (for programs none of whose options reads a file or does harm)."""
     options: list[tuple[str, Word | None]] = []
@@ -92,7 +97,7 @@ def parse(spec: Spec, words: tuple[Word, ...] | list[Word], *, loose: bool = Fal
     return Parsed(tuple(options), tuple(operands))
 
 
-def _long(spec: Spec, body: str, words, k: int):
+def _long(spec: Spec, body: str, words: _Words, k: int) -> _Step:
     name, eq, glued = body.partition("=")
     full = _resolve(spec, name)
     if full is None:
@@ -140,7 +145,7 @@ def _allowed(spec: Spec) -> dict[str, str]:
     return got
 
 
-def _short(spec: Spec, v: str, words, k: int):
+def _short(spec: Spec, v: str, words: _Words, k: int) -> _Step:
     if spec.number and v[1:].isdigit():
         return [("#", Word(v, v[1:]))], k
     found: list[tuple[str, Word | None]] = []

@@ -24,7 +24,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class GoalVerdict:
     status: Status
     reason: str
 
@@ -57,20 +57,20 @@ def _objects(text: str) -> list[str]:
     return spans
 
 
-def _from_dict(data: dict[str, Any]) -> Verdict | None:
+def _from_dict(data: dict[str, Any]) -> GoalVerdict | None:
     reason = str(data.get("reason") or data.get("explanation") or "").strip()
     status = str(data.get("status") or data.get("verdict") or "").lower().replace(" ", "_").replace("-", "_")
     if status in ("met", "not_met", "not_yet_met", "impossible"):
-        return Verdict("not_met" if status == "not_yet_met" else status, reason)  # type: ignore[arg-type]
+        return GoalVerdict("not_met" if status == "not_yet_met" else status, reason)  # type: ignore[arg-type]
     ok = data.get("ok", data.get("met"))
     if not isinstance(ok, bool):
         return None
     if ok:
-        return Verdict("met", reason)
-    return Verdict("impossible" if data.get("impossible") is True else "not_met", reason)
+        return GoalVerdict("met", reason)
+    return GoalVerdict("impossible" if data.get("impossible") is True else "not_met", reason)
 
 
-def parse_verdict(text: str) -> Verdict | None:
+def parse_verdict(text: str) -> GoalVerdict | None:
     """The last well-formed verdict object in the text (code fences and prose around it are
     fine), or None when there is none: the caller asks again, then counts it as not met."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + _objects(text)

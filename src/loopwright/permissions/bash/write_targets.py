@@ -8,10 +8,10 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .commands import Part, Target, redirect_targets
+from .edit_options import EDITS, LINKING
 from .getopt import Parsed, Spec, parse
-from .opts_edit import EDITS, LINKING
-from .shellwords import Word
+from .parts import Part, Target, redirect_targets
+from .syntax import Word
 
 __all__ = ["copy_reads", "makes_links", "write_targets"]
 
@@ -49,7 +49,7 @@ def _parse_edit(part: Part) -> Parsed | None:
     if name == "chmod":  # a mode such as -x or +w is an operand that looks like an option
         k = next((i for i, w in enumerate(words) if w.value is None or not w.value.startswith("--")
                   and (not w.value.startswith("-") or _MODE.fullmatch(w.value))), None)
-        if k is not None and words[k].value is not None and words[k].value.startswith("-"):
+        if k is not None and (words[k].value or "").startswith("-"):
             mode, words = [words[k]], words[:k] + words[k + 1:]
     got = parse(spec, words)
     return Parsed(got.options, tuple(mode) + got.operands, got.problem) if mode else got
@@ -66,7 +66,8 @@ def write_targets(part: Part) -> tuple[Target, ...]:
         return (*targets, *_edit_targets(part.name or "", parsed))
     name, words = part.name, _words(part)
     if name == "dd":
-        targets += [_target(Word(w.text, w.value[3:], w.glob)) for w in words if (w.value or "").startswith("of=")]
+        targets += [_target(Word(w.text, w.value[3:], w.glob)) for w in words
+                    if w.value is not None and w.value.startswith("of=")]
         targets += [Target(None) for w in words if w.value is None]
     elif name in _OUTPUTS:
         targets += [_target(w) for w in _option_value(words, _OUTPUTS[name])]
