@@ -13,7 +13,9 @@ The Bash loop again with a JSONL transcript, as the CLI writes it (issue 32 item
 step in a worker thread just before the command runs (the default), and each durable record
 fsynced as written on the event loop (`defer_sync=False`, as before), beside a floor that writes
 the same records to a file and fsyncs it once before running the command (the same durability:
-a command's start is on disk before it runs).
+a command's start is on disk before it runs). And the CLI's own turn, sandboxed as by default,
+beside a floor that runs the command under bwrap started bare with the same mounts and socket
+filter (the sandbox's work without loopwright's launcher), with and without the transcript.
 
 Run: .venv/bin/python bench/turn_overhead.py [--turns 50] [--runs 5] [--only jsonl]
 """
@@ -97,7 +99,24 @@ def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandbox
         return gaps_ms(sim)
 
 
-def run_bare_bash_jsonl(turns: int, cwd: Path) -> list[float]:
+def floor_run(command: str, cwd: Path, sandbox: tuple | None) -> subprocess.CompletedProcess:
+    """The floor's command: `bash -c` as is, or, with `sandbox` (`sandbox_cost.bwrap_floor`'s spec
+    and guarded line, built for this command), under bwrap started bare with the launcher's mounts
+    and socket filter: the sandbox's work without the launcher."""
+    if sandbox is None:
+        return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True)
+    from sandbox_cost import with_seccomp
+
+    spec, guarded = sandbox
+    argv, read = with_seccomp(spec, guarded)
+    try:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, pass_fds=(read,),
+                              stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        os.close(read)
+
+
+def run_bare_bash_jsonl(turns: int, cwd: Path, sandbox: tuple | None = None) -> list[float]:
     """The floor for a shell turn with a transcript: the bare loop, appending the records the CLI
     writes (the answer, the command's start, its end, the results message) to a file, one write
     each, fsynced once just before the command runs."""
@@ -130,8 +149,7 @@ def run_bare_bash_jsonl(turns: int, cwd: Path) -> list[float]:
                 record("assistant", message={"role": "assistant", "content": blocks})
                 record("tool_started", toolUseId=call["id"], name="Bash", input=call["input"])
                 os.fsync(fd)  # the command's start is durable before it runs
-                done = subprocess.run(["bash", "-c", call["input"]["command"]], cwd=cwd, capture_output=True,
-                                      text=True)
+                done = floor_run(call["input"]["command"], cwd, sandbox)
                 result = {"type": "tool_result", "tool_use_id": call["id"], "content": done.stdout + done.stderr}
                 record("tool_finished", toolUseId=call["id"], name="Bash", result=result)
                 messages = messages + [{"role": "assistant", "content": blocks},
@@ -144,9 +162,9 @@ def run_bare_bash_jsonl(turns: int, cwd: Path) -> list[float]:
         os.close(fd)
 
 
-def run_bare_bash(turns: int, cwd: Path) -> list[float]:
+def run_bare_bash(turns: int, cwd: Path, sandbox: tuple | None = None) -> list[float]:
     """The floor for a shell turn: a bare httpx loop that runs the same command with
-    `subprocess.run(["bash", "-c", …])` and sends its output back."""
+    `subprocess.run(["bash", "-c", …])` (under bare bwrap with `sandbox`) and sends its output back."""
     with Simulator(bash_script(turns)) as sim, httpx.Client(base_url=sim.base_url) as client:
         messages = [{"role": "user", "content": "run it over and over"}]
         tools = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
@@ -157,7 +175,7 @@ def run_bare_bash(turns: int, cwd: Path) -> list[float]:
                 events = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: ")]
             blocks = assistant_blocks(events)
             call = next(b for b in blocks if b["type"] == "tool_use")
-            done = subprocess.run(["bash", "-c", call["input"]["command"]], cwd=cwd, capture_output=True, text=True)
+            done = floor_run(call["input"]["command"], cwd, sandbox)
             messages = messages + [{"role": "assistant", "content": blocks},
                                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
                                                                  "content": done.stdout + done.stderr}]}]
@@ -287,10 +305,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--only", choices=("jsonl",), help="only the Bash loops with a JSONL transcript")
+    parser.add_argument("--only", choices=("jsonl", "start"),
+                        help="only the Bash loops with a JSONL transcript, or only the start to the first request")
     opts = parser.parse_args()
     if opts.only == "jsonl":
         return jsonl_only(opts.turns, opts.runs)
+    if opts.only == "start":
+        return start_only(opts.runs)
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
         target = cwd / "notes.txt"
@@ -326,30 +347,62 @@ def main() -> None:
     print("targets: per-turn < 5 ms, start to first request < 300 ms, --version < 150 ms")
 
 
+def start_only(runs: int) -> None:
+    """Start of `loopwright -p hi` to its first request against the bare script's, interleaved."""
+    med = statistics.median
+    with tempfile.TemporaryDirectory() as tmp:
+        start, floor = start_to_first_request(runs, Path(tmp))
+    print(f"start of `loopwright -p` to first request: median {med(start):.0f} ms over {runs} interleaved runs")
+    print(f"  bare asyncio+httpx script, same measure:  median {med(floor):.0f} ms   "
+          f"ratio loopwright/bare = {med(start) / med(floor):.2f}   (target <= 1.25)")
+
+
 def jsonl_only(turns: int, runs: int) -> None:
     """The Bash loop with a JSONL transcript: fsync a step off the event loop (the default), each
-    durable record fsynced on the event loop (as before), the floor; interleaved `runs` times."""
+    durable record fsynced on the event loop (as before), the floor; then the CLI's own turn, the
+    same loop sandboxed (as by default), against a floor that runs the command under bare bwrap
+    with the same mounts; and both without a transcript. Interleaved `runs` times."""
+    from sandbox_cost import bwrap_floor
+
     med = statistics.median
-    got: dict[str, list[float]] = {"step": [], "each": [], "floor": [], "none": [], "bare": []}
+    names = ("step", "each", "floor", "cli", "floor_bwrap", "none", "bare_bwrap", "bare")
+    got: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
-        run_loopwright_bash_jsonl(5, cwd)  # warm-up
+        subprocess.run(["git", "init", "-q", str(cwd)], check=True)  # a repository, as most projects are
+        spec, _, guarded = bwrap_floor(cwd, BASH_COMMAND)
+        sandbox = (spec, guarded)
+        sides = {"step": lambda: run_loopwright_bash_jsonl(turns, cwd),
+                 "each": lambda: run_loopwright_bash_jsonl(turns, cwd, defer=False),
+                 "floor": lambda: run_bare_bash_jsonl(turns, cwd),
+                 "cli": lambda: run_loopwright_bash_jsonl(turns, cwd, sandboxed=True),
+                 "floor_bwrap": lambda: run_bare_bash_jsonl(turns, cwd, sandbox),
+                 "none": lambda: run_loopwright_bash(turns, cwd),
+                 "bare_bwrap": lambda: run_bare_bash(turns, cwd, sandbox),
+                 "bare": lambda: run_bare_bash(turns, cwd)}
+        run_loopwright_bash_jsonl(5, cwd, sandboxed=True)  # warm-up
         for _ in range(runs):
-            got["step"] += run_loopwright_bash_jsonl(turns, cwd)
-            got["each"] += run_loopwright_bash_jsonl(turns, cwd, defer=False)
-            got["floor"] += run_bare_bash_jsonl(turns, cwd)
-            got["none"] += run_loopwright_bash(turns, cwd)
-            got["bare"] += run_bare_bash(turns, cwd)
-    floor = med(got["floor"])
-    print(f"per-turn client overhead, {turns}-turn Bash loop (`{BASH_COMMAND}` a turn) with a JSONL transcript "
-          f"(median ms of {runs} interleaved runs; end of response → next request)")
-    print(f"  loopwright, one fsync a step in a thread  {med(got['step']):7.2f} ms   ratio to floor = "
-          f"{med(got['step']) / floor:.2f}   (target <= 1.5)")
-    print(f"  loopwright, fsync per record on the loop  {med(got['each']):7.2f} ms   ratio to floor = "
-          f"{med(got['each']) / floor:.2f}")
-    print(f"  floor: bare httpx + subprocess + JSONL    {floor:7.2f} ms   (same records, one fsync before the command)")
-    print(f"  without transcripts (loopwright sandboxed, as by default): loopwright {med(got['none']):.2f} ms, bare {med(got['bare']):.2f} ms, "
-          f"ratio {med(got['none']) / med(got['bare']):.2f}")
+            for name, side in sides.items():
+                got[name] += side()
+    m = {name: med(v) for name, v in got.items()}
+    print(f"per-turn client overhead, {turns}-turn Bash loop (`{BASH_COMMAND}` a turn) (median ms of {runs} "
+          "interleaved runs; end of response → next request)")
+    print("unsandboxed, with a JSONL transcript:")
+    print(f"  loopwright, one fsync a step in a thread  {m['step']:7.2f} ms   ratio to floor = "
+          f"{m['step'] / m['floor']:.2f}   (target <= 1.5)")
+    print(f"  loopwright, fsync per record on the loop  {m['each']:7.2f} ms   ratio to floor = "
+          f"{m['each'] / m['floor']:.2f}")
+    print(f"  floor: bare httpx + subprocess + JSONL    {m['floor']:7.2f} ms   (same records, one fsync before the command)")
+    print("sandboxed (the CLI's default turn), with a JSONL transcript:")
+    print(f"  loopwright                                {m['cli']:7.2f} ms   ratio to floor = "
+          f"{m['cli'] / m['floor_bwrap']:.2f}   (target <= 1.5)")
+    print(f"  floor: the same, command under bare bwrap {m['floor_bwrap']:7.2f} ms   (same mounts and filter, no launcher)")
+    print("sandboxed, without a transcript:")
+    print(f"  loopwright                                {m['none']:7.2f} ms   ratio to floor = "
+          f"{m['none'] / m['bare_bwrap']:.2f}   (target <= 1.5)")
+    print(f"  floor: bare httpx + bare bwrap            {m['bare_bwrap']:7.2f} ms")
+    print(f"  (unsandboxed bare httpx + subprocess      {m['bare']:7.2f} ms: the sandbox's whole cost is "
+          f"{m['none'] - m['bare']:.2f} ms a turn, bwrap's own {m['bare_bwrap'] - m['bare']:.2f} ms)")
 
 
 if __name__ == "__main__":

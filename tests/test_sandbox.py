@@ -44,13 +44,14 @@ def test_wrap_builds_the_isolation(tmp_path, monkeypatch):
     (tmp_path / "secret.txt").write_text("s")
     argv = wrap(["/bin/bash", "-c", "x"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False, bwrap="bwrap",
                 deny_read=("secret.txt",), deny_write=("locked",))
-    assert argv[:4] == [sys.executable, "-I", "-S", str(Path(bwrap_module.__file__).with_name("launch.py"))]
-    spec, text = marshal.loads(bytes.fromhex(argv[4])), " ".join(argv[5:])
+    assert argv[:4] == [sys.executable, "-I", "-S", "-c"]
+    assert f"sys.path.append({str(Path(bwrap_module.__file__).parent)!r})" in argv[4]
+    spec, text = marshal.loads(bytes.fromhex(argv[5])), " ".join(argv[6:])
     for flag in ("--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--cap-drop ALL",
                  "--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"):
         assert flag in text
     assert text.index("--tmpfs /tmp") < text.index(f"--bind {tmp_path} {tmp_path}")  # a root under /tmp stays
-    after_roots = " ".join(argv[5:][spec["insert"]:])  # the guards go after every root, the masks after them
+    after_roots = " ".join(argv[6:][spec["insert"]:])  # the guards go after every root, the masks after them
     assert after_roots.startswith(f"--tmpfs {home}/.ssh --remount-ro {home}/.ssh ")
     assert f"--ro-bind /dev/null {home}/.netrc" in after_roots and f"--ro-bind /dev/null {tmp_path}/secret.txt" \
         in after_roots
@@ -64,7 +65,7 @@ def test_wrap_builds_the_isolation(tmp_path, monkeypatch):
     shared = wrap(["true"], cwd=str(tmp_path), roots=(), network=True, bwrap="bwrap")
     assert "--share-net" in shared and "--unshare-net" not in shared
     opened = wrap(["true"], cwd=str(tmp_path), roots=(), network=False, bwrap="bwrap", sockets_open=True)
-    assert marshal.loads(bytes.fromhex(opened[4]))["seccomp"] is None
+    assert marshal.loads(bytes.fromhex(opened[5]))["seccomp"] is None
 
 
 @pytest.mark.parametrize("section,expected", [

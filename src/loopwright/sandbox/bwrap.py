@@ -20,6 +20,11 @@ __all__ = ["SECRETS", "SandboxConfig", "active", "availability", "bwrap_path", "
 
 PROBE_TIMEOUT_S = 10.0
 LAUNCHER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch.py")
+# The launcher is imported, not run by path, so its compiled bytecode is used (a script run by path
+# is compiled on every start): its own folder is searched after the standard library's, so nothing
+# there shadows a standard module. `-I -S`: no environment variables, user site or site-packages.
+_LAUNCH = (f"import sys; sys.path.append({os.path.dirname(LAUNCHER)!r}); "
+           "from launch import main; main(sys.argv)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +268,7 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     hidden = [os.path.join(user_home, s) for s in SECRETS] + [own] + [os.path.join(cwd, p) for p in deny_read]
     args += _masks(hidden, real_roots)
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
-    return [sys.executable, "-I", "-S", LAUNCHER, marshal.dumps(spec).hex(), *args]
+    return [sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args]
 
 
 def _masks(paths: list[str], roots: list[str]) -> list[str]:

@@ -48,11 +48,12 @@ import fcntl
 import marshal
 import os
 import select
-import signal
 import stat
 import sys
 import time
 import zlib
+
+import _signal  # the C module itself: `signal` would import enum, functools and collections (~3 ms)
 
 MARK_NS = 1_000_000_007  # a placeholder's mtime (1970-01-01 00:00:01.000000007): ours, untouched
 REFUSED = 126
@@ -154,8 +155,8 @@ def _keep_only(passed):
 
 
 def _watch(pidfd, parent, info, clean_up):
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, _signal.SIG_IGN)
     # stdout and stderr stay open: a runner that reads the command's output until every writer
     # is gone sees the end after the clean-up, and the line saying what was set aside.
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
