@@ -365,7 +365,8 @@ def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, co
         print(f"  {w} worker(s)  wall {wall[f'w{w}']:7.2f} s  ideal {ideal:6.2f} s ({ideal / wall[f'w{w}']:6.1%}), "
               f"{polled:6.2f} s with a poll a wave ({polled / wall[f'w{w}']:6.1%})  "
               f"{loops / wall[f'w{w}']:6.2f} loops/s  x{loops / wall[f'w{w}'] / base:4.2f} of {counts[0]} worker(s)  "
-              f"loops per worker (last run) {split}")
+              f"loops per worker (last run) {split}  database connections per worker, most at once (last run) "
+              f"{'/'.join(str(c) for c in got[f'w{w}'][-1]['connections'])}")
     for kind in ("bare", "raw"):
         print(f"  {kind:10} all {loops} at once in one process: wall {wall[kind]:6.2f} s (ideal {CALLS * delay:.2f} s)  "
               f"{loops / wall[kind]:7.2f} loops/s  (the simulator's ceiling for these loops)")

@@ -18,6 +18,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -149,8 +150,24 @@ def enqueue_all(store: str, n: int, folder: Path, calls: int) -> tuple[float, li
         client.destroy()
 
 
-def wait_done(store: str, ids: list[str], calls: int, procs: list[subprocess.Popen], timeout: float) -> list:
-    """Every loop's DBOS status once all have succeeded (a failed loop, or a worker gone, ends the run)."""
+def pg_connections(procs: list[subprocess.Popen], port: int) -> list[int]:
+    """How many TCP connections each worker process holds to the database's port now (`ss`, from
+    the client's side: a worker's DBOS system-database pool and loopwright's own store engine)."""
+    out = subprocess.run(["ss", "-Htnp", "state", "established", "dport", f"= :{port}"], capture_output=True,
+                         text=True, check=False).stdout
+    held = {proc.pid: 0 for proc in procs}
+    for line in out.splitlines():
+        for part in line.split("pid=")[1:]:
+            pid = int(part.split(",")[0])
+            if pid in held:
+                held[pid] += 1
+    return [held[proc.pid] for proc in procs]
+
+
+def wait_done(store: str, ids: list[str], calls: int, procs: list[subprocess.Popen], timeout: float,
+              peak: list[int] | None = None) -> list:
+    """Every loop's DBOS status once all have succeeded (a failed loop, or a worker gone, ends the run).
+    `peak`, when given, is raised to the most database connections each worker held at a poll."""
     from dbos import DBOSClient
 
     from loopwright.distributed.client import WORKFLOW_NAME
@@ -170,6 +187,9 @@ def wait_done(store: str, ids: list[str], calls: int, procs: list[subprocess.Pop
                 return found
             if any(proc.poll() is not None for proc in procs):
                 raise SystemExit("a worker exited during the run (see its log)")
+            if peak is not None:
+                port = urlsplit(store).port or 5432
+                peak[:] = [max(a, b) for a, b in zip(peak, pg_connections(procs, port))]
             time.sleep(0.2)
         raise SystemExit(f"the {len(ids)} loops did not finish within {timeout:g} s")
     finally:
@@ -192,11 +212,12 @@ def run_on_workers(n: int, base_url: str, folder: Path, *, store: str, workers: 
         _, warm = enqueue_all(store, workers * concurrency, folder / "warm-up", calls)
         wait_done(store, warm, calls, procs, timeout=60 + 10 * len(warm) * calls)
         first, ids = enqueue_all(store, n, folder / "loops", calls)
-        found = wait_done(store, ids, calls, procs, timeout=60 + 10 * n * calls)
+        peak = [0] * workers
+        found = wait_done(store, ids, calls, procs, timeout=60 + 10 * n * calls, peak=peak)
     finally:
         stop_workers(procs)
     last = max(w.updated_at for w in found) / 1000
     split: dict[str, int] = {}
     for w in found:
         split[w.executor_id] = split.get(w.executor_id, 0) + 1
-    return {"wall": last - first, "split": [split.get(f"w{k}", 0) for k in range(workers)]}
+    return {"wall": last - first, "split": [split.get(f"w{k}", 0) for k in range(workers)], "connections": peak}
