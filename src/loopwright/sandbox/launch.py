@@ -46,14 +46,14 @@ placeholder when missing), "rw" (pinned writable, a read-only placeholder when m
 import errno
 import fcntl
 import marshal
-import os
+import posix  # the system calls without `os`, whose import (collections.abc, posixpath) was a sixth of the launcher's start
 import select
 import stat
 import sys
 import time
 import zlib
 
-import _signal  # the C module itself: `signal` would import enum, functools and collections (~3 ms)
+import _signal  # type: ignore[import-not-found]  # the C module itself: `signal` would import enum, functools and collections (~3 ms)
 
 MARK_NS = 1_000_000_007  # a placeholder's mtime (1970-01-01 00:00:01.000000007): ours, untouched
 REFUSED = 126
@@ -69,14 +69,14 @@ def main(argv):
     locks, cwd = spec["locks"], spec["cwd"]
     try:
         _check_lock_folder(locks)
-        mutex = _open_lock(os.path.join(locks, "mutex"))
+        mutex = _open_lock(_join(locks, "mutex"))
         fcntl.flock(mutex, fcntl.LOCK_EX)
         held = {}
         try:
             for line in _finish(locks, None):
                 _say(line)
-            for folder in sorted({os.path.dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
-                held[folder] = _open_lock(os.path.join(locks, _key(folder) + ".users"))
+            for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
+                held[folder] = _open_lock(_join(locks, _key(folder) + ".users"))
                 fcntl.flock(held[folder], fcntl.LOCK_SH)
             mounts, watched = guard_mounts(spec["guards"])
             record = _record(locks, watched, cwd) if watched else None
@@ -109,47 +109,47 @@ def guard_mounts(guards):
 
 def _hand_over(bwrap, insert, mounts, seccomp, clean_up, handed=()):
     """Fork the watcher, then become bwrap. `handed`: descriptors meant for the command."""
-    me = os.getpid()
+    me = posix.getpid()
     try:
-        pidfd = os.pidfd_open(me)  # close-on-exec: bwrap does not get it; the watcher keeps it
+        pidfd = posix.pidfd_open(me)  # close-on-exec: bwrap does not get it; the watcher keeps it
     except (AttributeError, OSError):
         pidfd = None  # before Linux 5.3: the watcher asks for its parent instead
     extra, passed = list(mounts), set()
     if seccomp is not None:
-        read, write = os.pipe()
+        read, write = posix.pipe()
         passed.add(read)
-        os.write(write, seccomp)  # a few hundred bytes: the pipe never blocks
-        os.close(write)
-        os.set_inheritable(read, True)
+        posix.write(write, seccomp)  # a few hundred bytes: the pipe never blocks
+        posix.close(write)
+        posix.set_inheritable(read, True)
         extra += ["--seccomp", str(read)]
-    info_read, info_write = os.pipe()
-    os.set_inheritable(info_write, True)
+    info_read, info_write = posix.pipe()
+    posix.set_inheritable(info_write, True)
     extra += ["--info-fd", str(info_write)]
     argv = bwrap[:insert] + extra + bwrap[insert:]
-    if os.fork() == 0:
-        os.close(info_write)
+    if posix.fork() == 0:
+        posix.close(info_write)
         _watch(pidfd, me, info_read, clean_up)
-    os.close(info_read)
+    posix.close(info_read)
     if pidfd is not None:
-        os.close(pidfd)
+        posix.close(pidfd)
     _keep_only(passed | {info_write} | set(handed))
     try:
-        os.execv(argv[0], argv)
+        posix.execv(argv[0], argv)
     except OSError as exc:
         print(f"loopwright: the sandbox refuses this command: bwrap could not start: {exc.strerror}",
               file=sys.stderr, flush=True)
-        os._exit(REFUSED)  # the watcher cleans up: this process is gone for it too
+        posix._exit(REFUSED)  # the watcher cleans up: this process is gone for it too
 
 
 def _keep_only(passed):
     """Nothing the runner left open reaches the command (bwrap hands on whatever it inherits):
     every descriptor but 0-2, the two pipes for bwrap and those handed on by name is closed at
     the exec."""
-    for name in os.listdir("/proc/self/fd"):
+    for name in posix.listdir("/proc/self/fd"):
         fd = int(name)
         if fd > 2 and fd not in passed:
             try:
-                os.set_inheritable(fd, False)
+                posix.set_inheritable(fd, False)
             except OSError:
                 pass  # the listing's own descriptor, closed by now
 
@@ -159,21 +159,21 @@ def _watch(pidfd, parent, info, clean_up):
         _signal.signal(sig, _signal.SIG_IGN)
     # stdout and stderr stay open: a runner that reads the command's output until every writer
     # is gone sees the end after the clean-up, and the line saying what was set aside.
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    posix.dup2(posix.open("/dev/null", posix.O_RDONLY), 0)
     try:
         sandbox = _sandbox_pidfd(info)
         if pidfd is not None:
             while not select.select([pidfd], [], [])[0]:
                 pass
         else:
-            while os.getppid() == parent:  # bwrap ended: this process went to another parent
+            while posix.getppid() == parent:  # bwrap ended: this process went to another parent
                 time.sleep(0.05)
         if sandbox is not None:  # killed outright, bwrap leaves it to the kernel to end the sandbox
             while not select.select([sandbox], [], [])[0]:
                 pass
         clean_up()
     finally:
-        os._exit(0)
+        posix._exit(0)
 
 
 def _sandbox_pidfd(info):
@@ -182,17 +182,17 @@ def _sandbox_pidfd(info):
     waited for: it outlives its child unless killed)."""
     data = b""
     while True:
-        chunk = os.read(info, 4096)
+        chunk = posix.read(info, 4096)
         if not chunk:
             break
         data += chunk
-    os.close(info)
+    posix.close(info)
     _, found, rest = data.partition(b'"child-pid":')
     digits = rest.strip().split(b"}")[0].split(b",")[0].strip()
     if not found or not digits.isdigit():
         return None
     try:
-        return os.pidfd_open(int(digits))
+        return posix.pidfd_open(int(digits))
     except (AttributeError, OSError):
         return None  # gone already, or no pidfds here
 
@@ -200,11 +200,11 @@ def _sandbox_pidfd(info):
 def _present(path):
     """True when `path` exists as a file or folder; None when missing; Refused for a link."""
     try:
-        st = os.lstat(path)
+        st = posix.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISLNK(st.st_mode):
-        raise Refused(f"{path} is a symbolic link (to {os.readlink(path)}), which the sandbox cannot keep in "
+        raise Refused(f"{path} is a symbolic link (to {posix.readlink(path)}), which the sandbox cannot keep in "
                       "place; replace the link with what it points to, or run without the sandbox")
     return True
 
@@ -212,12 +212,12 @@ def _present(path):
 def _make_placeholder(path, kind, content):
     """Create the marked placeholder; False when this user cannot create anything there (then
     neither can the sandboxed command, which has no more rights)."""
-    folder = _marked(os.path.dirname(path))
+    folder = _marked(_dirname(path))
     try:
         if kind == "dir":
-            os.mkdir(path, 0o555)
-            os.chmod(path, 0o555)
-            os.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+            posix.mkdir(path, 0o555)
+            posix.chmod(path, 0o555)
+            posix.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
         else:
             _place_whole(path, content.encode())
         return True
@@ -236,7 +236,7 @@ def _marked(folder):
     made and removed inside it (each changes its modification time, which is the mark): what
     `_mark_again` needs, taken before."""
     try:
-        st = os.lstat(folder)
+        st = posix.lstat(folder)
     except OSError:
         return None
     return folder if st.st_mtime_ns == MARK_NS and stat.S_ISDIR(st.st_mode) else None
@@ -245,7 +245,7 @@ def _marked(folder):
 def _mark_again(folder):
     if folder is not None:
         try:
-            os.utime(folder, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+            posix.utime(folder, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
         except OSError:
             pass  # removed meanwhile: nothing left to mark
 
@@ -255,17 +255,17 @@ def _place_whole(path, data):
     sandbox being set up at the same moment reads the files git reads (a `commondir` seen empty
     would make it refuse its command). Written under a temporary name beside it, then linked
     into place, which fails if something is already there (FileExistsError, as before)."""
-    temporary = os.path.join(os.path.dirname(path), f".loopwright-placeholder-{os.getpid()}-{time.time_ns()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    temporary = _join(_dirname(path), f".loopwright-placeholder-{posix.getpid()}-{time.time_ns()}")
+    fd = posix.open(temporary, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o444)
     try:
         try:
-            os.write(fd, data)
-            os.fchmod(fd, 0o444)
+            posix.write(fd, data)
+            posix.fchmod(fd, 0o444)
         finally:
-            os.close(fd)
-        os.utime(temporary, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+            posix.close(fd)
+        posix.utime(temporary, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
         try:
-            os.link(temporary, path, follow_symlinks=False)
+            posix.link(temporary, path, follow_symlinks=False)
             return
         except OSError as exc:
             if exc.errno == errno.EEXIST:
@@ -273,18 +273,18 @@ def _place_whole(path, data):
             # a file system without hard links: made in place (briefly empty), as it must be made
     finally:
         _remove(temporary, "file")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+    fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o444)
     try:
-        os.write(fd, data)
-        os.fchmod(fd, 0o444)
+        posix.write(fd, data)
+        posix.fchmod(fd, 0o444)
     finally:
-        os.close(fd)
-    os.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+        posix.close(fd)
+    posix.utime(path, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
 
 
 def _is_placeholder(path, kind, content):
     try:
-        st = os.lstat(path)
+        st = posix.lstat(path)
     except OSError:
         return False
     if st.st_mtime_ns != MARK_NS:
@@ -310,7 +310,7 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd):
         if record is not None:
             path, fd = record
             _remove(path, "file")
-            os.close(fd)
+            posix.close(fd)
         # deepest folder first: a placeholder folder (`.git`) empties before its own removal is tried
         for folder, fd in sorted(held.items(), reverse=True):
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -320,7 +320,7 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd):
                 continue  # another sandbox still relies on this folder's placeholders
             marked = _marked(folder)
             for path, kind, mode, content in guards:
-                if mode in PLACEHOLDER_MODES and os.path.dirname(path) == folder and _is_placeholder(path, kind, content):
+                if mode in PLACEHOLDER_MODES and _dirname(path) == folder and _is_placeholder(path, kind, content):
                     _remove(path, kind)
             _mark_again(marked)
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -333,37 +333,37 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd):
 def _record(locks, watched, cwd):
     """The pending record of this command: written, locked, then renamed into place, so a
     record under its final name is always held by a live launcher or watcher, or finished."""
-    temporary = os.path.join(locks, f"writing-{os.getpid()}")
-    fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    temporary = _join(locks, f"writing-{posix.getpid()}")
+    fd = posix.open(temporary, posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    os.write(fd, marshal.dumps({"watched": watched, "cwd": cwd}))
-    final = os.path.join(locks, f"pending-{os.getpid()}-{time.time_ns()}")
-    os.rename(temporary, final)
+    posix.write(fd, marshal.dumps({"watched": watched, "cwd": cwd}))
+    final = _join(locks, f"pending-{posix.getpid()}-{time.time_ns()}")
+    posix.rename(temporary, final)
     return final, fd
 
 
 def finish_pending(locks):
     """Finish the checks of commands whose watcher was killed (their records are held by
     nobody): set aside what they made; one line each, for the caller to show."""
-    if not os.path.isdir(locks):
+    if not _isdir(locks):
         return []
-    mutex = _open_lock(os.path.join(locks, "mutex"))
+    mutex = _open_lock(_join(locks, "mutex"))
     try:
         fcntl.flock(mutex, fcntl.LOCK_EX)
         return _finish(locks, None)
     finally:
-        os.close(mutex)  # closing drops the lock
+        posix.close(mutex)  # closing drops the lock
 
 
 def _finish(locks, cwd):
     """`finish_pending` under the mutex."""
     lines = []
-    for name in sorted(os.listdir(locks)):
+    for name in sorted(posix.listdir(locks)):
         if not name.startswith("pending-"):
             continue
-        path = os.path.join(locks, name)
+        path = _join(locks, name)
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC | posix.O_NOFOLLOW)
         except OSError:
             continue
         try:
@@ -372,7 +372,7 @@ def _finish(locks, cwd):
             except BlockingIOError:
                 continue  # its watcher is alive and will do it
             data = b""
-            while chunk := os.read(fd, 1 << 16):
+            while chunk := posix.read(fd, 1 << 16):
                 data += chunk
             try:
                 record = marshal.loads(data)
@@ -386,7 +386,7 @@ def _finish(locks, cwd):
                     lines.append(line)
             _remove(path, "file")
         finally:
-            os.close(fd)
+            posix.close(fd)
     return lines
 
 
@@ -394,20 +394,19 @@ def _set_aside(watched, locks, cwd, who):
     """Move each watched path that exists now into a quarantine folder of loopwright's home;
     the line that says what was moved, or None."""
     moved, failed = [], []
-    folder = os.path.join(os.path.dirname(locks), "quarantine",
-                          time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}")
+    folder = _join(_dirname(locks), "quarantine",
+                          time.strftime("%Y%m%d-%H%M%S") + f"-{posix.getpid()}")
     for path, _kind in watched:
-        parent = os.path.dirname(path)
-        if os.path.realpath(parent) != parent:
+        if not _lexists(path):
+            continue  # the command did not make it (the usual case: no path resolution needed)
+        parent = _dirname(path)
+        if _realpath(parent) != parent:
             # the folder it was in is a link now (or gone): following it could move something else
-            if os.path.lexists(path):
-                failed.append(f"{_shown(path, cwd)} (its folder {parent} changed; look at it yourself)")
+            failed.append(f"{_shown(path, cwd)} (its folder {parent} changed; look at it yourself)")
             continue
-        if not os.path.lexists(path):
-            continue
-        target = os.path.join(folder, path.lstrip("/"))
+        target = _join(folder, path.lstrip("/"))
         try:
-            _private_dirs(os.path.dirname(target))
+            _private_dirs(_dirname(target))
             _move(path, target)
         except OSError as exc:
             failed.append(f"{_shown(path, cwd)} ({exc.strerror or exc}; remove it yourself)")
@@ -424,28 +423,28 @@ def _set_aside(watched, locks, cwd, who):
 
 def _move(path, target):
     try:
-        os.rename(path, target)
+        posix.rename(path, target)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
         import shutil  # another file system: copy, then remove (rare; not on the start-up path)
 
-        if os.path.isdir(path) and not os.path.islink(path):
+        if _isdir(path) and not _islink(path):
             shutil.copytree(path, target, symlinks=True)
             shutil.rmtree(path)
         else:
             shutil.copy2(path, target, follow_symlinks=False)
-            os.unlink(path)
+            posix.unlink(path)
 
 
 def _private_dirs(path):
     missing = []
-    while not os.path.isdir(path):
+    while not _isdir(path):
         missing.append(path)
-        path = os.path.dirname(path)
+        path = _dirname(path)
     for folder in reversed(missing):
         try:
-            os.mkdir(folder, 0o700)
+            posix.mkdir(folder, 0o700)
         except FileExistsError:
             pass
 
@@ -458,7 +457,7 @@ def _shown(path, cwd):
 
 def _say(line):
     try:
-        os.write(2, (line + "\n").encode("utf-8", "surrogateescape"))
+        posix.write(2, (line + "\n").encode("utf-8", "surrogateescape"))
     except OSError:
         pass  # nobody reads the command's stderr any more
 
@@ -468,31 +467,74 @@ def _say(line):
 def _remove(path, kind):
     try:
         if kind == "dir":
-            os.chmod(path, 0o755)
-            os.rmdir(path)
+            posix.chmod(path, 0o755)
+            posix.rmdir(path)
         else:
-            os.unlink(path)
+            posix.unlink(path)
     except OSError:
         pass  # filled or changed meanwhile by someone on the host: theirs now
 
 
 def _check_lock_folder(path):
     """The folder loopwright made private before starting us; checked, never trusted blindly."""
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+    st = posix.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != posix.geteuid():
         raise Refused(f"its lock folder {path} is not a folder of this user")
     if stat.S_IMODE(st.st_mode) != 0o700:
-        os.chmod(path, 0o700)
+        posix.chmod(path, 0o700)
 
 
 def _open_lock(path):
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    return posix.open(path, posix.O_RDWR | posix.O_CREAT | posix.O_CLOEXEC | posix.O_NOFOLLOW, 0o600)
 
 
 def _key(folder):
     """A lock file's name for a folder. Two folders sharing one only lock together more often."""
     data = folder.encode("utf-8", "surrogateescape")
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+# ---------------------------------------------------------------- paths, without os.path
+# The paths here are absolute and normalised (`wrap` makes them so); these do what posixpath does
+# for such paths.
+
+def _join(first, *rest):
+    out = first
+    for part in rest:
+        out = part if part.startswith("/") else (out if out.endswith("/") else out + "/") + part
+    return out
+
+
+def _dirname(path):
+    head = path[:path.rfind("/") + 1]
+    return head.rstrip("/") or head
+
+
+def _lstat_mode(path, follow=False):
+    try:
+        return (posix.stat(path) if follow else posix.lstat(path)).st_mode
+    except (OSError, ValueError):
+        return None
+
+
+def _isdir(path):
+    mode = _lstat_mode(path, follow=True)
+    return mode is not None and stat.S_ISDIR(mode)
+
+
+def _islink(path):
+    mode = _lstat_mode(path)
+    return mode is not None and stat.S_ISLNK(mode)
+
+
+def _lexists(path):
+    return _lstat_mode(path) is not None
+
+
+def _realpath(path):
+    import posixpath  # only when a watched name appeared: not on every command's way
+
+    return posixpath.realpath(path)
 
 
 if __name__ == "__main__":
