@@ -35,6 +35,21 @@ async def bash(command: str, cwd: Path, sandbox: SandboxConfig, roots=()) -> obj
     return await t.run(t.validate({"command": command}), ToolContext(cwd=cwd, writable_roots=(cwd, *roots)))
 
 
+@needs_bwrap
+def test_the_launcher_starts_with_nothing_but_what_it_needs(tmp_path):
+    """Every sandboxed command pays for the launcher's imports: it is imported from its bytecode
+    and loads no `os` (collections.abc, posixpath), `signal` (enum, functools) or other Python
+    module of the standard library beyond its few C ones. The real command line, run with
+    -X importtime, which lists every module the launcher's interpreter imports."""
+    argv = wrap(["/bin/bash", "-c", "echo ran"], cwd=str(tmp_path), roots=(str(tmp_path),), network=False)
+    done = subprocess.run([*argv[:3], "-X", "importtime", *argv[3:]], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    loaded = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "launch" in loaded
+    assert not loaded & {"os", "posixpath", "_collections_abc", "signal", "enum", "functools", "collections"}, loaded
+
+
 def test_wrap_builds_the_isolation(tmp_path, monkeypatch):
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     home = tmp_path / "home"
