@@ -489,7 +489,7 @@ def test_a_placeholder_file_appears_whole(tmp_path, monkeypatch):
             go.wait(10)
         return real_write(fd, data)
 
-    monkeypatch.setattr(os, "write", paused_write)
+    monkeypatch.setattr(launch.posix, "write", paused_write)  # the launcher calls posix, not os
     placing = threading.Thread(target=launch._make_placeholder, args=(str(target), "file", ".\n"), name="placing")
     placing.start()
     assert writing.wait(10)
