@@ -18,10 +18,10 @@ from pathlib import Path
 
 from loopwright.agents.definitions import builtins
 from loopwright.app import Agent
-from loopwright.cli.commands.workflow import _runner
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
+from loopwright.stores.keptfiles import FileJournal
 from loopwright.workflows.journal import Journal
 from loopwright.workflows.runtime import Run, run_workflow
 
@@ -45,7 +45,7 @@ async def workflow(agent: Agent, n: int, journal: Path, slots: int) -> None:
     async def main(wf, args):
         return await wf.parallel(*(wf.agent(f"PART {i}") for i in range(n)))
 
-    run = Run(Journal(journal), _runner(agent, agent._subagents()), max_agents=slots)
+    run = Run(Journal(FileJournal(journal)), agent._subagents().workflow_runner(), max_agents=slots)
     outcome = await run_workflow(run, "bench", main, [])
     assert outcome.status == "success" and outcome.value == ["ok"] * n, outcome.error
 
