@@ -338,6 +338,14 @@ class HookRunner(Protocol):
     async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
 
 
+@runtime_checkable
+class SaysWhatItWants(Protocol):
+    """A hook runner that can tell, before an event's payload is built, whether it has anything
+    registered for the event (`hooks_want`)."""
+
+    def wants(self, event: HookEvent) -> bool: ...
+
+
 class NoHooks:
     async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         return NO_HOOK_RESULT
@@ -349,8 +357,7 @@ class NoHooks:
 def hooks_want(hooks: HookRunner, event: HookEvent) -> bool:
     """Whether `hooks` may act on `event`: False only when the runner has a `wants` that says it
     has nothing registered for it, so a caller can skip building the event's payload."""
-    wants = getattr(hooks, "wants", None)
-    return wants is None or bool(wants(event))
+    return not isinstance(hooks, SaysWhatItWants) or bool(hooks.wants(event))
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +374,18 @@ class Approval:
 
 # The id of the tool call being decided, for an approver that must name it (set by dispatch).
 CURRENT_TOOL_USE_ID: ContextVar[str] = ContextVar("loopwright_tool_use_id", default="")
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """A session's recorder as an agent holds it: called with every event before anyone else
+    sees it, it writes the transcript; `last_uuid` is the id of the record it wrote last (after
+    a prompt, that prompt's: its checkpoint's and its replay's id). A plain callable recorder
+    has no ids to give."""
+
+    last_uuid: str | None
+
+    def __call__(self, event: Any) -> None: ...
 
 
 class Observer(Protocol):

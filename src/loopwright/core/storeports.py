@@ -5,15 +5,16 @@ and their runs, the routine ledger, and `Stores`, everything one store URL names
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from .fastclass import dataclass
 
 
 class SessionLog(Protocol):
     """One session's append-only log. `append` writes one record durably enough that a killed
-    process loses nothing already appended; `sync=True` also survives power loss. A log that
-    has a `sidechain(agent_id)` method keeps subagents' transcripts beside the session's.
+    process loses nothing already appended; `sync=True` also survives power loss. A log may
+    also be a `DeferredSync` (its fsyncs can wait for a batch) and a `KeepsSidechains` (its
+    subagents' transcripts beside it).
 
     A minimal one, in memory (nothing survives the process):
 
@@ -48,6 +49,24 @@ class SessionLog(Protocol):
     def append(self, record: dict[str, Any], *, sync: bool = False) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeferredSync(Protocol):
+    """A log whose appends can be made power-safe later, in one go: `sync()` fsyncs every record
+    appended so far. A Recorder over such a log fsyncs once a step, before a tool runs; over
+    another log, each record that must survive is synced as it is appended."""
+
+    def sync(self) -> None: ...
+
+
+@runtime_checkable
+class KeepsSidechains(Protocol):
+    """A log that keeps subagents' transcripts beside the session's: `sidechain(agent_id)` is the
+    log of one (e.g. `<session-id>/subagents/agent-<id>.jsonl`). Without it, subagents' runs
+    are not recorded."""
+
+    def sidechain(self, agent_id: str) -> SessionLog: ...
 
 
 class SessionStore(Protocol):
