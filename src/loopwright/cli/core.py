@@ -448,12 +448,14 @@ async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit:
 
 def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:
     """Attachment bodies from parsed records (`session.Record`) or raw record dicts."""
+    from ..session.records import AttachmentEntry
+
     out = []
     for r in records:
         if isinstance(r, dict):
             if r.get("type") == "attachment" and isinstance(r.get("attachment"), dict):
                 out.append(r["attachment"])
-        elif getattr(r.entry, "type", None) == "attachment":
+        elif isinstance(r.entry, AttachmentEntry):
             out.append(dict(r.entry.attachment))
     return out
 

@@ -69,6 +69,14 @@ class KeepsSidechains(Protocol):
     def sidechain(self, agent_id: str) -> SessionLog: ...
 
 
+@runtime_checkable
+class ListsSidechains(Protocol):
+    """A session store that can name the subagents whose transcripts a session keeps (their
+    `agent_id`s, for `export(session_id, agent_id)`)."""
+
+    def agents(self, session_id: str) -> list[str]: ...
+
+
 class SessionStore(Protocol):
     r"""Where sessions live. `load` gives a session's raw records and warnings (a torn last line),
     None for an unknown id, and raises ValueError for a damaged session. `open` gives the append
