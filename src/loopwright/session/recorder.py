@@ -47,7 +47,8 @@ class Recorder:
                  marks: Mapping[str, Any] | None = None, defer_sync: bool = True,
                  opening: Mapping[str, Any] | None = None) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
-        self._syncs: DeferredSync | None = log if defer_sync and isinstance(log, DeferredSync) else None  # fsyncs batched
+        # a log that can sync later gets one fsync a step (settle); any other, one a record that must last
+        self._syncs: DeferredSync | None = log if defer_sync and isinstance(log, DeferredSync) else None
         self._defer = self._syncs is not None
         self._dirty = False
         self.last_uuid = parent
