@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, TypeGuard, runtime_checkable
 
 from .fastclass import dataclass
 from .hookevents import HookEvent
@@ -357,7 +357,21 @@ class NoHooks:
 def hooks_want(hooks: HookRunner, event: HookEvent) -> bool:
     """Whether `hooks` may act on `event`: False only when the runner has a `wants` that says it
     has nothing registered for it, so a caller can skip building the event's payload."""
-    return not isinstance(hooks, SaysWhatItWants) or bool(hooks.wants(event))
+    return not _says_what_it_wants(hooks) or bool(hooks.wants(event))
+
+
+_SAYS_WHAT_IT_WANTS: dict[type, bool] = {}
+
+
+def _says_what_it_wants(hooks: object) -> TypeGuard[SaysWhatItWants]:
+    # decided once per class: a runtime Protocol check costs tens of microseconds on Python 3.11,
+    # and this is asked several times a tool call (docs/speed.md); `wants` is a method, so the
+    # class decides
+    kind = type(hooks)
+    says = _SAYS_WHAT_IT_WANTS.get(kind)
+    if says is None:
+        says = _SAYS_WHAT_IT_WANTS[kind] = issubclass(kind, SaysWhatItWants)
+    return says
 
 
 @dataclass(frozen=True, slots=True)
