@@ -341,7 +341,25 @@ class HookRunner(Protocol):
 @runtime_checkable
 class SaysWhatItWants(Protocol):
     """A hook runner that can tell, before an event's payload is built, whether it has anything
-    registered for the event (`hooks_want`)."""
+    registered for the event (`hooks_want`).
+
+    A minimal one, that acts on Stop only:
+
+    ```python
+    from loopwright.core.ports import NO_HOOK_RESULT, hooks_want
+
+
+    class StopOnly:
+        async def run(self, event, payload, *, match=None):
+            return NO_HOOK_RESULT  # a real runner runs its Stop handlers here
+
+        def wants(self, event):
+            return event == "Stop"
+
+
+    assert hooks_want(StopOnly(), "Stop") and not hooks_want(StopOnly(), "PreToolUse")
+    ```
+    """
 
     def wants(self, event: HookEvent) -> bool: ...
 
@@ -395,7 +413,28 @@ class EventRecorder(Protocol):
     """A session's recorder as an agent holds it: called with every event before anyone else
     sees it, it writes the transcript; `last_uuid` is the id of the record it wrote last (after
     a prompt, that prompt's: its checkpoint's and its replay's id). A plain callable recorder
-    has no ids to give."""
+    has no ids to give.
+
+    A minimal one, that keeps the events and numbers them:
+
+    ```python
+    from loopwright.core.ports import EventRecorder
+
+
+    class Numbered:
+        def __init__(self):
+            self.events, self.last_uuid = [], None
+
+        def __call__(self, event):
+            self.events.append(event)
+            self.last_uuid = f"record-{len(self.events)}"
+
+
+    recorder = Numbered()
+    recorder("an event")
+    assert isinstance(recorder, EventRecorder) and recorder.last_uuid == "record-1"
+    ```
+    """
 
     last_uuid: str | None
 
