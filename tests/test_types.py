@@ -53,3 +53,27 @@ def test_a_misspelt_hook_event_or_finish_reason_is_a_type_error(tmp_path):
     out = mypy(str(bad))
     assert 'Argument 1 to "on" of "HookRunner" has incompatible type "Literal[\'PreToolUs\']"' in out.stdout, out.stdout
     assert "Argument 2 to \"Finish\" has incompatible type \"Literal['complete']\"" in out.stdout, out.stdout
+
+
+@pytest.mark.timeout(600)
+def test_the_adapters_implement_the_optional_ports_they_are_used_through(tmp_path):
+    """The optional methods of the session ports are Protocols, not names probed with getattr:
+    a log the Recorder batches fsyncs for, or keeps subagents' transcripts beside, a store that
+    lists them, and the recorder whose last record id a replayed prompt carries. A renamed or
+    re-typed method is a type error here, not a feature that silently switches off."""
+    fits = tmp_path / "fits.py"
+    fits.write_text(textwrap.dedent("""
+        from loopwright.core.ports import EventRecorder
+        from loopwright.core.storeports import DeferredSync, KeepsSidechains, ListsSidechains
+        from loopwright.session.recorder import Recorder
+        from loopwright.stores.jsonl import JsonlLog, JsonlStore
+        from loopwright.stores.postgres import PgLog, PgSessionStore
+
+        def fits(log: JsonlLog, pg: PgLog, files: JsonlStore, rows: PgSessionStore, rec: Recorder) -> None:
+            batched: DeferredSync = log
+            beside: list[KeepsSidechains] = [log, pg]
+            listing: list[ListsSidechains] = [files, rows]
+            recorder: EventRecorder = rec
+    """))
+    out = mypy(str(fits))
+    assert out.returncode == 0 and "error:" not in out.stdout, out.stdout + out.stderr

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from ..core.events import RunResult
+from ..core.events import ModelUsage, RunResult
 from ..core.ids import uuid4
 from ..workflows import worktrees
 from .render import visible
 
 if TYPE_CHECKING:
+    from ..session.opening import Session
     from .options import Options
 
 MAX_ATTEMPTS = 8
@@ -38,7 +39,7 @@ class Attempt:
     branch: str
     instruction: str = ""
     agent: Any = None
-    session: Any = None
+    session: Session | None = None
     baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
     result: RunResult | None = None
     head: str = ""
@@ -153,7 +154,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
             a.agent.observer = observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
                 "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}})
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
-        spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=[], protect=[]), prompt)
+        spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=(), protect=()), prompt)
         a.agent.set_goal(spec)
         a.session = open_cli_session(mine, a.agent, project=Path(here))  # with the folder's own sessions
         if a.session.recorder is not None:
@@ -212,11 +213,12 @@ class Board:
 
     def watch(self, number: int) -> Any:
         from ..core.events import AssistantMessage
+        from ..core.types import ToolUseBlock
 
         def on_event(event: Any) -> None:
             if not isinstance(event, AssistantMessage):
                 return
-            calls = [b for b in event.message.content if getattr(b, "type", "") == "tool_use"]
+            calls = [b for b in event.message.content if isinstance(b, ToolUseBlock)]
             doing = f"{calls[-1].name}({_gist(calls[-1].input)})" if calls else "answering"
             self.state[number] = f"turn {event.turn} {doing}"
             if self.lines:
@@ -302,8 +304,8 @@ def _record(attempts: list[Attempt], summary: dict[str, Any], repo: Path, base: 
     attempt's diff cut to MAX_DIFF characters), so the web view can show them side by side."""
     diffs = {str(a.number): worktrees.diff(repo, base, a.head, MAX_DIFF) if a.head else "" for a in attempts}
     for a in attempts:
-        recorder = getattr(a.agent, "recorder", None)
-        if recorder is not None and hasattr(recorder, "attach"):
+        recorder = a.session.recorder if a.session is not None else None
+        if recorder is not None:
             recorder.attach({"type": "attempts", "this_attempt": a.number, **summary, "diffs": diffs})
 
 
@@ -337,7 +339,8 @@ def _combined(attempts: list[Attempt], winner: Attempt | None, why: str, summary
     with the spend of every attempt and of the judge added up."""
     results = [a.result for a in attempts if a.result is not None]
     base = winner.result if winner is not None and winner.result is not None else results[0]
-    model_usage, role_usage = dict(base.model_usage), {}
+    model_usage = dict(base.model_usage)
+    role_usage: dict[str, ModelUsage] = {}
     cost = sum(r.total_cost_usd for r in results)
     usage = base.usage
     for r in results:
@@ -351,13 +354,13 @@ def _combined(attempts: list[Attempt], winner: Attempt | None, why: str, summary
         role_usage["judge"] = ruling.usage
         model_usage[ruling.model] = model_usage.get(ruling.model, type(ruling.usage)()) + ruling.usage
         cost += ruling.usage.cost_usd
-    combined = dataclasses.replace(base, total_cost_usd=cost, usage=usage, model_usage=model_usage,
+    totalled = dataclasses.replace(base, total_cost_usd=cost, usage=usage, model_usage=model_usage,
                                    role_usage=role_usage, attempts=summary,
                                    num_turns=sum(r.num_turns for r in results), messages=())
     if winner is not None:
-        return combined
+        return totalled
     aborted = any(r.terminal_reason == "aborted" for r in results)
-    return dataclasses.replace(combined, subtype="error_during_execution", is_error=True, result="",
+    return dataclasses.replace(totalled, subtype="error_during_execution", is_error=True, result="",
                                terminal_reason="aborted" if aborted else "no_winner", errors=(why,),
                                structured_output=None)
 

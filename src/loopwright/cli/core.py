@@ -24,6 +24,7 @@ from .project import mcp_servers, project_agents, project_memory, project_skills
 from .render import Progress, denied_line, dumps, print_result, printable, stream_json, visible  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
+    from ..app import Agent
     from ..engine.goal import SavedGoal
     from .options import Options
 
@@ -87,18 +88,20 @@ def widened_line(settings: Any) -> str:
                       f"settings files): {found}")
 
 
-def init_fields(settings: Any, agent: Any = None) -> dict[str, Any]:
+def init_fields(settings: Any, agent: Agent | None = None) -> dict[str, Any]:
     """What system/init says beyond the engine's fields: what the project's settings widen and
     what was refused, and the skills and commands the person may start (as Claude Code lists them)."""
     widened = [{"file": _shown(source), "widens": parts} for source, parts in settings.widened()]
     refused = [_shown(str(f)) for f in settings.findings if f.level == "refused"]
-    out = {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
-    if agent is not None and getattr(agent, "skills", None) is not None and agent.skills.found:
+    out: dict[str, Any] = {"project_settings": {"widened": widened, "refused": refused}} if widened or refused else {}
+    if agent is None:
+        return out
+    if agent.skills is not None and agent.skills.found:
         names = [s.name for s in agent.skills.found.values() if s.user_invocable]
         out |= {"skills": names, "slash_commands": names}
-    if agent is not None and getattr(agent, "agents", None):
+    if agent.agents:
         out["agents"] = list(agent.agents)
-    if agent is not None and getattr(agent, "plugins", ()):
+    if agent.plugins:
         out["plugins"] = [p.init() for p in agent.plugins]
     return out
 
@@ -445,12 +448,14 @@ async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit:
 
 def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:
     """Attachment bodies from parsed records (`session.Record`) or raw record dicts."""
+    from ..session.records import AttachmentEntry
+
     out = []
     for r in records:
         if isinstance(r, dict):
             if r.get("type") == "attachment" and isinstance(r.get("attachment"), dict):
                 out.append(r["attachment"])
-        elif getattr(r.entry, "type", None) == "attachment":
+        elif isinstance(r.entry, AttachmentEntry):
             out.append(dict(r.entry.attachment))
     return out
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .options import Options
 
 
-def report_crash(exc: Exception, opts: Any) -> int:
+def report_crash(exc: Exception, opts: Options | None) -> int:
     from ..engine.lastresort import crash_report
     from ..stores.crashlog import write_crash_log
 
@@ -19,15 +22,15 @@ def report_crash(exc: Exception, opts: Any) -> int:
     return 1
 
 
-def early_result(opts: Any, args: list[str] | None, line: str, reason: str = "startup_error") -> None:
+def early_result(opts: Options | None, args: list[str] | None, line: str, reason: str = "startup_error") -> None:
     """For `--output-format json|stream-json`, the result object of a command that ended before
     its run began (a usage error, a session that cannot be opened, a crash), so a script reading
     stdout always gets one. `args`: the raw arguments, when the flags could not be parsed."""
-    fmt = getattr(opts, "output_format", None) if opts is not None else _format_in(args or [])
+    fmt = opts.output_format if opts is not None else _format_in(args or [])
     if fmt not in ("json", "stream-json"):
         return
     result = {"type": "result", "subtype": "error_during_execution", "is_error": True, "result": "",
-              "session_id": getattr(opts, "session_id", None) or "", "terminal_reason": reason,
+              "session_id": (opts.session_id if opts is not None else None) or "", "terminal_reason": reason,
               "errors": [line]}
     try:
         print(json.dumps(result), flush=True)

@@ -32,7 +32,7 @@ def run_headless(opts: Options, prompt: str) -> int:
         raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
     status_only = prompt.strip() == "/goal"
     typed = _typed(opts, prompt)
-    spec, prompt = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
+    spec, to_run = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
     session = open_cli_session(opts, agent)
@@ -41,9 +41,9 @@ def run_headless(opts: Options, prompt: str) -> int:
         from ..engine.goal import saved_goal
 
         saved = saved_goal(attachments(session.records))
-    if status_only or prompt is None:  # `/goal` shows, `/goal clear` clears, and no run starts
+    if status_only or to_run is None:  # `/goal` shows, `/goal clear` clears, and no run starts
         try:
-            return _goal_command(saved, session, clear=prompt is None)
+            return _goal_command(saved, session, clear=to_run is None)
         finally:
             session.close()
     try:
@@ -55,7 +55,7 @@ def run_headless(opts: Options, prompt: str) -> int:
     emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings, agent))
 
     async def work() -> Any:
-        return await agent.run(await _with_files(agent, spec, prompt, typed, fmt), on_event=emit)
+        return await agent.run(await _with_files(agent, spec, to_run, typed, fmt), on_event=emit)
 
     try:
         result = asyncio.run(foreground(agent, work, emit, agent.interrupt))

@@ -118,19 +118,25 @@ def run_loop(opts: Options, prompt: str) -> int:
 
         print(bounds_line(spec, agent.model).replace("goal bounds", "goal bounds, each iteration", 1),
               file=sys.stderr, flush=True)
+    crons = SessionCrons(clock)
     loop = TimeLoop(iteration, loop_prompt(every, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
                     on_event, until=until, max_iterations=opts.max_iterations,
-                    max_budget_usd=budget, crons=SessionCrons(clock))
+                    max_budget_usd=budget, crons=crons)
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
     if loop.pacer is not None:
         from ..tools.wakeup import ScheduleWakeupTool
 
         agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]  # build_agent always sets the tools
-    agent.tools = [*agent.tools, *cron_tools(loop.crons)]
+    agent.tools = [*agent.tools, *cron_tools(crons)]
     agent.append_system_prompt = "\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p)
+
+    def interrupt() -> None:
+        loop.interrupt()
+        agent.interrupt()
+
     try:
-        result = asyncio.run(foreground(agent, loop.run, on_event, lambda: (loop.interrupt(), agent.interrupt())))
+        result = asyncio.run(foreground(agent, loop.run, on_event, interrupt))
     finally:
         session.close()
     if fmt == "text" and result.loop:

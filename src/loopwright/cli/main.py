@@ -4,6 +4,7 @@ subcommand. Errors are one line, never a traceback."""
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import TYPE_CHECKING
 
@@ -145,9 +146,8 @@ def _escape_undecodable() -> None:
     """Bytes on stdin that are not UTF-8 arrive escaped, and text that UTF-8 cannot hold (a lone
     surrogate) is printed escaped: neither is a traceback."""
     for stream, errors in ((sys.stdin, "surrogateescape"), (sys.stdout, "backslashreplace")):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors=errors)
+        if isinstance(stream, io.TextIOWrapper):  # not when a caller swapped in a stream of its own
+            stream.reconfigure(errors=errors)
 
 
 def _dispatch(opts: Options) -> int:

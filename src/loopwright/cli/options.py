@@ -109,7 +109,9 @@ def parse_options(argv: list[str]) -> Options:
     values = vars(parser().parse_args(argv))
     known = {f.name for f in fields(Options)} - {"argv"}
     assert set(values) == known, set(values) ^ known  # the parser and Options name the same flags
-    return Options(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}, argv=tuple(argv))
+    # argparse's values are untyped; the assert above ties their names to Options' fields
+    flags: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
+    return Options(**flags, argv=tuple(argv))
 
 
 TAGLINE = ("Loop engineering for AI agents: an agent loop that never stops silently,\n"

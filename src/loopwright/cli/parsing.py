@@ -76,6 +76,8 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '?(.*?)'? \(choose from (.*)\)$")
 class Parser(argparse.ArgumentParser):
     """`hint`: added to errors about unknown arguments (a command's own advice)."""
 
+    takes_run_flags = False  # its FLAGS, after its arguments, are `loopwright -p`'s (`workflow run`)
+
     def __init__(self, *args: Any, hint: str = "", **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)

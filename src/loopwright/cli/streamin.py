@@ -7,6 +7,8 @@ are, as at the terminal: `cli.mentioned`). This module reads one user line; `cli
 
 from __future__ import annotations
 
+import json
+
 from ..core import jsonsafe
 from ..core.errors import UsageError
 from ..core.types import ModelText
@@ -24,7 +26,8 @@ def parse_line(line: str, number: int) -> tuple[str, bool]:
     except jsonsafe.JSONDepthError as exc:
         raise UsageError(f"{where}: {exc.msg} (the cap); expected a user message such as {EXAMPLE}") from None
     except ValueError as exc:
-        raise UsageError(f"{where}: not JSON ({exc.msg}); expected a user message such as {EXAMPLE}") from None
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise UsageError(f"{where}: not JSON ({detail}); expected a user message such as {EXAMPLE}") from None
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, dict) or data.get("type") != "user" or message.get("role") != "user":
         raise UsageError(f"{where}: expected a user message such as {EXAMPLE}")

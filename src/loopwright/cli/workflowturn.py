@@ -63,7 +63,7 @@ class InConversation:
         journal.start(self.name, self.args, str(script.path))
         subs = agent._subagents()
         subs.tool(agent._hooks(emit), emit)
-        limit = getattr(agent.budget, "max_budget_usd", None)  # the session's --max-budget-usd bounds its agents
+        limit = agent.budget.max_budget_usd  # the session's --max-budget-usd bounds its agents
         limit = limit if isinstance(limit, (int, float)) and limit != float("inf") else None
         self.run = Run(journal, subs.workflow_runner(), budget_usd=limit, on_status=on_status, load=loader(Path(agent.cwd), Path.home(),
                        plugins), stop_agents=subs.interrupt, context=self.context)

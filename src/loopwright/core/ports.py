@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, TypeGuard, runtime_checkable
 
 from .fastclass import dataclass
 from .hookevents import HookEvent
@@ -338,6 +338,32 @@ class HookRunner(Protocol):
     async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult: ...
 
 
+@runtime_checkable
+class SaysWhatItWants(Protocol):
+    """A hook runner that can tell, before an event's payload is built, whether it has anything
+    registered for the event (`hooks_want`).
+
+    A minimal one, that acts on Stop only:
+
+    ```python
+    from loopwright.core.ports import NO_HOOK_RESULT, hooks_want
+
+
+    class StopOnly:
+        async def run(self, event, payload, *, match=None):
+            return NO_HOOK_RESULT  # a real runner runs its Stop handlers here
+
+        def wants(self, event):
+            return event == "Stop"
+
+
+    assert hooks_want(StopOnly(), "Stop") and not hooks_want(StopOnly(), "PreToolUse")
+    ```
+    """
+
+    def wants(self, event: HookEvent) -> bool: ...
+
+
 class NoHooks:
     async def run(self, event: HookEvent, payload: dict[str, Any], *, match: str | None = None) -> HookResult:
         return NO_HOOK_RESULT
@@ -349,8 +375,21 @@ class NoHooks:
 def hooks_want(hooks: HookRunner, event: HookEvent) -> bool:
     """Whether `hooks` may act on `event`: False only when the runner has a `wants` that says it
     has nothing registered for it, so a caller can skip building the event's payload."""
-    wants = getattr(hooks, "wants", None)
-    return wants is None or bool(wants(event))
+    return not _says_what_it_wants(hooks) or bool(hooks.wants(event))
+
+
+_SAYS_WHAT_IT_WANTS: dict[type, bool] = {}
+
+
+def _says_what_it_wants(hooks: object) -> TypeGuard[SaysWhatItWants]:
+    # decided once per class: a runtime Protocol check costs tens of microseconds on Python 3.11,
+    # and this is asked several times a tool call (docs/speed.md); `wants` is a method, so the
+    # class decides
+    kind = type(hooks)
+    says = _SAYS_WHAT_IT_WANTS.get(kind)
+    if says is None:
+        says = _SAYS_WHAT_IT_WANTS[kind] = issubclass(kind, SaysWhatItWants)
+    return says
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +406,39 @@ class Approval:
 
 # The id of the tool call being decided, for an approver that must name it (set by dispatch).
 CURRENT_TOOL_USE_ID: ContextVar[str] = ContextVar("loopwright_tool_use_id", default="")
+
+
+@runtime_checkable
+class EventRecorder(Protocol):
+    """A session's recorder as an agent holds it: called with every event before anyone else
+    sees it, it writes the transcript; `last_uuid` is the id of the record it wrote last (after
+    a prompt, that prompt's: its checkpoint's and its replay's id). A plain callable recorder
+    has no ids to give.
+
+    A minimal one, that keeps the events and numbers them:
+
+    ```python
+    from loopwright.core.ports import EventRecorder
+
+
+    class Numbered:
+        def __init__(self):
+            self.events, self.last_uuid = [], None
+
+        def __call__(self, event):
+            self.events.append(event)
+            self.last_uuid = f"record-{len(self.events)}"
+
+
+    recorder = Numbered()
+    recorder("an event")
+    assert isinstance(recorder, EventRecorder) and recorder.last_uuid == "record-1"
+    ```
+    """
+
+    last_uuid: str | None
+
+    def __call__(self, event: Any) -> None: ...
 
 
 class Observer(Protocol):

@@ -5,15 +5,16 @@ and their runs, the routine ledger, and `Stores`, everything one store URL names
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from .fastclass import dataclass
 
 
 class SessionLog(Protocol):
     """One session's append-only log. `append` writes one record durably enough that a killed
-    process loses nothing already appended; `sync=True` also survives power loss. A log that
-    has a `sidechain(agent_id)` method keeps subagents' transcripts beside the session's.
+    process loses nothing already appended; `sync=True` also survives power loss. A log may
+    also be a `DeferredSync` (its fsyncs can wait for a batch) and a `KeepsSidechains` (its
+    subagents' transcripts beside it).
 
     A minimal one, in memory (nothing survives the process):
 
@@ -48,6 +49,112 @@ class SessionLog(Protocol):
     def append(self, record: dict[str, Any], *, sync: bool = False) -> None: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeferredSync(Protocol):
+    """A log whose appends can be made power-safe later, in one go: `sync()` fsyncs every record
+    appended so far. A Recorder over such a log fsyncs once a step, before a tool runs; over
+    another log, each record that must survive is synced as it is appended.
+
+    A minimal one, a file of one JSON record a line:
+
+    ```python
+    import json
+    import os
+
+
+    class FileLog:
+        def __init__(self, path):
+            self.path = path
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+        @property
+        def location(self):
+            return self.path
+
+        def append(self, record, *, sync=False):
+            os.write(self.fd, json.dumps(record).encode() + b"\\n")
+            if sync:
+                os.fsync(self.fd)
+
+        def sync(self):  # the Recorder calls it once a step, in a worker thread
+            os.fsync(self.fd)
+
+        def close(self):
+            os.close(self.fd)
+
+
+    log = FileLog("s1.jsonl")
+    log.append({"type": "user"})
+    log.sync()
+    log.close()
+    assert open("s1.jsonl").read().splitlines() == ['{"type": "user"}']
+    ```
+    """
+
+    def sync(self) -> None: ...
+
+
+@runtime_checkable
+class KeepsSidechains(Protocol):
+    """A log that keeps subagents' transcripts beside the session's: `sidechain(agent_id)` is the
+    log of one (e.g. `<session-id>/subagents/agent-<id>.jsonl`). Without it, subagents' runs
+    are not recorded.
+
+    A minimal one, in memory:
+
+    ```python
+    class ListLog:
+        def __init__(self, name):
+            self.name, self.records, self.sides = name, [], {}
+
+        @property
+        def location(self):
+            return f"memory:{self.name}"
+
+        def append(self, record, *, sync=False):
+            self.records.append(dict(record))
+
+        def close(self):
+            pass
+
+        def sidechain(self, agent_id):
+            return self.sides.setdefault(agent_id, ListLog(f"{self.name}/subagents/agent-{agent_id}"))
+
+
+    log = ListLog("s1")
+    log.sidechain("a1").append({"type": "user", "isSidechain": True, "agentId": "a1"})
+    assert log.records == [] and log.sides["a1"].location == "memory:s1/subagents/agent-a1"
+    ```
+    """
+
+    def sidechain(self, agent_id: str) -> SessionLog: ...
+
+
+@runtime_checkable
+class ListsSidechains(Protocol):
+    """A session store that can name the subagents whose transcripts a session keeps (their
+    `agent_id`s, for `export(session_id, agent_id)`).
+
+    A minimal one, the part that lists them:
+
+    ```python
+    class Sidechains:
+        def __init__(self):
+            self.kept = {}  # session id -> {agent id: its records}
+
+        def agents(self, session_id):
+            return sorted(self.kept.get(session_id, {}))
+
+
+    store = Sidechains()
+    store.kept["s1"] = {"b2": [], "a1": []}
+    assert store.agents("s1") == ["a1", "b2"] and store.agents("s2") == []
+    ```
+    """
+
+    def agents(self, session_id: str) -> list[str]: ...
 
 
 class SessionStore(Protocol):

@@ -109,7 +109,7 @@ class ToolSteps:
         drawn = self._drawn.pop(CURRENT_TOOL_USE_ID.get(), None)
         if drawn is None:
             return await _tool_call(tool, args, ctx)
-        return await drawn.run_async({"name": TOOL_STEP}, _tool_body, tool, args, ctx)  # type: ignore[no-any-return]
+        return await drawn.run_async({"name": TOOL_STEP}, _tool_body, tool, args, ctx)
 
 
 def _in_workflow_code() -> bool:

@@ -9,7 +9,7 @@ import json
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 import anyio
 
@@ -40,6 +40,18 @@ class _Ran:
         self.answer, self.stdout, self.stderr, self.code, self.timed_out = answer, stdout, stderr, code, timed_out
 
 
+@runtime_checkable
+class LayeredSettings(Protocol):
+    """Settings merged from several files (`loopwright.settings.Settings`): the merged `data`, and
+    the hook failure policy the layers allow (a project's file may close it, never open it)."""
+
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+    @property
+    def hook_failure_policy(self) -> str: ...
+
+
 class HookRunner:
     """Hooks from settings (`from_settings`) and Python callables (`on`). `project_dir` is
     `CLAUDE_PROJECT_DIR` for command hooks (default: the event's `cwd`); `env` is added to their
@@ -68,14 +80,17 @@ class HookRunner:
                 self.on(event, fn)
 
     @classmethod
-    def from_settings(cls, settings: Any, **kwargs: Any) -> "HookRunner":
+    def from_settings(cls, settings: LayeredSettings | Mapping[str, Any] | None, **kwargs: Any) -> "HookRunner":
         """From a `loopwright.settings.Settings` or a dict shaped like settings.json: its `hooks`,
         `env`, `disableAllHooks` and `hookFailurePolicy`."""
-        data: Mapping[str, Any] = getattr(settings, "data", settings) or {}
+        data: Mapping[str, Any]
+        if isinstance(settings, LayeredSettings):
+            data, policy = settings.data or {}, settings.hook_failure_policy
+        else:
+            data, policy = settings or {}, None
         kwargs.setdefault("env", data.get("env") or {})
         kwargs.setdefault("disabled", data.get("disableAllHooks") is True)
-        kwargs.setdefault("failure_policy", getattr(settings, "hook_failure_policy", None)
-                          or data.get("hookFailurePolicy") or "closed")
+        kwargs.setdefault("failure_policy", policy or data.get("hookFailurePolicy") or "closed")
         runner = cls(**kwargs)
         for event, groups in (data.get("hooks") or {}).items():
             for group in groups:

@@ -15,6 +15,7 @@ __all__ = ["ListResources", "ReadResource"]
 
 
 class _ResourceTool:
+    name: str  # each tool's own
     read_only = True
 
     def __init__(self, connections: Sequence[Connection]) -> None:

@@ -70,6 +70,8 @@ class ServerProcess:
                                            start_new_session=True)
         self.pid = process.pid
         _LIVE.add(process.pid)
+        stdin = process.stdin
+        assert stdin is not None  # open_process pipes stdin unless told otherwise
         to_client, read = anyio.create_memory_object_stream[Any](0)
         write, from_client = anyio.create_memory_object_stream[Any](0)
 
@@ -88,7 +90,7 @@ class ServerProcess:
                 async with from_client:
                     async for message in from_client:
                         data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                        await process.stdin.send((data + "\n").encode())
+                        await stdin.send((data + "\n").encode())
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 await to_client.aclose()  # the server stopped reading: its requests end now
 

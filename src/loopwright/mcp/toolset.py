@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ..core.events import Event, Notice, SystemInit
 from ..core.ports import Tool
@@ -138,7 +138,7 @@ def _prompt_args(prompt: Any, rest: str) -> dict[str, str]:
     return named
 
 
-class _WithServers(list):  # type: ignore[type-arg]
+class _WithServers(list[Tool]):
     """The fixed tools, then the servers' current ones (a `tools/list_changed` shows in the next
     request: the loop reads its tools again for each one)."""
 
@@ -146,11 +146,11 @@ class _WithServers(list):  # type: ignore[type-arg]
         super().__init__(fixed)
         self.servers, self.only = servers, only
 
-    def _offered(self) -> list[Any]:
+    def _offered(self) -> list[Tool]:
         tools = self.servers.tools()
         return tools if self.only is None else [t for t in tools if self.only(t.name)]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tool]:
         yield from list.__iter__(self)
         yield from self._offered()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SessionError, UsageError
+from ..core.storeports import ListsSidechains, SessionStore
 from ..session.records import Record
 
 
@@ -73,9 +74,8 @@ def load(session: str, *, store: str | None = None, cwd: str = ".") -> Recording
     return _recording(raw, chains, where, list(warnings))
 
 
-def _agents(sessions: Any, session_id: str) -> list[str]:
-    listed = getattr(sessions, "agents", None)  # the stores that keep sidechains list them
-    return list(listed(session_id)) if listed is not None else []
+def _agents(sessions: SessionStore, session_id: str) -> list[str]:
+    return sessions.agents(session_id) if isinstance(sessions, ListsSidechains) else []
 
 
 def _from_file(path: Path) -> Recording:

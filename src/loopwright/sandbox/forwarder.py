@@ -14,7 +14,7 @@ gains nothing by using FD itself.
 
 # The interpreter's built-in modules only: `socket`, `signal` and `threading` would cost more
 # than the rest of the start-up (they build enums); these add nothing measurable to a command.
-import _signal
+import _signal  # type: ignore[import-not-found]  # the C module behind `signal`: typeshed has no stub for it
 import _socket
 import _thread
 import os

@@ -9,6 +9,7 @@ changed. What shell commands change is not tracked; files with more than one har
 
 from __future__ import annotations
 
+import builtins
 import os
 import stat
 import time
@@ -84,7 +85,7 @@ class Checkpoints:
                 return c
         return None
 
-    def rewind(self, target: Checkpoint, dry_run: bool = False) -> list[str]:
+    def rewind(self, target: Checkpoint, dry_run: bool = False) -> builtins.list[str]:  # `list` is a method here
         """Every file the prompts from `target` on changed, put back as it was before `target`'s
         prompt; one line per file said."""
         first: dict[str, KeptFile] = {}

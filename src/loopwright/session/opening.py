@@ -58,7 +58,7 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     if old is None:
         raise SessionError("No conversation found to continue")
     # Lock before reading, so no other writer can add a record that this replay would miss.
-    log = _open(store, old) if persist and not fork and store.exists(old) else None
+    held = _open(store, old) if persist and not fork and store.exists(old) else None
     raw, warnings = _load(store, old)
     records = _parse(raw, store.location(old))
     restored = restore(records)
@@ -67,8 +67,8 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
         recorder = _copy(store, sid, cwd, raw, old, defer_sync) if persist else None
     else:
         sid = old
-        recorder = Recorder(log, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync,
-                            opening=opening) if log is not None else None
+        recorder = Recorder(held, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync,
+                            opening=opening) if held is not None else None
     warnings += _recover(restored, recorder, old)
     return Session(sid, "fork" if fork else "resume", list(restored.messages),
                    store.location(sid) if persist else "", recorder, warnings, old, records)

@@ -13,7 +13,7 @@ from ..core.events import (
 )
 from ..core.ids import uuid4
 from ..core.errors import SessionError
-from ..core.storeports import SessionLog
+from ..core.storeports import DeferredSync, KeepsSidechains, SessionLog
 from ..core.types import ToolResultBlock
 from .records import (
     AssistantEntry, AttachmentEntry, CompactEntry, Entry, Record, SystemEntry, ToolFinishedEntry,
@@ -47,7 +47,9 @@ class Recorder:
                  marks: Mapping[str, Any] | None = None, defer_sync: bool = True,
                  opening: Mapping[str, Any] | None = None) -> None:
         self.log, self.session_id, self.cwd = log, session_id, cwd
-        self._defer = defer_sync and callable(getattr(log, "sync", None))
+        # a log that can sync later gets one fsync a step (settle); any other, one a record that must last
+        self._syncs: DeferredSync | None = log if defer_sync and isinstance(log, DeferredSync) else None
+        self._defer = self._syncs is not None
         self._dirty = False
         self.last_uuid = parent
         self._now, self._new_id = now, new_id
@@ -60,10 +62,9 @@ class Recorder:
         """The recorder of a subagent's own transcript beside this one (the log's `sidechain`,
         e.g. `<session-id>/subagents/agent-<id>.jsonl`), every record marked `isSidechain` with
         its `agentId`, as Claude Code writes them; None when the log has no sidechains."""
-        make = getattr(self.log, "sidechain", None)
-        if make is None:
+        if not isinstance(self.log, KeepsSidechains):
             return None
-        return Recorder(make(agent_id), self.session_id, self.cwd, now=self._now, new_id=self._new_id,
+        return Recorder(self.log.sidechain(agent_id), self.session_id, self.cwd, now=self._now, new_id=self._new_id,
                         marks={"isSidechain": True, "agentId": agent_id}, defer_sync=self._defer)
 
     def __call__(self, event: Event) -> None:
@@ -134,18 +135,18 @@ class Recorder:
     async def settle(self) -> None:
         """Make the records written so far durable (one fsync, in a worker thread); at once when
         none wait for it."""
-        if not self._dirty:
+        if not self._dirty or self._syncs is None:  # dirty only when deferring: never None then
             return
         import anyio.to_thread
 
         self._dirty = False
         try:
-            await anyio.to_thread.run_sync(self.log.sync)  # type: ignore[attr-defined]
+            await anyio.to_thread.run_sync(self._syncs.sync)
         except OSError as exc:
             raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc
 
     def close(self) -> None:
-        if self._dirty:
+        if self._dirty and self._syncs is not None:
             self._dirty = False
-            self.log.sync()  # type: ignore[attr-defined]
+            self._syncs.sync()
         self.log.close()

@@ -268,7 +268,9 @@ def default_limits(env: Mapping[str, str] | None = None, **overrides: Any) -> An
     from ..policy.stop import Limits
 
     cap = stop_block_cap(env)
-    return Limits(**({"stop_block_cap": cap} if cap is not None else {}), **overrides)
+    if cap is not None:
+        overrides = {"stop_block_cap": cap, **overrides}
+    return Limits(**overrides)
 
 
 def permission_rules(settings: Settings, *, mode: str | None = None, allow: tuple[str, ...] = (),

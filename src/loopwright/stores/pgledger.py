@@ -146,7 +146,9 @@ def _schedule_row(s: Schedule) -> tuple[Any, ...]:
 
 
 def _schedule(row: tuple[Any, ...]) -> Schedule:
-    return Schedule(*row[:10], json.loads(row[10]), row[11])
+    sid, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, options, cron = row
+    return Schedule(sid, cwd, prompt, every_s, created, next_at, paused, max_runs, runs, grace_s, json.loads(options),
+                    cron)
 
 
 class PgLedger(_Tables):

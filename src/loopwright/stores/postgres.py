@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from functools import partial
 from typing import Any
 
 from ..core.errors import LoopwrightError
@@ -271,7 +272,7 @@ class PgSessionStore:
             f"WHERE r.session_id = s.id AND r.chain = '') x {where} ORDER BY x.last DESC NULLS LAST"
             + (" LIMIT %s" if limit > 0 else ""),
             ((self.project,) if this_folder else ()) + ((limit,) if limit > 0 else ()))
-        return [summarize_lines(sid, self.lines(sid) or [], lambda sid=sid: self.locked(sid)) for (sid,) in rows]
+        return [summarize_lines(sid, self.lines(sid) or [], partial(self.locked, sid)) for (sid,) in rows]
 
     def locked(self, session_id: str) -> bool:
         """Whether a writer holds the session's lock (seen in pg_locks; never taken to look)."""

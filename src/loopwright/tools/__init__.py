@@ -3,7 +3,7 @@ Code's names and input fields), the `BaseTool` base class and the `@tool` decora
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, runtime_checkable
 
 from ..core.ports import BackgroundWork, Tool
 from .builtin import CLASSES, LazyTool, Toolbox
@@ -67,15 +67,21 @@ def builtin_tools(*, sandbox: SandboxConfig | None = None, toolbox: Toolbox | No
     return [LazyTool(name, box) for name in CLASSES]
 
 
+@runtime_checkable
+class _SharesShells(Protocol):
+    """A tool holding the session's background shells (Bash, BashOutput, KillShell)."""
+
+    shells: object
+
+
 def background_work(tools: Iterable[Tool]) -> BackgroundWork | None:
     """The background work (shells) of a set of built-in tools, or None when there are none:
     `running()` gives the Stop hook's `background_tasks`, `await stop_all()` ends it all."""
     for t in tools:
         if isinstance(t, LazyTool):
             return t.box
-        shells = getattr(t, "shells", None)
-        if shells is not None and hasattr(shells, "running"):
-            return shells  # type: ignore[no-any-return]
+        if isinstance(t, _SharesShells) and isinstance(t.shells, BackgroundWork):
+            return t.shells
     return None
 
 

@@ -71,7 +71,7 @@ def load(name: str, box: Toolbox | None = None) -> Tool:
     module, cls = CLASSES[name]
     box = box or Toolbox()
     kwargs = {arg: getattr(box, arg) for arg in SHARED.get(name, ())}
-    return getattr(import_module(f"{__package__}.{module}"), cls)(**kwargs)  # type: ignore[no-any-return]
+    return getattr(import_module(f"{__package__}.{module}"), cls)(**kwargs)
 
 
 class LazyTool:

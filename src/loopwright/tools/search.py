@@ -145,7 +145,9 @@ class GlobTool(BaseTool):
 
 def _names_hidden(pattern: str | None) -> bool:
     """A pattern that names a hidden folder (`.github/**`, `**/.config/*`) walks hidden folders."""
-    return bool(pattern) and any(part.startswith(".") and part not in (".", "..") for part in pattern.split("/")[:-1])
+    if not pattern:
+        return False
+    return any(part.startswith(".") and part not in (".", "..") for part in pattern.split("/")[:-1])
 
 
 def _glob(base: Path, pattern: str, shown: _Shown, ignored: Ignored | None = None) -> list[Path]:

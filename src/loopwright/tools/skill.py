@@ -12,13 +12,11 @@ from typing import Any, Callable
 from ..core.errors import ToolInputError
 from ..core.ports import Access, ToolContext, ToolOutput
 
-SCHEMA = {
-    "type": "object", "additionalProperties": False, "required": ["skill"],
-    "properties": {
-        "skill": {"type": "string", "description": "The skill's name, as listed."},
-        "args": {"type": "string", "default": "", "description": "Arguments for the skill, if it takes any."},
-    },
+PROPERTIES = {
+    "skill": {"type": "string", "description": "The skill's name, as listed."},
+    "args": {"type": "string", "default": "", "description": "Arguments for the skill, if it takes any."},
 }
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["skill"], "properties": PROPERTIES}
 
 
 class SkillTool:
@@ -33,7 +31,7 @@ class SkillTool:
         self.use = use  # (name, args, ctx.step) -> (text, is_error), or an awaitable of it
 
     def validate(self, raw: dict[str, Any]) -> dict[str, str]:
-        unknown = sorted(set(raw) - set(SCHEMA["properties"]))  # type: ignore[arg-type]
+        unknown = sorted(set(raw) - set(PROPERTIES))
         if unknown:
             raise ToolInputError(f"Invalid input for Skill: unknown field(s) {', '.join(unknown)}")
         if not isinstance(raw.get("skill"), str) or not raw["skill"].strip():

@@ -24,7 +24,7 @@ def cost_chart(points: list[tuple[str, str, float]], days: int = 30) -> str:
     step = min(plot_w / len(shown), 48.0)  # one day alone is a bar, not a wall
     parts = [_axis(top, plot_h)]
     for i, day in enumerate(shown):
-        x, y = LEFT + i * step + step * 0.15, TOP + plot_h
+        x, y = LEFT + i * step + step * 0.15, float(TOP + plot_h)
         for model in models:
             cost = by_day[day].get(model, 0.0)
             h = cost / top * plot_h

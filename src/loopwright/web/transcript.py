@@ -53,7 +53,7 @@ class Renderer:
 
     def _assistant(self, r: dict[str, Any]) -> str:
         self.turn += 1
-        message = r.get("message") if isinstance(r.get("message"), dict) else {}
+        message = _object(r.get("message"))
         parts, said = [], []
         for block in _content(r):
             if not isinstance(block, dict):
@@ -72,7 +72,7 @@ class Renderer:
         return _box("assistant", meta, "".join(parts), r)
 
     def _result(self, r: dict[str, Any]) -> str:
-        result = r.get("result") if isinstance(r.get("result"), dict) else {}
+        result = _object(r.get("result"))
         text = "\n".join(_block_text(b) for b in result.get("content", [])) if isinstance(
             result.get("content"), list) else str(result.get("content", ""))
         error = bool(result.get("is_error"))
@@ -89,7 +89,7 @@ class Renderer:
                     f" of {esc(r.get('maxRetries'))}, retry in {duration(r.get('retryDelayMs'))}")
             return _box("retry", "retry", f"<p>{body}</p>", r)
         if sub == "compact_boundary":
-            meta = r.get("compactMetadata") if isinstance(r.get("compactMetadata"), dict) else {}
+            meta = _object(r.get("compactMetadata"))
             body = (f"<p>{esc(meta.get('trigger', ''))} compaction: {esc(meta.get('preTokens'))} → "
                     f"{esc(meta.get('postTokens'))} tokens</p>"
                     f"<details><summary>summary</summary>{self._text(str(meta.get('summary', r.get('summary', ''))))}</details>")
@@ -121,7 +121,7 @@ class Renderer:
         return _box("result", "result", f"<p>{head}</p>{said}{self._pre(fields, 'json')}", r)
 
     def _attachment(self, r: dict[str, Any]) -> str:
-        a = r.get("attachment") if isinstance(r.get("attachment"), dict) else {}
+        a = _object(r.get("attachment"))
         if a.get("type") == "attempts":
             from .attempts import attempts_html
 
@@ -170,6 +170,11 @@ def _box(kind: str, title: str, body: str, r: dict[str, Any] | None = None) -> s
     at = str((r or {}).get("timestamp", ""))[11:19]
     return (f'<div class="rec {esc(kind)}"><div class="meta"><b>{esc(title)}</b> <time>{esc(at)}</time></div>'
             f"{body}</div>")
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A record's field that should be a JSON object; {} when it is not (a damaged record is shown, not fatal)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _content(r: dict[str, Any]) -> list[Any]:

@@ -13,7 +13,7 @@ import inspect
 import math
 import random as _random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from ..core.errors import LoopwrightError
@@ -225,8 +225,9 @@ class Workflow:
         the order given. The first failure cancels the rest."""
         for i, item in enumerate(work):
             if not inspect.isawaitable(item):
-                for other in work:  # not awaited: closed, so Python does not warn about them
-                    getattr(other, "close", lambda: None)()
+                for other in work:  # never awaited: closed, so Python does not warn about them
+                    if isinstance(other, Coroutine):
+                        other.close()
                 raise WorkflowError(f"wf.parallel: argument {i + 1} is not awaitable ({type(item).__name__}); "
                                     "pass calls such as wf.agent(...) or my_step(x), not functions")
         base = _current().next()

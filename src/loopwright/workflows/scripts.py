@@ -10,10 +10,13 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.errors import UsageError
 from ..core.fastclass import dataclass
+
+if TYPE_CHECKING:
+    from ..context.plugins import Plugin
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 RESERVED = frozenset({"goal", "loop"})  # slash commands of loopwright's own
@@ -31,14 +34,14 @@ def folders(cwd: Path, home: Path) -> list[tuple[str, Path]]:
             ("user", home / ".loopwright" / "workflows")]
 
 
-def available(cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> dict[str, Script]:
+def available(cwd: Path, home: Path, plugins: Sequence[Plugin] = ()) -> dict[str, Script]:
     """Every workflow by name; `plugins` (`context.plugins.Plugin`) add theirs as `PLUGIN:NAME`."""
     found: dict[str, Script] = {}
     for scope, folder in reversed(folders(cwd, home)):  # earlier folders win: they are written last
         found |= _scripts(folder, "", scope)
     for plugin in plugins:
-        for folder in getattr(plugin, "workflow_dirs", ()):
-            found = _scripts(Path(folder), f"{plugin.name}:", "plugin") | found
+        for listed in plugin.workflow_dirs:
+            found = _scripts(Path(listed), f"{plugin.name}:", "plugin") | found
     return dict(sorted(found.items()))
 
 
@@ -49,7 +52,7 @@ def _scripts(folder: Path, prefix: str, scope: str) -> dict[str, Script]:
             if NAME.fullmatch(path.stem) and path.is_file()}
 
 
-def find(name: str, cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> Script | None:
+def find(name: str, cwd: Path, home: Path, plugins: Sequence[Plugin] = ()) -> Script | None:
     if not valid(name):
         return None
     return available(cwd, home, plugins if ":" in name else ()).get(name)
@@ -100,7 +103,7 @@ def load(script: Script) -> Callable[..., Awaitable[Any]]:
     return main
 
 
-def loader(cwd: Path, home: Path, plugins: Sequence[Any] = ()) -> Callable[[str], Callable[..., Awaitable[Any]]]:
+def loader(cwd: Path, home: Path, plugins: Sequence[Plugin] = ()) -> Callable[[str], Callable[..., Awaitable[Any]]]:
     """For `wf.workflow(name, …)`: a workflow's `main` by name, or an error naming what exists."""
 
     def by_name(name: str) -> Callable[..., Awaitable[Any]]:

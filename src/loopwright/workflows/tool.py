@@ -105,7 +105,7 @@ async def _drive(jail: list[str], args: dict[str, Any], wf: Workflow) -> Any:
 
     async def agent(request: dict[str, Any]) -> None:
         try:
-            value = await wf.agent(request.get("prompt"), model=request.get("model"), tools=request.get("tools"),
+            value = await wf.agent(request.get("prompt", ""), model=request.get("model"), tools=request.get("tools"),
                                    schema=request.get("schema"))
             answer({"id": request.get("id"), "value": value, "budget": _left(wf)})
         except WorkflowError as exc:

@@ -70,7 +70,7 @@ def command_tree() -> list[Node]:
 
 def _walk(path: str, p: argparse.ArgumentParser, main: argparse.ArgumentParser) -> list[Node]:
     node = _node(path, p)
-    if getattr(p, "takes_run_flags", False):  # `workflow run NAME … --model X`: the main command's flags
+    if isinstance(p, Parser) and p.takes_run_flags:  # `workflow run NAME … --model X`: the main command's flags
         extra = _node("", main)
         node.flags.update(extra.flags)
         node.valued += extra.valued

@@ -145,7 +145,12 @@ async def _fire_process(argv: list[str], cwd: str, register: Any, link: str | No
     proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                                 stderr=subprocess.PIPE, start_new_session=True,
                                                 preexec_fn=_end_with_parent, env=env)
-    register(lambda: proc.returncode is None and proc.send_signal(signal.SIGINT))
+
+    def interrupt() -> None:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+
+    register(interrupt)
     try:
         out, err = await proc.communicate()
     except BaseException:

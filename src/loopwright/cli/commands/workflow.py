@@ -20,7 +20,9 @@ from ...core.events import (
     ModelUsage,
     ResultEvent,
     RunResult,
+    Subtype,
     SystemInit,
+    TerminalReason,
     UserMessage,
 )
 from ...core.types import Message, TextBlock, Usage
@@ -202,8 +204,8 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
         return name, args
     if header is None:
         raise UsageError(f"--resume {opts.resume}: that session ran no workflow; name the one to run")
-    other = name is not None and (name != header.get("name") or (args and args != header.get("args")))
-    if other and (journal.finished or {}).get("subtype") == "success":  # the last one is done: a new one starts
+    other = name != header.get("name") or (args and args != header.get("args"))
+    if name is not None and other and (journal.finished or {}).get("subtype") == "success":  # the last one is done: a new one starts
         journal.set_aside()
         return name, args
     if name is not None and name != header.get("name"):
@@ -285,17 +287,22 @@ def status_line(status: dict[str, Any]) -> str:
             f"{status['done']} done{replayed}, ${status['total_cost_usd']:.4f}{said}")
 
 
+_REASON_OF_STATUS: dict[str, TerminalReason] = {
+    "budget": "budget_exhausted", "aborted": "aborted", "not_deterministic": "not_deterministic"}
+
+
 def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
     value = outcome.value
     try:
         text = value if isinstance(value, str) else ("" if value is None else dumps(value))
     except (TypeError, ValueError):  # not JSON: its repr, and no structured output
         text, value = repr(value), repr(value)
-    subtype, reason, errors = "success", "completed", ()
+    subtype: Subtype = "success"
+    reason: TerminalReason = "completed"
+    errors: tuple[str, ...] = ()
     if outcome.status != "success":
         subtype = "error_max_budget_usd" if outcome.status == "budget" else "error_during_execution"
-        reason = {"budget": "budget_exhausted", "aborted": "aborted", "not_deterministic": "not_deterministic"}.get(
-            outcome.status, "workflow_failed")
+        reason = _REASON_OF_STATUS.get(outcome.status, "workflow_failed")
         errors = (outcome.error + (f"; resume with --resume {agent.session_id}" if outcome.status in
                                    ("budget", "aborted") else ""),)
     journal.finish(subtype, text or outcome.error)

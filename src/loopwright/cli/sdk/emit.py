@@ -11,6 +11,7 @@ from typing import Any
 from ... import __version__
 from ...core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
 from ...core.ids import uuid4
+from ...core.ports import EventRecorder
 from ..render import dumps, stream_json, visible
 
 
@@ -43,7 +44,8 @@ class SdkOutput:
             return
         found = stream_json(event, self.agent.session_id, __version__)
         if found is None and self.replay_prompts and isinstance(event, UserMessage) and not event.synthetic:
-            recorded = getattr(self.agent.recorder, "last_uuid", None)  # the prompt's record: its checkpoint's id
+            recorder = self.agent.recorder  # its last record is the prompt's: the id of the prompt's checkpoint
+            recorded = recorder.last_uuid if isinstance(recorder, EventRecorder) else None
             found = {"type": "user", "message": event.message.to_api(), "parent_tool_use_id": None,
                      "uuid": recorded or uuid4(), "isReplay": True}
         if found is None:

@@ -91,7 +91,7 @@ def split_sdk_servers(configs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[
         except ValueError:
             data = None
         servers = data.get("mcpServers") if isinstance(data, dict) else None
-        if not isinstance(servers, dict) or not any(_is_sdk(s) for s in servers.values()):
+        if not isinstance(data, dict) or not isinstance(servers, dict) or not any(_is_sdk(s) for s in servers.values()):
             kept.append(value)
             continue
         sdk += [name for name, s in servers.items() if _is_sdk(s)]

@@ -20,9 +20,9 @@ def context_usage(agent: Any, last_usage: dict[str, Any] | None) -> dict[str, An
 
     model = resolve_model(agent.model)
     window = model.context_window
-    history = list(getattr(agent, "history", []) or [])
+    history = list(agent.history)
     tools = sum(len(json.dumps(tool_spec(t))) for t in agent._tools()) // CHARS_PER_TOKEN
-    loaded = sorted(agent.memory.loaded) if getattr(agent, "memory", None) is not None else []
+    loaded = sorted(agent.memory.loaded) if agent.memory is not None else []
     memory = [{"path": path, "tokens": _size(path) // CHARS_PER_TOKEN} for path in loaded]  # within messages
     parts = {"system_prompt": len(agent.system()) // CHARS_PER_TOKEN, "system_tools": tools,
              "messages": estimate_tokens(history)}

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..render import plural, visible
+
+if TYPE_CHECKING:
+    from ...hooks.spec import Handler as HookHandler
 
 HELP = """Commands:
   /help                 this list
@@ -69,8 +72,7 @@ async def _context(room: Any, args: str) -> None:
 
     agent, window = room.agent, room.status.window()
     system = len(agent.system()) // 4
-    tools = sum(len(str(getattr(t, "description", ""))) + len(str(getattr(t, "input_schema", ""))) for t in agent.tools
-                or ()) // 4
+    tools = sum(len(str(t.description)) + len(str(t.input_schema)) for t in agent.tools or ()) // 4
     messages = estimate_tokens(agent.history)
     rows = [("system prompt", system), ("tools", tools), ("conversation", messages)]
     total = sum(n for _, n in rows)
@@ -224,17 +226,23 @@ async def _memory(room: Any, args: str) -> None:
 
 async def _hooks(room: Any, args: str) -> None:
     """The hooks this session runs: event, matcher, what runs."""
+    from ...hooks.runner import HookRunner
+
     runner = room.agent.hooks
-    regs = getattr(runner, "registrations", []) if runner is not None else []
-    lines = [visible(f"{r.event} [{getattr(r.matcher, 'pattern', '') or '*'}] {_handler(r.handler)}") for r in regs]
+    regs = runner.registrations if isinstance(runner, HookRunner) else []  # a caller's own runner lists none
+    lines = [visible(f"{r.event} [{r.matcher.pattern or '*'}] {_handler(r.handler)}") for r in regs]
     room.say("\n".join(lines) if lines else "no hooks")
 
 
-def _handler(handler: Any) -> str:
-    for field in ("command", "url", "prompt"):
-        value = getattr(handler, field, None)
-        if isinstance(value, str) and value:
-            return f"{field}: {value[:100]}"
+def _handler(handler: HookHandler) -> str:
+    from ...hooks.spec import CommandSpec, HttpSpec, PromptSpec
+
+    if isinstance(handler, CommandSpec) and handler.command:
+        return f"command: {handler.command[:100]}"
+    if isinstance(handler, HttpSpec) and handler.url:
+        return f"url: {handler.url[:100]}"
+    if isinstance(handler, PromptSpec) and handler.prompt:
+        return f"prompt: {handler.prompt[:100]}"
     return type(handler).__name__
 
 

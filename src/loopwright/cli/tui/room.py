@@ -137,7 +137,8 @@ class Room:
         from ..commands.workflow import status_line
         from ..workflowturn import InConversation
 
-        run, last = InConversation(self.agent, name, args), [()]
+        run = InConversation(self.agent, name, args)
+        last: list[tuple[Any, ...]] = [()]
 
         def progress(status: dict[str, Any]) -> None:
             key = (status["phase"], status["running"], status["done"], status.get("message"))

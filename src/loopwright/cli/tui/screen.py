@@ -94,9 +94,9 @@ class RichFront(KeyWatch):
             self.last_output = event.output
             style = "red" if event.is_error else "dim"
             self.console.print(Text("  ⎿ " + visible(_gist(event.name, event.output)), style=style))
-        elif not isinstance(event, SystemInit) and (line := self.progress.line(event)):
+        elif not isinstance(event, SystemInit) and (note := self.progress.line(event)):
             self._end_live()
-            self.console.print(Text(visible(line.strip("\n")), style="dim"))
+            self.console.print(Text(visible(note.strip("\n")), style="dim"))
 
     def _partial(self, event: Any) -> None:
         if isinstance(event, BlockStart):

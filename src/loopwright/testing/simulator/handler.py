@@ -126,10 +126,10 @@ class Connection:
                 return self._error(rec, 400, "invalid_request_error", problem)
         if endpoint == "count_tokens":
             return self._send_json(rec, 200, {"input_tokens": estimate_input_tokens(body)})
-        reply = self.sim._take(body, rec)
-        if reply is None:
+        taken = self.sim._take(body, rec)
+        if taken is None:
             return self._error(rec, 400, "invalid_request_error", _unmatched_message(body))
-        reply = honour_tool_choice(reply, body)
+        reply = honour_tool_choice(taken, body)
         if isinstance(reply, str):
             return self._error(rec, 400, "invalid_request_error", reply)
         await self._delay(reply)
@@ -189,10 +189,10 @@ class Connection:
         if problem is not None:
             return self._chat_error(rec, 400, problem)
         view = anthropic_view(body)
-        reply = self.sim._take(view, rec)
-        if reply is None:
+        taken = self.sim._take(view, rec)
+        if taken is None:
             return self._chat_error(rec, 400, chat_error(400, _unmatched_message(view)))
-        reply = honour_tool_choice(reply, view)
+        reply = honour_tool_choice(taken, view)
         if isinstance(reply, str):
             return self._chat_error(rec, 400, chat_error(400, reply))
         await self._delay(reply)

@@ -7,7 +7,7 @@ from typing import Any
 
 __all__ = ["MATCHERS", "MATCH_KEYS", "first_user_text", "last_user_text", "text_of"]
 
-MATCH_KEYS = {
+MATCH_KEYS: dict[str, type | tuple[type, ...]] = {
     "model": str,
     "tools_present": (list, str),
     "has_tools": bool,
@@ -49,7 +49,7 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 def _tool_names(body: dict[str, Any]) -> set[str]:
-    return {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    return {t["name"] for t in body.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)}
 
 
 def _wanted_tools(value: list[str] | str) -> set[str]:

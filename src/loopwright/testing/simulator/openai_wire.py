@@ -87,7 +87,7 @@ def _assistant_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     text = _text(message.get("content"))
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
     for call in [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]:
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = call["function"] if isinstance(call.get("function"), dict) else {}
         blocks.append({
             "type": "tool_use", "id": call.get("id"), "name": function.get("name"),
             "input": _arguments(function.get("arguments")),

@@ -162,7 +162,9 @@ def honour_tool_choice(reply: Reply, body: dict[str, Any]) -> Reply | str:
     left out (a short text stands in when nothing else is left). `any` / `tool`: a scripted reply
     without such a call is a script that cannot happen, so the reason comes back (a 400)."""
     choice = body.get("tool_choice")
-    kind = choice.get("type") if isinstance(choice, dict) else None
+    if not isinstance(choice, dict):
+        return reply
+    kind = choice.get("type")
     if reply.fault is not None or kind not in ("none", "any", "tool"):
         return reply
     calls = [b for b in reply.content if b.get("type") == "tool_use"]

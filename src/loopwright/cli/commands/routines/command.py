@@ -192,7 +192,7 @@ def trigger_of(routine: Any) -> str:
 def _list(cwd: Path, as_json: bool, flag: str | None = None) -> int:
     from ....proactive.routine import RoutineError
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     store = ledger(flag)
     try:
         for path in routine_files(cwd):
@@ -214,9 +214,9 @@ def _list(cwd: Path, as_json: bool, flag: str | None = None) -> int:
         if "error" in row:
             print(visible(f"{row['name']}  invalid: {row['error']}"))
             continue
-        counts = " ".join(f"{k} {v}" for k, v in sorted(row["items"].items())) or "no items yet"
+        tally = " ".join(f"{k} {v}" for k, v in sorted(row["items"].items())) or "no items yet"
         state = "  paused" if row["paused"] else ""
-        print(visible(f"{row['name']}  {row['trigger']:<14} {row['source'][:50]}  {counts}{state}"))
+        print(visible(f"{row['name']}  {row['trigger']:<14} {row['source'][:50]}  {tally}{state}"))
     return 0
 
 

@@ -88,7 +88,11 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
 
     def register(interrupt: Callable[[], None]) -> Callable[[], None]:
         interrupts[id(interrupt)] = interrupt
-        return lambda: interrupts.pop(id(interrupt), None)
+
+        def unregister() -> None:
+            interrupts.pop(id(interrupt), None)
+
+        return unregister
 
     async def report(outcome: Any) -> str | None:
         return await run_report(routine.report, outcome, cwd)
