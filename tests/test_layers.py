@@ -184,9 +184,34 @@ def test_no_import_circles():
         " ⇄ ".join(c) for c in found)
 
 
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded into packages (a root module is a package of its own)."""
+    packages: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        mine = packages.setdefault(module.split(".")[0], set())
+        mine.update(d.split(".")[0] for d in deps if d.split(".")[0] != module.split(".")[0])
+    return packages
+
+
+# Packages that still import each other, with the imports inside functions counted (issue 33:
+# the CLI as the composition root — durable jobs, attempts and replays re-parse a command line
+# with the CLI's own parser; a RunSpec outside the CLI ends it). Only ever shrinks.
+KNOWN_PACKAGE_CIRCLES = [["cli", "distributed", "replay", "testing", "web"]]
+
+
+def test_no_new_circles_between_packages():
+    found = circles(package_graph(import_graph()))
+    new = [c for c in found if not any(set(c) <= set(known) for known in KNOWN_PACKAGE_CIRCLES)]
+    assert not new, "packages that import each other (counting imports inside functions): " + "; ".join(
+        " ⇄ ".join(c) for c in new)
+    gone = [known for known in KNOWN_PACKAGE_CIRCLES if not any(set(c) == set(known) for c in found)]
+    assert not gone, f"a known circle shrank or ended: update KNOWN_PACKAGE_CIRCLES to {found}"
+
+
 def test_circle_check_can_fail():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
+    assert circles(package_graph({"x.a": {"y.b"}, "y.b": {"x.c"}, "x.c": set()})) == [["x", "y"]]
 
 
 def test_default_path_never_imports_the_anthropic_sdk():

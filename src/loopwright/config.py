@@ -22,7 +22,7 @@ def parse_mode(value: str) -> PermissionMode:
     mode = normalise_mode(value)
     if mode is None:
         from .permissions.rules import MODES
-        from .settings.check import suggest
+        from .policy.names import suggest
 
         raise UsageError(
             f"--permission-mode: expected one of default, acceptEdits, plan, dontAsk, bypassPermissions "

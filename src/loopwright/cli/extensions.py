@@ -44,7 +44,7 @@ def unfired_hooks(plugins: Sequence[Any]) -> list[str]:
     """One line per hooks file event that never fires here: one Claude Code has and loopwright
     does not (yet), or no event at all."""
     from ..hooks.spec import EVENTS
-    from ..settings.check import suggest
+    from ..policy.names import suggest
     from ..settings.known import CLAUDE_CODE_ONLY_EVENTS
 
     lines = []

@@ -99,3 +99,14 @@ def subcommand_slip(prompt: str | None, subcommands: Iterable[str], *, words_too
 def choice_slip(given: str, choices: Iterable[str]) -> str | None:
     """The choice a person probably meant by `given` (`lst`: `list`), within two edits, else None."""
     return nearest(given, choices, 1 if len(given) <= 3 else 2)
+
+
+def suggest(name: str, choices: Iterable[str]) -> str:
+    """` (did you mean X?)` for an unknown name among `choices` (a different case first, then the
+    closest by difflib's ratio), or "" when nothing is close: the tail of a "not known" error."""
+    import difflib
+
+    choices = list(choices)
+    by_case = [c for c in choices if c.lower() == name.lower()]
+    close = by_case or difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""

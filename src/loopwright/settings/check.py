@@ -5,19 +5,11 @@ Code knows and loopwright does not use (`known.py`) pass silently."""
 
 from __future__ import annotations
 
-import difflib
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
+from ..policy.names import suggest
 from . import known
 from .scope import Finding
-
-
-def suggest(name: str, choices: Iterable[str]) -> str:
-    """` (did you mean X?)`, or "" when nothing is close."""
-    choices = list(choices)
-    by_case = [c for c in choices if c.lower() == name.lower()]
-    close = by_case or difflib.get_close_matches(name, choices, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def check(data: Mapping[str, Any], source: str) -> list[Finding]:

@@ -48,7 +48,7 @@ def describe(error: Mapping[str, Any]) -> str:
         loc.append("type")
         if kind == "union_tag_not_found":
             return f"{_path(loc)}: required key missing (one of {', '.join(HANDLER_TYPES)})"
-        from .check import suggest
+        from ..policy.names import suggest
 
         tag = str(ctx["tag"])
         return f"{_path(loc)}: expected one of {', '.join(HANDLER_TYPES)}, got {tag!r}{suggest(tag, HANDLER_TYPES)}"
@@ -145,7 +145,7 @@ def _schema() -> Any:
         @classmethod
         def _mode(cls, value: str | None) -> str | None:
             if value is not None and normalise_mode(value) is None and value not in CLAUDE_CODE_ONLY_MODES:
-                from .check import suggest
+                from ..policy.names import suggest
 
                 raise ValueError(f"expected one of {', '.join(MODES)} (or manual), got {value!r}"
                                  + suggest(value, MODES))
