@@ -151,6 +151,12 @@ class Run:
         (`context.mentions`); `UsageError` when one may not be read."""
         return await prompting.attach_mentions(self.shell(self.agent.permissions), prompt)
 
+    async def start_session(self, emit: Callable[[Event], None]) -> list[Message]:
+        """The session's opening (memory files, skills, what SessionStart hooks add), once: what
+        the first prompt would bring; [] when it opened already. A workflow run in the
+        conversation opens it this way (`cli.workflowturn`)."""
+        return await sessionstart.start_session(self.agent, self.session, self.hooks(emit), emit)
+
     async def end_session(self, reason: str = "other", *, on_event: Callable[[Event], None] | None = None) -> None:
         """Fire SessionEnd (`reason`: other, prompt_input_exit, clear, logout, resume), once, if
         the session started."""
