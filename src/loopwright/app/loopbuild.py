@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
@@ -30,9 +30,9 @@ def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Calla
     emit = _set_aside_notice(agent, parts, rules, emit)
     hooks, approver = run_hooks(agent, session, parts, emit), agent.approver
     if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
-        from ..hooks import NotifyingApprover
+        from ..hooks import HookRunner as Runner, NotifyingApprover
 
-        approver = NotifyingApprover(approver, hooks, lambda: session.hook_payload(agent, "Notification"))
+        approver = NotifyingApprover(approver, cast(Runner, hooks), lambda: session.hook_payload(agent, "Notification"))
     tools, stop_hooks, shape = list(parts.tools()), list(agent.stop_hooks), None
     if parts.mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None
@@ -62,10 +62,10 @@ def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Calla
         tools.append(StructuredOutputTool(answer))
         stop_hooks.append(answer.stop_hook)
         shape = answer.shape
-    offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
+    given = agent.tool_steps(tools) if agent.tool_steps is not None else tools
     config = LoopConfig(
         model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
-        session_id=session.session_id, system=agent.system(), tools=offered, limits=agent.limits, budget=agent.budget,
+        session_id=session.session_id, system=agent.system(), tools=given, limits=agent.limits, budget=agent.budget,
         permissions=rules,
         include_partial=agent.include_partial, stop_hooks=stop_hooks, final_turn=agent.final_turn, shape_result=shape,
         hooks=hooks, approver=approver, classifier=parts.classifier(), transcript_path=session.transcript_path,

@@ -32,7 +32,7 @@ class Run:
         """`parent`: the run a subagent's run works inside (its MCP servers and background shells
         are the parent's, theirs to close)."""
         self.session, self.parent = session, parent
-        self.resources = Resources(agent, self, parent.resources if parent is not None else None)
+        self.resources: Resources = Resources(agent, self, parent.resources if parent is not None else None)
         self._loop: AgentLoop | None = None
 
     @property
