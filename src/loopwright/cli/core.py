@@ -24,6 +24,7 @@ from .project import mcp_servers, project_agents, project_memory, project_skills
 from .render import Progress, denied_line, dumps, print_result, printable, stream_json, visible  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
+    from ..app import Agent, Session
     from ..engine.goal import SavedGoal
     from .options import Options
 
@@ -108,7 +109,7 @@ def _shown(source: str) -> str:
     return source[len(here):] if source.startswith(here) else source
 
 
-def build_agent(opts: Options, settings: Any = None) -> Any:
+def build_agent(opts: Options, settings: Any = None) -> Agent:
     """The `Agent` the flags describe. `settings`: loaded already (`load_cli_settings`), else loaded here."""
     from ..app import Agent
     from ..app.sandboxing import with_plugins
@@ -348,7 +349,8 @@ def cli_stores(flag: str | None, cwd: Any, *, pass_on: bool = False) -> Any:
     return stores
 
 
-def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, project: Any = None) -> Any:
+def open_cli_session(opts: Options, agent: Agent, *, checkpoints: bool = False,
+                     project: Any = None) -> tuple[Any, Session]:
     """The session flags, composed: the store (`--store`) -> the opened store session (replayed
     history and recorder; its `close`, `warnings`, `records`) and the library `Session` over it (the
     recorder sees each event before the renderer) with SessionStart's `source` (startup, resume,
