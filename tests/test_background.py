@@ -178,12 +178,10 @@ async def test_through_the_loop(tmp_path):
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                       clock=FakeClock(), permissions=PermissionRules(allow=("Bash",)))
-        try:
-            result = await agent.run("start a server")
-            work = background_work(agent.tools or ())
+        async with agent.open() as running:
+            result = await running.prompt("start a server")
+            work = background_work(running.tools())
             assert work is not None and work.running() == []
-        finally:
-            await agent.aclose()
         bodies = [r.body for r in sim.message_requests]
     results = [b["messages"][-1]["content"][0] for b in bodies[1:]]
     assert "ID: bash_1" in results[0]["content"]

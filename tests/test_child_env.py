@@ -158,10 +158,8 @@ def test_a_change_to_this_process_environment_reaches_the_next_run(project, monk
                           permissions=PermissionRules(allow=("look",)), system_prompt="You look.")
 
             async def run(agent=agent):
-                try:
-                    return await agent.run("go")
-                finally:
-                    await agent.aclose()
+                async with agent.open() as running:
+                    return await running.prompt("go")
 
             assert anyio.run(run).result == "done"
     assert seen_values == ["one", "two", None]

@@ -39,10 +39,8 @@ def run(tmp_path):
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                           clock=clock, permissions=agent_kw.pop("permissions", PermissionRules(allow=("Bash", "Write"))),
                           **agent_kw)
-            try:
-                result = await agent.run(prompt)
-            finally:
-                await agent.aclose()
+            async with agent.open() as running:
+                result = await running.prompt(prompt)
             out = Run(result, sim, clock, tmp_path)
         assert not out.unmatched, "the script did not cover a request"
         return out
@@ -324,17 +322,17 @@ async def test_interrupt_during_a_model_request(tmp_path):
     with Simulator([{"delay": 30, "text": "too late"}]) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path)
         result = None
+        async with agent.open() as running:
 
-        async def go():
-            nonlocal result
-            result = await agent.run("hi")
+            async def go():
+                nonlocal result
+                result = await running.prompt("hi")
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(go)
-            while not sim.message_requests:
-                await anyio.sleep(0.01)
-            agent.interrupt()
-        await agent.aclose()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(go)
+                while not sim.message_requests:
+                    await anyio.sleep(0.01)
+                running.interrupt()
     assert result.terminal_reason == "aborted" and result.exit_code == 130 and result.num_turns == 0
 
 

@@ -47,10 +47,8 @@ async def attempt(home, tool, tool_input, mode):
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=home / "proj",
                       clock=FakeClock(), permissions=PermissionRules(mode=mode))
-        try:
-            result = await agent.run("try it")
-        finally:
-            await agent.aclose()
+        async with agent.open() as running:
+            result = await running.prompt("try it")
         shown = str(sim.message_requests[1].body["messages"][-1]["content"])
     return result.to_json(), shown
 

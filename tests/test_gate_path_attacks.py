@@ -89,10 +89,8 @@ def attempt(world):
         with Simulator(script) as sim:
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=world[0],
                           clock=FakeClock(), permissions=rules, approver=approver)
-            try:
-                result = await agent.run("try it")
-            finally:
-                await agent.aclose()
+            async with agent.open() as running:
+                result = await running.prompt("try it")
             assert not sim.unmatched
             return Attempt(result, sim)
 

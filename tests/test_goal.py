@@ -41,11 +41,9 @@ def goal_run(tmp_path):
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                           clock=clock or FakeClock(), permissions=PermissionRules(allow=("Bash", "Write", "Edit")))
             spec = GoalSpec(spec_kw.pop("condition", "the file done.txt exists"), **spec_kw)
-            agent.set_goal(spec)
-            try:
-                result = await agent.run(spec.directive(), on_event=events.append)
-            finally:
-                await agent.aclose()
+            async with agent.open() as running:
+                running.session.set_goal(spec)
+                result = await running.prompt(spec.directive(), on_event=events.append)
             reqs = [r.body for r in sim.message_requests]
             assert not sim.unmatched, [r.body for r in sim.unmatched]
         judged = [r for r in reqs if "met its goal" in str(r.get("system", ""))]

@@ -43,8 +43,8 @@ def tool(command):
 
 
 class Run:
-    def __init__(self, result, sim, events, agent):
-        self.result, self.events, self.agent = result, events, agent
+    def __init__(self, result, sim, events, session):
+        self.result, self.events, self.session = result, events, session
         self.json = result.to_json()
         self.requests = [r.body for r in sim.message_requests]
 
@@ -72,13 +72,11 @@ def run(project):
         with Simulator(script) as sim:
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project,
                           clock=FakeClock(), permissions=permissions, hooks=runner, **kw)
-            try:
-                result = await agent.run(prompt, on_event=events.append)
+            async with agent.open() as running:
+                result = await running.prompt(prompt, on_event=events.append)
                 if end:
-                    await agent.end_session(on_event=events.append)
-            finally:
-                await agent.aclose()
-            out = Run(result, sim, events, agent)
+                    await running.end_session(on_event=events.append)
+            out = Run(result, sim, events, running.session)
             assert not sim.unmatched, "the script did not cover a request"
         return out
 
@@ -235,7 +233,7 @@ async def test_environment_and_working_directory(run, project, tmp_path):
     seen = dict(line.split("=", 1) for line in out.read_text().splitlines())
     assert seen["pwd"] == str(project.resolve())
     assert seen["CLAUDE_PROJECT_DIR"] == seen["LOOPWRIGHT_PROJECT_DIR"] == str(project.resolve())
-    assert seen["CLAUDE_CODE_SESSION_ID"] == r.agent.session_id and seen["FROM_SETTINGS"] == "yes"
+    assert seen["CLAUDE_CODE_SESSION_ID"] == r.session.session_id and seen["FROM_SETTINGS"] == "yes"
 
 
 async def test_disable_all_hooks(project, tmp_path):
@@ -244,7 +242,6 @@ async def test_disable_all_hooks(project, tmp_path):
     with Simulator([{"text": "ok"}]) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="k"), cwd=project, hooks=runner)
         await agent.run("hi")
-        await agent.aclose()
     assert not log.exists()
 
 
@@ -370,12 +367,12 @@ async def test_session_start_context_opens_the_conversation_once_and_session_end
     events = []
     with Simulator([{"text": "one"}, {"text": "two"}]) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="k"), cwd=project, hooks=hooks)
-        await agent.run("first", on_event=events.append)
-        await agent.run("second", on_event=events.append)
-        assert not end.exists()
-        await agent.end_session(on_event=events.append)
-        await agent.end_session()  # once only
-        await agent.aclose()
+        async with agent.open() as running:  # one session, two prompts
+            await running.prompt("first", on_event=events.append)
+            await running.prompt("second", on_event=events.append)
+            assert not end.exists()
+            await running.end_session(on_event=events.append)
+            await running.end_session()  # once only
         requests = [r.body for r in sim.message_requests]
     first = requests[0]["messages"]
     assert "the build command is make check" in first[0]["content"][0]["text"]
@@ -392,7 +389,6 @@ async def test_session_start_source_matcher(run, project, tmp_path):
     with Simulator([{"text": "one"}]) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="k"), cwd=project, hooks=hooks)
         await agent.run("first")
-        await agent.aclose()
     assert not log.exists()  # the session started fresh ("startup"), not resumed
 
 
@@ -411,7 +407,7 @@ async def test_notification_fires_when_the_agent_asks_for_permission(run, projec
     assert asked == [("Bash", True)] and (project / "marker").exists()
     [seen] = read_log(log)
     assert seen["notification_type"] == "permission_prompt" and "Bash" in seen["message"]
-    assert seen["session_id"] == r.agent.session_id and seen["hook_event_name"] == "Notification"
+    assert seen["session_id"] == r.session.session_id and seen["hook_event_name"] == "Notification"
 
 
 async def test_notifying_approver_alone(project, tmp_path):

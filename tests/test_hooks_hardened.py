@@ -92,10 +92,8 @@ def run(project):
         with Simulator(script) as sim:
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project,
                           clock=FakeClock(), permissions=permissions, hooks=runner, approver=approver)
-            try:
-                result = await agent.run("do it", on_event=events.append)
-            finally:
-                await agent.aclose()
+            async with agent.open() as running:
+                result = await running.prompt("do it", on_event=events.append)
             out = Run(result, sim, events)
         return out
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright import Agent
+from loopwright import Agent, Session
 from loopwright.core.events import AssistantMessage, ToolStarted
 from loopwright.core.ports import NO_HOOK_RESULT
 from loopwright.engine.lastresort import CRASH_RUNNING, CRASH_WAITING
@@ -58,14 +58,12 @@ async def crashed_run(tmp_path, *, on_event=None, hooks=None):
     session = open_session(JsonlStore(home, work), str(work))
     with Simulator(TWO_CALLS) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=work,
-                      permissions=PermissionRules(allow=("Bash",)), session_id=session.session_id,
-                      recorder=session.recorder, hooks=hooks,
+                      permissions=PermissionRules(allow=("Bash",)), hooks=hooks,
                       crash_log=lambda exc: write_crash_log(exc, {"LOOPWRIGHT_HOME": str(home)}))
         try:
-            result = await agent.run("go", on_event=on_event)
+            result = await agent.run("go", on_event=on_event, session=Session.opened(session))
         finally:
             session.close()
-            await agent.aclose()
     records, _ = read_records(Path(session.transcript_path))
     return result, records, work, home
 
@@ -114,7 +112,6 @@ async def test_a_tool_with_a_bug_in_its_input_check_is_an_error_result(tmp_path)
                       tools=[Buggy()])
         result = await agent.run("go")
         answer = sim.message_requests[1].body["messages"][-1]["content"][0]
-        await agent.aclose()
     assert result.subtype == "success" and answer["is_error"]
     assert answer["content"] == "The Buggy tool failed to check its input with KeyError: 'missing'"
 

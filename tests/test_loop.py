@@ -185,9 +185,11 @@ async def test_manual_compaction_from_python():
                            calls(use("slow_read", "c", ms=1)), "done", text("<summary>a b c</summary>")])
     agent = Agent(model_client=model, tools=[slow_read], clock=FakeClock(),
                   permissions=PermissionRules(allow=("slow_read",)))
-    await agent.run("go")
-    before = len(agent.history)
-    assert await agent.compact()
-    assert "a b c" in agent.history[0].text and len(agent.history) < before
-    assert agent.history[-1].text == "done"
+    async with agent.open() as run:
+        await run.prompt("go")
+        before = len(run.session.history)
+        assert await run.compact()
+    history = run.session.history
+    assert "a b c" in history[0].text and len(history) < before
+    assert history[-1].text == "done"
     model.assert_done()

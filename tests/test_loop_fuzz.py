@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwright.app import Agent
+from loopwright.app import Agent, Session
 from loopwright.core.events import RunResult
 from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Limits
@@ -133,13 +133,10 @@ async def one_run(sim, api, tmp_path, max_turns):
     else:
         kw = {"model": f"openai-compatible:{sim.base_url}/v1#fuzz"}
     agent = Agent(cwd=tmp_path, clock=FakeClock(), tools=[mark], permissions=PermissionRules(allow=("Mark",)),
-                  session_id="fuzz", recorder=Recorder(log, "fuzz", str(tmp_path)),
                   limits=Limits(max_turns=max_turns), **kw)
-    try:
+    async with agent.open(Session(session_id="fuzz", recorder=Recorder(log, "fuzz", str(tmp_path)))) as running:
         with anyio.fail_after(60):  # a hang guard only: a healthy run takes milliseconds
-            result = await agent.run("go")
-    finally:
-        await agent.aclose()
+            result = await running.prompt("go")
     return result, runs, log
 
 

@@ -57,10 +57,8 @@ async def drive(api, script, monkeypatch, tmp_path, *, prompt="go"):
             kw = {"model": f"openai-compatible:{sim.base_url}/v1#local"}
         agent = Agent(cwd=tmp_path, clock=FakeClock(), tools=[counting_tool(runs)],
                       permissions=PermissionRules(allow=("Mark",)), **kw)
-        try:
-            result = await agent.run(prompt, on_event=events.append)
-        finally:
-            await agent.aclose()
+        async with agent.open() as running:
+            result = await running.prompt(prompt, on_event=events.append)
         out = Outcome(result, sim, runs, events, api)
         assert not sim.unmatched and not sim.errors
     return out
@@ -283,10 +281,8 @@ def closed_port():
 async def run_against(model_client, tmp_path, prompt="hi"):
     events, clock = [], FakeClock()
     agent = Agent(model_client=model_client, cwd=tmp_path, clock=clock, tools=[])
-    try:
-        result = await agent.run(prompt, on_event=events.append)
-    finally:
-        await agent.aclose()
+    async with agent.open() as running:
+        result = await running.prompt(prompt, on_event=events.append)
     return result, [e for e in events if isinstance(e, ApiRetry)], clock
 
 
@@ -336,10 +332,8 @@ async def test_a_chat_model_whose_server_is_down_names_the_model_string(api, tmp
         monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
         agent = Agent(model="openai:gpt-5", cwd=tmp_path, clock=FakeClock(), tools=[])
         where = "OPENAI_BASE_URL"
-    try:
-        result = await agent.run("hi")
-    finally:
-        await agent.aclose()
+    async with agent.open() as running:
+        result = await running.prompt("hi")
     assert result.terminal_reason == "api_unreachable" and f"127.0.0.1:{port}" in result.errors[0]
     assert where in result.errors[0]
 

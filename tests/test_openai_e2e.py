@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.app import Agent, Session
 from loopwright.core.events import CompactBoundary
 from loopwright.permissions.decide import PermissionRules
 from loopwright.testing import Simulator
@@ -30,10 +30,8 @@ async def run(tmp_path, script, prompt="do it"):
     with Simulator(script) as sim:
         agent = Agent(model=f"openai-compatible:{sim.base_url}/v1#local-model", cwd=tmp_path, clock=clock,
                       permissions=PermissionRules(allow=("Bash",)))
-        try:
-            result = await agent.run(prompt, on_event=events.append)
-        finally:
-            await agent.aclose()
+        async with agent.open() as running:
+            result = await running.prompt(prompt, on_event=events.append)
         bodies = [r.body for r in sim.chat_requests]
         assert not sim.unmatched and not sim.errors
     return result, bodies, clock, events
@@ -98,9 +96,9 @@ async def test_a_goal_on_a_chat_model_is_judged_by_it(tmp_path):
         name = f"openai-compatible:{sim.base_url}/v1#local-model"
         agent = Agent(model=name, cwd=tmp_path, clock=FakeClock(), permissions=PermissionRules(allow=("Bash",)))
         spec = GoalSpec("the file marker exists", model=name)
-        agent.set_goal(spec)
-        result = await agent.run(spec.directive())
-        await agent.aclose()
+        session = Session()
+        session.set_goal(spec)
+        result = await agent.run(spec.directive(), session=session)
         judged = [r.body for r in sim.chat_requests if "met its goal" in json.dumps(r.body["messages"][0])]
     assert result.terminal_reason == "goal_met" and len(judged) == 1
     assert "response_format" not in judged[0]  # only OpenAI's own API is asked for a json_schema answer
@@ -132,8 +130,8 @@ async def test_models_of_two_providers_in_one_run(tmp_path, monkeypatch):
         agent = Agent(model=f"openai-compatible:{sim.base_url}/v1#local-model", cwd=tmp_path, clock=FakeClock(),
                       permissions=PermissionRules(allow=("Bash",)))
         spec = GoalSpec("the file marker exists", model="haiku")
-        agent.set_goal(spec)
-        result = await agent.run(spec.directive())
-        await agent.aclose()
+        session = Session()
+        session.set_goal(spec)
+        result = await agent.run(spec.directive(), session=session)
         worker, evaluator = len(sim.chat_requests), [r.body["model"] for r in sim.message_requests]
     assert result.terminal_reason == "goal_met" and worker == 2 and evaluator == ["claude-haiku-4-5"]

@@ -14,8 +14,9 @@ PUBLIC = [
     "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
-    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent",
-    "RunResult", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent", "Run",
+    "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
+    "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
     "__version__", "tool",
 ]
@@ -41,10 +42,13 @@ def test_every_export_resolves_and_nothing_else_does(module):
 
 def test_exports_are_the_objects_the_library_uses():
     from loopwright.app.agent import Agent
+    from loopwright.app.run import Run
+    from loopwright.app.session import Session
     from loopwright.core.errors import LoopwrightError, ModelError
     from loopwright.hooks import HookRunner
 
     assert loopwright.Agent is Agent and loopwright.HookRunner is HookRunner
+    assert loopwright.Session is Session and loopwright.Run is Run
     assert issubclass(loopwright.ModelError, LoopwrightError) and loopwright.ModelError is ModelError
     assert set(loopwright.PermissionMode.__args__) == {"default", "acceptEdits", "plan", "dontAsk",
                                                       "bypassPermissions", "auto"}

@@ -7,7 +7,7 @@ import json
 import anyio
 import pytest
 
-from loopwright.app import Agent
+from loopwright.app import Agent, Session
 from loopwright.core.types import (
     Message, ModelRequest, OpaqueBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, compact_json,
 )
@@ -69,10 +69,11 @@ def test_the_simulator_receives_the_same_bytes_as_a_body_built_whole(tmp_path) -
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                       permissions=PermissionRules(), system_prompt="You read.")
-        result = anyio.run(agent.run, "read it over and over")
+        session = Session()
+        result = agent.run_sync("read it over and over", session=session)
         sent = [r.raw for r in sim.message_requests]
     assert result.result == "done" and len(sent) == 5
-    history = agent.history
+    history = session.history
     for i, raw in enumerate(sent):
         # turn i's request held the prompt and i answers with their results; the rest of the
         # request (system prompt, tools, options) is taken from what was sent

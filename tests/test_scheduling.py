@@ -41,10 +41,8 @@ async def run_batch(tmp_path, tool_impl):
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                       clock=FakeClock(), tools=[tool_impl], permissions=PermissionRules(allow=("slow_read",)))
         started = time.monotonic()
-        try:
-            result = await agent.run("read them all")
-        finally:
-            await agent.aclose()
+        async with agent.open() as running:
+            result = await running.prompt("read them all")
         elapsed = time.monotonic() - started
         results = sim.message_requests[1].body["messages"][-1]["content"]
     assert result.subtype == "success"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.app import Agent
+from loopwright.app import Agent, Session
 from loopwright.core.events import AssistantMessage, ToolStarted, UserMessage
 from loopwright.permissions.decide import PermissionRules
 from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, iso_timestamp, open_session
@@ -113,23 +113,23 @@ def test_a_new_session_is_created_in_this_project_without_a_search(tmp_path):
 
 
 def _agent(session, model, **kw):
-    return Agent(model_client=model, cwd=kw.pop("cwd"), session_id=session.session_id, history=session.history,
-                 transcript_path=session.transcript_path, recorder=session.recorder, **kw)
+    """An agent and the library's `Session` over the store's opened one."""
+    return Agent(model_client=model, cwd=kw.pop("cwd"), **kw), Session.opened(session)
 
 
 async def test_library_run_then_resume_replays_the_same_conversation(tmp_path):
     store = JsonlStore(tmp_path / "home", tmp_path)
     first = open_session(store, str(tmp_path))
     assert first.source == "startup" and first.history == [] and not Path(first.transcript_path).exists()
-    agent = _agent(first, ScriptedModel(["hello"]), cwd=tmp_path, tools=[])
-    await agent.run("hi")
+    agent, conversation = _agent(first, ScriptedModel(["hello"]), cwd=tmp_path, tools=[])
+    await agent.run("hi", session=conversation)
     first.close()
     again = open_session(store, str(tmp_path), resume=first.session_id)
     assert again.source == "resume" and again.session_id == first.session_id
-    assert again.history == agent.history and again.transcript_path == first.transcript_path
+    assert again.history == conversation.history and again.transcript_path == first.transcript_path
     model = ScriptedModel(["more"])
-    agent2 = _agent(again, model, cwd=tmp_path, tools=[])
-    await agent2.run("and?")
+    agent2, conversation2 = _agent(again, model, cwd=tmp_path, tools=[])
+    await agent2.run("and?", session=conversation2)
     again.close()
     raw, _ = store.load(first.session_id)
     assert [r["message"]["content"][0]["text"] for r in raw if r["type"] in ("user", "assistant")] == [
@@ -147,9 +147,9 @@ async def test_tool_started_is_on_disk_before_the_tool_runs(tmp_path):
         seen["types"] = [r["type"] for r in read_records(Path(session.transcript_path))[0]]
         return "ok"
 
-    agent = _agent(session, ScriptedModel([tool_call("probe", {}), "done"]), cwd=tmp_path, tools=[probe],
-                   permissions=PermissionRules(allow=("probe",)))
-    await agent.run("go")
+    agent, conversation = _agent(session, ScriptedModel([tool_call("probe", {}), "done"]), cwd=tmp_path,
+                                 tools=[probe], permissions=PermissionRules(allow=("probe",)))
+    await agent.run("go", session=conversation)
     session.close()
     assert seen["types"] == ["user", "assistant", "tool_started"]
 
@@ -255,10 +255,9 @@ async def test_resume_after_an_empty_response_replays_what_the_model_was_last_se
     script = [{"tool_use": {"name": "look", "input": {}}}, {"content": [], "stop_reason": "end_turn"},
               {"text": "done"}]
     with Simulator(script) as sim:
-        agent = _agent(session, AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
+        agent, conversation = _agent(session, AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                        tools=[look], hooks=hooks)
-        result = await agent.run("go")
-        await agent.aclose()
+        result = await agent.run("go", session=conversation)
         sent = [r.body["messages"] for r in sim.message_requests]
     session.close()
     assert result.result == "done"

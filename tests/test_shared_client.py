@@ -64,18 +64,18 @@ def test_an_agent_that_ends_leaves_a_shared_client_open_for_the_others(tmp_path)
         quick, slow = (Agent(model_client=model, cwd=tmp_path, tools=[], system_prompt="x") for _ in range(2))
 
         async def run_quick() -> str:
-            result = await quick.run("quick")
-            await quick.aclose()
+            result = await quick.run("quick")  # its run ends here, while the slow one's call is in flight
             return result.result
 
+        async def run_slow() -> str:
+            return (await slow.run("slow")).result
+
         try:
-            return list(await asyncio.gather(run_quick(), slow.run("slow")))
+            return list(await asyncio.gather(run_quick(), run_slow()))
         finally:
-            await slow.aclose()
             await model.aclose()
 
     with Simulator({"rules": rules}) as sim:
         results = asyncio.run(main(sim))
         assert sim.connections == 2
-    assert results[0] == "quick done"
-    assert results[1].result == "slow done"
+    assert results == ["quick done", "slow done"]

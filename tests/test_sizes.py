@@ -38,7 +38,6 @@ async def sent_after(script, **agent_kw):
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), **agent_kw)
         result = await agent.run("go")
-        await agent.aclose()
         return result, [r.body for r in sim.message_requests]
 
 

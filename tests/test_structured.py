@@ -29,10 +29,8 @@ async def run(tmp_path, script, schema=REPORT, **kw):
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                       clock=FakeClock(), tools=[], permissions=PermissionRules(), output_schema=schema, **kw)
-        try:
-            result = await agent.run("count the passing tests")
-        finally:
-            await agent.aclose()
+        async with agent.open() as running:
+            result = await running.prompt("count the passing tests")
         assert not sim.unmatched
         return result, [r.body for r in sim.message_requests]
 

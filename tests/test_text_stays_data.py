@@ -138,16 +138,13 @@ async def test_a_prompt_the_model_schedules_with_the_cron_tools_stays_a_prompt(t
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project, clock=clock,
                       tools=[], permissions=PermissionRules())
-        loop = TimeLoop(lambda text: agent.run(text), lambda: "look around", 3600, clock, lambda e: None,
+        loop = TimeLoop(lambda text: running.prompt(text), lambda: "look around", 3600, clock, lambda e: None,
                         crons=SessionCrons(clock), max_iterations=2)
-        agent.tools = cron_tools(loop.crons)
-        try:
+        async with agent.replace(tools=cron_tools(loop.crons)).open() as running:
             await loop.run()
-        finally:
-            await agent.aclose()
         bodies = [r.body for r in sim.message_requests]
     fired = [text_of(b["messages"][-1]) for b in bodies[2:5]]
-    assert sorted(fired) == sorted(planted) and agent.goal is None and not pwned.exists()
+    assert sorted(fired) == sorted(planted) and running.session.goal is None and not pwned.exists()
 
 
 @pytest.mark.anyio
@@ -173,12 +170,9 @@ async def test_a_prompt_the_model_schedules_is_never_run_as_a_custom_command(tmp
     with Simulator(script) as sim:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=project, clock=clock,
                       tools=[], permissions=PermissionRules(), skills=Skills(project, tmp_path / "nohome", None, "s"))
-        loop = TimeLoop(lambda text: agent.run(text), lambda: "look around", 3600, clock, lambda e: None,
+        loop = TimeLoop(lambda text: running.prompt(text), lambda: "look around", 3600, clock, lambda e: None,
                         crons=SessionCrons(clock), max_iterations=2)
-        agent.tools = cron_tools(loop.crons)
-        try:
+        async with agent.replace(tools=cron_tools(loop.crons)).open() as running:
             await loop.run()
-        finally:
-            await agent.aclose()
         fired = [text_of(r.body["messages"][-1]) for r in sim.message_requests]
     assert "/deploy now" in fired and not any("DEPLOY-BODY" in f for f in fired) and not pwned.exists()

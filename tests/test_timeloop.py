@@ -50,17 +50,14 @@ def looped(tmp_path):
         with Simulator(script) as sim:
             agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
                           clock=clock, tools=list(tools), permissions=PermissionRules(allow=tuple(t.name for t in tools)))
-            loop = TimeLoop(lambda text: agent.run(text, on_event=events.append),
+            loop = TimeLoop(lambda text: running.prompt(text, on_event=events.append),
                             prompt if callable(prompt) else (lambda: prompt), every_s, clock, events.append,
                             crons=SessionCrons(clock), **loop_kw)
-            if loop.pacer is not None:
-                agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]
-            agent.tools = [*agent.tools, *cron_tools(loop.crons)]
-            agent.append_system_prompt = loop.guide
-            try:
+            paced = [ScheduleWakeupTool(loop.pacer)] if loop.pacer is not None else []
+            agent = agent.replace(tools=[*agent.tools, *paced, *cron_tools(loop.crons)],
+                                  append_system_prompt=loop.guide)
+            async with agent.open() as running:
                 result = await loop.run()
-            finally:
-                await agent.aclose()
             out = Looped(result, sim, clock, events)
         assert not sim.unmatched, "the script did not cover a request"
         return out

@@ -459,11 +459,11 @@ def test_shift_tab_keeps_bypass_in_the_cycle_only_when_the_session_started_with_
     from loopwright.permissions.rules import PermissionRules
 
     monkeypatch.setenv("LOOPWRIGHT_ALLOW_ROOT_BYPASS", "1")  # the test machine may run as root
-    plain = Status(Agent(permissions=PermissionRules(mode="default")))
+    plain = Status(Agent(permissions=PermissionRules(mode="default")).open())
     assert [plain.cycle() for _ in range(4)] == ["acceptEdits", "plan", "auto", "default"]
-    bypass = Status(Agent(permissions=PermissionRules(mode="bypassPermissions")))
+    bypass = Status(Agent(permissions=PermissionRules(mode="bypassPermissions")).open())
     assert [bypass.cycle() for _ in range(5)] == ["default", "acceptEdits", "plan", "auto", "bypassPermissions"]
-    asked_never = Status(Agent(permissions=PermissionRules(mode="dontAsk")))
+    asked_never = Status(Agent(permissions=PermissionRules(mode="dontAsk")).open())
     assert asked_never.cycle() == "default"  # a mode outside the cycle goes back to its start
 
 
@@ -624,7 +624,7 @@ def test_the_status_line_shows_background_shells_and_running_subagents(term):
     see(child, "both helped")
     assert "running: 2 agents: general-purpose, general-pu" in shown(child)  # both calls, while they run
     assert leave(child) == 0
-    status = Status(Agent())  # subagents are counted from the Agent calls of the running turn
+    status = Status(Agent().open())  # subagents are counted from the Agent calls of the running turn
     status.seen(ToolStarted("t1", "Agent", {"subagent_type": "checker", "prompt": "check"}))
     status.seen(ToolStarted("t2", "Agent", {"prompt": "look"}))
     assert "2 agents: checker, general-purpose" in status.line(120)

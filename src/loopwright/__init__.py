@@ -18,6 +18,8 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     # running an agent
     "Agent": "loopwright.app.agent",
+    "Session": "loopwright.app.session",
+    "Run": "loopwright.app.run",
     "Limits": "loopwright.policy.stop",
     "Budget": "loopwright.policy.budget",
     "RunResult": "loopwright.core.events",
@@ -79,14 +81,17 @@ __all__ = [
     "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
-    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent",
-    "RunResult", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason", "Tool", "ToolContext",
+    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent", "Run",
+    "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
+    "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
     "__version__", "tool",
 ]
 
 if TYPE_CHECKING:
     from .app.agent import Agent
+    from .app.run import Run
+    from .app.session import Session
     from .capabilities.testgate import RequireTests
     from .core.errors import ErrorKind, LoopwrightError, ModelError, SessionError, ToolInputError, UsageError
     from .core.events import (

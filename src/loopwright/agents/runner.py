@@ -44,7 +44,8 @@ def new_agent_id() -> str:
 
 
 class Subagents:
-    """`parent` is the launching `loopwright.Agent`; its children are made with its own class."""
+    """`parent` is the launching agent's `loopwright.Run`; each child is a `Run` of an agent made
+    from the parent's (`Agent.replace`), on a session of its own, inside the parent's run."""
 
     def __init__(self, parent: Any, max_depth: int = MAX_DEPTH) -> None:
         self.parent, self.max_depth = parent, max_depth
@@ -58,7 +59,8 @@ class Subagents:
         subagents' hook events and warnings are said), unless this agent is at the deepest level
         allowed."""
         self.hooks, self.emit = hooks, emit
-        return AgentTool(self.parent.agents, self.spawn) if self.parent.depth < self.max_depth else None
+        agent = self.parent.agent
+        return AgentTool(agent.agents, self.spawn) if agent.depth < self.max_depth else None
 
     async def spawn(self, agent: AgentDef, prompt: str, model: str | None,
                     isolation: str | None = None) -> tuple[str, bool]:
@@ -69,7 +71,7 @@ class Subagents:
             from ..workflows.worktrees import GitError  # git only for an isolated subagent
 
             try:
-                place = Isolated.make(Path(self.parent.cwd), agent_id)
+                place = Isolated.make(Path(self.parent.agent.cwd), agent_id)
             except (GitError, UsageError, OSError) as exc:
                 return f"The subagent could not get a worktree of its own: {exc}", True
         try:
@@ -89,21 +91,22 @@ class Subagents:
         where it works, if not where its parent does; `agent_id`: the id its worktree is named by, if
         it has one. What it spent is added to the parent's."""
         agent_id = agent_id or new_agent_id()
-        sidechain = getattr(self.parent.recorder, "sidechain", None)
+        session = self.parent.session
+        sidechain = getattr(session.recorder, "sidechain", None)
         recorder = sidechain(agent_id) if sidechain is not None else None
         child = None
         try:
             where = recorder.log.location if recorder is not None else ""
             started = await self.hooks.run("SubagentStart", {
-                "session_id": self.parent.session_id, "transcript_path": self.parent.transcript_path,
-                "cwd": str(self.parent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
+                "session_id": session.session_id, "transcript_path": session.transcript_path,
+                "cwd": str(self.parent.agent.cwd), "hook_event_name": "SubagentStart", "agent_id": agent_id,
                 "agent_type": agent.name}, match=agent.name)
             context = tuple(START_CONTEXT + c for c in started.additional_context)
             extra = {"output_schema": output_schema, **({"budget": budget} if budget is not None else {})}
             child = self._child(agent, model, Sidechain(agent_id, agent.name, where, context, agent.allows), recorder,
                                 cwd, **extra)
             self.live[id(child)] = child
-            result = await child.run(ModelText(prompt), on_event=self._forward)  # a task, never a /command
+            result = await child.prompt(ModelText(prompt), on_event=self._forward)  # a task, never a /command
         finally:
             self.live.pop(id(child), None)
             if recorder is not None:
@@ -118,8 +121,8 @@ class Subagents:
         from ..workflows.runtime import AgentCall, AgentOutcome
         from .definitions import builtins
 
-        general = (self.parent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
-        known = [t.name for t in self.parent._tools()]
+        general = (self.parent.agent.agents or builtins()).get("general-purpose") or builtins()["general-purpose"]
+        known = [t.name for t in self.parent.tools()]
 
         async def run_agent(call: AgentCall) -> AgentOutcome:
             unknown = [t for t in call.tools or () if t not in known]
@@ -150,19 +153,20 @@ class Subagents:
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder; the parent's MCP
         servers' tools as far as its definition allows."""
-        p = self.parent
-        tools = [t for t in p._tools() if agent.allows(t.name)]
+        run, p = self.parent, self.parent.agent  # their classes make the child's (app/ sits above agents/)
+        tools = [t for t in run.tools() if agent.allows(t.name)]
         # telemetry follows the subagent as a child of the Agent tool call that started it
         watch = p.observer.child(who.agent_id, who.agent_type, CURRENT_TOOL_USE_ID.get()) if p.observer else None
-        child = type(p)(model=model or agent.model or p.model, model_client=p._client(), tools=tools,
-                       system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits, permissions=p.permissions,
-                       sandbox=p.sandbox, child_env=p.child_env, clock=p.clock, approver=p.approver,
-                       depth=p.depth + 1, agents=agent.may_start(p.agents) if agent.allows("Agent") else None,
-                       crash_log=p.crash_log, memory=p.memory.fork() if p.memory else None, hooks=p.hooks,
-                       session_id=p.session_id, transcript_path=p.transcript_path, recorder=recorder, subagent=who,
-                       observer=watch, **extra)
-        child._mcp = p._mcp  # the parent's MCP servers, already running (the parent closes them)
-        return child
+        child = type(p)(model=model or agent.model or p.model, model_client=run.client(), tools=tools,
+                        system_prompt=agent.prompt + APPENDIX, cwd=cwd or p.cwd, limits=p.limits,
+                        permissions=p.permissions, sandbox=p.sandbox, child_env=p.child_env, clock=p.clock,
+                        approver=p.approver, depth=p.depth + 1,
+                        agents=agent.may_start(p.agents) if agent.allows("Agent") else None, crash_log=p.crash_log,
+                        memory=p.memory.fork() if p.memory else None, hooks=p.hooks, subagent=who, observer=watch,
+                        **extra)
+        session = type(run.session)(session_id=run.session.session_id,
+                                    transcript_path=run.session.transcript_path, recorder=recorder)
+        return type(run)(child, session, parent=run)  # the parent's MCP servers, already running (the parent closes them)
 
     def _forward(self, event: Event) -> None:
         """A subagent's hook events and warnings reach the launching agent's output (the rest of

@@ -1,14 +1,14 @@
-"""How an `Agent` builds the loop of one run: its hooks bound to the run's emitter, its
-capabilities (goal, structured output, memory, checkpoints, subagents' spend and the agent's
-own), its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the `LoopConfig`.
-`agent` is the `loopwright.Agent` (its methods are called, so a subclass's own are used)."""
+"""How a `Run` builds the loop of one prompt from its agent and session: its hooks bound to the
+run's emitter, its capabilities (goal, structured output, memory, checkpoints, subagents' spend
+and the agent's own), its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the
+`LoopConfig`."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
@@ -20,21 +20,25 @@ from . import sandboxing, transport
 
 if TYPE_CHECKING:
     from ..engine.goal import GoalJudge
+    from .resources import Resources
+    from .session import Session
+    from .spec import AgentSpec
 
 
-def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> AgentLoop:
+def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None],
+               turn: Any = None) -> AgentLoop:
     emit = sandboxing.with_notice(agent.sandbox, emit)
     rules = replace(agent.permissions, allow=agent.permissions.allow + turn.allow) if turn else agent.permissions
-    emit = _set_aside_notice(agent, rules, emit)
-    hooks, approver = agent._hooks(emit), agent.approver
+    emit = _set_aside_notice(agent, parts, rules, emit)
+    hooks, approver = run_hooks(agent, session, parts, emit), agent.approver
     if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
-        from ..hooks import NotifyingApprover
+        from ..hooks import HookRunner as Runner, NotifyingApprover
 
-        approver = NotifyingApprover(approver, hooks, lambda: agent._hook_payload("Notification"))
-    tools = list(agent._tools())
-    if agent._mcp is not None:  # a subagent's are its parent's servers, as its definition allows
+        approver = NotifyingApprover(approver, cast(Runner, hooks), lambda: session.hook_payload(agent, "Notification"))
+    tools = list(parts.tools())
+    if parts.mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         only = agent.subagent.allows if agent.subagent is not None else None
-        tools, emit = agent._mcp.with_tools(tools, only), agent._mcp.reporting(emit)
+        tools, emit = parts.mcp.with_tools(tools, only), parts.mcp.reporting(emit)
     named = agent.only_tools
     offered = (lambda name: True) if named is None else named.__contains__
     if offered("Skill") and agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
@@ -42,50 +46,52 @@ def build_loop(agent: Any, emit: Callable[[Event], None], turn: Any = None) -> A
         from ..tools.skill import SkillTool
 
         tools.append(SkillTool(functools.partial(model_use, agent.skills)))
-    capabilities = capabilities_of(agent, emit, _subagent_tools(agent, hooks, emit, offered))
+    capabilities = capabilities_of(agent, session, parts, emit, _subagent_tools(agent, parts, hooks, emit, offered))
     tools, system = with_contributions(tools, agent.system(), capabilities)
-    offered = agent.tool_steps(tools) if agent.tool_steps is not None else tools
+    given = agent.tool_steps(tools) if agent.tool_steps is not None else tools
     config = LoopConfig(
         model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
-        session_id=agent.session_id, system=system, tools=offered, limits=agent.limits, budget=agent.budget,
+        session_id=session.session_id, system=system, tools=given, limits=agent.limits, budget=agent.budget,
         permissions=rules,
         include_partial=agent.include_partial, stop_hooks=tuple(agent.stop_hooks), final_turn=agent.final_turn,
         capabilities=capabilities,
-        hooks=hooks, approver=approver, classifier=agent._classifier(), transcript_path=agent.transcript_path,
-        writable_roots=tuple(Path(r) for r in agent._writable_roots()),
-        background_tasks=getattr(agent._background(), "running", list), child_env=agent._child_environment(),
+        hooks=hooks, approver=approver, classifier=parts.classifier(), transcript_path=session.transcript_path,
+        writable_roots=tuple(Path(r) for r in agent.writable_roots()),
+        background_tasks=getattr(parts.background(), "running", list), child_env=agent.environment(session.env),
         crash_log=agent.crash_log or transport.crash_log,
         subagent=agent.subagent.fields() if agent.subagent is not None else None,
         expansion=turn.expansion if turn is not None else None,
-        settle=getattr(agent.recorder, "settle", None),
+        settle=getattr(session.recorder, "settle", None),
     )
-    return AgentLoop(agent._client(), config, emit=emit, clock=agent.clock)
+    return AgentLoop(parts.client(), config, emit=emit, clock=agent.clock)
 
 
-def _subagent_tools(agent: Any, hooks: Any, emit: Callable[[Event], None], offered: Callable[[str], bool]) -> list[Any]:
+def _subagent_tools(agent: AgentSpec, parts: Resources, hooks: Any, emit: Callable[[Event], None],
+                    offered: Callable[[str], bool]) -> list[Any]:
     """The Agent and Workflow tools, as the agent's definitions and `--tools` allow."""
     workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
-    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := agent._subagents().tool(hooks, emit)) is None:
+    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := parts.subagents().tool(hooks, emit)) is None:
         return []
     tools = [agent_tool] if offered("Agent") else []
     if workflow:
         from ..sandbox.pyjail import python_jail
         from ..workflows.tool import WorkflowTool
 
-        tools.append(WorkflowTool(agent._subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
+        tools.append(WorkflowTool(parts.subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
     return tools
 
 
-def capabilities_of(agent: Any, emit: Callable[[Event], None], subagent_tools: Sequence[Any] = ()) -> list[Capability]:
-    """The run's capabilities, from the agent's configuration, then the agent's own
-    (`Agent.capabilities`). Their tools come in this order after the agent's; structured output
-    comes before the goal: its nudge, as a Stop hook's block, keeps the goal from being judged
-    at that stop."""
+def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None],
+                    subagent_tools: Sequence[Any] = ()) -> list[Capability]:
+    """The run's capabilities, from the agent's configuration and the session, then the agent's
+    own (`Agent.capabilities`). Their tools come in this order after the agent's; structured
+    output comes before the goal: its nudge, as a Stop hook's block, keeps the goal from being
+    judged at that stop."""
     found: list[Capability] = []
     if agent.agents:
         from ..capabilities.subagents import Subagents
 
-        found.append(Subagents(agent._subagents(), subagent_tools))
+        found.append(Subagents(parts.subagents(), subagent_tools))
     if agent.output_schema is not None:  # a fresh answer for every run
         from ..capabilities.structured import StructuredAnswer, StructuredOutput
         from ..tools.structured import StructuredOutputTool
@@ -96,18 +102,18 @@ def capabilities_of(agent: Any, emit: Callable[[Event], None], subagent_tools: S
         from ..capabilities.memory import MemoryFiles
 
         found.append(MemoryFiles(agent.memory))
-    if agent.checkpoints is not None:
+    if session.checkpoints is not None:
         from ..capabilities.checkpoints import FileCheckpoints
 
-        found.append(FileCheckpoints(agent.checkpoints))
-    if (judge := agent._goal_judge(emit)) is not None:
+        found.append(FileCheckpoints(session.checkpoints))
+    if (judge := goal_judge(agent, session, parts, emit)) is not None:
         from ..capabilities.goal import Goal
 
         found.append(Goal(judge))
     return [*found, *agent.capabilities]
 
 
-def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+def _set_aside_notice(agent: AgentSpec, parts: Resources, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:
     """`emit`, saying right after system/init which allow rules auto mode sets aside (the gate
     drops them: `permissions.automode.drop_broad`): once a session, and again only when they change."""
     from ..permissions.rules import normalise_mode
@@ -117,9 +123,9 @@ def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> 
     from ..permissions.automode import drop_broad, set_aside_notice
 
     dropped = drop_broad(rules.allow)[1]
-    if not dropped or dropped == agent._set_aside:
+    if not dropped or dropped == parts.set_aside:
         return emit
-    agent._set_aside = dropped
+    parts.set_aside = dropped
     from ..core.events import Notice, SystemInit
 
     def noticed(event: Event) -> None:
@@ -130,33 +136,38 @@ def _set_aside_notice(agent: Any, rules: Any, emit: Callable[[Event], None]) -> 
     return noticed
 
 
-def run_hooks(agent: Any, emit: Callable[[Event], None]) -> HookRunner:
-    """The hooks of one run: reporting to its emitter, with this agent's model client for
+def run_hooks(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None]) -> HookRunner:
+    """The hooks of one prompt: reporting to its emitter, with the run's model client for
     prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
     hooks = agent.hooks or NoHooks()
     bind = getattr(hooks, "bind", None)
     if bind is None:
         return hooks
-    return bind(emit=emit, model=agent._client(), post_json=transport.http_post_json,
-                base_env=agent._child_environment())
+    return bind(emit=emit, model=parts.client(), post_json=transport.http_post_json,
+                base_env=agent.environment(session.env))
 
 
-def goal_judge(agent: Any, emit: Callable[[Event], None]) -> GoalJudge | None:
-    if agent.goal is None:
+def goal_judge(agent: AgentSpec, session: Session, parts: Resources,
+               emit: Callable[[Event], None]) -> GoalJudge | None:
+    """The session's goal (or, when it set none, the agent's), judged across its prompts."""
+    if not session.goal_set and agent.goal is not None:
+        session.set_goal(agent.goal)
+    if session.goal is None:
         return None
-    if agent._judge is None:
+    if session.judge is None:
         from ..core.clock import SystemClock
         from ..engine.goal import GoalJudge
         from ..tools.workspace import LocalWorkspace
 
-        agent._judge = GoalJudge(agent.goal, agent.evaluator_client or agent._client(),
-                                agent.workspace or LocalWorkspace(agent.cwd, agent._check_wrapper(),
-                                                                 agent._child_environment()),
-                                agent.clock or SystemClock(), priced=resolve_model(agent.model).price is not None)
-    agent._judge.emit = emit
-    if not agent._goal_armed:
-        agent._judge.start(agent._goal_baseline)
-        agent._goal_armed = True
+        session.judge = GoalJudge(session.goal, agent.evaluator_client or parts.client(),
+                                  agent.workspace or LocalWorkspace(agent.cwd, agent.check_wrapper(),
+                                                                   agent.environment(session.env)),
+                                  agent.clock or SystemClock(), priced=resolve_model(agent.model).price is not None)
+    judge = session.judge
+    judge.emit = emit
+    if not session.goal_armed:
+        judge.start(session.goal_baseline)
+        session.goal_armed = True
     else:
-        agent._judge.new_run()
-    return agent._judge if agent._judge.active else None
+        judge.new_run()
+    return judge if judge.active else None

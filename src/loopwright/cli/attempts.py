@@ -38,8 +38,8 @@ class Attempt:
     path: Path
     branch: str
     instruction: str = ""
-    agent: Any = None
-    session: Session | None = None
+    run: Any = None  # loopwright.app.Run: the attempt's agent on its own session
+    session: Session | None = None  # the opened store session (closed when the attempt ends)
     baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
     result: RunResult | None = None
     head: str = ""
@@ -147,16 +147,17 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
     here = os.getcwd()
     os.chdir(a.path / where)
     try:
-        a.agent = build_agent(mine, settings)
+        agent = build_agent(mine, settings)
         if trace:
             from ..telemetry import observe
 
-            a.agent.observer = observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
-                "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}})
+            agent = agent.replace(observer=observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
+                "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}}))
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=(), protect=()), prompt)
-        a.agent.set_goal(spec)
-        a.session = open_cli_session(mine, a.agent, project=Path(here))  # with the folder's own sessions
+        a.session, conversation = open_cli_session(mine, agent, project=Path(here))  # with the folder's own sessions
+        conversation.set_goal(spec)
+        a.run = agent.open(conversation)
         if a.session.recorder is not None:
             a.session.recorder.attach({"type": "attempt", "run": run_id, "attempt": a.number, "of": n,
                                        "branch": a.branch})
@@ -173,7 +174,7 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
 
     async def one(a: Attempt) -> None:
         text = prompt if not a.instruction else f"{prompt}\n\nApproach for this attempt: {a.instruction}"
-        a.result = await a.agent.run(text, on_event=board.watch(a.number))
+        a.result = await a.run.prompt(text, on_event=board.watch(a.number))
         board.clear()
         _say(f"attempt {a.number} ended: {a.result.subtype} after {a.result.num_turns} turn(s), "
              f"${a.result.total_cost_usd:.4f}")
@@ -181,21 +182,22 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
 
     async def work() -> RunResult:
         await asyncio.gather(*(one(a) for a in attempts))
-        for a in attempts:
-            await a.agent.aclose()
-        return await _decide(attempts, opts, prompt, repo, base, where, run_id)
+        for a in attempts[1:]:
+            await a.run.aclose()
+        return await _decide(attempts, opts, prompt, repo, base, where, run_id)  # the first run's client judges
 
     def interrupt() -> None:
         for a in attempts:
-            a.agent.interrupt()
+            a.run.interrupt()
 
     if register is None:
-        return await foreground(attempts[0].agent, work, _quiet, interrupt)
+        return await foreground(attempts[0].run, work, _quiet, interrupt)
     unregister = register(interrupt)
     try:
         return await work()
     finally:
         unregister()
+        await attempts[0].run.aclose()
 
 
 def _quiet(event: Any) -> None:
@@ -270,12 +272,12 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
         a.protected_changed = sorted(p for p in set(a.baseline) | set(now) if a.baseline.get(p) != now.get(p))
         a.why_not = _why_not(a, aborted)
     eligible = [a for a in attempts if not a.why_not]
-    first = attempts[0].agent
+    first = attempts[0].run
     ruling = None
     if eligible:
         candidates = [Candidate(a.number, worktrees.diff(repo, base, a.head), _checks_text(a),
                                 a.result.result if a.result is not None else "") for a in eligible]
-        ruling = await judge(first._client(), first.model if opts.judge_model is None else model_id(opts.judge_model),
+        ruling = await judge(first.client(), first.agent.model if opts.judge_model is None else model_id(opts.judge_model),
                              prompt, candidates, random.Random())
     applied, why = None, ""
     if ruling is not None and ruling.winner is not None:
@@ -304,8 +306,8 @@ def _record(attempts: list[Attempt], summary: dict[str, Any], repo: Path, base: 
     attempt's diff cut to MAX_DIFF characters), so the web view can show them side by side."""
     diffs = {str(a.number): worktrees.diff(repo, base, a.head, MAX_DIFF) if a.head else "" for a in attempts}
     for a in attempts:
-        recorder = a.session.recorder if a.session is not None else None
-        if recorder is not None:
+        recorder = a.run.session.recorder if a.run is not None else None
+        if recorder is not None and hasattr(recorder, "attach"):
             recorder.attach({"type": "attempts", "this_attempt": a.number, **summary, "diffs": diffs})
 
 

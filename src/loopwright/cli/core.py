@@ -24,7 +24,7 @@ from .project import mcp_servers, project_agents, project_memory, project_skills
 from .render import Progress, denied_line, dumps, print_result, printable, stream_json, visible  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
-    from ..app import Agent
+    from ..app import Agent, Session
     from ..engine.goal import SavedGoal
     from .options import Options
 
@@ -111,7 +111,7 @@ def _shown(source: str) -> str:
     return source[len(here):] if source.startswith(here) else source
 
 
-def build_agent(opts: Options, settings: Any = None) -> Any:
+def build_agent(opts: Options, settings: Any = None) -> Agent:
     """The `Agent` the flags describe. `settings`: loaded already (`load_cli_settings`), else loaded here."""
     from ..app import Agent
     from ..app.sandboxing import with_plugins
@@ -169,7 +169,7 @@ def build_agent(opts: Options, settings: Any = None) -> Any:
                               fallback_models=fallbacks),
         budget=Budget(limit(opts.max_budget_usd), opts.max_tokens_total, duration),
         permissions=rules, sandbox=sandbox, classifier_model=opts.classifier_model,
-        include_partial=opts.include_partial_messages, session_id=session_id, final_turn=opts.final_turn,
+        include_partial=opts.include_partial_messages, final_turn=opts.final_turn,
         child_env=children, only_tools=only,
         mcp_servers=mcp_servers(opts, settings) + plugin_mcp_servers(plugins, os.environ),
         memory=project_memory(opts, settings), plugins=plugins,
@@ -351,12 +351,15 @@ def cli_stores(flag: str | None, cwd: Any, *, pass_on: bool = False) -> Any:
     return stores
 
 
-def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, project: Any = None) -> Any:
-    """The session flags, composed: the store (`--store`) -> replayed history and recorder, wired into the
-    agent (the recorder sees each event before the renderer) with SessionStart's `source`
-    (startup, resume, fork). File checkpoints when `checkpoints` (interactive sessions) or
+def open_cli_session(opts: Options, agent: Agent, *, checkpoints: bool = False,
+                     project: Any = None) -> tuple[Any, Session]:
+    """The session flags, composed: the store (`--store`) -> the opened store session (replayed
+    history and recorder; its `close`, `warnings`, `records`) and the library `Session` over it (the
+    recorder sees each event before the renderer) with SessionStart's `source` (startup, resume,
+    fork), as a pair. File checkpoints when `checkpoints` (interactive sessions) or
     `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session. `project`: the
     folder whose sessions it joins, when not the agent's own (an attempt's worktree)."""
+    from ..app import Session
     from ..session import open_session
 
     resuming = opts.resume is not None or opts.continue_session
@@ -373,16 +376,13 @@ def open_cli_session(opts: Options, agent: Any, *, checkpoints: bool = False, pr
                            opening=_opening(opts, str(agent.cwd), resuming))
     for warning in session.warnings:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
-    agent.session_id, agent.history = session.session_id, session.history
-    agent.transcript_path, agent.recorder = session.transcript_path, session.recorder
-    agent.session_source, agent.stores = session.source, stores
     wanted = checkpoints or os.environ.get("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "").lower() in ("1", "true")
-    agent.checkpoints = None  # a session switched to (/clear, /resume) never writes into the last one's
+    kept = None  # a session switched to (/clear, /resume) never writes into the last one's
     if wanted and session.transcript_path:  # a recorded session: its store keeps the checkpoints
         from ..session.checkpoints import Checkpoints
 
-        agent.checkpoints = Checkpoints(stores.checkpoints(session.session_id))
-    return session
+        kept = Checkpoints(stores.checkpoints(session.session_id))
+    return session, Session.opened(session, stores=stores, checkpoints=kept)
 
 
 def _opening(opts: Options, cwd: str, resuming: bool) -> dict[str, Any]:
@@ -415,10 +415,10 @@ def recorded_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
+async def foreground(run: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
                      interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the agent. `signals`, when given, collects the ones that came."""
+    the session and close the `run` (`loopwright.app.Run`). `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 
@@ -438,10 +438,10 @@ async def foreground(agent: Any, work: Callable[[], Awaitable[RunResult]], emit:
         loop.add_signal_handler(sig, on_signal, sig)
     try:
         result = await work()
-        await agent.end_session("other", on_event=emit)
+        await run.end_session("other", on_event=emit)
         return result
     finally:
-        await agent.aclose()
+        await run.aclose()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 

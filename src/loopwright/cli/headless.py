@@ -35,7 +35,7 @@ def run_headless(opts: Options, prompt: str) -> int:
     spec, to_run = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
-    session = open_cli_session(opts, agent)
+    session, conversation = open_cli_session(opts, agent)
     saved = None
     if session.records:  # a resumed session may hold a goal (goals load only when needed)
         from ..engine.goal import saved_goal
@@ -47,27 +47,30 @@ def run_headless(opts: Options, prompt: str) -> int:
         finally:
             session.close()
     try:
-        _arm_goal(agent, spec, saved, opts)
+        _arm_goal(conversation, agent.model, spec, saved, opts)
     except BaseException:
         session.close()
         raise
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, opts.include_hook_events, init_fields(settings, agent))
+    emit = make_emitter(fmt, opts.verbose, conversation.session_id, opts.include_hook_events,
+                        init_fields(settings, agent))
+    run = agent.open(conversation)
 
     async def work() -> Any:
-        return await agent.run(await _with_files(agent, spec, to_run, typed, fmt), on_event=emit)
+        return await run.prompt(await _with_files(run, spec, to_run, typed, fmt), on_event=emit)
 
     try:
-        result = asyncio.run(foreground(agent, work, emit, agent.interrupt))
+        result = asyncio.run(foreground(run, work, emit, run.interrupt))
     finally:
         session.close()
     print_result(result, fmt)
     return result.exit_code
 
 
-def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
-    """A new goal, or a resumed session's: its checks and protected paths only from this
-    command line (engine.goal.resumed_goal says why and warns about the rest)."""
+def _arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: Options) -> None:
+    """A new goal, or a resumed session's, set on `session` (a `loopwright.app.Session`; `model`:
+    the agent's, for the bounds line): its checks and protected paths only from this command line
+    (engine.goal.resumed_goal says why and warns about the rest)."""
     from .goals import (
         GOAL_FLAGS_NEED_A_GOAL,
         bounds_line,
@@ -78,17 +81,17 @@ def _arm_goal(agent: Any, spec: Any, saved: Any, opts: Options) -> None:
     if spec is not None or saved is None or not saved.active:
         if spec is None and goal_flags_given(opts):
             raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
-        agent.set_goal(spec)
+        session.set_goal(spec)
         if spec is not None:
-            print(bounds_line(spec, agent.model), file=sys.stderr, flush=True)
+            print(bounds_line(spec, model), file=sys.stderr, flush=True)
         return
     from ..engine.goal import resumed_goal
 
     resumed, baseline, warnings = resumed_goal(saved, opts.check or [], opts.protect or [], **resume_goal_flags(opts))
     for warning in warnings:
         print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
-    agent.set_goal(resumed, baseline)
-    print(bounds_line(resumed, agent.model), file=sys.stderr, flush=True)
+    session.set_goal(resumed, baseline)
+    print(bounds_line(resumed, model), file=sys.stderr, flush=True)
 
 
 def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:
@@ -101,7 +104,7 @@ def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:
     return said, prompt[len(said):]
 
 
-async def _with_files(agent: Any, spec: Any, prompt: str, typed: tuple[str, str] | None, fmt: str) -> str:
+async def _with_files(run: Any, spec: Any, prompt: str, typed: tuple[str, str] | None, fmt: str) -> str:
     """The prompt to run: the argument with the files its `@path`s name attached, as at the
     interactive prompt (`cli.mentioned`); `CommandError` when one may not be read."""
     if typed is None:
@@ -111,7 +114,7 @@ async def _with_files(agent: Any, spec: Any, prompt: str, typed: tuple[str, str]
         if fmt == "text":
             print(visible(f"loopwright: @ attached {path}"), file=sys.stderr, flush=True)
 
-    text = await with_mentions(agent, typed[0], said) + typed[1]
+    text = await with_mentions(run, typed[0], said) + typed[1]
     return opening_prompt(spec, text) if spec is not None else text
 
 

@@ -31,7 +31,7 @@ def run_interactive(opts: Options) -> int:
         from .tui.screen import RichFront
 
         front: Any = RichFront()
-        agent.include_partial = True  # text shown as it streams
+        agent = agent.replace(include_partial=True)  # text shown as it streams
     else:
         try:
             import readline  # noqa: F401  (line editing and history for input())
@@ -40,10 +40,11 @@ def run_interactive(opts: Options) -> int:
         from .tui.plain import PlainFront
 
         front = PlainFront()
-    agent.approver = Asker(agent, front.choose)
-    session = open_cli_session(opts, agent, checkpoints=True)
-    room = Room(agent, opts, session, front)
-    front.say(f"loopwright · session {agent.session_id} · {agent.model} · {agent.cwd}\n/help for commands.")
+    session, conversation = open_cli_session(opts, agent, checkpoints=True)
+    live = agent.open(conversation)
+    live.update(approver=Asker(live, front.choose))  # the person is asked; "always" changes the run's rules
+    room = Room(live, opts, session, front)
+    front.say(f"loopwright · session {conversation.session_id} · {agent.model} · {agent.cwd}\n/help for commands.")
     try:
         return asyncio.run(room.main(opts.prompt))
     finally:

@@ -46,10 +46,10 @@ def parse_until(value: str | None, now: float) -> float | None:
                          f"2026-12-24T09:00, got {value!r}") from None
 
 
-def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) -> float | None:
+def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) -> tuple[Any, float | None]:
     """The loop's default bounds where the flags give none (each iteration 100 turns; the whole
-    loop $10 where the model's price is known; a week at most), set on `agent` and said in one
-    stderr line. Returns the whole loop's money bound."""
+    loop $10 where the model's price is known; a week at most), said in one stderr line. Returns
+    `agent` with them and the whole loop's money bound."""
     from ..policy.bounds import DEFAULT_BUDGET_USD, DEFAULT_TURNS
     from ..policy.cadence import EXPIRY_S
     from ..policy.models import resolve_model
@@ -58,8 +58,8 @@ def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) 
     turns, origin_t = (limit(opts.max_turns), "flag") if opts.max_turns is not None else (DEFAULT_TURNS, "default")
     budget, origin_b = ((limit(opts.max_budget_usd), "flag") if opts.max_budget_usd is not None
                         else (DEFAULT_BUDGET_USD, "default") if priced else (None, "unpriced"))
-    agent.limits = replace(agent.limits, max_turns=turns)
-    agent.budget = replace(agent.budget, max_budget_usd=budget)
+    agent = agent.replace(limits=replace(agent.limits, max_turns=turns),
+                          budget=replace(agent.budget, max_budget_usd=budget))
     parts = [f"{turns} turns an iteration ({origin_t})" if turns else "no turn bound an iteration (removed)",
              f"${budget:g} in all ({origin_b})" if budget else
              "no money bound (no price is known for the model)" if origin_b == "unpriced" else "no money bound (removed)"]
@@ -70,7 +70,7 @@ def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) 
                  f"({'--until' if until is not None and until <= now + EXPIRY_S else 'a week at most'})")
     print(f"loopwright: loop bounds: {', '.join(parts)}; change with --max-turns, --max-budget-usd (a value, or "
           "none), --max-iterations, --until", file=sys.stderr, flush=True)
-    return budget
+    return agent, budget
 
 
 def run_loop(opts: Options, prompt: str) -> int:
@@ -98,10 +98,11 @@ def run_loop(opts: Options, prompt: str) -> int:
     agent = build_agent(opts, settings)
     clock = agent.clock or SystemClock()
     until = parse_until(opts.until, clock.now())
-    budget = _bound_the_loop(agent, opts, clock.now(), until)
-    session = open_cli_session(opts, agent)
+    agent, budget = _bound_the_loop(agent, opts, clock.now(), until)
+    session, conversation = open_cli_session(opts, agent)
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, agent.session_id, bool(opts.include_hook_events), init_fields(settings, agent))
+    emit = make_emitter(fmt, opts.verbose, conversation.session_id, bool(opts.include_hook_events),
+                        init_fields(settings, agent))
 
     def on_event(event: Event) -> None:
         emit(event)
@@ -110,8 +111,8 @@ def run_loop(opts: Options, prompt: str) -> int:
 
     async def iteration(text: str) -> Any:
         if spec is not None:  # each iteration a goal loop of its own: judged afresh, its bounds anew
-            agent.set_goal(spec)
-        return await agent.run(text, on_event=on_event)
+            conversation.set_goal(spec)
+        return await run.prompt(text, on_event=on_event)
 
     if spec is not None:
         from .goals import bounds_line
@@ -124,19 +125,21 @@ def run_loop(opts: Options, prompt: str) -> int:
                     max_budget_usd=budget, crons=crons)
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
+    paced: list[Any] = []
     if loop.pacer is not None:
         from ..tools.wakeup import ScheduleWakeupTool
 
-        agent.tools = [*agent.tools, ScheduleWakeupTool(loop.pacer)]  # build_agent always sets the tools
-    agent.tools = [*agent.tools, *cron_tools(crons)]
-    agent.append_system_prompt = "\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p)
+        paced.append(ScheduleWakeupTool(loop.pacer))
+    agent = agent.replace(tools=[*(agent.tools or ()), *paced, *cron_tools(crons)],  # build_agent always sets them
+                          append_system_prompt="\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p))
+    run = agent.open(conversation)
 
     def interrupt() -> None:
         loop.interrupt()
-        agent.interrupt()
+        run.interrupt()
 
     try:
-        result = asyncio.run(foreground(agent, loop.run, on_event, interrupt))
+        result = asyncio.run(foreground(run, loop.run, on_event, interrupt))
     finally:
         session.close()
     if fmt == "text" and result.loop:

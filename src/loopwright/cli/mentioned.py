@@ -10,22 +10,24 @@ from typing import Any, Callable
 from ..core.types import ModelText
 
 
-async def with_mentions(agent: Any, prompt: str, said: Callable[[str], None] | None = None) -> str:
+async def with_mentions(run: Any, prompt: str, said: Callable[[str], None] | None = None) -> str:
     """`prompt` with the files its `@path`s name attached (`CommandError` when one may not be
     read), each attached path passed to `said`. Left as written: a message the client composed
     (delivered verbatim), a custom command or skill and an MCP prompt (`/name …`: the `@file`s of
-    its body are attached as it starts) and an unknown `/name` (refused by the run, with nothing read)."""
+    its body are attached as it starts) and an unknown `/name` (refused by the run, with nothing read).
+    `run`: the `loopwright.app.Run` the prompt is for (its agent's Read rules and skills)."""
     if isinstance(prompt, ModelText) or "@" not in prompt:
         return prompt
     head = prompt.strip().split(maxsplit=1)[0] if prompt.strip() else ""
     if head.startswith("/"):
         from ..context.commands import refuse_unknown
 
-        skills = agent.skills.found if agent.skills is not None else {}
+        known = run.agent.skills
+        skills = known.found if known is not None else {}
         if head[1:] in skills or head.startswith("/mcp__"):
             return prompt
-        refuse_unknown(prompt, agent.skills)  # a typo is refused before any file is read
-    mentioned = await agent.attach_mentions(prompt)
+        refuse_unknown(prompt, known)  # a typo is refused before any file is read
+    mentioned = await run.attach_mentions(prompt)
     for path in mentioned.attached:
         if said is not None:
             said(path)

@@ -20,10 +20,11 @@ class InConversation:
     """One `/NAME args`: `await it(emit, on_status)` runs it; `stop()` interrupts it (the running
     agents end as aborted, no other starts)."""
 
-    def __init__(self, agent: Any, name: str, args: list[str], *, context: dict[str, Any] | None = None,
+    def __init__(self, live: Any, name: str, args: list[str], *, context: dict[str, Any] | None = None,
                  resume: bool = False) -> None:
-        """`resume`: carry on the unfinished run of this workflow the session's journal holds."""
-        self.agent, self.name, self.args, self.context, self.resume = agent, name, args, context, resume
+        """`live`: the conversation's `loopwright.app.Run`. `resume`: carry on the unfinished run of
+        this workflow the session's journal holds."""
+        self.live, self.name, self.args, self.context, self.resume = live, name, args, context, resume
         self.run: Any = None
         self.task: asyncio.Task[Any] | None = None
 
@@ -39,8 +40,9 @@ class InConversation:
         from ..workflows.scripts import find, load, loader
         from .commands.workflow import _result, session_journal
 
-        agent, plugins = self.agent, list(self.agent.plugins)
-        emit = agent._emitter(on_event)  # the transcript first, then the screen
+        live = self.live
+        agent, session, plugins = live.agent, live.session, list(live.agent.plugins)
+        emit = live.emitter(on_event)  # the transcript first, then the screen
         script = find(self.name, Path(agent.cwd), Path.home(), plugins)
         if script is None:
             from ..core.errors import UsageError
@@ -50,7 +52,7 @@ class InConversation:
             raise UsageError(f"workflow {self.name!r} not found (workflows: {names})")
         main = load(script)  # a bad file: one error, nothing joins the conversation
         await self._open(emit)
-        journal = Journal(session_journal(agent))
+        journal = Journal(session_journal(session))
         header = journal.header or {}
         resuming = self.resume and journal.finished is None and header.get("name") == self.name
         if resuming:
@@ -61,8 +63,8 @@ class InConversation:
         if not resuming:  # a resumed run's call is in the conversation already
             emit(UserMessage(said, synthetic=False))
         journal.start(self.name, self.args, str(script.path))
-        subs = agent._subagents()
-        subs.tool(agent._hooks(emit), emit)
+        subs = live.resources.subagents()
+        subs.tool(live.hooks(emit), emit)
         limit = agent.budget.max_budget_usd  # the session's --max-budget-usd bounds its agents
         limit = limit if isinstance(limit, (int, float)) and limit != float("inf") else None
         self.run = Run(journal, subs.workflow_runner(), budget_usd=limit, on_status=on_status, load=loader(Path(agent.cwd), Path.home(),
@@ -70,21 +72,18 @@ class InConversation:
         started = time.monotonic()
         self.task = asyncio.ensure_future(run_workflow(self.run, self.name, main, self.args))
         outcome = await self.task
-        result = _result(agent, self.run, outcome, started, journal)
+        result = _result(session.session_id, self.run, outcome, started, journal)
         answer = result.result or "; ".join(result.errors) or "(no answer)"
         reply = Message("assistant", (TextBlock(answer),))
         emit(AssistantMessage(reply, "workflow", "end_turn", Usage(), id="wf_" + result.session_id[:8],
                               turn=1))
         emit(ResultEvent(result))
-        agent.history = [*agent.history, *([] if resuming else [said]), reply]
+        session.history = [*session.history, *([] if resuming else [said]), reply]
         return result
 
     async def _open(self, emit: Callable[[Event], None]) -> None:
         """The conversation's opening, as its first prompt would bring it, when nothing opened it yet."""
-        agent = self.agent
-        if agent._session != "new":
-            return
-        opening = await agent._start_session(agent._hooks(emit), emit)
+        opening = await self.live.start_session(emit)  # [] once it opened
         for message in opening:
             emit(UserMessage(message, synthetic=False))
-        agent.history = [*agent.history, *opening]
+        self.live.session.history = [*self.live.session.history, *opening]

@@ -173,12 +173,12 @@ async def _decide(job: dict[str, Any], opts: Any, plan: dict[str, Any], results:
     if eligible:
         candidates = [Candidate(row["attempt"], worktrees.diff(Path(plan["repo"]), plan["base"], v["head"]),
                                 _checks_text(v), row["summary"]) for row, v in eligible]
-        agent, name = _judge_agent(job, opts)
+        run, name = _judge_run(job, opts)
         try:  # the order shown is seeded by the run, so a replay reads the recorded answer the same way
-            ruling = await judge(DurableModel(agent._client()), name, opts.prompt or opts.goal or "", candidates,
+            ruling = await judge(DurableModel(run.client()), name, opts.prompt or opts.goal or "", candidates,
                                  random.Random(workflow_id))
         finally:
-            await agent.aclose()
+            await run.aclose()
     winner, why = None, ""
     if ruling is not None and ruling.winner is not None:
         head = reviews[ruling.winner - 1]["head"]
@@ -223,9 +223,9 @@ def _checks_text(v: dict[str, Any]) -> str:
     return "\n".join(f"$ {c['command']}\nexit {c['exit_code']}\n{c['output_tail']}" for c in v["checks"])
 
 
-def _judge_agent(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
-    """An agent built as `loopwright -p` would build the run's, for its model client, and the
-    judge's model name."""
+def _judge_run(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
+    """A run of the agent `loopwright -p` would build, for the model client it makes (closed
+    with it), and the judge's model name."""
     import os
 
     from ..cli.attempts import model_id
@@ -237,7 +237,7 @@ def _judge_agent(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
         agent = build_agent(opts, load_cli_settings(opts, announce=False))
     finally:
         os.chdir(here)
-    return agent, agent.model if opts.judge_model is None else model_id(opts.judge_model)
+    return agent.open(), agent.model if opts.judge_model is None else model_id(opts.judge_model)
 
 
 def _combined(results: list[dict[str, Any]], winner: int | None, why: str, summary: dict[str, Any],

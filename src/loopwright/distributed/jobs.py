@@ -80,11 +80,13 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         spec, prompt = goal_from_options(opts, opts.prompt or "", resuming=opts.resuming)
         settings = load_cli_settings(opts, announce=False)
         agent = build_agent(opts, settings)
-        agent.observer = _watcher(job)
-        agent.model_client = DurableModel(agent._client())
+        agent = agent.replace(observer=_watcher(job))  # the job's trace, carried from where it was enqueued
+        session, conversation = open_cli_session(opts, agent)
+        run = agent.open(conversation)
         steps = ToolSteps()
-        agent.tool_steps = steps.wrap  # every tool of every run: built-in, MCP, Skill, Agent, Workflow
-        session = open_cli_session(opts, agent)
+        # every model call a recorded step (through the client the run made, closed with it), and
+        # every tool of every prompt: built-in, MCP, Skill, Agent, Workflow
+        run.update(model_client=DurableModel(run.client()), tool_steps=steps.wrap)
     finally:
         os.chdir(here)
     try:
@@ -94,16 +96,17 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         mark = (job.get("attempt") or {}).get("mark")
         if mark and not session.records and session.recorder is not None:  # an attempt says so, once
             session.recorder.attach(mark)
-        _arm_goal(agent, spec, saved, opts)
-        emit = steps.watching(make_emitter("json", False, agent.session_id, False, init_fields(settings, agent)))
+        _arm_goal(conversation, agent.model, spec, saved, opts)
+        emit = steps.watching(make_emitter("json", False, conversation.session_id, False,
+                                           init_fields(settings, agent)))
         approach = (job.get("attempt") or {}).get("approach")
         text = f"{prompt}\n\nApproach for this attempt: {approach}" if approach else prompt or ""
-        result = await agent.run(text, on_event=emit)
-        await agent.end_session("other", on_event=emit)
+        result = await run.prompt(text, on_event=emit)
+        await run.end_session("other", on_event=emit)
     finally:
-        await agent.aclose()
+        await run.aclose()
         session.close()
-    print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {agent.session_id})",
+    print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {conversation.session_id})",
           file=sys.stderr, flush=True)
     return dict(result.to_json())
 

@@ -19,9 +19,8 @@ Source = Literal["startup", "resume", "fork"]  # SessionStart's `source`
 
 @dataclass
 class Session:
-    """A session ready to run. Wire it as `Agent(history=s.history, session_id=s.session_id,
-    transcript_path=s.transcript_path, recorder=s.recorder)`. `recorder` is None when nothing is
-    written (`--no-session-persistence`)."""
+    """A session ready to run: `loopwright.Session.opened(s)` is the library's conversation over it
+    (`agent.run(…, session=…)`). `recorder` is None when nothing is written (`--no-session-persistence`)."""
 
     session_id: str
     source: Source

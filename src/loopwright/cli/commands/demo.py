@@ -126,8 +126,7 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
         client = AnthropicModel(base_url=sim.base_url, api_key="sk-demo-offline")
         agent = Agent(model="claude-sonnet-5", model_client=client, cwd=project, goal=spec,
                       permissions=PermissionRules(allow=("Edit", "Bash")))
-        result = anyio.run(lambda: agent.run(spec.directive(), on_event=on_event))
-        anyio.run(agent.aclose)
+        result = anyio.run(lambda: agent.run(spec.directive(), on_event=on_event))  # its run closes what it opened
         calls = len(sim.message_requests)
     check = subprocess.run(test_command(), shell=True, cwd=project, capture_output=True, text=True)
     verdicts = [e for e in seen if isinstance(e, GoalStatus) and not e.sentinel]

@@ -154,10 +154,10 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
                          "the value from main")
     settings = load_cli_settings(opts)
     agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
-    session = open_cli_session(opts, agent)
+    session, conversation = open_cli_session(opts, agent)
     try:
-        journal = Journal(session_journal(agent))
-        name, args = _what_to_run(opts, journal, name, args, agent.session_id)
+        journal = Journal(session_journal(conversation))
+        name, args = _what_to_run(opts, journal, name, args, conversation.session_id)
         plugins = list(agent.plugins)
         script = find(name, Path.cwd(), Path.home(), plugins)
         if script is None:
@@ -170,7 +170,8 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
             said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
             session.recorder(UserMessage(Message.user(said), synthetic=False))
         journal.start(name, args, str(script.path))
-        result = asyncio.run(_run(opts, agent, journal, name, main, args, loader(Path.cwd(), Path.home(), plugins)))
+        live = agent.open(conversation)
+        result = asyncio.run(_run(opts, live, journal, name, main, args, loader(Path.cwd(), Path.home(), plugins)))
         if session.recorder is not None:
             answer = result.result or "; ".join(result.errors) or "(no answer)"
             session.recorder(AssistantMessage(Message("assistant", (TextBlock(answer),)), "workflow", "end_turn",
@@ -184,12 +185,12 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     return result.exit_code
 
 
-def session_journal(agent: Any) -> Any:
-    """The journal store of the agent's session (`core.keeping.JournalStore`), in the store that
-    holds its transcript; None when the session is not recorded."""
-    if not agent.transcript_path or agent.stores is None:
+def session_journal(session: Any) -> Any:
+    """The journal store of a session (`loopwright.app.Session`; a `core.keeping.JournalStore`), in
+    the store that holds its transcript; None when the session is not recorded."""
+    if not session.transcript_path or session.stores is None:
         return None
-    return agent.stores.journal(agent.session_id)
+    return session.stores.journal(session.session_id)
 
 
 def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
@@ -216,20 +217,22 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
     return str(header.get("name")), list(header.get("args") or [])
 
 
-async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, args: list[str],
+async def _run(opts: Options, live: Any, journal: Any, name: str, main: Any, args: list[str],
                load: Any) -> RunResult:
+    """`live`: the `loopwright.app.Run` whose subagents the workflow's agents are."""
     from ...workflows.runtime import Run, run_workflow
     from ..core import foreground, make_emitter
 
     started = time.monotonic()
-    emit = make_emitter(opts.output_format, opts.verbose, agent.session_id, opts.include_hook_events)
-    subs = agent._subagents()
-    subs.tool(agent._hooks(emit), emit)  # SubagentStart hooks and the agents' warnings, as for the Agent tool
-    emit(SystemInit(agent.session_id, str(agent.cwd), agent.model, tuple(t.name for t in agent._tools()),
+    agent, session_id = live.agent, live.session.session_id
+    emit = make_emitter(opts.output_format, opts.verbose, session_id, opts.include_hook_events)
+    subs = live.resources.subagents()
+    subs.tool(live.hooks(emit), emit)  # SubagentStart hooks and the agents' warnings, as for the Agent tool
+    emit(SystemInit(session_id, str(agent.cwd), agent.model, tuple(t.name for t in live.tools()),
                     agent.permissions.mode))
     budget = opts.max_budget_usd if isinstance(opts.max_budget_usd, (int, float)) and opts.max_budget_usd != float(
         "inf") else None
-    run = Run(journal, subs.workflow_runner(), budget_usd=budget, on_status=_status_printer(opts, agent.session_id),
+    run = Run(journal, subs.workflow_runner(), budget_usd=budget, on_status=_status_printer(opts, session_id),
               load=load, stop_agents=subs.interrupt)
     task: asyncio.Task[Any] | None = None
 
@@ -237,7 +240,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
         nonlocal task
         task = asyncio.ensure_future(run_workflow(run, name, main, args))
         outcome = await task
-        result = _result(agent, run, outcome, started, journal)
+        result = _result(session_id, run, outcome, started, journal)
         emit(ResultEvent(result))  # the stream-json result line
         return result
 
@@ -248,7 +251,7 @@ async def _run(opts: Options, agent: Any, journal: Any, name: str, main: Any, ar
         if task is not None and not run.running:
             task.cancel()
 
-    return await foreground(agent, work, emit, interrupt)
+    return await foreground(live, work, emit, interrupt)
 
 
 
@@ -291,7 +294,7 @@ _REASON_OF_STATUS: dict[str, TerminalReason] = {
     "budget": "budget_exhausted", "aborted": "aborted", "not_deterministic": "not_deterministic"}
 
 
-def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
+def _result(session_id: str, run: Any, outcome: Any, started: float, journal: Any) -> RunResult:
     value = outcome.value
     try:
         text = value if isinstance(value, str) else ("" if value is None else dumps(value))
@@ -303,7 +306,7 @@ def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) ->
     if outcome.status != "success":
         subtype = "error_max_budget_usd" if outcome.status == "budget" else "error_during_execution"
         reason = _REASON_OF_STATUS.get(outcome.status, "workflow_failed")
-        errors = (outcome.error + (f"; resume with --resume {agent.session_id}" if outcome.status in
+        errors = (outcome.error + (f"; resume with --resume {session_id}" if outcome.status in
                                    ("budget", "aborted") else ""),)
     journal.finish(subtype, text or outcome.error)
     usage = Usage()
@@ -311,7 +314,7 @@ def _result(agent: Any, run: Any, outcome: Any, started: float, journal: Any) ->
     for mu in run.model_usage.values():
         usage, total = usage + mu.usage, total + mu
     elapsed = int((time.monotonic() - started) * 1000)
-    return RunResult(subtype=subtype, is_error=subtype != "success", result=text, session_id=agent.session_id,
+    return RunResult(subtype=subtype, is_error=subtype != "success", result=text, session_id=session_id,
                      num_turns=run.done - run.replayed, duration_ms=elapsed, duration_api_ms=elapsed,
                      total_cost_usd=run.cost_usd, usage=usage, model_usage=dict(run.model_usage),
                      stop_reason=None, terminal_reason=reason, errors=errors,

@@ -101,8 +101,9 @@ class SdkApprover:
     `can_use_tool`. Allow may change the input; deny says what the model is told, and with
     `interrupt` ends the turn. No answer (an error, a timeout) is a denial."""
 
-    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], agent: Any = None) -> None:
-        self.channel, self.interrupt, self.agent = channel, interrupt, agent
+    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], live: Any = None) -> None:
+        """`live`: the `loopwright.app.Run` whose agent's rules an allow's `updatedPermissions` change."""
+        self.channel, self.interrupt, self.live = channel, interrupt, live
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> Approval:
         body = {"subtype": "can_use_tool", "tool_name": tool_name, "display_name": tool_name, "input": tool_input,
@@ -137,9 +138,9 @@ class SdkApprover:
 
         if not isinstance(updates, list):
             raise ValueError(f"updatedPermissions must be a list, got {type(updates).__name__}")
-        kept = apply_updates(self.agent.permissions if self.agent is not None else PermissionRules(), updates)
-        if updates and self.agent is not None:
-            self.agent.permissions = kept
+        kept = apply_updates(self.live.agent.permissions if self.live is not None else PermissionRules(), updates)
+        if updates and self.live is not None:
+            self.live.update(permissions=kept)
 
 
 def register_sdk_hooks(runner: Any, config: Any, channel: ControlChannel) -> list[Any]:

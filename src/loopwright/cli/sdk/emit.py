@@ -16,11 +16,13 @@ from ..render import dumps, stream_json, visible
 
 
 class SdkOutput:
-    def __init__(self, agent: Any, hook_events: bool, init: dict[str, Any], state_frames: bool,
+    def __init__(self, live: Any, hook_events: bool, init: dict[str, Any], state_frames: bool,
                  replay_prompts: bool = False) -> None:
-        self.agent, self.hook_events, self.state_frames = agent, hook_events, state_frames
+        """`live`: the session's `loopwright.app.Run` (its session's id and recorder, its agent's mode)."""
+        self.live, self.hook_events, self.state_frames = live, hook_events, state_frames
         self.replay_prompts = replay_prompts  # --replay-user-messages: each prompt echoed with its record's uuid
-        agents = list(agent.agents or {}) if isinstance(agent.agents, dict) else []
+        known = live.agent.agents
+        agents = list(known or {}) if isinstance(known, dict) else []
         self.init = {"slash_commands": [], "skills": [], "agents": agents, **init}
         self.mcp_servers: list[dict[str, Any]] = []
         self.last_usage: dict[str, Any] | None = None  # the last response's, for get_context_usage
@@ -42,28 +44,28 @@ class SdkOutput:
             _warn(event.text)
         if isinstance(event, (HookStarted, HookResponse)) and not (self.hook_events or event.hook_event == "SessionStart"):
             return
-        found = stream_json(event, self.agent.session_id, __version__)
+        found = stream_json(event, self.live.session.session_id, __version__)
         if found is None and self.replay_prompts and isinstance(event, UserMessage) and not event.synthetic:
-            recorder = self.agent.recorder  # its last record is the prompt's: the id of the prompt's checkpoint
+            recorder = self.live.session.recorder  # its last record is the prompt's: the id of the prompt's checkpoint
             recorded = recorder.last_uuid if isinstance(recorder, EventRecorder) else None
             found = {"type": "user", "message": event.message.to_api(), "parent_tool_use_id": None,
                      "uuid": recorded or uuid4(), "isReplay": True}
         if found is None:
             return
         if isinstance(event, SystemInit):
-            found = {**found, **self.init, "permissionMode": self.agent.permissions.mode}
-        self.line({**found, "uuid": found.get("uuid") or uuid4(), "session_id": self.agent.session_id})
+            found = {**found, **self.init, "permissionMode": self.live.agent.permissions.mode}
+        self.line({**found, "uuid": found.get("uuid") or uuid4(), "session_id": self.live.session.session_id})
 
     def state(self, state: str) -> None:
         """`system/session_state_changed` (only when the host asked for them): `idle` after a
         result tells the SDK the run is over, so it may close stdin."""
         if self.state_frames:
             self.line({"type": "system", "subtype": "session_state_changed", "state": state, "sdk_host_only": True,
-                       "uuid": uuid4(), "session_id": self.agent.session_id})
+                       "uuid": uuid4(), "session_id": self.live.session.session_id})
 
     def status(self) -> None:
-        self.line({"type": "system", "subtype": "status", "status": None, "permissionMode": self.agent.permissions.mode,
-                   "uuid": uuid4(), "session_id": self.agent.session_id})
+        self.line({"type": "system", "subtype": "status", "status": None, "permissionMode": self.live.agent.permissions.mode,
+                   "uuid": uuid4(), "session_id": self.live.session.session_id})
 
 
 def _warn(text: str) -> None:

@@ -37,8 +37,9 @@ class Server:
     """One session served over stdin/stdout. `items` holds, in stdin's order, the turns to run
     (text, shouldQuery), errors to raise, and the end of input."""
 
-    def __init__(self, agent: Any, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
-        self.agent, self.out, self.channel, self.host = agent, out, channel, host
+    def __init__(self, live: Any, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
+        """`live`: the session's `loopwright.app.Run`."""
+        self.live, self.out, self.channel, self.host = live, out, channel, host
         self.items: asyncio.Queue[Any] = asyncio.Queue()
         self.stopping = False  # SIGTERM/SIGINT: finish nothing more
         self.last: RunResult | None = None
@@ -80,7 +81,7 @@ class Server:
         """SIGTERM or Ctrl-C: the running turn is interrupted and no other starts."""
         self.stopping = True
         self.channel.withdraw_all()
-        self.agent.interrupt()
+        self.live.interrupt()
         if self.host.stop_workflow is not None:
             self.host.stop_workflow()
         self.items.put_nowait(_EOF)
@@ -111,10 +112,10 @@ class Server:
             if (called := self.workflow_named(prompt)) is not None:
                 self.last = await self.workflow(*called)
                 return
-            prompt = await with_mentions(self.agent, prompt)  # its `@path`s attached, as at the terminal
-            self.last = await self.agent.run(prompt, on_event=self.out.emit)
+            prompt = await with_mentions(self.live, prompt)  # its `@path`s attached, as at the terminal
+            self.last = await self.live.prompt(prompt, on_event=self.out.emit)
         except CommandError as exc:  # an unknown /name, a step or an `@path` refused: this turn's error result
-            self.last = refused(self.agent.session_id, str(exc))
+            self.last = refused(self.live.session.session_id, str(exc))
             self.out.emit(ResultEvent(self.last))
         finally:
             self.host.busy = False
@@ -127,7 +128,7 @@ class Server:
             return None
         from ..commands.workflow import slash_workflow
 
-        return slash_workflow(prompt, plugins=list(self.agent.plugins))
+        return slash_workflow(prompt, plugins=list(self.live.agent.plugins))
 
     async def workflow(self, name: str, args: list[str]) -> RunResult:
         """The workflow run as at the terminal (`cli.workflowturn`): its agents subagents of this
@@ -139,14 +140,14 @@ class Server:
         from ..commands.workflow import status_frame
         from ..workflowturn import InConversation
 
-        agent, run = self.agent, InConversation(self.agent, name, args)
-        self.out.emit(SystemInit(agent.session_id, str(agent.cwd), agent.model, tuple(t.name for t in agent._tools()),
+        agent, session_id, run = self.live.agent, self.live.session.session_id, InConversation(self.live, name, args)
+        self.out.emit(SystemInit(session_id, str(agent.cwd), agent.model, tuple(t.name for t in self.live.tools()),
                                  agent.permissions.mode))
         self.host.stop_workflow = run.stop
         try:
-            return await run(self.out.emit, lambda status: self.out.line(status_frame(status, agent.session_id)))
+            return await run(self.out.emit, lambda status: self.out.line(status_frame(status, session_id)))
         except LoopwrightError as exc:
-            result = refused(agent.session_id, str(exc))
+            result = refused(session_id, str(exc))
             self.out.emit(ResultEvent(result))
             return result
         finally:
@@ -192,17 +193,17 @@ def run_sdk(opts: Options) -> int:
     settings = load_cli_settings(opts)
     agent = build_agent(opts, settings)
     if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
-        agent.system_prompt = MINIMAL_PROMPT.format(cwd=agent.cwd)
-    session = open_cli_session(opts, agent)
-    out = SdkOutput(agent, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
+        agent = agent.replace(system_prompt=MINIMAL_PROMPT.format(cwd=agent.cwd))
+    session, conversation = open_cli_session(opts, agent)
+    live = agent.open(conversation)
+    out = SdkOutput(live, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
                     replay_prompts=opts.replay_user_messages)
     channel = ControlChannel(out.line)
-    host = HostRequests(agent, channel, out)
-    agent.mcp_servers = (*agent.mcp_servers, *host_servers(sdk_servers, channel))
-    if opts.permission_prompt_tool == "stdio":
-        agent.approver = SdkApprover(channel, agent.interrupt, agent)
-    server = Server(agent, out, channel, host)
+    host = HostRequests(live, channel, out)
+    approver = SdkApprover(channel, live.interrupt, live) if opts.permission_prompt_tool == "stdio" else agent.approver
+    live.update(mcp_servers=(*agent.mcp_servers, *host_servers(sdk_servers, channel)), approver=approver)
+    server = Server(live, out, channel, host)
 
     async def work() -> RunResult | None:
         threading.Thread(target=read_stdin, args=(asyncio.get_running_loop(), server), daemon=True).start()
@@ -210,7 +211,7 @@ def run_sdk(opts: Options) -> int:
 
     signals: list[int] = []
     try:
-        result = asyncio.run(foreground(agent, work, out.emit, server.stop, signals))  # type: ignore[arg-type]
+        result = asyncio.run(foreground(live, work, out.emit, server.stop, signals))  # type: ignore[arg-type]
     finally:
         session.close()
     if signals and signals[0] == signal.SIGINT:

@@ -20,8 +20,9 @@ class Unsupported(Exception):
 
 
 class HostRequests:
-    def __init__(self, agent: Any, channel: ControlChannel, out: SdkOutput) -> None:
-        self.agent, self.channel, self.out = agent, channel, out
+    def __init__(self, live: Any, channel: ControlChannel, out: SdkOutput) -> None:
+        """`live`: the session's `loopwright.app.Run`; a request that changes the agent replaces it there."""
+        self.live, self.channel, self.out = live, channel, out
         self.busy = False  # a turn is running
         self.stop_workflow: Callable[[], None] | None = None  # a running `/NAME` workflow's stop
         self._hooks: list[Any] = []  # registrations of the SDK's hooks (a second initialize replaces them)
@@ -69,30 +70,31 @@ class HostRequests:
         check_initialize(body)  # nothing is registered from a request that is wrong anywhere
         hooks = body.get("hooks")
         if isinstance(hooks, dict) and hooks:
-            runner = self.agent.hooks
+            runner = self.live.agent.hooks
             if runner is None:
                 from ...hooks import HookRunner
 
-                runner = self.agent.hooks = HookRunner(project_dir=self.agent.cwd)
+                runner = HookRunner(project_dir=self.live.agent.cwd)
+                self.live.update(hooks=runner)
             runner.registrations = [r for r in runner.registrations if r not in self._hooks]
             self._hooks = register_sdk_hooks(runner, hooks, self.channel)
         if body.get("agents"):  # as --agents: beside the project's, winning a name clash
             from ...agents.definitions import builtins, from_data
 
             given = from_data(body["agents"], "initialize: agents")
-            self.agent.agents = (self.agent.agents or builtins()) | given
-            self.out.init["agents"] = list(self.agent.agents)
+            agents = self.live.update(agents=(self.live.agent.agents or builtins()) | given).agents
+            self.out.init["agents"] = list(agents)
         return {"commands": [], "agents": self.out.init.get("agents", []), "output_style": "default",
                 "available_output_styles": ["default"], "models": [], "account": {}, "pid": os.getpid(),
                 "claude_code_version": self.out.init["claude_code_version"],
                 "loopwright_version": self.out.init["loopwright_version"],
-                "current_permission_mode": self.agent.permissions.mode, "hooks_applied": bool(self._hooks),
+                "current_permission_mode": self.live.agent.permissions.mode, "hooks_applied": bool(self._hooks),
                 "session_state": "running" if self.busy else "idle"}
 
     def interrupt(self, body: dict[str, Any]) -> dict[str, Any]:
         """Withdraw what loopwright asked the host, then abort the running turn (if any)."""
         self.channel.withdraw_all()
-        self.agent.interrupt()
+        self.live.interrupt()
         if self.stop_workflow is not None:
             self.stop_workflow()
         return {"still_queued": []}
@@ -103,13 +105,8 @@ class HostRequests:
         mode = normalise_mode(str(body.get("mode")))
         if mode is None:
             raise ValueError(f"set_permission_mode: expected one of {', '.join(MODES)}, got {body.get('mode')!r}")
-        before = self.agent.permissions
-        self.agent.permissions = dataclasses.replace(before, mode=mode)
-        try:
-            self.agent._refuse_root_bypass()  # the same refusal as the flag's
-        except LoopwrightError:
-            self.agent.permissions = before
-            raise
+        # a new agent is checked as the flag's is (bypassPermissions as root refused); the old one stays on failure
+        self.live.update(permissions=dataclasses.replace(self.live.agent.permissions, mode=mode))
         self.out.status()
         return {"mode": mode}
 
@@ -119,12 +116,12 @@ class HostRequests:
         given = body.get("model")
         if given is not None and (not isinstance(given, str) or not given.strip()):
             raise ValueError(f"set_model: expected a model name or null, got {given!r}")
-        self.agent.model = resolve_model(given or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).id
-        return {"model": self.agent.model}
+        agent = self.live.update(model=resolve_model(given or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).id)
+        return {"model": agent.model}
 
     def rewind_files(self, body: dict[str, Any]) -> dict[str, Any]:
         """The files Write and Edit changed since that prompt, put back (the conversation stays)."""
-        store = self.agent.checkpoints
+        store = self.live.session.checkpoints
         if store is None:
             raise ValueError("rewind_files: file checkpointing is not enabled (enable_file_checkpointing=True)")
         target = store.find(str(body.get("user_message_id") or ""))
@@ -138,12 +135,12 @@ class HostRequests:
     def context_usage(self, body: dict[str, Any]) -> dict[str, Any]:
         from .usage import context_usage
 
-        return context_usage(self.agent, self.out.last_usage)
+        return context_usage(self.live, self.out.last_usage)
 
     def mcp_status(self, body: dict[str, Any]) -> dict[str, Any]:
         if self.out.mcp_servers:  # as the last system/init said
             return {"mcpServers": [dict(s) for s in self.out.mcp_servers]}
-        return {"mcpServers": [{"name": s.name, "status": "pending"} for s in self.agent.mcp_servers]}
+        return {"mcpServers": [{"name": s.name, "status": "pending"} for s in self.live.agent.mcp_servers]}
 
 
 def check_initialize(body: dict[str, Any]) -> None:

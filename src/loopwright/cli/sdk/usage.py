@@ -12,16 +12,18 @@ from typing import Any
 CHARS_PER_TOKEN = 4
 
 
-def context_usage(agent: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
+def context_usage(live: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
+    """`live`: the session's `loopwright.app.Run`."""
     from ...core.ports import tool_spec
     from ...engine.compaction import estimate_tokens
     from ...engine.compactor import CompactionLimits
     from ...policy.models import resolve_model
 
+    agent = live.agent
     model = resolve_model(agent.model)
     window = model.context_window
-    history = list(agent.history)
-    tools = sum(len(json.dumps(tool_spec(t))) for t in agent._tools()) // CHARS_PER_TOKEN
+    history = list(live.session.history)
+    tools = sum(len(json.dumps(tool_spec(t))) for t in live.tools()) // CHARS_PER_TOKEN
     loaded = sorted(agent.memory.loaded) if agent.memory is not None else []
     memory = [{"path": path, "tokens": _size(path) // CHARS_PER_TOKEN} for path in loaded]  # within messages
     parts = {"system_prompt": len(agent.system()) // CHARS_PER_TOKEN, "system_tools": tools,

@@ -49,8 +49,9 @@ class Asker:
     asked about, while one the gate asks about whatever the rules say (a protected path, a write
     outside the project) still is."""
 
-    def __init__(self, agent: Any, choose: Choose) -> None:
-        self.agent, self.choose = agent, choose
+    def __init__(self, live: Any, choose: Choose) -> None:
+        """`live`: the session's `loopwright.app.Run`, whose agent an "always" replaces."""
+        self.live, self.choose = live, choose
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:
         rule = always_rule(tool_name, tool_input)
@@ -64,7 +65,7 @@ class Asker:
             update = {"type": "addRules", "behavior": "allow", "rules": [entry], "destination": "session"}
             from ...permissions.rules import apply_updates
 
-            self.agent.permissions = apply_updates(self.agent.permissions, [update])  # later prompts too
+            self.live.update(permissions=apply_updates(self.live.agent.permissions, [update]))  # later prompts too
             return Approval(True, updates=(update,))
         if key == "t" and text.strip():
             return Approval(False, message=f"The user declined this {tool_name} call and says what to do "

@@ -63,7 +63,7 @@ async def _cost(room: Any, args: str) -> None:
 
 
 async def _compact(room: Any, args: str) -> None:
-    done = await room.agent.compact(on_event=room.show, focus=args)
+    done = await room.live.compact(on_event=room.show, focus=args)
     room.say("compacted" if done else "nothing to compact yet")
 
 
@@ -72,8 +72,8 @@ async def _context(room: Any, args: str) -> None:
 
     agent, window = room.agent, room.status.window()
     system = len(agent.system()) // 4
-    tools = sum(len(str(t.description)) + len(str(t.input_schema)) for t in agent.tools or ()) // 4
-    messages = estimate_tokens(agent.history)
+    tools = sum(len(str(t.description)) + len(str(t.input_schema)) for t in room.live.tools()) // 4
+    messages = estimate_tokens(room.live.session.history)
     rows = [("system prompt", system), ("tools", tools), ("conversation", messages)]
     total = sum(n for _, n in rows)
     lines = [f"context: ~{total:,} of {window:,} tokens ({100 * total / max(1, window):.0f}%), estimated"]
@@ -87,7 +87,7 @@ async def _model(room: Any, args: str) -> None:
     from ...policy.models import resolve_model
 
     if args:
-        room.agent.model = resolve_model(args).id
+        room.live.update(model=resolve_model(args).id)  # the next prompt runs on it
         note = "" if resolve_model(args).known else " (not a model loopwright knows: no price or window)"
         room.say(f"model: {room.agent.model}{note}")
     else:
@@ -106,7 +106,8 @@ async def _permissions(room: Any, args: str) -> None:
             return
         name, _, content = rule.strip().partition("(")
         entry = {"toolName": name, **({"ruleContent": content[:-1]} if content else {})}
-        room.agent.permissions = apply_updates(rules, [{"type": "addRules", "behavior": behavior, "rules": [entry]}])
+        room.live.update(permissions=apply_updates(rules, [{"type": "addRules", "behavior": behavior,
+                                                             "rules": [entry]}]))
         room.say(f"added {behavior} rule {rule.strip()} for this session")
         return
     lines = [f"mode: {rules.mode} (Shift-Tab cycles)"]
@@ -134,7 +135,7 @@ async def _resume(room: Any, args: str) -> None:
     from ...core.home import home
     from ...stores.sessionlist import attempt_label, session_files, summarize
 
-    files = [p for p in session_files(home(), str(room.agent.cwd)) if p.stem != room.agent.session_id][:20]
+    files = [p for p in session_files(home(), str(room.agent.cwd)) if p.stem != room.live.session.session_id][:20]
     if not files:
         room.say("no other session in this folder")
         return
@@ -157,23 +158,24 @@ async def _goal(room: Any, args: str) -> str | None:
     from ...engine.goal import GoalSpec, validate_condition
     from ..goals import bounds_line
 
-    agent = room.agent
+    session = room.live.session
     if not args:
-        room.say(visible(f"goal: {agent.goal.condition}") if agent.goal is not None else "No goal set")
+        room.say(visible(f"goal: {session.goal.condition}") if session.goal is not None else "No goal set")
         return None
     if args in GOAL_CLEAR_WORDS:
-        agent.set_goal(None)
+        session.set_goal(None)
         room.status.verdict = ""
         room.say("Goal cleared")
         return None
     try:
-        agent.set_goal(GoalSpec(validate_condition(args)))
+        goal = GoalSpec(validate_condition(args))
     except UsageError as exc:
         room.say(f"error: {exc}")
         return None
+    session.set_goal(goal)
     room.status.verdict = ""
-    room.say(bounds_line(agent.goal, agent.model).removeprefix("loopwright: "))
-    return agent.goal.directive()
+    room.say(bounds_line(goal, room.agent.model).removeprefix("loopwright: "))
+    return goal.directive()
 
 
 async def _loop(room: Any, args: str) -> str | None:
@@ -182,8 +184,8 @@ async def _loop(room: Any, args: str) -> str | None:
 
 async def _rewind(room: Any, args: str) -> None:
     """`/rewind` lists the checkpoints; `/rewind N [code|conversation|both]` goes back to before prompt N."""
-    agent = room.agent
-    store = agent.checkpoints
+    session = room.live.session
+    store = session.checkpoints
     if store is None:
         room.say("/rewind: this session keeps no checkpoints (it is not recorded)")
         return
@@ -202,13 +204,13 @@ async def _rewind(room: Any, args: str) -> None:
         for line in store.rewind(target) or ["no file to change"]:
             room.say(visible(line))
         room.say("changes made by shell commands are not tracked")
-    if what in ("conversation", "both") and agent.recorder is not None and agent.stores is not None:
+    if what in ("conversation", "both") and session.recorder is not None and session.stores is not None:
         from ...session.records import REWOUND, Record, SystemEntry, replay
 
-        agent.recorder.append(SystemEntry(REWOUND, f"conversation rewound to before {target.prompt_id}",
-                                          data={"before": target.prompt_id}), sync=True)
-        raw, _ = agent.stores.sessions.load(agent.session_id)
-        agent.history = replay(Record.from_json(r) for r in raw)
+        session.recorder.append(SystemEntry(REWOUND, f"conversation rewound to before {target.prompt_id}",
+                                            data={"before": target.prompt_id}), sync=True)
+        raw, _ = session.stores.sessions.load(session.session_id)
+        session.history = replay(Record.from_json(r) for r in raw)
         room.say(f"conversation rewound to before prompt {target.number}")
 
 

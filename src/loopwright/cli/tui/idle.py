@@ -57,7 +57,7 @@ class IdleLoop:
         self.prompt = loop_prompt(parsed.prompt, str(self.room.agent.cwd), os.path.expanduser("~"))
         self.ends_at = self.clock() + EXPIRY_S
         if parsed.interval_s is None:
-            self.paced = Paced(self.room.agent, self.clock)
+            self.paced = Paced(self.room.live, self.clock)
             self.ends_at += EXPIRY_S  # the policy ends it (after a last iteration when the week is up)
             self.room.say("⟳ self-paced loop: the model sets when the next iteration comes (ScheduleWakeup); "
                           "/loop stop ends it")
@@ -143,19 +143,22 @@ class Paced:
     """A self-paced loop's part of the session: `ScheduleWakeup` offered and the pacing guide in
     the system prompt while it runs; the loop policy's state between iterations."""
 
-    def __init__(self, agent: Any, clock: Callable[[], float]) -> None:
+    def __init__(self, live: Any, clock: Callable[[], float]) -> None:
+        """`live`: the session's `loopwright.app.Run`: its agent offers the tool and the guide
+        until `close` (then it is again the agent it was)."""
         from ...policy.cadence import EXPIRY_S, LoopPlan, LoopState
         from ...proactive.schedule import PACED_GUIDE, Pacer
         from ...tools.wakeup import ScheduleWakeupTool
 
-        self.agent, self.clock = agent, clock
+        self.live, self.clock = live, clock
         self.pacer = Pacer(_Now(clock))  # type: ignore[arg-type]
         now = clock()
         self.plan, self.state = LoopPlan(None, now, now + EXPIRY_S), LoopState()
         self.tool = ScheduleWakeupTool(self.pacer)
-        self.agent.tools = [*(agent.tools or ()), self.tool]
+        agent = live.agent
         self.system = agent.append_system_prompt
-        self.agent.append_system_prompt = "\n\n".join(p for p in (self.system, PACED_GUIDE) if p)
+        live.update(tools=[*live.tools(), self.tool],
+                    append_system_prompt="\n\n".join(p for p in (self.system, PACED_GUIDE) if p))
         self.started: float | None = now  # the iteration running now (None: a turn of the person's)
 
     def begin(self) -> None:
@@ -177,5 +180,5 @@ class Paced:
         return nxt.at if isinstance(nxt, Wait) else ENDED.get(nxt.reason, nxt.reason)
 
     def close(self) -> None:
-        self.agent.tools = [t for t in self.agent.tools or () if t is not self.tool]
-        self.agent.append_system_prompt = self.system
+        self.live.update(tools=[t for t in self.live.tools() if t is not self.tool],
+                         append_system_prompt=self.system)

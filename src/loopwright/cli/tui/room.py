@@ -18,14 +18,22 @@ from .status import Status
 
 
 class Room:
-    def __init__(self, agent: Any, opts: Any, session: Any, front: Any) -> None:
-        self.agent, self.opts, self.session, self.front = agent, opts, session, front
-        self.status = Status(agent)
+    """`live`: the session's `loopwright.app.Run` (its agent, replaced by the commands that change
+    it, and its session, switched by `/clear` and `/resume`); `session`: the opened store session."""
+
+    def __init__(self, live: Any, opts: Any, session: Any, front: Any) -> None:
+        self.live, self.opts, self.session, self.front = live, opts, session, front
+        self.status = Status(live)
         self.loop = IdleLoop(self)
         self.leaving = False
         self.running: asyncio.Task[RunResult] | None = None
         self.stopping: Any = None  # how to stop what runs when it is not a turn (a workflow)
         front.attach(self)
+
+    @property
+    def agent(self) -> Any:
+        """The agent the next prompt runs as (read it; change it with `live.update`)."""
+        return self.live.agent
 
     def say(self, text: str) -> None:
         self.front.say(text)
@@ -40,7 +48,7 @@ class Room:
     def interrupt(self) -> bool:
         """Stops the running turn; False when none runs."""
         if self.running is not None and not self.running.done():
-            (self.stopping or self.agent.interrupt)()
+            (self.stopping or self.live.interrupt)()
             return True
         return False
 
@@ -48,20 +56,22 @@ class Room:
         """A new conversation (`/clear`) or another of this folder's sessions (`/resume`)."""
         from ..core import open_cli_session
 
-        await self.agent.end_session("resume" if resume else "clear", on_event=self.show)
+        await self.live.end_session("resume" if resume else "clear", on_event=self.show)
         opts = replace(self.opts, resume=resume, continue_session=False, fork_session=False, session_id=None)
         old = self.session
         try:
-            self.session = open_cli_session(opts, self.agent, checkpoints=self.agent.checkpoints is not None)
-        finally:
-            self.agent.restart_session()  # failed: the old session goes on, and starts again
+            self.session, conversation = open_cli_session(opts, self.agent,
+                                                          checkpoints=self.live.session.checkpoints is not None)
+        except BaseException:
+            self.live.session.restart()  # failed: the old session goes on, and starts again
+            raise
+        self.live.switch(conversation)  # a new Session: no goal, its SessionStart with the next prompt
         old.close()
         if self.loop.prompt is not None:
             self.loop.stop("the session changed")
-        self.agent.set_goal(None)
         self.status.turn, self.status.context_tokens, self.status.verdict = 0, 0, ""
-        what = f"resumed {self.agent.session_id} ({len(self.agent.history)} messages)" if resume else \
-            f"new conversation · session {self.agent.session_id}"
+        what = f"resumed {conversation.session_id} ({len(conversation.history)} messages)" if resume else \
+            f"new conversation · session {conversation.session_id}"
         self.say(what)
 
     async def main(self, first: str | None) -> int:
@@ -80,12 +90,12 @@ class Room:
                     continue
                 if got.strip():
                     await self.handle(got.strip())
-            await self.agent.end_session("prompt_input_exit", on_event=self.show)
+            await self.live.end_session("prompt_input_exit", on_event=self.show)
             return 0
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             self.front.close()
-            await self.agent.aclose()
+            await self.live.aclose()
 
     async def handle(self, line: str) -> None:
         head = line.split(maxsplit=1)[0]
@@ -112,7 +122,7 @@ class Room:
             await self.turn(line)  # a custom command: the `@file`s of its body are attached as it starts
         else:
             try:
-                mentioned = await self.agent.attach_mentions(line)
+                mentioned = await self.live.attach_mentions(line)
             except LoopwrightError as exc:
                 self.say(visible(f"error: {exc}"))
                 return
@@ -121,7 +131,7 @@ class Room:
             await self.turn(mentioned.prompt)
 
     async def turn(self, prompt: str) -> None:
-        self.running = asyncio.ensure_future(self.agent.run(prompt, on_event=self.show))
+        self.running = asyncio.ensure_future(self.live.prompt(prompt, on_event=self.show))
         try:
             with self.front.watching():
                 result = await self.running
@@ -137,7 +147,7 @@ class Room:
         from ..commands.workflow import status_line
         from ..workflowturn import InConversation
 
-        run = InConversation(self.agent, name, args)
+        run = InConversation(self.live, name, args)
         last: list[tuple[Any, ...]] = [()]
 
         def progress(status: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ CYCLE = ("default", "acceptEdits", "plan")
 
 @dataclass
 class Status:
-    agent: Any
+    live: Any  # the session's loopwright.app.Run
     turn: int = 0
     context_tokens: int = 0
     spent: float = 0.0
@@ -29,7 +29,7 @@ class Status:
     def __post_init__(self) -> None:
         from ...permissions.rules import MODES
 
-        self.bypass = self.agent.permissions.mode == "bypassPermissions"
+        self.bypass = self.live.agent.permissions.mode == "bypassPermissions"
         self.modes = (*CYCLE, *(["auto"] if "auto" in MODES else []), *(["bypassPermissions"] if self.bypass else []))
 
     def seen(self, event: Event) -> None:
@@ -51,26 +51,26 @@ class Status:
 
     @property
     def mode(self) -> str:
-        return self.agent.permissions.mode
+        return str(self.live.agent.permissions.mode)
 
     def cycle(self) -> str:
-        """Shift-Tab: the next permission mode, set on the agent for the next call it judges."""
+        """Shift-Tab: the next permission mode, the run's agent's for the next call it judges."""
         from dataclasses import replace
 
         now = self.mode if self.mode in self.modes else self.modes[-1]
         nxt = self.modes[(self.modes.index(now) + 1) % len(self.modes)]
-        self.agent.permissions = replace(self.agent.permissions, mode=nxt)
+        self.live.update(permissions=replace(self.live.agent.permissions, mode=nxt))
         return nxt
 
     def window(self) -> int:
         from ...policy.models import resolve_model
 
-        return resolve_model(self.agent.model).context_window
+        return resolve_model(self.live.agent.model).context_window
 
     def line(self, width: int = 80) -> str:
         pct = 100 * self.context_tokens / max(1, self.window())
-        parts = [self.agent.model, self.mode, f"turn {self.turn}", f"context {pct:.0f}%", f"${self.spent:.4f}"]
-        goal = self.agent.goal
+        parts = [self.live.agent.model, self.mode, f"turn {self.turn}", f"context {pct:.0f}%", f"${self.spent:.4f}"]
+        goal = self.live.session.goal
         if goal is not None:
             parts.append(f"goal{' ' + self.verdict if self.verdict else ''}: {_cut(goal.condition, 24)}")
         parts += self.at_work()
@@ -80,7 +80,7 @@ class Status:
 
     def at_work(self) -> list[str]:
         """`2 shells: npm run dev, tail -f app.log`, `1 agent: checker`: what runs besides the turn."""
-        shells = [str(t.get("description") or t.get("command") or t.get("id")) for t in self.agent.background_tasks()]
+        shells = [str(t.get("description") or t.get("command") or t.get("id")) for t in self.live.background_tasks()]
         out = []
         for what, names in (("shell", shells), ("agent", list(self.agents.values()))):
             if names:

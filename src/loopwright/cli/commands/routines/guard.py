@@ -31,27 +31,27 @@ def protect_rules(protect: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"Edit(/{p})" if os.path.isabs(p) else f"Edit(./{p.removeprefix('./')})" for p in protect)
 
 
-def arm(agent: Any, routine: Any, records: Sequence[Any], recorder: Any) -> dict[str, str]:
-    """Deny the protected paths to the session (so to every agent of the workflow) and answer
-    their fingerprints: those a resumed item recorded for the same globs, else taken now (and
-    recorded)."""
+def arm(live: Any, routine: Any, records: Sequence[Any], recorder: Any) -> dict[str, str]:
+    """Deny the protected paths to the run (`loopwright.app.Run`; so to every agent of the
+    workflow) and answer their fingerprints: those a resumed item recorded for the same globs,
+    else taken now (and recorded)."""
     protect = list(routine.protect)
     if protect:
-        rules = agent.permissions
-        agent.permissions = dataclasses.replace(rules, deny=(*rules.deny, *protect_rules(protect)))
+        rules = live.agent.permissions
+        live.update(permissions=dataclasses.replace(rules, deny=(*rules.deny, *protect_rules(protect))))
     saved = _recorded(records, protect)
     if saved is not None:
         return saved
-    baseline = _workspace(agent).snapshot(protect) if protect else {}
+    baseline = _workspace(live).snapshot(protect) if protect else {}
     if recorder is not None:
         recorder.attach({"type": GUARD, "protect": protect, "baseline": baseline})
     return baseline
 
 
-async def verify(agent: Any, routine: Any, baseline: dict[str, str], recorder: Any) -> Verdict:
+async def verify(live: Any, routine: Any, baseline: dict[str, str], recorder: Any) -> Verdict:
     """The protected files compared with `baseline` and the checks run, by the harness (in the
     Bash sandbox when it is on, as a goal's checks); what it found is recorded."""
-    space = _workspace(agent)
+    space = _workspace(live)
     now = space.snapshot(list(routine.protect)) if routine.protect else {}
     changed = sorted(p for p in set(baseline) | set(now) if baseline.get(p) != now.get(p))
     checks = [await space.run_check(c, CHECK_TIMEOUT_S) for c in routine.check]
@@ -86,10 +86,11 @@ def _recorded(records: Sequence[Any], protect: list[str]) -> dict[str, str] | No
     return found
 
 
-def _workspace(agent: Any) -> Any:
+def _workspace(live: Any) -> Any:
     from ....tools.workspace import LocalWorkspace
 
-    return LocalWorkspace(agent.cwd, agent._check_wrapper(), agent._child_environment())
+    agent = live.agent
+    return LocalWorkspace(agent.cwd, agent.check_wrapper(), live.child_environment())
 
 
 __all__ = ["arm", "protect_rules", "verify"]

@@ -88,20 +88,17 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                 return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
+        session, conversation = open_cli_session(opts, agent)
         try:
-            session = open_cli_session(opts, agent)
-        except BaseException:
-            await agent.aclose()
-            raise
-        try:
-            _arm(agent, session, opts, spec, run, carry=mode == "carry")
-            unregister = register(agent.interrupt)
+            _arm(conversation, session, opts, spec, run, carry=mode == "carry")
+            live = agent.open(conversation)
+            unregister = register(live.interrupt)
             try:
-                result = await agent.run(CARRY_ON if mode == "carry" else prompt or run.text)
-                await agent.end_session("other")
+                result = await live.prompt(CARRY_ON if mode == "carry" else prompt or run.text)
+                await live.end_session("other")
             finally:
                 unregister()
-                await agent.aclose()
+                await live.aclose()
         finally:
             session.close()
         if result.terminal_reason == "aborted":
@@ -179,26 +176,23 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
         words = run.text.split()
     context = {"item": {"id": run.item.id, **run.item.fields}, "goal": run.text if run.routine.goal else None,
                "routine": run.routine.name}
-    doing = InConversation(agent, run.routine.workflow, words, context=context, resume=carry)
-    try:
-        session = open_cli_session(opts, agent)
-    except BaseException:
-        await agent.aclose()
-        raise
+    session, conversation = open_cli_session(opts, agent)
+    live = agent.open(conversation)
+    doing = InConversation(live, run.routine.workflow, words, context=context, resume=carry)
     unregister = register(doing.stop)
     verdict = None
     try:
         guarded = bool(run.routine.check or run.routine.protect)
-        baseline = guard.arm(agent, run.routine, session.records, session.recorder) if guarded else {}
+        baseline = guard.arm(live, run.routine, session.records, session.recorder) if guarded else {}
         result = await doing(lambda event: None, lambda status: None)
         if guarded and not result.is_error:  # the answer is held to the item's checks and protected files
-            verdict = await guard.verify(agent, run.routine, baseline, session.recorder)
-        await agent.end_session("other")
+            verdict = await guard.verify(live, run.routine, baseline, session.recorder)
+        await live.end_session("other")
     except UsageError as exc:  # the workflow is missing or its file cannot be used
         return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
     finally:
         unregister()
-        await agent.aclose()
+        await live.aclose()
         session.close()
     cost = float(result.total_cost_usd or 0.0)
     if verdict is not None and not verdict.held:
@@ -225,10 +219,11 @@ def _mode(run: Any) -> str:
     return "carry" if began else "reopen"
 
 
-def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
-    """A new item's goal; a resumed item's goal from its session, with the routine's checks."""
+def _arm(conversation: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
+    """A new item's goal; a resumed item's goal from its session (`session`: the opened store
+    session), with the routine's checks; set on `conversation` (its `loopwright.app.Session`)."""
     if not carry:
-        agent.set_goal(spec)
+        conversation.set_goal(spec)
         return
     from ....engine.goal import resumed_goal, saved_goal
     from ...goals import resume_goal_flags
@@ -237,4 +232,4 @@ def _arm(agent: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: boo
     if saved is not None and saved.active:
         resumed, baseline, _ = resumed_goal(saved, list(run.routine.check), list(run.routine.protect),
                                             **resume_goal_flags(opts))
-        agent.set_goal(resumed, baseline)
+        conversation.set_goal(resumed, baseline)
