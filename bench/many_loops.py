@@ -105,7 +105,7 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
             raise ValueError("spread: the worker side enqueues every loop at once; expected 0")
         return await asyncio.to_thread(on_workers.run_on_workers, n, base_url, folder, store=store,
                                        workers=workers, concurrency=concurrency, calls=CALLS)
-    from loopwright.app import Agent
+    from loopwright import Agent, Session
     from loopwright.permissions.decide import PermissionRules
     from loopwright.policy.stop import Limits
     from loopwright.providers.anthropic import AnthropicModel
@@ -123,13 +123,10 @@ async def run_loops(n: int, base_url: str, folder: Path, *, store: str = "jsonl"
         session = open_session(sessions, str(folder), defer_sync=defer) if sessions is not None else None
         client = one_client or AnthropicModel(base_url=base_url, api_key="sk-bench")
         agent = Agent(model_client=client, cwd=folder, tools=tools,
-                      permissions=rules, system_prompt="You tick.", limits=Limits(max_turns=CALLS + 1),
-                      **({"session_id": session.session_id, "transcript_path": session.transcript_path,
-                          "recorder": session.recorder} if session is not None else {}))
+                      permissions=rules, system_prompt="You tick.", limits=Limits(max_turns=CALLS + 1))
         try:
-            return await agent.run(PROMPT)
+            return await agent.run(PROMPT, session=Session.opened(session) if session is not None else None)
         finally:
-            await agent.aclose()
             if one_client is None:
                 await client.aclose()
             if session is not None:

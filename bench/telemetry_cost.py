@@ -66,7 +66,6 @@ def one_run(turns: int, cwd: Path, observer: Any) -> list[float]:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
                       permissions=PermissionRules(), observer=observer)
         result = anyio.run(agent.run, "read the notes over and over")
-        anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         reqs = sim.message_requests
         return [(b.time - a.finished) * 1000 for a, b in zip(reqs, reqs[1:])]

@@ -35,7 +35,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from loopwright.app import Agent
+from loopwright import Agent, Session
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
@@ -62,7 +62,6 @@ def run_loopwright(turns: int, path: str, cwd: Path) -> list[float]:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
                       permissions=PermissionRules())
         result = anyio.run(agent.run, "read the file over and over")
-        anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim)
 
@@ -74,7 +73,6 @@ def run_loopwright_bash(turns: int, cwd: Path) -> list[float]:
         agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
                       permissions=PermissionRules(allow=("Bash",)))
         result = anyio.run(agent.run, "run it over and over")
-        anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim)
 
@@ -88,12 +86,17 @@ def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandbox
 
     session = open_session(JsonlStore(cwd / "home", cwd), str(cwd), defer_sync=defer)
     with Simulator(bash_script(turns)) as sim:
-        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-bench"), cwd=cwd,
-                      permissions=PermissionRules(allow=("Bash",)), session_id=session.session_id,
-                      transcript_path=session.transcript_path, recorder=session.recorder,
+        client = AnthropicModel(base_url=sim.base_url, api_key="sk-bench")
+        agent = Agent(model_client=client, cwd=cwd, permissions=PermissionRules(allow=("Bash",)),
                       sandbox=None if sandboxed else SandboxConfig(enabled=False))
-        result = anyio.run(agent.run, "run it over and over")
-        anyio.run(agent.aclose)
+
+        async def go():
+            try:
+                return await agent.run("run it over and over", session=Session.opened(session))
+            finally:
+                await client.aclose()
+
+        result = anyio.run(go)
         session.close()
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim)
@@ -190,7 +193,6 @@ def run_loopwright_chat(turns: int, path: str, cwd: Path) -> list[float]:
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
         agent = Agent(model=f"openai-compatible:{sim.base_url}/v1#bench", cwd=cwd, permissions=PermissionRules())
         result = anyio.run(agent.run, "read the file over and over")
-        anyio.run(agent.aclose)
         assert result.num_turns == turns + 1, result.to_json()
         return gaps_ms(sim, chat=True)
 

@@ -32,7 +32,12 @@ def parent(sim: Simulator, folder: Path) -> Agent:
 
 
 async def bare(agent: Agent, n: int, slots: int) -> None:
-    subs, general, bound = agent._subagents(), builtins()["general-purpose"], asyncio.Semaphore(slots)
+    async with agent.open() as live:
+        await _bare(live.resources.subagents(), n, slots)
+
+
+async def _bare(subs, n: int, slots: int) -> None:
+    general, bound = builtins()["general-purpose"], asyncio.Semaphore(slots)
 
     async def one(i: int) -> str:
         async with bound:
@@ -45,8 +50,9 @@ async def workflow(agent: Agent, n: int, journal: Path, slots: int) -> None:
     async def main(wf, args):
         return await wf.parallel(*(wf.agent(f"PART {i}") for i in range(n)))
 
-    run = Run(Journal(FileJournal(journal)), agent._subagents().workflow_runner(), max_agents=slots)
-    outcome = await run_workflow(run, "bench", main, [])
+    async with agent.open() as live:
+        run = Run(Journal(FileJournal(journal)), live.resources.subagents().workflow_runner(), max_agents=slots)
+        outcome = await run_workflow(run, "bench", main, [])
     assert outcome.status == "success" and outcome.value == ["ok"] * n, outcome.error
 
 

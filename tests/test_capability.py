@@ -57,12 +57,13 @@ class CounterReport:
 
 async def run(script, *capabilities, **kw):
     with Simulator(script) as sim:
-        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=kw.pop("cwd"),
+        client = AnthropicModel(base_url=sim.base_url, api_key="sk-test")  # ours to close: the agent's run does not
+        agent = Agent(model_client=client, cwd=kw.pop("cwd"),
                       clock=FakeClock(), permissions=PermissionRules(allow=("Bash",)), capabilities=capabilities, **kw)
         try:
             return await agent.run("go"), len(sim.message_requests)
         finally:
-            await agent.aclose()
+            await client.aclose()
 
 
 async def test_before_turn_ends_the_run_reports_and_closes(tmp_path):

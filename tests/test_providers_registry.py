@@ -142,10 +142,7 @@ async def test_a_registered_provider_runs_an_agents_tool_loop(tmp_path, package,
         monkeypatch.setenv("MYWIRE_URL", server.url)
         register("myprefix", myprovider.make)  # a bare factory is a provider too
         agent = Agent(model="myprefix:some-model", cwd=tmp_path, permissions=PermissionRules(allow=("Write",)))
-        try:
-            result = await agent.run("write hi to out.txt")
-        finally:
-            await agent.aclose()
+        result = await agent.run("write hi to out.txt")  # (the client this run made is closed as it ends)
     assert result.result == "wrote it" and result.num_turns == 2 and not result.is_error
     assert (tmp_path / "out.txt").read_text() == "hi"
     assert [b["model"] for b in server.bodies] == ["some-model", "some-model"]
@@ -183,7 +180,6 @@ async def test_an_agent_refuses_an_unknown_prefix_before_any_call(tmp_path):
     agent = Agent(model="nosuch:thing", cwd=tmp_path)
     with pytest.raises(UsageError, match=r"'nosuch:thing'.*openai:, openai-compatible:"):
         await agent.run("hi")
-    await agent.aclose()
 
 
 def test_an_installed_package_cannot_take_over_a_built_in_prefix(package, monkeypatch, clean_table):

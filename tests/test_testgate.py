@@ -33,13 +33,14 @@ def last_user_text(body):
 async def run(tmp_path, script, *capabilities):
     (tmp_path / "check.sh").write_text("test -f fixed.txt\n")  # the project's tests: pass once fixed.txt exists
     with Simulator(script) as sim:
-        agent = Agent(model_client=AnthropicModel(base_url=sim.base_url, api_key="sk-test"), cwd=tmp_path,
+        client = AnthropicModel(base_url=sim.base_url, api_key="sk-test")  # ours to close: the agent's run does not
+        agent = Agent(model_client=client, cwd=tmp_path,
                       clock=FakeClock(), permissions=PermissionRules(allow=("Bash", "Write")),
                       capabilities=capabilities)
         try:
             result = await agent.run("fix it")
         finally:
-            await agent.aclose()
+            await client.aclose()
         assert not sim.unmatched, "the script did not cover a request"
         return result, [r.body for r in sim.message_requests]
 

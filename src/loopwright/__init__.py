@@ -70,6 +70,9 @@ _LAZY: dict[str, str] = {
     # features around the loop (docs/capabilities.md)
     "Capability": "loopwright.engine.capability",
     "RequireTests": "loopwright.capabilities.testgate",
+    # model clients: one may be shared by many agents (an agent closes only a client it made)
+    "AnthropicModel": "loopwright.providers.anthropic",
+    "OpenAIChatModel": "loopwright.providers.openai",
     # ports a library user may implement
     "Model": "loopwright.core.ports",
     "SessionStore": "loopwright.core.storeports",
@@ -77,11 +80,12 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "Agent", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability", "CompactBoundary",
-    "ErrorKind",
+    "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability",
+    "CompactBoundary", "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
-    "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent", "Run",
+    "OpenAIChatModel", "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests",
+    "ResultEvent", "Run",
     "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
     "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
@@ -93,6 +97,8 @@ if TYPE_CHECKING:
     from .app.run import Run
     from .app.session import Session
     from .capabilities.testgate import RequireTests
+    from .providers.anthropic import AnthropicModel
+    from .providers.openai import OpenAIChatModel
     from .core.errors import ErrorKind, LoopwrightError, ModelError, SessionError, ToolInputError, UsageError
     from .core.events import (
         ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted, LoopStatus,

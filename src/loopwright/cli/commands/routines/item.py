@@ -83,7 +83,7 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             if link:
                 from ....telemetry import observe
 
-                agent.observer = observe(os.environ, "routine", carried={"links": [link]})
+                agent = agent.replace(observer=observe(os.environ, "routine", carried={"links": [link]}))
             if run.routine.workflow:
                 return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
         except UsageError as exc:
