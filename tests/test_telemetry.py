@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from otlpwire import GrpcCollector, HttpCollector, Silent, closed_port
+from test_workers import wait_for
 
 from loopwright.testing import Simulator
 
@@ -257,17 +258,6 @@ def test_a_routine_fire_and_each_item_are_spans_the_item_runs_link_to(tmp_path):
         [started] = [r for r in runs if r["links"] == [(item["trace"], item["id"])]]
         assert started["attrs"]["session.id"] == item["attrs"]["session.id"] and started["trace"] != fire["trace"]
         assert started["attrs"]["loopwright.prompt.source"] == "routine"
-
-
-def wait_for(predicate, timeout, what):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (value := predicate()):
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.mark.timeout(240)

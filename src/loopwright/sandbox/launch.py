@@ -256,14 +256,8 @@ def _place_whole(path, data):
     would make it refuse its command). Written under a temporary name beside it, then linked
     into place, which fails if something is already there (FileExistsError, as before)."""
     temporary = _join(_dirname(path), f".loopwright-placeholder-{posix.getpid()}-{time.time_ns()}")
-    fd = posix.open(temporary, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o444)
     try:
-        try:
-            posix.write(fd, data)
-            posix.fchmod(fd, 0o444)
-        finally:
-            posix.close(fd)
-        posix.utime(temporary, ns=(MARK_NS, MARK_NS), follow_symlinks=False)
+        _write_marked(temporary, data)
         try:
             posix.link(temporary, path, follow_symlinks=False)
             return
@@ -273,6 +267,11 @@ def _place_whole(path, data):
             # a file system without hard links: made in place (briefly empty), as it must be made
     finally:
         _remove(temporary, "file")
+    _write_marked(path, data)
+
+
+def _write_marked(path, data):
+    """A new read-only file holding `data`, with the placeholders' mark as its time."""
     fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_NOFOLLOW | posix.O_CLOEXEC, 0o444)
     try:
         posix.write(fd, data)
