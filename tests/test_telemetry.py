@@ -500,3 +500,23 @@ def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
     assert started["attrs"]["loopwright.prompt.source"] == "worker"
     assert started["links"] == [(item["trace"], item["id"])] and started["trace"] != item["trace"]
     assert started["parent"] != ""  # the context its job was enqueued with
+
+
+def test_a_prompt_hooks_model_call_is_a_chat_span_under_its_hook(tmp_path):
+    (tmp_path / "proj" / ".claude").mkdir(parents=True)
+    (tmp_path / "proj" / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Allow only harmless echo commands. $ARGUMENTS"}]}]}}))
+    script = {"rules": [{"match": {"last_user_contains": "Allow only harmless echo"},
+                         "responses": [{"text": '{"ok": true}', "repeat": -1}]},
+                        {"responses": [{"tool_use": {"name": "Bash", "input": {"command": "echo hi"}}}, {"text": "said hi"}]}]}
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "say hi", "--allowedTools", "Bash", "--output-format", "json"],
+                  otlp(collector.endpoint))
+    result = json.loads(out.stdout)
+    assert result["result"] == "said hi", out.stderr
+    spans = collector.got.spans
+    [hook] = by_name(spans, "hook PreToolUse")
+    [asked] = [s for s in spans if s["parent"] == hook["id"]]
+    assert asked["name"].startswith("chat ") and asked["attrs"]["loopwright.model_call.role"] == "prompt_hook"
+    assert asked["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert hook["start"] <= asked["start"] <= asked["end"] <= hook["end"]

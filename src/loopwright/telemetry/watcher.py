@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..core.events import (
     RESENT_RESULTS_ONLY, ApiRetry, AssistantMessage, CompactBoundary, Event, GoalStatus, HookResponse, HookStarted,
-    Notice, ResultEvent, RunResult, SystemInit, ToolFinished, ToolStarted, UserMessage,
+    ModelCall, Notice, ResultEvent, RunResult, SystemInit, ToolFinished, ToolStarted, UserMessage,
 )
 from ..core.errors import UsageError
 from ..providers.registry import provider_for
@@ -136,6 +136,8 @@ class Watcher:
                 self._hook_started(event)
             case HookResponse():
                 self._hook_finished(event)
+            case ModelCall(purpose="prompt_hook"):  # (the classifier's come with the call it decided)
+                self._prompt_hook_call(event)
             case GoalStatus():
                 self._goal(event)
             case CompactBoundary():
@@ -287,6 +289,18 @@ class Watcher:
         if e.outcome != "success":
             span.set_status(Status(StatusCode.ERROR, f"the hook ended: {e.outcome}"))
         span.end()
+
+    def _prompt_hook_call(self, e: ModelCall) -> None:
+        """A prompt hook's model call, as a chat span under its hook's span: the one hook running
+        then (hooks of one event may run side by side; then it goes under the run). The call is
+        most of the hook's time: it is drawn from the hook's start to now."""
+        if self.tracer is None:
+            return
+        now = time.time_ns()
+        [hook] = list(self.hooks.values()) if len(self.hooks) == 1 else [None]
+        parent = hook if hook is not None else self.run
+        began = int(getattr(hook, "start_time", 0) or now)
+        self._side_call(parent, "prompt_hook", e.answer, began, now)
 
     def _goal(self, e: GoalStatus) -> None:
         if not e.verdict:  # set, not judged
