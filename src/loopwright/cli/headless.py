@@ -14,14 +14,14 @@ from .core import (
     describe,
     foreground,
     init_fields,
-    load_cli_settings,
+    load_run_settings,
     make_emitter,
-    open_cli_session,
+    open_run_session,
     print_result,
 )
-from .goals import goal_from_options, opening_prompt
+from ..compose.goals import arm_goal, goal_from_options, opening_prompt
 from .mentioned import with_mentions
-from .render import visible
+from ..compose.render import visible
 
 if TYPE_CHECKING:
     from .options import Options
@@ -33,9 +33,9 @@ def run_headless(opts: Options, prompt: str) -> int:
     status_only = prompt.strip() == "/goal"
     typed = _typed(opts, prompt)
     spec, to_run = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
-    settings = load_cli_settings(opts)
+    settings = load_run_settings(opts)
     agent = build_agent(opts, settings)
-    session, conversation = open_cli_session(opts, agent)
+    session, conversation = open_run_session(opts, agent)
     saved = None
     if session.records:  # a resumed session may hold a goal (goals load only when needed)
         from ..engine.goal import saved_goal
@@ -47,7 +47,7 @@ def run_headless(opts: Options, prompt: str) -> int:
         finally:
             session.close()
     try:
-        _arm_goal(conversation, agent.model, spec, saved, opts)
+        arm_goal(conversation, agent.model, spec, saved, opts)
     except BaseException:
         session.close()
         raise
@@ -65,33 +65,6 @@ def run_headless(opts: Options, prompt: str) -> int:
         session.close()
     print_result(result, fmt)
     return result.exit_code
-
-
-def _arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: Options) -> None:
-    """A new goal, or a resumed session's, set on `session` (a `loopwright.app.Session`; `model`:
-    the agent's, for the bounds line): its checks and protected paths only from this command line
-    (engine.goal.resumed_goal says why and warns about the rest)."""
-    from .goals import (
-        GOAL_FLAGS_NEED_A_GOAL,
-        bounds_line,
-        goal_flags_given,
-        resume_goal_flags,
-    )
-
-    if spec is not None or saved is None or not saved.active:
-        if spec is None and goal_flags_given(opts):
-            raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
-        session.set_goal(spec)
-        if spec is not None:
-            print(bounds_line(spec, model), file=sys.stderr, flush=True)
-        return
-    from ..engine.goal import resumed_goal
-
-    resumed, baseline, warnings = resumed_goal(saved, opts.check or [], opts.protect or [], **resume_goal_flags(opts))
-    for warning in warnings:
-        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
-    session.set_goal(resumed, baseline)
-    print(bounds_line(resumed, model), file=sys.stderr, flush=True)
 
 
 def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:

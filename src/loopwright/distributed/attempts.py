@@ -229,12 +229,12 @@ def _judge_run(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
     import os
 
     from ..cli.attempts import model_id
-    from ..cli.core import build_agent, load_cli_settings
+    from ..compose.build import build_agent, load_run_settings
 
     here = os.getcwd()
     os.chdir(job["cwd"])
     try:
-        agent = build_agent(opts, load_cli_settings(opts, announce=False))
+        agent = build_agent(opts, load_run_settings(opts, announce=False))
     finally:
         os.chdir(here)
     return agent.open(), agent.model if opts.judge_model is None else model_id(opts.judge_model)

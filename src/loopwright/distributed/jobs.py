@@ -64,9 +64,15 @@ async def goal_loop(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(job: dict[str, Any]) -> dict[str, Any]:
-    from ..cli.core import attachments, build_agent, init_fields, load_cli_settings, make_emitter, open_cli_session
-    from ..cli.goals import goal_from_options
-    from ..cli.headless import _arm_goal
+    from ..compose.build import (
+        attachments,
+        build_agent,
+        init_fields,
+        load_run_settings,
+        make_emitter,
+        open_run_session,
+    )
+    from ..compose.goals import arm_goal, goal_from_options
     from ..cli.options import parse_options
     from .durable import DurableModel, ToolSteps
 
@@ -78,10 +84,10 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
     os.chdir(cwd)  # the flags are read against the job's folder; nothing else runs during this
     try:
         spec, prompt = goal_from_options(opts, opts.prompt or "", resuming=opts.resuming)
-        settings = load_cli_settings(opts, announce=False)
+        settings = load_run_settings(opts, announce=False)
         agent = build_agent(opts, settings)
         agent = agent.replace(observer=_watcher(job))  # the job's trace, carried from where it was enqueued
-        session, conversation = open_cli_session(opts, agent)
+        session, conversation = open_run_session(opts, agent)
         run = agent.open(conversation)
         steps = ToolSteps()
         # every model call a recorded step (through the client the run made, closed with it), and
@@ -96,7 +102,7 @@ async def _run(job: dict[str, Any]) -> dict[str, Any]:
         mark = (job.get("attempt") or {}).get("mark")
         if mark and not session.records and session.recorder is not None:  # an attempt says so, once
             session.recorder.attach(mark)
-        _arm_goal(conversation, agent.model, spec, saved, opts)
+        arm_goal(conversation, agent.model, spec, saved, opts)
         emit = steps.watching(make_emitter("json", False, conversation.session_id, False,
                                            init_fields(settings, agent)))
         approach = (job.get("attempt") or {}).get("approach")

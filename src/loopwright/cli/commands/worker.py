@@ -9,7 +9,7 @@ import os
 
 from ...core.errors import UsageError
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
 
 STORE_HELP = "The durable store: postgresql://… (many workers) or sqlite:///path (one machine); " \
              "default $LOOPWRIGHT_STORE."
@@ -111,7 +111,7 @@ def enqueue_parser() -> Parser:
 def run_enqueue(args: list[str]) -> int:
     opts, rest = enqueue_parser().parse_known_args(args)
     from ...core.ids import uuid4
-    from ..goals import goal_from_options
+    from ...compose.goals import goal_from_options
     from ..options import parse_options
 
     run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker (a typo first)
