@@ -22,6 +22,7 @@ from ..core.errors import UsageError
 from ..core.events import ModelUsage, RunResult
 from ..core.ids import uuid4
 from ..workflows import worktrees
+from ..compose.goals import read_variations
 from ..compose.render import visible
 
 if TYPE_CHECKING:
@@ -118,19 +119,6 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
                 worktrees.remove(repo, a.path)
             shutil.rmtree(place, ignore_errors=True)
             worktrees.prune(repo)
-
-
-def read_variations(path: str | None) -> list[str]:
-    if path is None:
-        return []
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"--attempt-instructions {path}: cannot read it ({exc.strerror})") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
-        raise UsageError(f"--attempt-instructions {path}: no instructions in it (one variation per line)")
-    return lines
 
 
 def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int, run_id: str,

@@ -1,6 +1,7 @@
-"""A run composed from its `RunSpec`: the settings files it reads, the `Agent` it describes
-(settings, limits, tools, permissions, sandbox), the session it opens and the emitter that prints
-its events. The CLI's commands and the durable jobs' workers both compose runs here."""
+"""A run composed from its `RunSpec` (`build`): the settings files it reads, the `Agent` it
+describes (settings, limits, tools, permissions, sandbox), the session it opens, its goal and the
+emitter that prints its events. `loopwright -p` and the durable jobs' workers run a spec through
+`build`; the other commands compose theirs from the same builders."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
 from .. import __version__
 from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, Notice, SystemInit
 from ..core.ids import uuid4
+from .goals import arm_goal, goal_from_options
 from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins
 from .modelcheck import check_models
 from .project import mcp_servers, project_agents, project_memory, project_skills
@@ -22,8 +25,69 @@ from .render import Progress, dumps, printable, stream_json, visible
 from .runspec import limit
 
 if TYPE_CHECKING:
-    from ..app import Agent, Session
+    from ..app import Agent, Run, Session
+    from ..engine.goal import GoalSpec, SavedGoal
     from .runspec import RunSpec
+
+
+@dataclass
+class Built:
+    """A run composed from its spec and not started yet: `start()` sets its goal and opens the
+    `Run`; `close()` closes the session (after the run's `aclose`)."""
+
+    spec: RunSpec
+    settings: Any
+    agent: Agent
+    opened: Any  # the store's session: replayed records, recorder, warnings, close
+    session: Session
+    goal: GoalSpec | None
+    prompt: str  # what the run starts with (a goal's directive first)
+    saved: SavedGoal | None  # a resumed session's goal
+    goal_command: Literal["status", "clear"] | None  # `/goal` alone, `/goal clear`: nothing to run
+
+    def start(self) -> Run:
+        arm_goal(self.session, self.agent.model, self.goal, self.saved, self.spec)
+        return self.agent.open(self.session)
+
+    def emitter(self, fmt: str | None = None, verbose: bool = False) -> Callable[[Event], None]:
+        """What prints the run's events: `fmt` (default: the spec's output format) on stdout,
+        progress on stderr with `verbose`."""
+        return make_emitter(fmt or self.spec.output_format, verbose, self.session.session_id,
+                            self.spec.include_hook_events, init_fields(self.settings, self.agent))
+
+    def close(self) -> None:
+        self.opened.close()
+
+
+def build(spec: RunSpec, prompt: str | None = None, *, announce: bool = True, observer: Any = None) -> Built:
+    """The run `spec` describes, composed in the current folder: its goal (from `prompt` or the
+    spec's goal flags), settings, agent and session. `prompt`: the text to run (default: the spec's);
+    `announce`: say in one line what the project's settings widen; `observer`: telemetry's, instead
+    of the one the environment switches on."""
+    text = spec.prompt if prompt is None else prompt
+    command: Literal["status", "clear"] | None = None
+    goal: GoalSpec | None = None
+    start: str | None = ""
+    if (text or "").strip() == "/goal":
+        command = "status"
+    else:
+        goal, start = goal_from_options(spec, text, resuming=spec.resuming)
+        command = "clear" if start is None else None
+    settings = load_run_settings(spec, announce=announce)
+    agent = build_agent(spec, settings)
+    if observer is not None:
+        agent = agent.replace(observer=observer)
+    opened, session = open_run_session(spec, agent)
+    try:
+        saved = None
+        if opened.records:  # a resumed session may hold a goal (goals load only when needed)
+            from ..engine.goal import saved_goal
+
+            saved = saved_goal(attachments(opened.records))
+    except BaseException:
+        opened.close()
+        raise
+    return Built(spec, settings, agent, opened, session, goal, start or "", saved, command)
 
 
 def load_run_settings(opts: RunSpec, *, announce: bool = True) -> Any:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import GOAL_CLEAR_WORDS, parse_duration, read_text_file
@@ -34,6 +35,20 @@ def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
         else:
             condition.append(line)
     return "\n".join(condition).strip(), checks, protect
+
+
+def read_variations(path: str | None) -> list[str]:
+    """`--attempt-instructions`: one variation per line (blank lines and `#` comments skipped)."""
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"--attempt-instructions {path}: cannot read it ({exc.strerror})") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise UsageError(f"--attempt-instructions {path}: no instructions in it (one variation per line)")
+    return lines
 
 
 GOAL_FLAGS_NEED_A_GOAL = "--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")"

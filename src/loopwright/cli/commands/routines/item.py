@@ -120,10 +120,12 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
     from ....distributed.client import run_queued
     from ....distributed.jobs import new_job
     from ....proactive.fire import ItemResult
+    from ...options import parse_options
 
     if prompt:
         args = [*args, "--", prompt]
-    job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
+    spec = parse_options(["-p", *args]).run_spec()  # a routine keeps its keys as flags; its job, the run
+    job = new_job(spec, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
                   links=(link,) if link else ())
     if run.routine.attempts > 1:
         job["attempts"] = run.routine.attempts
