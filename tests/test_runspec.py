@@ -46,3 +46,46 @@ def test_bad_input_names_the_field(data, said):
     with pytest.raises(UsageError, match="run spec") as caught:
         RunSpec.from_json(data)
     assert said in str(caught.value)
+
+
+def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch):
+    """`compose.build`: a RunSpec read from JSON becomes the agent, the session and the run — no
+    command line — with its goal armed (the judge says it is met) and its session recorded."""
+    import asyncio
+    import uuid
+
+    from loopwright.compose.build import build
+    from loopwright.testing import Simulator
+
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    for name, value in (("HOME", str(home)), ("LOOPWRIGHT_HOME", str(home / ".loopwright")),
+                        ("ANTHROPIC_API_KEY", "sk-test")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
+    judge = {"system_contains": "You decide whether an agent has met its goal"}
+    rules = [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "said"}), "repeat": -1}]},
+             {"match": {"last_user_contains": "say hi"}, "responses": [{"text": "hi", "repeat": -1}]}]
+    session_id = str(uuid.uuid4())
+    spec = RunSpec.from_json({"version": 1, "prompt": "say hi", "goal": "hi was said", "check": ["true"],
+                              "max_turns": 4, "bare": True, "session_id": session_id})
+    with Simulator({"rules": rules}) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        built = build(spec, announce=False)
+        assert built.goal is not None and built.goal.checks == ("true",) and built.prompt.endswith("say hi")
+        run = built.start()
+
+        async def go():
+            try:
+                return await run.prompt(built.prompt)
+            finally:
+                await run.aclose()
+
+        try:
+            result = asyncio.run(go())
+        finally:
+            built.close()
+    assert (result.terminal_reason, result.result) == ("goal_met", "hi")
+    assert built.session.session_id == session_id and built.opened.transcript_path
+    assert "hi was said" in open(built.opened.transcript_path, encoding="utf-8").read()
+    assert not sim.unmatched
