@@ -39,6 +39,7 @@ def test_a_default_spec_is_just_its_version():
     ({"version": 1, "check": "pytest"}, "field 'check': expected a list of strings, got 'pytest'"),
     ({"version": 1, "bare": "yes"}, "field 'bare': expected true or false"),
     ({"version": 1, "max_budget_usd": float("nan")}, "field 'max_budget_usd'"),
+    ({"version": 1, "output_format": "yaml"}, "field 'output_format': expected one of text, json, stream-json"),
     ({"version": 1, "promt": "x"}, "unknown field(s) 'promt'"),
     (["-p", "x"], "expected a JSON object, got list"),
 ])

@@ -9,13 +9,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal
 
 from .. import __version__
 from ..config import parse_duration, parse_fallbacks, positive, read_text_file
 from ..core.errors import UsageError
 from ..core.events import Event, HookResponse, HookStarted, Notice, SystemInit
+from ..core.fastclass import dataclass
 from ..core.ids import uuid4
 from .goals import arm_goal, goal_from_options
 from .extensions import hook_runner, plugin_mcp_servers, plugin_path, project_plugins

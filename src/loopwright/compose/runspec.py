@@ -129,6 +129,7 @@ class RunSpec:
 
 
 _LIFTABLE = {"max_turns", "max_budget_usd"}  # `none` lifts the default bound
+_CHOICES = {"output_format": ("text", "json", "stream-json")}
 
 
 def _field(name: str, kind: str, value: Any) -> Any:
@@ -138,7 +139,7 @@ def _field(name: str, kind: str, value: Any) -> Any:
     if name in _LIFTABLE and value == "none":
         return NO_LIMIT
     base = kind.removesuffix(" | None")
-    if base == "str" and isinstance(value, str):
+    if base == "str" and isinstance(value, str) and value in _CHOICES.get(name, (value,)):
         return value
     if base == "bool" and isinstance(value, bool):
         return value
@@ -148,6 +149,8 @@ def _field(name: str, kind: str, value: Any) -> Any:
         return float(value)
     if base == "tuple[str, ...]" and isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
+    if name in _CHOICES:
+        raise UsageError(f"run spec: field {name!r}: expected one of {', '.join(_CHOICES[name])}, got {value!r}")
     expected = {"str": "a string", "bool": "true or false", "int": "a whole number", "float": "a number",
                 "tuple[str, ...]": "a list of strings"}[base]
     expected += " or null" if kind.endswith("| None") else ""
