@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from loopwright.cli.render import visible
+from loopwright.compose.render import visible
 from loopwright.testing import Simulator
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # write to the clipboard

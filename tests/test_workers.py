@@ -84,12 +84,14 @@ def enqueue_many(store, env, cwd, n):
     one client (a process per loop would spend most of the test starting Python)."""
     import uuid
 
+    from loopwright.cli.options import parse_options
     from loopwright.distributed.client import enqueue_all
     from loopwright.distributed.jobs import new_job
 
     first = enqueue(store, env, cwd, 0)
     sessions = [str(uuid.uuid4()) for _ in range(1, n)]
-    put = enqueue_all(store, "loopwright", [(new_job(loop_flags(i), str(cwd), s, None, f"go L{i}."), f"loop-{s}")
+    put = enqueue_all(store, "loopwright", [(new_job(parse_options(["-p", *loop_flags(i)]).run_spec(), str(cwd), s,
+                                                     None, f"go L{i}."), f"loop-{s}")
                                             for i, s in enumerate(sessions, 1)])
     return [first, *zip(put, sessions)]
 
@@ -285,6 +287,37 @@ def test_a_lone_sqlite_worker_survives_its_own_kill_and_restart(project, env, tm
     assert not sim.unmatched
     log_text = (tmp_path / "worker.log").read_text()
     assert "is gone; 2 of its loops taken over" in log_text, log_text
+
+
+def test_a_job_enqueued_as_flags_by_an_older_release_runs_on_a_sqlite_worker(project, env, tmp_path):
+    """Before RunSpec, `loopwright enqueue` stored the run's -p flags (`args`) for the worker to
+    parse again. Such a job, left on a queue when the release changed, is read once into a RunSpec
+    and runs as any other: its tool call, its goal's check, its session."""
+    import uuid
+
+    from loopwright.distributed.client import enqueue as put
+
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    session_id = str(uuid.uuid4())
+    older = {"args": [*loop_flags(0), "--max-budget-usd", "none"], "cwd": str(project), "session_id": session_id,
+             "resume": None, "label": "go L0.", "own_session": False,  # what jobs.new_job wrote before RunSpec
+             "trace": {"traceparent": "00-" + "ab" * 16 + "-" + "cd" * 8 + "-01", "links": []}}
+    with Simulator(script(1)) as sim:
+        env["ANTHROPIC_BASE_URL"] = sim.base_url
+        workflow_id = put(store, "loopwright", older, f"loop-{session_id}")
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = start_worker(store, env, project, log)
+            try:
+                wait_for(lambda: all_done(store, 1), 120, "the older job to finish")
+            finally:
+                stop(worker)
+        assert marker_lines(project) == {"L0": 1}
+        users = transcript_users(store, env, project, session_id)
+        assert "go L0." in json.dumps(users) and "test -f markers/L0" in json.dumps(users)  # its prompt, its goal
+    assert not sim.unmatched
+    log_text = (tmp_path / "worker.log").read_text()
+    assert f"loopwright worker: go L0.: goal_met (session {session_id})" in log_text, log_text
+    assert workflow_id == f"loop-{session_id}"
 
 
 def most_at_once(executions):

@@ -22,7 +22,8 @@ from ..core.errors import UsageError
 from ..core.events import ModelUsage, RunResult
 from ..core.ids import uuid4
 from ..workflows import worktrees
-from .render import visible
+from ..compose.goals import read_variations
+from ..compose.render import visible
 
 if TYPE_CHECKING:
     from ..session.opening import Session
@@ -60,12 +61,12 @@ class Attempt:
 
 
 def run_attempts(opts: Options, prompt: str) -> int:
-    from .core import load_cli_settings, print_result
+    from .core import load_run_settings, print_result
 
     if opts.output_format == "stream-json":
         raise UsageError("--attempts prints one result: use --output-format text or json")
     check_attempts(opts)
-    result = asyncio.run(attempts_run(opts, prompt, load_cli_settings(opts)))
+    result = asyncio.run(attempts_run(opts, prompt, load_run_settings(opts)))
     print_result(result, opts.output_format)
     if opts.output_format == "text":
         print_table(result.attempts or {})
@@ -120,27 +121,14 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
             worktrees.prune(repo)
 
 
-def read_variations(path: str | None) -> list[str]:
-    if path is None:
-        return []
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"--attempt-instructions {path}: cannot read it ({exc.strerror})") from None
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
-        raise UsageError(f"--attempt-instructions {path}: no instructions in it (one variation per line)")
-    return lines
-
-
 def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n: int, run_id: str,
            trace: str | None = None) -> None:
     """The attempt's agent, built as if loopwright had been started in its worktree; its
     transcript opens with an `attempt` attachment (run, number, how many, branch), so a session
     list tells it from an ordinary session even when the run never reached its ruling."""
     from ..tools.workspace import LocalWorkspace
-    from .core import build_agent, open_cli_session
-    from .goals import goal_from_options
+    from .core import build_agent, open_run_session
+    from ..compose.goals import goal_from_options
 
     budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else opts.max_budget_usd
     mine = dataclasses.replace(opts, session_id=None, max_budget_usd=budget)
@@ -155,7 +143,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
                 "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}}))
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=(), protect=()), prompt)
-        a.session, conversation = open_cli_session(mine, agent, project=Path(here))  # with the folder's own sessions
+        a.session, conversation = open_run_session(mine, agent, project=Path(here))  # with the folder's own sessions
         conversation.set_goal(spec)
         a.run = agent.open(conversation)
         if a.session.recorder is not None:

@@ -8,20 +8,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from .core import (
-    attachments,
-    build_agent,
-    describe,
-    foreground,
-    init_fields,
-    load_cli_settings,
-    make_emitter,
-    open_cli_session,
-    print_result,
-)
-from .goals import goal_from_options, opening_prompt
+from ..compose.build import build
+from ..compose.goals import opening_prompt
+from ..compose.render import visible
+from .core import describe, foreground, print_result
 from .mentioned import with_mentions
-from .render import visible
 
 if TYPE_CHECKING:
     from .options import Options
@@ -30,68 +21,30 @@ if TYPE_CHECKING:
 def run_headless(opts: Options, prompt: str) -> int:
     if opts.max_iterations is not None or opts.until:
         raise UsageError("--max-iterations and --until bound a time-based loop: use them with -p \"/loop …\"")
-    status_only = prompt.strip() == "/goal"
     typed = _typed(opts, prompt)
-    spec, to_run = (None, "") if status_only else goal_from_options(opts, prompt, resuming=opts.resuming)
-    settings = load_cli_settings(opts)
-    agent = build_agent(opts, settings)
-    session, conversation = open_cli_session(opts, agent)
-    saved = None
-    if session.records:  # a resumed session may hold a goal (goals load only when needed)
-        from ..engine.goal import saved_goal
-
-        saved = saved_goal(attachments(session.records))
-    if status_only or to_run is None:  # `/goal` shows, `/goal clear` clears, and no run starts
+    built = build(opts.run_spec(), prompt)  # the flags as a RunSpec, run as a worker runs a queued one
+    if built.goal_command is not None:  # `/goal` shows, `/goal clear` clears, and no run starts
         try:
-            return _goal_command(saved, session, clear=to_run is None)
+            return _goal_command(built.saved, built.opened, clear=built.goal_command == "clear")
         finally:
-            session.close()
+            built.close()
     try:
-        _arm_goal(conversation, agent.model, spec, saved, opts)
+        run = built.start()
     except BaseException:
-        session.close()
+        built.close()
         raise
     fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, conversation.session_id, opts.include_hook_events,
-                        init_fields(settings, agent))
-    run = agent.open(conversation)
+    emit = built.emitter(fmt, opts.verbose)
 
     async def work() -> Any:
-        return await run.prompt(await _with_files(run, spec, to_run, typed, fmt), on_event=emit)
+        return await run.prompt(await _with_files(run, built.goal, built.prompt, typed, fmt), on_event=emit)
 
     try:
         result = asyncio.run(foreground(run, work, emit, run.interrupt))
     finally:
-        session.close()
+        built.close()
     print_result(result, fmt)
     return result.exit_code
-
-
-def _arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: Options) -> None:
-    """A new goal, or a resumed session's, set on `session` (a `loopwright.app.Session`; `model`:
-    the agent's, for the bounds line): its checks and protected paths only from this command line
-    (engine.goal.resumed_goal says why and warns about the rest)."""
-    from .goals import (
-        GOAL_FLAGS_NEED_A_GOAL,
-        bounds_line,
-        goal_flags_given,
-        resume_goal_flags,
-    )
-
-    if spec is not None or saved is None or not saved.active:
-        if spec is None and goal_flags_given(opts):
-            raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
-        session.set_goal(spec)
-        if spec is not None:
-            print(bounds_line(spec, model), file=sys.stderr, flush=True)
-        return
-    from ..engine.goal import resumed_goal
-
-    resumed, baseline, warnings = resumed_goal(saved, opts.check or [], opts.protect or [], **resume_goal_flags(opts))
-    for warning in warnings:
-        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
-    session.set_goal(resumed, baseline)
-    print(bounds_line(resumed, model), file=sys.stderr, flush=True)
 
 
 def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:

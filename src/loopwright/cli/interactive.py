@@ -22,11 +22,11 @@ def fancy() -> bool:
 def run_interactive(opts: Options) -> int:
     import asyncio
 
-    from .core import build_agent, load_cli_settings, open_cli_session
+    from .core import build_agent, load_run_settings, open_run_session
     from .tui.ask import Asker
     from .tui.room import Room
 
-    agent = build_agent(opts, trusted(load_cli_settings(opts, announce=False)))
+    agent = build_agent(opts, trusted(load_run_settings(opts, announce=False)))
     if fancy():
         from .tui.screen import RichFront
 
@@ -40,7 +40,7 @@ def run_interactive(opts: Options) -> int:
         from .tui.plain import PlainFront
 
         front = PlainFront()
-    session, conversation = open_cli_session(opts, agent, checkpoints=True)
+    session, conversation = open_run_session(opts, agent, checkpoints=True)
     live = agent.open(conversation)
     live.update(approver=Asker(live, front.choose))  # the person is asked; "always" changes the run's rules
     room = Room(live, opts, session, front)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from ..config import parse_duration, positive
 from ..core.errors import UsageError
 from ..core.events import Event, ResultEvent
-from .options import limit
-from .render import dumps
+from ..compose.runspec import limit
+from ..compose.render import dumps
 
 if TYPE_CHECKING:
     from .options import Options
@@ -82,9 +82,9 @@ def run_loop(opts: Options, prompt: str) -> int:
         build_agent,
         foreground,
         init_fields,
-        load_cli_settings,
+        load_run_settings,
         make_emitter,
-        open_cli_session,
+        open_run_session,
         print_result,
     )
 
@@ -94,12 +94,12 @@ def run_loop(opts: Options, prompt: str) -> int:
         raise UsageError(str(exc)) from None
     spec, every = _iteration_goal(opts, args.prompt)
     positive(opts.max_iterations, "--max-iterations")
-    settings = load_cli_settings(opts)
+    settings = load_run_settings(opts)
     agent = build_agent(opts, settings)
     clock = agent.clock or SystemClock()
     until = parse_until(opts.until, clock.now())
     agent, budget = _bound_the_loop(agent, opts, clock.now(), until)
-    session, conversation = open_cli_session(opts, agent)
+    session, conversation = open_run_session(opts, agent)
     fmt = opts.output_format
     emit = make_emitter(fmt, opts.verbose, conversation.session_id, bool(opts.include_hook_events),
                         init_fields(settings, agent))
@@ -115,7 +115,7 @@ def run_loop(opts: Options, prompt: str) -> int:
         return await run.prompt(text, on_event=on_event)
 
     if spec is not None:
-        from .goals import bounds_line
+        from ..compose.goals import bounds_line
 
         print(bounds_line(spec, agent.model).replace("goal bounds", "goal bounds, each iteration", 1),
               file=sys.stderr, flush=True)
@@ -155,7 +155,7 @@ def run_loop(opts: Options, prompt: str) -> int:
 def _iteration_goal(opts: Options, prompt: str) -> tuple[Any, str]:
     """`/loop 30m /goal COND` (or `/loop … PROMPT` with --goal or --goal-file): every iteration is
     a goal loop; (its spec, the prompt that starts each iteration). Without a goal: (None, prompt)."""
-    from .goals import goal_from_options
+    from ..compose.goals import goal_from_options
 
     spec, start = goal_from_options(opts, prompt)  # goal flags without a goal are refused there
     if start is None:

@@ -85,7 +85,7 @@ def _main(argv: list[str] | None) -> int:
         return _dispatch(opts)
     except LoopwrightError as exc:
         from .crash import early_result
-        from .render import visible
+        from ..compose.render import visible
 
         print(f"loopwright: error: {visible(str(exc))}", file=sys.stderr, flush=True)
         if sub is None:

@@ -6,71 +6,23 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from ..compose.runspec import NO_LIMIT, RunSpec, limit  # noqa: F401 (limit: re-exported)
 from ..core.fastclass import dataclass
 
 
 @dataclass(frozen=True)
-class Options:
-    """Every flag of `loopwright [-p] …`, as given (None/False/() when absent)."""
+class Options(RunSpec):
+    """Every flag of `loopwright [-p] …`, as given (None/False/() when absent): the run's (`RunSpec`)
+    and those that steer only the command line (its mode, the terminal, the Agent SDK's channel)."""
 
-    prompt: str | None = None
     print_mode: bool = False
-    output_format: str = "text"
     input_format: str = "text"
     verbose: bool = False
-    model: str | None = None
-    fallback_model: str | None = None
-    classifier_model: str | None = None
-    allow_unknown_model: bool = False
-    max_turns: int | None = None  # these two may be NO_LIMIT (`none`)
-    final_turn: bool = False
-    max_budget_usd: float | None = None
-    max_tokens_total: int | None = None
-    max_duration: str | None = None
-    allowed: tuple[str, ...] = ()
-    disallowed: tuple[str, ...] = ()
-    tools_flag: str | None = None
-    permission_mode: str | None = None
-    add_dir: tuple[str, ...] = ()
-    sandbox: bool | None = None  # --sandbox / --no-sandbox; None: as the settings say
-    pass_env: tuple[str, ...] = ()
-    mcp_config: tuple[str, ...] = ()
-    plugin_dir: tuple[str, ...] = ()
-    strict_mcp_config: bool = False
-    system_prompt: str | None = None
-    system_prompt_file: str | None = None
-    append_system_prompt: str | None = None
-    append_system_prompt_file: str | None = None
-    include_partial_messages: bool = False
-    json_schema: str | None = None
-    agents: str | None = None
-    session_id: str | None = None
-    settings: str | None = None
-    bare: bool = False
-    include_hook_events: bool = False
-    continue_session: bool = False
-    resume: str | None = None
-    fork_session: bool = False
-    no_session_persistence: bool = False
-    store: str | None = None
-    goal: str | None = None
-    goal_file: str | None = None
-    check: tuple[str, ...] = ()
-    protect: tuple[str, ...] = ()
-    goal_model: str | None = None
-    attempts: int | None = None
-    attempt_instructions: str | None = None
-    judge_model: str | None = None
-    keep_worktrees: bool = False
-    goal_max_turns: str | None = None  # a value, or "none" (cli.goals.bound_flags)
-    goal_max_duration: str | None = None
-    goal_max_budget_usd: str | None = None
     max_iterations: int | None = None
     until: str | None = None
     version: bool = False
     # flags the Agent SDK sends (cli.sdk.flags says which are honoured)
     permission_prompt_tool: str | None = None
-    setting_sources: str | None = None
     thinking: str | None = None
     thinking_display: str | None = None
     max_thinking_tokens: int | None = None
@@ -81,14 +33,23 @@ class Options:
     resume_drops_turn: str | None = None
     session_mirror: bool = False
     replay_user_messages: bool = False
-    argv: tuple[str, ...] = ()  # the command line as given (not a flag): a new session records it for a replay
 
-    @property
-    def resuming(self) -> bool:
-        return self.resume is not None or self.continue_session
+    def telemetry_source(self) -> str:
+        if self.input_format == "stream-json":
+            return "sdk"
+        if (self.prompt or "").lstrip().startswith("/loop"):
+            return "loop"
+        return "headless" if self.print_mode else "interactive"
 
+    def recorded_argv(self) -> list[str]:
+        from .core import recorded_argv
 
-NO_LIMIT = float("inf")  # `--max-turns none`, `--max-budget-usd none`: a default bound lifted on purpose
+        return recorded_argv(self.argv)  # as given: without --store, secrets redacted
+
+    def run_spec(self) -> RunSpec:
+        """The run these flags describe, without the command line's own flags (its argv as recorded)."""
+        return RunSpec(**{f.name: getattr(self, f.name) for f in fields(RunSpec) if f.name != "argv"},
+                       argv=tuple(self.recorded_argv()))
 
 
 def or_none(kind: type) -> Any:
@@ -98,11 +59,6 @@ def or_none(kind: type) -> Any:
 
     parse.__name__ = kind.__name__  # argparse names it in "invalid int value"
     return parse
-
-
-def limit(value: Any) -> Any:
-    """A limit flag's value as the engine takes it: None for none at all."""
-    return None if value == NO_LIMIT else value
 
 
 def parse_options(argv: list[str]) -> Options:

@@ -19,13 +19,16 @@ import asyncio
 import random
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dbos import DBOS, SetWorkflowID
 
 from ..core.errors import LoopwrightError
 from ..workflows import worktrees
 from . import jobs
+
+if TYPE_CHECKING:
+    from ..compose.runspec import RunSpec
 
 ATTEMPTS_NAME = "loopwright.attempts"
 
@@ -50,9 +53,7 @@ async def attempts_loop(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
-    from ..cli.options import parse_options
-
-    opts = parse_options(["-p", *job["args"]])
+    opts = jobs.job_spec(job, jobs._worker[0].config.read_argv)
     n, prompt = job["attempts"], opts.prompt or opts.goal or ""
     plan = await _prepare(job["cwd"], workflow_id, n, list(opts.protect or []), opts.attempt_instructions)
     budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else None
@@ -62,7 +63,7 @@ async def _run(job: dict[str, Any], workflow_id: str) -> dict[str, Any]:
         raise LoopwrightError(f"the queue {job.get('queue')!r} of this run of attempts is not registered")
     handles = []
     for a in plan["attempts"]:
-        child = jobs.new_job(job["args"], a["cwd"], a["session_id"], None, f"{job['label']} · attempt {a['number']}",
+        child = jobs.new_job(opts, a["cwd"], a["session_id"], None, f"{job['label']} · attempt {a['number']}",
                              own_session=job.get("own_session", False))
         # each attempt's runs in the run's trace, side by side under the context it was enqueued with
         child["trace"] = {**(job.get("trace") or child["trace"]),
@@ -96,7 +97,7 @@ async def _prepare(cwd: str, workflow_id: str, n: int, protect: list[str], instr
 
 
 def _prepared(cwd: str, workflow_id: str, n: int, protect: list[str], instructions: str | None) -> dict[str, Any]:
-    from ..cli.attempts import read_variations
+    from ..compose.goals import read_variations
     from ..core.ids import uuid4
     from ..tools.workspace import LocalWorkspace
 
@@ -160,7 +161,7 @@ def _applies_reversed(repo: str, patch: str) -> bool:
     return out.returncode == 0
 
 
-async def _decide(job: dict[str, Any], opts: Any, plan: dict[str, Any], results: list[dict[str, Any]],
+async def _decide(job: dict[str, Any], opts: RunSpec, plan: dict[str, Any], results: list[dict[str, Any]],
                   workflow_id: str) -> dict[str, Any]:
     from ..workflows.judge import Candidate, describe_order, judge
     from .durable import DurableModel
@@ -223,21 +224,21 @@ def _checks_text(v: dict[str, Any]) -> str:
     return "\n".join(f"$ {c['command']}\nexit {c['exit_code']}\n{c['output_tail']}" for c in v["checks"])
 
 
-def _judge_run(job: dict[str, Any], opts: Any) -> tuple[Any, str]:
+def _judge_run(job: dict[str, Any], opts: RunSpec) -> tuple[Any, str]:
     """A run of the agent `loopwright -p` would build, for the model client it makes (closed
     with it), and the judge's model name."""
     import os
 
-    from ..cli.attempts import model_id
-    from ..cli.core import build_agent, load_cli_settings
+    from ..compose.build import build_agent, load_run_settings
+    from ..policy.models import resolve_model
 
     here = os.getcwd()
     os.chdir(job["cwd"])
     try:
-        agent = build_agent(opts, load_cli_settings(opts, announce=False))
+        agent = build_agent(opts, load_run_settings(opts, announce=False))
     finally:
         os.chdir(here)
-    return agent.open(), agent.model if opts.judge_model is None else model_id(opts.judge_model)
+    return agent.open(), agent.model if opts.judge_model is None else resolve_model(opts.judge_model).id
 
 
 def _combined(results: list[dict[str, Any]], winner: int | None, why: str, summary: dict[str, Any],

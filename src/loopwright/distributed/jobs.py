@@ -1,5 +1,5 @@
-"""A goal loop as a DBOS workflow: the job (the `-p` flags of the run, its folder, its session id,
-fixed when it was enqueued) runs as `loopwright -p` would run it, with the model and the tools
+"""A goal loop as a DBOS workflow: the job (the run's `RunSpec` as JSON, its folder, its session id,
+fixed when it was enqueued) runs as `loopwright -p` runs it (`compose.build`), with the model and the tools
 behind recorded steps (durable.py). A recovered workflow runs again from the top: its transcript
 is first cut back to where it stood when the workflow first began, and the replay writes the same
 records again from the steps' records."""
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from dbos import DBOS
 
 from . import transcripts
+
+if TYPE_CHECKING:
+    from ..compose.runspec import RunSpec
 
 WORKFLOW_NAME = "loopwright.goal_loop"
 
@@ -24,16 +27,39 @@ def use_worker(worker: Any) -> None:
     _worker[:] = [worker]
 
 
-def new_job(args: list[str], cwd: str, session_id: str, resume: str | None, label: str, *,
+def new_job(spec: RunSpec, cwd: str, session_id: str, resume: str | None, label: str, *,
             own_session: bool = False, links: tuple[str, ...] = ()) -> dict[str, Any]:
-    """What `loopwright enqueue` stores: JSON only, so any worker of any version can read it.
-    `own_session`: the args name the session themselves (a routine item's --session-id/--resume).
-    `trace`: the loop's trace, fixed here, so every worker that runs it (a survivor after a kill
-    too) continues the same one; `links`: the traceparents of what started it (telemetry/carried)."""
+    """What `loopwright enqueue` stores: JSON only (the run as `RunSpec.to_json`, versioned), so any
+    worker of any version can read it. `own_session`: the spec names the session itself (a routine
+    item's --session-id/--resume). `trace`: the loop's trace, fixed here, so every worker that runs
+    it (a survivor after a kill too) continues the same one; `links`: the traceparents of what
+    started it (telemetry/carried)."""
     from ..telemetry.carried import new_traceparent
 
-    return {"args": list(args), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,
+    return {"spec": spec.to_json(), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,
             "own_session": own_session, "trace": {"traceparent": new_traceparent(), "links": list(links)}}
+
+
+ArgvReader = Callable[[list[str]], "RunSpec"]
+
+
+def job_spec(job: dict[str, Any], read_argv: ArgvReader | None = None) -> RunSpec:
+    """The run a job describes. A job enqueued before RunSpec (its `-p` flags as `args`) is read
+    once with `read_argv`, the flags' reader the worker was started with (the CLI's parser: this
+    package imports nothing of the CLI)."""
+    from ..compose.runspec import RunSpec
+    from ..core.errors import UsageError
+
+    if "spec" in job:
+        return RunSpec.from_json(job["spec"])
+    args = job.get("args")
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise UsageError(f"job {job.get('label')!r}: expected a run spec (\"spec\") or the -p flags of an older "
+                         f"release (\"args\", a list of strings), got {sorted(job)}")
+    if read_argv is None:
+        raise UsageError(f"job {job.get('label')!r} was enqueued by an older release (its -p flags as a command "
+                         "line): only a worker started with a reader of those flags (`loopwright worker`) runs it")
+    return read_argv(["-p", *args])
 
 
 @DBOS.step(name="loopwright.transcript_mark")
@@ -64,49 +90,43 @@ async def goal_loop(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _run(job: dict[str, Any]) -> dict[str, Any]:
-    from ..cli.core import attachments, build_agent, init_fields, load_cli_settings, make_emitter, open_cli_session
-    from ..cli.goals import goal_from_options
-    from ..cli.headless import _arm_goal
-    from ..cli.options import parse_options
+    from ..compose.build import build
     from .durable import DurableModel, ToolSteps
 
-    store, cwd, sid = _worker[0].config.store, job["cwd"], job["resume"] or job["session_id"]
-    opts = _as_attempt(job, parse_options(_session_flags(job, store)))
+    worker = _worker[0]
+    store, cwd, sid = worker.config.store, job["cwd"], job["resume"] or job["session_id"]
+    spec = _as_attempt(job, _in_store(job, job_spec(job, worker.config.read_argv), store))
     at = await _transcript_mark(store, cwd, sid)
     _with_stores(store, cwd, lambda stores: transcripts.cut_back(stores, sid, at))
     here = os.getcwd()
-    os.chdir(cwd)  # the flags are read against the job's folder; nothing else runs during this
+    os.chdir(cwd)  # the spec is read against the job's folder; nothing else runs during this
     try:
-        spec, prompt = goal_from_options(opts, opts.prompt or "", resuming=opts.resuming)
-        settings = load_cli_settings(opts, announce=False)
-        agent = build_agent(opts, settings)
-        agent = agent.replace(observer=_watcher(job))  # the job's trace, carried from where it was enqueued
-        session, conversation = open_cli_session(opts, agent)
-        run = agent.open(conversation)
+        # the job's trace, carried from where it was enqueued
+        built = build(spec, spec.prompt or "", announce=False, observer=_watcher(job))
+    finally:
+        os.chdir(here)
+    try:
+        mark = (job.get("attempt") or {}).get("mark")
+        if mark and not built.opened.records and built.opened.recorder is not None:  # an attempt says so, once
+            built.opened.recorder.attach(mark)
+        run = built.start()
+    except BaseException:
+        built.close()
+        raise
+    try:
         steps = ToolSteps()
         # every model call a recorded step (through the client the run made, closed with it), and
         # every tool of every prompt: built-in, MCP, Skill, Agent, Workflow
         run.update(model_client=DurableModel(run.client()), tool_steps=steps.wrap)
-    finally:
-        os.chdir(here)
-    try:
-        from ..engine.goal import saved_goal
-
-        saved = saved_goal(attachments(session.records)) if session.records else None  # a resumed goal
-        mark = (job.get("attempt") or {}).get("mark")
-        if mark and not session.records and session.recorder is not None:  # an attempt says so, once
-            session.recorder.attach(mark)
-        _arm_goal(conversation, agent.model, spec, saved, opts)
-        emit = steps.watching(make_emitter("json", False, conversation.session_id, False,
-                                           init_fields(settings, agent)))
+        emit = steps.watching(built.emitter("json"))
         approach = (job.get("attempt") or {}).get("approach")
-        text = f"{prompt}\n\nApproach for this attempt: {approach}" if approach else prompt or ""
+        text = f"{built.prompt}\n\nApproach for this attempt: {approach}" if approach else built.prompt
         result = await run.prompt(text, on_event=emit)
         await run.end_session("other", on_event=emit)
     finally:
         await run.aclose()
-        session.close()
-    print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {conversation.session_id})",
+        built.close()
+    print(f"loopwright worker: {job['label']}: {result.terminal_reason} (session {built.session.session_id})",
           file=sys.stderr, flush=True)
     return dict(result.to_json())
 
@@ -120,26 +140,26 @@ def _watcher(job: dict[str, Any]) -> Any:
     return observe(os.environ, "worker", carried=carried(job))
 
 
-def _as_attempt(job: dict[str, Any], opts: Any) -> Any:
-    """An attempt of a parallel run (distributed/attempts.py): the run's flags in a session of its
-    own, its share of the budget, and no checks or protected files unless the run has a goal."""
+def _as_attempt(job: dict[str, Any], spec: RunSpec) -> RunSpec:
+    """An attempt of a parallel run (distributed/attempts.py): the run in a session of its own,
+    its share of the budget, and no checks or protected files unless the run has a goal."""
     attempt = job.get("attempt")
     if attempt is None:
-        return opts
+        return spec
     import dataclasses
 
-    opts = dataclasses.replace(opts, session_id=job["session_id"], resume=None, attempts=None,
+    spec = dataclasses.replace(spec, session_id=job["session_id"], resume=None, attempts=None,
                                attempt_instructions=None, judge_model=None, keep_worktrees=False,
                                max_budget_usd=attempt["budget"] if attempt["budget"] is not None
-                               else opts.max_budget_usd)
-    return opts if attempt["goal"] else dataclasses.replace(opts, check=(), protect=())
+                               else spec.max_budget_usd)
+    return spec if attempt["goal"] else dataclasses.replace(spec, check=(), protect=())
 
 
-def _session_flags(job: dict[str, Any], store: str) -> list[str]:
-    """The run's flags: its session in the worker's store (PostgreSQL: any worker can resume it;
-    SQLite: the JSONL files of this machine)."""
-    args = ["-p", "--store", store]
-    if not (job["resume"] or job.get("own_session")):  # a resumed session's --resume is among the args
-        args += ["--session-id", job["session_id"]]
-    return [*args, *job["args"]]
+def _in_store(job: dict[str, Any], spec: RunSpec, store: str) -> RunSpec:
+    """The run's session in the worker's store (PostgreSQL: any worker can resume it; SQLite: the
+    JSONL files of this machine), under the job's session id unless the spec names its own."""
+    import dataclasses
 
+    if job["resume"] or job.get("own_session"):  # a resumed session's id is the spec's resume
+        return dataclasses.replace(spec, store=store)
+    return dataclasses.replace(spec, store=store, session_id=job["session_id"])

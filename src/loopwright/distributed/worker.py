@@ -21,9 +21,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .registry import Registry, dbos_url, open_registry
+
+if TYPE_CHECKING:
+    from ..compose.runspec import RunSpec
 
 APP_NAME = "loopwright"
 # One version for every worker, so any of them may recover any other's workflows (DBOS's default
@@ -43,6 +46,9 @@ class WorkerConfig:
     dead_after_s: float = 10.0
     drain_s: float = 30.0
     executor_id: str = ""
+    # reads the -p flags a job enqueued by an older release stores (jobs.job_spec); given by the CLI
+    # that starts the worker, so that this package imports nothing of the CLI
+    read_argv: Callable[[list[str]], RunSpec] | None = None
 
 
 def runs_queue(queue: str) -> str:

@@ -105,7 +105,7 @@ def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     from ...permissions.rules import PermissionRules
     from ...providers.anthropic import AnthropicModel
     from ...testing import Simulator
-    from ..render import Progress, plural
+    from ...compose.render import Progress, plural
 
     out = out or sys.stdout
     root = keep or Path(tempfile.mkdtemp(prefix="loopwright-demo-"))

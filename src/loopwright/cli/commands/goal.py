@@ -10,7 +10,7 @@ from ...core.errors import SessionError, UsageError
 from ...engine.goal import cleared_status, saved_goal
 from ..core import attachments, describe
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
 
 
 def parser() -> Parser:
@@ -25,10 +25,10 @@ def parser() -> Parser:
 def run(args: list[str]) -> int:
     opts = parser().parse_args(args)
     from ...session import open_session
-    from ..core import cli_stores
+    from ..core import run_stores
 
     cwd = Path.cwd().resolve()
-    store = cli_stores(opts.store, cwd).sessions
+    store = run_stores(opts.store, cwd).sessions
     session_id = opts.session or store.latest()
     if session_id is None:
         raise SessionError(f"No session found for {cwd}")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ...core.errors import UsageError
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
 
 
 def parser() -> Parser:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core.errors import UsageError
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
 
 
 def parser() -> Parser:
@@ -33,9 +33,9 @@ def parser() -> Parser:
 def run_rewind(args: list[str]) -> int:
     opts = parser().parse_args(args)
     from ...session.checkpoints import Checkpoints
-    from ..core import cli_stores
+    from ..core import run_stores
 
-    stores = cli_stores(opts.store, os.getcwd())
+    stores = run_stores(opts.store, os.getcwd())
     if not stores.sessions.exists(opts.session):
         raise UsageError(f"--session {opts.session}: no such session (see `loopwright sessions --all`)")
     store = Checkpoints(stores.checkpoints(opts.session))

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from ...core.errors import UsageError
 from ..parsing import Parser, refuse_subcommand_slip
-from ..render import visible
+from ...compose.render import visible
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -35,9 +35,9 @@ class ScheduleParser(Parser):
 
 def schedule_stores(flag: str | None) -> Any:
     """The stores of `--store` (else LOOPWRIGHT_STORE), passed on to every fire."""
-    from ..core import cli_stores
+    from ..core import run_stores
 
-    return cli_stores(flag, os.getcwd(), pass_on=True)
+    return run_stores(flag, os.getcwd(), pass_on=True)
 
 
 STORE_HELP = "Where schedules and sessions live (default: $LOOPWRIGHT_STORE, else the home's SQLite file)."
@@ -106,7 +106,7 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     from ...core.storeports import Schedule
     from ...policy.cadence import cron_error, cron_next, next_fire
     from ..core import is_loop
-    from ..modelcheck import check_flag_models
+    from ...compose.modelcheck import check_flag_models
     from ..options import parse_options
 
     prompt = _prompt_of(opts)

@@ -60,8 +60,9 @@ async def run_queued_fire(schedule: Any, register: Any, link: str | None = None)
         return FireOutcome("error", note=str(exc))
     args = [*schedule.options.get("args", []), "--", schedule.prompt]
     session_id = uuid4()
-    job = new_job(args, schedule.cwd, session_id, None, f"schedule {schedule.id}", links=(link,) if link else ())
-    attempts = parse_options(["-p", *args]).attempts
+    spec = parse_options(["-p", *args]).run_spec()  # a schedule keeps its flags; its job, the run they describe
+    job = new_job(spec, schedule.cwd, session_id, None, f"schedule {schedule.id}", links=(link,) if link else ())
+    attempts = spec.attempts
     if attempts:
         job["attempts"] = attempts
     workflow_id = f"{'attempts' if attempts else 'loop'}-{session_id}"

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any
 
-from ..render import visible
+from ...compose.render import visible
 from .schedule import STORE_HELP, ScheduleParser, fire_args, local_time, schedule_stores
 
 

@@ -9,7 +9,7 @@ import os
 import sys
 
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
 
 
 def sessions_parser() -> Parser:
@@ -23,10 +23,10 @@ def sessions_parser() -> Parser:
 
 def run_sessions(args: list[str]) -> int:
     opts = sessions_parser().parse_args(args)
-    from ..core import cli_stores
+    from ..core import run_stores
 
     cwd = os.getcwd()
-    stores = cli_stores(opts.store, cwd)
+    stores = run_stores(opts.store, cwd)
     if stores.files:
         from ...stores.sessionlist import session_files, summarize
 
@@ -67,9 +67,9 @@ def run_session(args: list[str]) -> int:
     """`loopwright session export ID [--output FILE]`: the session as a Claude Code JSONL transcript."""
     opts = session_parser().parse_args(args)
     from ...core.errors import UsageError
-    from ..core import cli_stores
+    from ..core import run_stores
 
-    stores = cli_stores(opts.store, os.getcwd())
+    stores = run_stores(opts.store, os.getcwd())
     try:
         data = stores.sessions.export(opts.id, opts.agent)
     except ValueError as exc:  # an agent id that is no id

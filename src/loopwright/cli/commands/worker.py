@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 from ...core.errors import UsageError
 from ..parsing import Parser
-from ..render import visible
+from ...compose.render import visible
+
+if TYPE_CHECKING:
+    from ...compose.runspec import RunSpec
 
 STORE_HELP = "The durable store: postgresql://… (many workers) or sqlite:///path (one machine); " \
              "default $LOOPWRIGHT_STORE."
@@ -91,8 +95,16 @@ def run_worker_command(args: list[str]) -> int:
         queue_concurrency=int(_positive(opts.queue_concurrency, "--queue-concurrency"))
         if opts.queue_concurrency else None,
         dead_after_s=_positive(opts.dead_after, "--dead-after", whole=False),
-        drain_s=_positive(opts.drain, "--drain", whole=False), executor_id=opts.id or default_executor_id())
+        drain_s=_positive(opts.drain, "--drain", whole=False), executor_id=opts.id or default_executor_id(),
+        read_argv=read_job_flags)
     return run_worker(config)
+
+
+def read_job_flags(argv: list[str]) -> RunSpec:
+    """The -p flags a job enqueued by an older release stores, read as this release's RunSpec."""
+    from ..options import parse_options
+
+    return parse_options(argv).run_spec()
 
 
 def enqueue_parser() -> Parser:
@@ -111,7 +123,7 @@ def enqueue_parser() -> Parser:
 def run_enqueue(args: list[str]) -> int:
     opts, rest = enqueue_parser().parse_known_args(args)
     from ...core.ids import uuid4
-    from ..goals import goal_from_options
+    from ...compose.goals import goal_from_options
     from ..options import parse_options
 
     run = parse_options(["-p", *rest])  # the run's flags, checked now rather than on a worker (a typo first)
@@ -136,7 +148,7 @@ def run_enqueue(args: list[str]) -> int:
 
     session_id = uuid4()
     label = opts.label or (run.prompt or run.goal or run.goal_file or "")[:60]
-    job = new_job(rest, os.getcwd(), session_id, run.resume, label)
+    job = new_job(run.run_spec(), os.getcwd(), session_id, run.resume, label)
     if run.attempts is not None:  # one parent workflow; each attempt gets a session of its own
         job["attempts"] = run.attempts
         workflow_id = enqueue(store, opts.queue, job, f"attempts-{session_id}")

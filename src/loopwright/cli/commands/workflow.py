@@ -26,7 +26,7 @@ from ...core.events import (
     UserMessage,
 )
 from ...core.types import Message, TextBlock, Usage
-from ..render import dumps, visible
+from ...compose.render import dumps, visible
 
 if TYPE_CHECKING:
     from ..options import Options
@@ -89,15 +89,15 @@ def run_workflow_command(args: list[str]) -> int:
 
 def _list(rest: list[str]) -> int:
     from ...workflows.scripts import available, describe, folders
-    from ..core import load_cli_settings
-    from ..extensions import project_plugins
+    from ..core import load_run_settings
+    from ...compose.extensions import project_plugins
     from ..options import parse_options
 
     as_json = "--json" in rest
     opts = parse_options([a for a in rest if a != "--json"])
     if opts.prompt is not None:
         raise UsageError(f"workflow list: unexpected {opts.prompt!r}; expected nothing, --json or --plugin-dir DIR")
-    plugins, _ = project_plugins(opts, load_cli_settings(opts, announce=False))
+    plugins, _ = project_plugins(opts, load_run_settings(opts, announce=False))
     found = available(Path.cwd(), Path.home(), plugins)
     if as_json:
         print(dumps([{"name": s.name, "path": str(s.path), "scope": s.scope, "description": describe(s)}
@@ -128,7 +128,7 @@ def slash_workflow(prompt: str, opts: Options | None = None,
     if name in RESERVED or not valid(name):
         return None
     if plugins is None and ":" in name and opts is not None:
-        from ..extensions import quiet_plugins
+        from ...compose.extensions import quiet_plugins
 
         plugins = quiet_plugins(opts)
     if find(name, Path.cwd(), Path.home(), plugins or ()) is None:
@@ -143,7 +143,7 @@ def slash_workflow(prompt: str, opts: Options | None = None,
 def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     from ...workflows.journal import Journal
     from ...workflows.scripts import find, load, loader
-    from ..core import build_agent, load_cli_settings, open_cli_session
+    from ..core import build_agent, load_run_settings, open_run_session
 
     if opts.continue_session or opts.fork_session:
         raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
@@ -152,9 +152,9 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     if opts.json_schema is not None:
         raise UsageError("--json-schema does not go with a workflow: give `schema=` to wf.agent, and return "
                          "the value from main")
-    settings = load_cli_settings(opts)
+    settings = load_run_settings(opts)
     agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
-    session, conversation = open_cli_session(opts, agent)
+    session, conversation = open_run_session(opts, agent)
     try:
         journal = Journal(session_journal(conversation))
         name, args = _what_to_run(opts, journal, name, args, conversation.session_id)

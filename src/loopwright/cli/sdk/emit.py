@@ -12,7 +12,7 @@ from ... import __version__
 from ...core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
 from ...core.ids import uuid4
 from ...core.ports import EventRecorder
-from ..render import dumps, stream_json, visible
+from ...compose.render import dumps, stream_json, visible
 
 
 class SdkOutput:

@@ -8,11 +8,11 @@ import json
 import sys
 from typing import Any
 
+from ...compose.settingfiles import reads_setting_files, setting_sources
 from ...core.errors import UsageError
 
 Options = Any  # cli.options.Options (which imports this module)
 
-SETTING_SOURCES = ("user", "project", "local")
 
 
 def add_sdk_flags(p: Any) -> None:
@@ -60,24 +60,6 @@ def check_sdk_flags(opts: Options) -> None:
              "without project no settings file is read (only --settings)")
     elif sources is not None and reads_setting_files(opts) and "local" not in sources:
         warn("--setting-sources: the project's local settings files are read too")
-
-
-def setting_sources(opts: Options) -> tuple[str, ...] | None:
-    if opts.setting_sources is None:
-        return None
-    given = tuple(s.strip() for s in opts.setting_sources.split(",") if s.strip())
-    unknown = [s for s in given if s not in SETTING_SOURCES]
-    if unknown:
-        raise UsageError(f"--setting-sources: unknown source(s) {', '.join(unknown)}; expected some of "
-                         f"{', '.join(SETTING_SOURCES)}")
-    return given
-
-
-def reads_setting_files(opts: Options) -> bool:
-    """Whether settings files are discovered at all (never with --bare; with --setting-sources only
-    when both user and project are named: reading fewer than asked is the safe side)."""
-    sources = setting_sources(opts)
-    return not opts.bare and (sources is None or {"user", "project"} <= set(sources))
 
 
 def split_sdk_servers(configs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -179,8 +179,8 @@ def run_sdk(opts: Options) -> int:
         build_agent,
         foreground,
         init_fields,
-        load_cli_settings,
-        open_cli_session,
+        load_run_settings,
+        open_run_session,
     )
     from .flags import split_sdk_servers
 
@@ -190,11 +190,11 @@ def run_sdk(opts: Options) -> int:
         raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
     configs, sdk_servers = split_sdk_servers(opts.mcp_config)
     opts = dataclasses.replace(opts, mcp_config=configs)
-    settings = load_cli_settings(opts)
+    settings = load_run_settings(opts)
     agent = build_agent(opts, settings)
     if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
         agent = agent.replace(system_prompt=MINIMAL_PROMPT.format(cwd=agent.cwd))
-    session, conversation = open_cli_session(opts, agent)
+    session, conversation = open_run_session(opts, agent)
     live = agent.open(conversation)
     out = SdkOutput(live, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",

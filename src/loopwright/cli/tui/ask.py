@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from ...core.ports import Approval
-from ..render import _short
+from ...compose.render import _short
 
 # choose(lines shown, rule "always" would add) -> ("y" | "n" | "a" | "t", text told to the model)
 Choose = Callable[[list[str], str], Awaitable[tuple[str, str]]]

@@ -7,7 +7,7 @@ import os
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..render import plural, visible
+from ...compose.render import plural, visible
 
 if TYPE_CHECKING:
     from ...hooks.spec import Handler as HookHandler
@@ -156,7 +156,7 @@ async def _goal(room: Any, args: str) -> str | None:
     from ...config import GOAL_CLEAR_WORDS
     from ...core.errors import UsageError
     from ...engine.goal import GoalSpec, validate_condition
-    from ..goals import bounds_line
+    from ...compose.goals import bounds_line
 
     session = room.live.session
     if not args:

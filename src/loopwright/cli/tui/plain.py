@@ -12,7 +12,7 @@ import sys
 from typing import Any, Callable, Iterator
 
 from ...core.events import Event
-from ..render import Progress, visible
+from ...compose.render import Progress, visible
 from .idle import Fire
 from .watch import KeyWatch
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ...core.errors import LoopwrightError
 from ...core.events import Event, RunResult
-from ..render import visible
+from ...compose.render import visible
 from .commands import is_command, run_command
 from .idle import Fire, IdleLoop
 from .status import Status
@@ -54,13 +54,13 @@ class Room:
 
     async def switch(self, resume: str | None) -> None:
         """A new conversation (`/clear`) or another of this folder's sessions (`/resume`)."""
-        from ..core import open_cli_session
+        from ..core import open_run_session
 
         await self.live.end_session("resume" if resume else "clear", on_event=self.show)
         opts = replace(self.opts, resume=resume, continue_session=False, fork_session=False, session_id=None)
         old = self.session
         try:
-            self.session, conversation = open_cli_session(opts, self.agent,
+            self.session, conversation = open_run_session(opts, self.agent,
                                                           checkpoints=self.live.session.checkpoints is not None)
         except BaseException:
             self.live.session.restart()  # failed: the old session goes on, and starts again
@@ -181,7 +181,7 @@ def closing_line(result: RunResult) -> str | None:
     if result.is_error:
         return "Error: " + "; ".join(result.errors or [result.terminal_reason])
     if result.structured_output is not None:
-        from ..render import dumps
+        from ...compose.render import dumps
 
         return dumps(result.structured_output)
     return None

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ...core.events import AssistantMessage, Event, PartialEvent, SystemInit, ToolFinished, ToolStarted
 from ...core.types import BlockDelta, BlockStart, BlockStop
-from ..render import Progress, _gist, _short, visible
+from ...compose.render import Progress, _gist, _short, visible
 from .idle import Fire
 from .watch import KeyWatch
 

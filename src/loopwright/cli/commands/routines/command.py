@@ -13,7 +13,7 @@ from typing import Any
 
 from ....core.errors import UsageError
 from ...parsing import Parser
-from ...render import visible
+from ....compose.render import visible
 
 FOLDER = Path(".loopwright") / "routines"
 
@@ -55,9 +55,9 @@ def find_routine(name: str, cwd: Path) -> Any:
 
 def ledger(flag: str | None = None) -> Any:
     """The routine ledger of `--store` (else LOOPWRIGHT_STORE), which the items' runs use too."""
-    from ...core import cli_stores
+    from ...core import run_stores
 
-    return cli_stores(flag, Path.cwd(), pass_on=True).ledger()
+    return run_stores(flag, Path.cwd(), pass_on=True).ledger()
 
 
 def _queue(name: str | None, routine: Any) -> tuple[str, str] | None:

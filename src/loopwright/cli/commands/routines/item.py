@@ -1,5 +1,5 @@
 """One routine item run as an agent in this process, composed exactly as `loopwright -p` composes
-one (`build_agent`, `open_cli_session`, `goal_from_options`) from the routine's keys as flags;
+one (`build_agent`, `open_run_session`, `goal_from_options`) from the routine's keys as flags;
 a resumed item carries on its session (finished tool calls are not run again)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 from typing import Any, Callable
 
 from ....core.errors import UsageError
-from ...core import attachments, build_agent, open_cli_session
-from ...goals import goal_from_options
+from ...core import attachments, build_agent, open_run_session
+from ....compose.goals import goal_from_options
 
 CARRY_ON = ("This run was interrupted (its process stopped). Check what was already done, then carry on with "
             "the task; do not repeat work that is finished.")
@@ -88,7 +88,7 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                 return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
-        session, conversation = open_cli_session(opts, agent)
+        session, conversation = open_run_session(opts, agent)
         try:
             _arm(conversation, session, opts, spec, run, carry=mode == "carry")
             live = agent.open(conversation)
@@ -120,10 +120,12 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
     from ....distributed.client import run_queued
     from ....distributed.jobs import new_job
     from ....proactive.fire import ItemResult
+    from ...options import parse_options
 
     if prompt:
         args = [*args, "--", prompt]
-    job = new_job(args, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
+    spec = parse_options(["-p", *args]).run_spec()  # a routine keeps its keys as flags; its job, the run
+    job = new_job(spec, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
                   links=(link,) if link else ())
     if run.routine.attempts > 1:
         job["attempts"] = run.routine.attempts
@@ -176,7 +178,7 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
         words = run.text.split()
     context = {"item": {"id": run.item.id, **run.item.fields}, "goal": run.text if run.routine.goal else None,
                "routine": run.routine.name}
-    session, conversation = open_cli_session(opts, agent)
+    session, conversation = open_run_session(opts, agent)
     live = agent.open(conversation)
     doing = InConversation(live, run.routine.workflow, words, context=context, resume=carry)
     unregister = register(doing.stop)
@@ -209,9 +211,9 @@ def _mode(run: Any) -> str:
         return "new"
     from pathlib import Path
 
-    from ...core import cli_stores
+    from ...core import run_stores
 
-    store = cli_stores(None, Path.cwd()).sessions
+    store = run_stores(None, Path.cwd()).sessions
     if not store.exists(run.session_id):
         return "new"
     loaded = store.load(run.session_id)
@@ -226,7 +228,7 @@ def _arm(conversation: Any, session: Any, opts: Any, spec: Any, run: Any, *, car
         conversation.set_goal(spec)
         return
     from ....engine.goal import resumed_goal, saved_goal
-    from ...goals import resume_goal_flags
+    from ....compose.goals import resume_goal_flags
 
     saved = saved_goal(attachments(session.records)) if session.records else None
     if saved is not None and saved.active:

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .options import Options
+from .runspec import RunSpec
 from .render import printable
 
 
-def project_memory(opts: Options, settings: Any) -> Any:
+def project_memory(opts: RunSpec, settings: Any) -> Any:
     """The memory files of this session (off with `--bare` or settings `"memoryFiles": false`)."""
     if opts.bare or settings.data.get("memoryFiles") is False:
         return None
@@ -24,7 +24,7 @@ def project_memory(opts: Options, settings: Any) -> Any:
                   excludes=[g for g in excludes if isinstance(g, str)] if isinstance(excludes, list) else ())
 
 
-def project_skills(opts: Options, session_id: str, plugins: list[Any]) -> Any:
+def project_skills(opts: RunSpec, session_id: str, plugins: list[Any]) -> Any:
     """The skills of this session (with `--bare` only the plugins')."""
     if opts.bare and not plugins:
         return None
@@ -34,7 +34,7 @@ def project_skills(opts: Options, session_id: str, plugins: list[Any]) -> Any:
     return Skills(Path.cwd(), Path.home(), home(), session_id, plugins, project=not opts.bare)
 
 
-def project_agents(opts: Options, plugins: list[Any]) -> Any:
+def project_agents(opts: RunSpec, plugins: list[Any]) -> Any:
     """The subagent definitions of this session (with `--bare` the built-in one, the plugins' and
     `--agents` only); each problem with a definition file said on stderr."""
     from ..agents.definitions import definitions, from_json
@@ -46,7 +46,7 @@ def project_agents(opts: Options, plugins: list[Any]) -> Any:
     return found | given
 
 
-def mcp_servers(opts: Options, settings: Any) -> list[Any]:
+def mcp_servers(opts: RunSpec, settings: Any) -> list[Any]:
     """The MCP servers of this session (docs/mcp.md); each unset `${VAR}` said once on stderr."""
     from ..settings.mcpfiles import any_config, load_mcp_servers
 

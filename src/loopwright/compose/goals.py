@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import GOAL_CLEAR_WORDS, parse_duration, read_text_file
@@ -10,7 +12,7 @@ from ..core.errors import UsageError
 
 if TYPE_CHECKING:
     from ..engine.goal import GoalSpec
-    from .options import Options
+    from .runspec import RunSpec
 
 
 def _default_evaluator(main: str | None) -> str:
@@ -35,15 +37,29 @@ def read_goal_file(path: str) -> tuple[str, list[str], list[str]]:
     return "\n".join(condition).strip(), checks, protect
 
 
+def read_variations(path: str | None) -> list[str]:
+    """`--attempt-instructions`: one variation per line (blank lines and `#` comments skipped)."""
+    if path is None:
+        return []
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"--attempt-instructions {path}: cannot read it ({exc.strerror})") from None
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise UsageError(f"--attempt-instructions {path}: no instructions in it (one variation per line)")
+    return lines
+
+
 GOAL_FLAGS_NEED_A_GOAL = "--check, --protect and --goal-max-* need a goal (--goal COND or -p \"/goal COND\")"
 
 
-def goal_flags_given(opts: Options) -> bool:
+def goal_flags_given(opts: RunSpec) -> bool:
     return bool(opts.check or opts.protect or opts.goal_max_turns or opts.goal_max_duration
                 or opts.goal_max_budget_usd)
 
 
-def bound_flags(opts: Options) -> dict[str, Any]:
+def bound_flags(opts: RunSpec) -> dict[str, Any]:
     """`--goal-max-turns`, `--goal-max-duration`, `--goal-max-budget-usd`: each a value, or
     `none` to lift that default bound (policy.bounds); as keywords of `GoalSpec`."""
     out: dict[str, Any] = {"max_turns": None, "max_duration_s": None, "max_budget_usd": None}
@@ -79,7 +95,7 @@ def _amount(value: str, flag: str) -> float:
     return amount
 
 
-def resume_goal_flags(opts: Options) -> dict[str, Any]:
+def resume_goal_flags(opts: RunSpec) -> dict[str, Any]:
     """The goal flags of this command line, for a resumed session's goal (`engine.goal.resumed_goal`)."""
     return {"model": opts.goal_model, **bound_flags(opts)}
 
@@ -96,7 +112,7 @@ def bounds_line(spec: "GoalSpec", model: str) -> str:
             "--goal-max-budget-usd (a value, or none)")
 
 
-def goal_from_options(opts: Options, prompt: str | None, *,
+def goal_from_options(opts: RunSpec, prompt: str | None, *,
                       resuming: bool = False) -> tuple["GoalSpec | None", str | None]:
     """The goal a headless run sets (from `-p "/goal COND"`, `--goal` or `--goal-file`) and the
     prompt that starts it. `/goal clear` and friends clear instead: (None, None). `resuming`:
@@ -138,3 +154,25 @@ def goal_from_options(opts: Options, prompt: str | None, *,
 def opening_prompt(spec: GoalSpec, prompt: str | None) -> str:
     """What a goal's run starts with: the goal's directive, then the prompt given with it."""
     return spec.directive() + (f"\n\n{prompt}" if prompt else "")
+
+
+def arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: RunSpec) -> None:
+    """A new goal, or a resumed session's, set on `session` (a `loopwright.app.Session`; `model`:
+    the agent's, for the bounds line): its checks and protected paths only from this spec
+    (engine.goal.resumed_goal says why and warns about the rest)."""
+    from .render import visible
+
+    if spec is not None or saved is None or not saved.active:
+        if spec is None and goal_flags_given(opts):
+            raise UsageError(GOAL_FLAGS_NEED_A_GOAL)
+        session.set_goal(spec)
+        if spec is not None:
+            print(bounds_line(spec, model), file=sys.stderr, flush=True)
+        return
+    from ..engine.goal import resumed_goal
+
+    resumed, baseline, warnings = resumed_goal(saved, opts.check or [], opts.protect or [], **resume_goal_flags(opts))
+    for warning in warnings:
+        print(f"loopwright: warning: {visible(warning)}", file=sys.stderr, flush=True)
+    session.set_goal(resumed, baseline)
+    print(bounds_line(resumed, model), file=sys.stderr, flush=True)

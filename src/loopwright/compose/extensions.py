@@ -15,10 +15,10 @@ from ..core.errors import UsageError
 from .render import visible
 
 if TYPE_CHECKING:
-    from .options import Options
+    from .runspec import RunSpec
 
 
-def project_plugins(opts: Options, settings: Any = None) -> tuple[list[Any], list[str]]:
+def project_plugins(opts: RunSpec, settings: Any = None) -> tuple[list[Any], list[str]]:
     """The plugins of `--plugin-dir`, then the installed ones `enabledPlugins` switch on (none
     with `--bare`); each problem said once, and returned."""
     wanted: list[tuple[str, str]] = []
@@ -60,13 +60,13 @@ def unfired_hooks(plugins: Sequence[Any]) -> list[str]:
     return lines
 
 
-def quiet_plugins(opts: Options) -> list[Any]:
+def quiet_plugins(opts: RunSpec) -> list[Any]:
     """This run's plugins, loaded without a word: to learn what a `/PLUGIN:NAME` names before the
     run itself loads them (and says their problems)."""
     from ..context.installed import chosen
     from ..context.plugins import load
     from ..settings import load_settings
-    from .sdk.flags import reads_setting_files
+    from .settingfiles import reads_setting_files
 
     try:
         settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts), strict=False)

@@ -10,14 +10,14 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import UsageError
-from .options import limit
+from .runspec import limit
 from .render import visible
 
 if TYPE_CHECKING:
-    from .options import Options
+    from .runspec import RunSpec
 
 
-def check_models(opts: Options, settings: Any, model: str, fallbacks: tuple[str, ...]) -> None:
+def check_models(opts: RunSpec, settings: Any, model: str, fallbacks: tuple[str, ...]) -> None:
     """Every model the run may call, named by where it came from."""
     main_from = ("--model" if opts.model else "ANTHROPIC_MODEL" if os.environ.get("ANTHROPIC_MODEL")
                  else "the settings' model" if settings.model else "")
@@ -30,7 +30,7 @@ def check_models(opts: Options, settings: Any, model: str, fallbacks: tuple[str,
     _budget_needs_a_price(opts, model)
 
 
-def check_flag_models(opts: Options) -> None:
+def check_flag_models(opts: RunSpec) -> None:
     """The model names on the flags alone: a schedule's are checked when it is added, not at
     its first fire at 3 a.m. (the settings are read at each fire)."""
     from ..config import parse_fallbacks
@@ -111,7 +111,7 @@ def _warn_if_unpriced(model: str) -> None:
               "cannot bound them; --max-tokens-total can")
 
 
-def _budget_needs_a_price(opts: Options, model: str) -> None:
+def _budget_needs_a_price(opts: RunSpec, model: str) -> None:
     """A money bound on a model without a price would never fire: refused, unless a token bound
     (`--max-tokens-total`) stands beside it."""
     from ..policy.models import resolve_model
