@@ -112,7 +112,7 @@ class Growing(Capability):
     name = "growing"
 
     def __init__(self) -> None:
-        from loopwright.engine.capability import LiveTools
+        from loopwright import LiveTools
         from loopwright.tools import tool
 
         @tool(read_only=True)
