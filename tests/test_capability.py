@@ -104,3 +104,86 @@ async def test_a_tool_the_run_already_has_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="SecondRead offers a tool named 'Read', which the run already has"):
         await run([], SecondRead(), cwd=tmp_path)
+
+
+class Growing(Capability):
+    """Offers `LiveTools`: a tool called `later` appears once a batch has run."""
+
+    name = "growing"
+
+    def __init__(self) -> None:
+        from loopwright import LiveTools
+        from loopwright.tools import tool
+
+        @tool(read_only=True)
+        async def later() -> str:
+            """Appears after the first batch."""
+            return "later ran"
+
+        @tool(read_only=True)
+        async def first() -> str:
+            """Offered from the start."""
+            return "first ran"
+
+        self.later, self.current = later, [first]
+        self.live = LiveTools(lambda: self.current)
+
+    def tools(self) -> Any:
+        return self.live
+
+    async def after_batch(self, calls: Any, results: Any) -> list[str]:
+        if self.later not in self.current:
+            self.current = [*self.current, self.later]
+        return []
+
+
+async def test_live_tools_are_read_again_for_every_request_in_the_capabilities_order(tmp_path):
+    from loopwright.capabilities.looping import LoopTools
+    from loopwright.tools import tool
+
+    @tool(read_only=True)
+    async def fixed() -> str:
+        """A tool another capability offers once."""
+        return "fixed ran"
+
+    script = [{"tool_use": {"name": "first", "input": {}}}, {"tool_use": {"name": "later", "input": {}}},
+              {"text": "done"}]
+    with Simulator(script) as sim:
+        client = AnthropicModel(base_url=sim.base_url, api_key="sk-test")
+        agent = Agent(model_client=client, cwd=tmp_path, clock=FakeClock(), tools=[],
+                      permissions=PermissionRules(allow=("first", "later", "fixed")),
+                      capabilities=[Growing(), LoopTools("Loop guide here.", [fixed])])
+        try:
+            result = await agent.run("go")
+        finally:
+            await client.aclose()
+        names = [[t["name"] for t in r.body["tools"]] for r in sim.message_requests]
+    assert not result.is_error, result.result
+    # the live part keeps its place before the tools of the capabilities after it
+    assert names == [["first", "fixed"], ["first", "later", "fixed"], ["first", "later", "fixed"]]
+    assert "later ran" in str(sim.message_requests[2].body["messages"][-1])
+
+
+async def test_loop_tools_add_their_tools_and_guide_and_need_a_guide(tmp_path):
+    from loopwright.capabilities.looping import LoopTools
+    from loopwright.tools import tool
+
+    @tool(read_only=True)
+    async def steer() -> str:
+        """Steers the loop."""
+        return "steered"
+
+    with pytest.raises(ValueError, match="LoopTools: expected the loop's guide"):
+        LoopTools("  ", [steer])
+    with Simulator([{"text": "ok"}]) as sim:
+        client = AnthropicModel(base_url=sim.base_url, api_key="sk-test")
+        agent = Agent(model_client=client, cwd=tmp_path, clock=FakeClock(), tools=[], system_prompt="Base.",
+                      append_system_prompt="Appended.", capabilities=[LoopTools("Loop guide here.", [steer])])
+        try:
+            await agent.run("go")
+        finally:
+            await client.aclose()
+        body = sim.message_requests[0].body
+    system = body["system"] if isinstance(body["system"], str) else " ".join(b["text"] for b in body["system"])
+    assert [t["name"] for t in body["tools"]] == ["steer"]
+    assert system.index("Base.") < system.index("Appended.") < system.index("Loop guide here.")

@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from loopwright.app import Agent
+from loopwright.cli.loopcmd import loop_tools
 from loopwright.core.events import LoopStatus, ResultEvent
 from loopwright.policy.cadence import FALLBACK_WAKEUP_S
 from loopwright.permissions.decide import PermissionRules
@@ -21,8 +22,6 @@ from loopwright.proactive.schedule import BUILTIN_LOOP_PROMPT, MAX_CRONS, Sessio
 from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from loopwright.tools import tool
-from loopwright.tools.crons import cron_tools
-from loopwright.tools.wakeup import ScheduleWakeupTool
 
 pytestmark = pytest.mark.anyio
 START = 1_800_000_000.0  # on the hour in every whole-hour time zone
@@ -53,9 +52,7 @@ def looped(tmp_path):
             loop = TimeLoop(lambda text: running.prompt(text, on_event=events.append),
                             prompt if callable(prompt) else (lambda: prompt), every_s, clock, events.append,
                             crons=SessionCrons(clock), **loop_kw)
-            paced = [ScheduleWakeupTool(loop.pacer)] if loop.pacer is not None else []
-            agent = agent.replace(tools=[*agent.tools, *paced, *cron_tools(loop.crons)],
-                                  append_system_prompt=loop.guide)
+            agent = agent.replace(capabilities=[loop_tools(loop)])  # as `-p "/loop …"` does
             async with agent.open() as running:
                 result = await loop.run()
             out = Looped(result, sim, clock, events)

@@ -69,6 +69,7 @@ _LAZY: dict[str, str] = {
     "Approval": "loopwright.core.ports",
     # features around the loop (docs/capabilities.md)
     "Capability": "loopwright.engine.capability",
+    "LiveTools": "loopwright.engine.capability",
     "RequireTests": "loopwright.capabilities.testgate",
     # model clients: one may be shared by many agents (an agent closes only a client it made)
     "AnthropicModel": "loopwright.providers.anthropic",
@@ -83,7 +84,8 @@ __all__ = [
     "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability",
     "CompactBoundary", "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
-    "HookStarted", "Limits", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage", "Notice",
+    "HookStarted", "Limits", "LiveTools", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage",
+    "Notice",
     "OpenAIChatModel", "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests",
     "ResultEvent", "Run",
     "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
@@ -108,7 +110,7 @@ if TYPE_CHECKING:
     from .core.hookevents import HookEvent, HookInput
     from .core.ports import Approval, Approver, HookResult, Model, Tool, ToolContext, ToolOutput
     from .core.storeports import SessionLog, SessionStore
-    from .engine.capability import Capability
+    from .engine.capability import Capability, LiveTools
     from .hooks.python import HookOutput
     from .hooks.runner import HookRunner
     from .policy.budget import Budget

@@ -1,14 +1,14 @@
-"""How a `Run` builds the loop of one prompt from its agent and session: its hooks bound to the
-run's emitter, its capabilities (goal, structured output, memory, checkpoints, subagents' spend
-and the agent's own), its whole tool list (MCP, Skill, Agent, Workflow, StructuredOutput) and the
-`LoopConfig`."""
+"""How a `Run` builds the loop of one prompt from its agent and session: the agent's tools; the
+run's capabilities (Skill, MCP servers' tools, subagents, structured output, memory, checkpoints,
+the goal, then the agent's own), which add their tools and system text; the `LoopConfig`. Its
+hooks are bound to the run's emitter on the way."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from ..core.events import Event
 from ..core.ports import HookRunner, NoHooks
@@ -27,32 +27,27 @@ if TYPE_CHECKING:
 
 def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None],
                turn: Any = None) -> AgentLoop:
+    """One prompt's loop, in three steps: the agent's tools, the run's capabilities (with the
+    tools and system text they add), the `LoopConfig`."""
     emit = sandboxing.with_notice(agent.sandbox, emit)
     rules = replace(agent.permissions, allow=agent.permissions.allow + turn.allow) if turn else agent.permissions
     emit = _set_aside_notice(agent, parts, rules, emit)
+    if parts.mcp is not None:  # system/init carries the servers' status
+        emit = parts.mcp.reporting(emit)
     hooks, approver = run_hooks(agent, session, parts, emit), agent.approver
     if approver is not None and hasattr(hooks, "notify"):  # Notification hooks hear about the ask
         from ..hooks import HookRunner as Runner, NotifyingApprover
 
         approver = NotifyingApprover(approver, cast(Runner, hooks), lambda: session.hook_payload(agent, "Notification"))
-    tools = list(parts.tools())
-    if parts.mcp is not None:  # a subagent's are its parent's servers, as its definition allows
-        only = agent.subagent.allows if agent.subagent is not None else None
-        tools, emit = parts.mcp.with_tools(tools, only), parts.mcp.reporting(emit)
-    named = agent.only_tools
-    offered = (lambda name: True) if named is None else named.__contains__
-    if offered("Skill") and agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
-        from ..context.commands import model_use
-        from ..tools.skill import SkillTool
-
-        tools.append(SkillTool(functools.partial(model_use, agent.skills)))
-    capabilities = capabilities_of(agent, session, parts, emit, _subagent_tools(agent, parts, hooks, emit, offered))
-    tools, system = with_contributions(tools, agent.system(), capabilities)
-    given = agent.tool_steps(tools) if agent.tool_steps is not None else tools
+    # tools: the agent's own (or the built-in ones), then what each capability adds, in order
+    capabilities = capabilities_of(agent, session, parts, hooks, emit)
+    tools, system = with_contributions(parts.tools(), agent.system(), capabilities)
+    # config
     config = LoopConfig(
         model=resolve_model(turn.model).id if turn and turn.model else agent.model, cwd=agent.cwd,
-        session_id=session.session_id, system=system, tools=given, limits=agent.limits, budget=agent.budget,
-        permissions=rules,
+        session_id=session.session_id, system=system,
+        tools=agent.tool_steps(list(tools)) if agent.tool_steps is not None else tools,
+        limits=agent.limits, budget=agent.budget, permissions=rules,
         include_partial=agent.include_partial, stop_hooks=tuple(agent.stop_hooks), final_turn=agent.final_turn,
         capabilities=capabilities,
         hooks=hooks, approver=approver, classifier=parts.classifier(), transcript_path=session.transcript_path,
@@ -66,32 +61,29 @@ def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Calla
     return AgentLoop(parts.client(), config, emit=emit, clock=agent.clock)
 
 
-def _subagent_tools(agent: AgentSpec, parts: Resources, hooks: Any, emit: Callable[[Event], None],
-                    offered: Callable[[str], bool]) -> list[Any]:
-    """The Agent and Workflow tools, as the agent's definitions and `--tools` allow."""
-    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
-    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := parts.subagents().tool(hooks, emit)) is None:
-        return []
-    tools = [agent_tool] if offered("Agent") else []
-    if workflow:
-        from ..sandbox.pyjail import python_jail
-        from ..workflows.tool import WorkflowTool
-
-        tools.append(WorkflowTool(parts.subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
-    return tools
-
-
-def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None],
-                    subagent_tools: Sequence[Any] = ()) -> list[Capability]:
+def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, hooks: HookRunner,
+                    emit: Callable[[Event], None]) -> list[Capability]:
     """The run's capabilities, from the agent's configuration and the session, then the agent's
-    own (`Agent.capabilities`). Their tools come in this order after the agent's; structured
-    output comes before the goal: its nudge, as a Stop hook's block, keeps the goal from being
-    judged at that stop."""
+    own (`Agent.capabilities`, e.g. `/loop`'s tools). Their tools come in this order after the
+    agent's (Skill, the MCP servers', Agent and Workflow, StructuredOutput: the request's order);
+    structured output comes before the goal: its nudge, as a Stop hook's block, keeps the goal
+    from being judged at that stop."""
+    offered = _offered(agent)
     found: list[Capability] = []
+    if offered("Skill") and agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
+        from ..capabilities.skills import Skills
+        from ..context.commands import model_use
+        from ..tools.skill import SkillTool
+
+        found.append(Skills(SkillTool(functools.partial(model_use, agent.skills))))
+    if parts.mcp is not None:  # a subagent's are its parent's servers, as its definition allows
+        from ..capabilities.mcptools import McpTools
+
+        found.append(McpTools(parts.mcp, agent.subagent.allows if agent.subagent is not None else None))
     if agent.agents:
         from ..capabilities.subagents import Subagents
 
-        found.append(Subagents(parts.subagents(), subagent_tools))
+        found.append(Subagents(parts.subagents(), _subagent_tools(agent, parts, hooks, emit, offered)))
     if agent.output_schema is not None:  # a fresh answer for every run
         from ..capabilities.structured import StructuredAnswer, StructuredOutput
         from ..tools.structured import StructuredOutputTool
@@ -111,6 +103,27 @@ def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, emit: 
 
         found.append(Goal(judge))
     return [*found, *agent.capabilities]
+
+
+def _offered(agent: AgentSpec) -> Callable[[str], bool]:
+    """Whether `--tools` leaves a tool of loopwright's own (Skill, Agent, Workflow) offered."""
+    named = agent.only_tools
+    return (lambda name: True) if named is None else named.__contains__
+
+
+def _subagent_tools(agent: AgentSpec, parts: Resources, hooks: Any, emit: Callable[[Event], None],
+                    offered: Callable[[str], bool]) -> list[Any]:
+    """The Agent and Workflow tools, as the agent's definitions and `--tools` allow."""
+    workflow = offered("Workflow") and agent.depth == 0  # a workflow's agents are subagents (not offered to them)
+    if not agent.agents or not (offered("Agent") or workflow) or (agent_tool := parts.subagents().tool(hooks, emit)) is None:
+        return []
+    tools = [agent_tool] if offered("Agent") else []
+    if workflow:
+        from ..sandbox.pyjail import python_jail
+        from ..workflows.tool import WorkflowTool
+
+        tools.append(WorkflowTool(parts.subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
+    return tools
 
 
 def _set_aside_notice(agent: AgentSpec, parts: Resources, rules: Any, emit: Callable[[Event], None]) -> Callable[[Event], None]:

@@ -77,7 +77,6 @@ def run_loop(opts: Options, prompt: str) -> int:
     from ..core.clock import SystemClock
     from ..policy.cadence import parse_loop
     from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
-    from ..tools.crons import cron_tools
     from .core import (
         build_agent,
         foreground,
@@ -125,13 +124,7 @@ def run_loop(opts: Options, prompt: str) -> int:
                     max_budget_usd=budget, crons=crons)
     if loop.cadence is not None and loop.cadence.note:
         print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
-    paced: list[Any] = []
-    if loop.pacer is not None:
-        from ..tools.wakeup import ScheduleWakeupTool
-
-        paced.append(ScheduleWakeupTool(loop.pacer))
-    agent = agent.replace(tools=[*(agent.tools or ()), *paced, *cron_tools(crons)],  # build_agent always sets them
-                          append_system_prompt="\n\n".join(p for p in (agent.append_system_prompt, loop.guide) if p))
+    agent = agent.replace(capabilities=[*agent.capabilities, loop_tools(loop)])
     run = agent.open(conversation)
 
     def interrupt() -> None:
@@ -150,6 +143,17 @@ def run_loop(opts: Options, prompt: str) -> int:
         sys.stdout.write(dumps(result.to_json()) + "\n")  # the last line: the loop's summary
         sys.stdout.flush()
     return result.exit_code
+
+
+def loop_tools(loop: Any) -> Any:
+    """The `LoopTools` capability of a `TimeLoop`: ScheduleWakeup when it is self-paced, the cron
+    tools when it keeps crons, and its guide."""
+    from ..capabilities.looping import LoopTools
+    from ..tools.crons import cron_tools
+    from ..tools.wakeup import ScheduleWakeupTool
+
+    paced = [ScheduleWakeupTool(loop.pacer)] if loop.pacer is not None else []
+    return LoopTools(loop.guide, [*paced, *(cron_tools(loop.crons) if loop.crons is not None else ())])
 
 
 def _iteration_goal(opts: Options, prompt: str) -> tuple[Any, str]:

@@ -5,7 +5,7 @@ A capability overrides only the methods it needs; the loop calls only those (`Se
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union, overload
 
 from ..core.events import RESULT_KEYS, CapabilityReport, Event, ModelUsage, RunResult
 from ..core.fastclass import dataclass
@@ -50,7 +50,8 @@ class Capability:
     name: str = ""
 
     def tools(self) -> Sequence[Tool]:
-        """Tools it offers the model (gathered when the loop is built)."""
+        """Tools it offers the model (gathered when the loop is built; `LiveTools` for a set that
+        changes during the run)."""
         return ()
 
     def system(self) -> str:
@@ -153,17 +154,72 @@ def checked(capabilities: Sequence[Capability]) -> None:
         seen.add(name)
 
 
+class LiveTools(Sequence[Tool]):
+    """Tools a capability offers that may change during a run (an MCP server says
+    `tools/list_changed`): `read` is asked again each time the run's tool list is read, that is
+    for every request. What `Capability.tools` returns otherwise is taken once, when the loop is built."""
+
+    def __init__(self, read: Callable[[], Sequence[Tool]]) -> None:
+        self.read = read
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self.read())
+
+    def __len__(self) -> int:
+        return len(self.read())
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
+    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
+        return self.read()[index]
+
+
+class _Joined(Sequence[Tool]):
+    """A run's tools when some of them are live: the parts in order, each read as it is now."""
+
+    def __init__(self, parts: Sequence[Sequence[Tool]]) -> None:
+        self.parts = tuple(parts)
+
+    def __iter__(self) -> Iterator[Tool]:
+        for part in self.parts:
+            yield from part
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Tool]: ...
+    def __getitem__(self, index: int | slice) -> Tool | Sequence[Tool]:
+        return list(self)[index]
+
+
 def with_contributions(tools: Sequence[Tool], system: str,
-                       capabilities: Sequence[Capability]) -> tuple[list[Tool], str]:
-    """The run's tools and system prompt with what its capabilities add."""
+                       capabilities: Sequence[Capability]) -> tuple[Sequence[Tool], str]:
+    """The run's tools and system prompt with what its capabilities add, in their order. A plain
+    list unless a capability's tools are `LiveTools`; then a sequence that reads those again
+    each time (the fixed parts cost what a list does)."""
     checked(capabilities)
-    offered, names = list(tools), {t.name for t in tools}
+    fixed, names = list(tools), {t.name for t in tools}
+    parts: list[Sequence[Tool]] = [fixed]
     for capability in capabilities:
-        for tool in capability.tools():
+        offered = capability.tools()
+        live = isinstance(offered, LiveTools)
+        if live:
+            parts.append(offered)
+        for tool in offered:  # a live part is checked as it is now; its later names are the capability's care
             if tool.name in names:  # the API refuses a request with two tools of one name
                 raise ValueError(f"capabilities: {type(capability).__name__} offers a tool named {tool.name!r}, "
                                  "which the run already has; expected a tool name of its own")
-            offered.append(tool)
             names.add(tool.name)
+            if not live:
+                fixed.append(tool)
+        if live:
+            fixed = []
+            parts.append(fixed)
     texts = [system, *(c.system() for c in capabilities)]
-    return offered, "\n\n".join(t for t in texts if t)
+    joined: Sequence[Tool] = fixed if len(parts) == 1 else _Joined([p for p in parts if isinstance(p, LiveTools) or p])
+    return joined, "\n\n".join(t for t in texts if t)

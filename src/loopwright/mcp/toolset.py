@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..core.events import Event, Notice, SystemInit
 from ..core.ports import Tool
@@ -96,11 +96,6 @@ class McpServers:
                 "name that is unique on the wire; they are not offered" for c in self.connections if c.unnamed]
         return out
 
-    def with_tools(self, fixed: list[Tool], only: Callable[[str], bool] | None = None) -> list[Tool]:
-        """A run's tools: the fixed ones, then what the servers offer at each moment (`only`:
-        those of them a subagent's definition allows)."""
-        return _WithServers(fixed, self, only)
-
     def reporting(self, emit: Callable[[Event], None]) -> Callable[[Event], None]:
         """`system/init` carries each server's status; a server that failed is also a warning."""
         def with_status(event: Event) -> None:
@@ -137,22 +132,3 @@ def _prompt_args(prompt: Any, rest: str) -> dict[str, str]:
         named[name] = value
     return named
 
-
-class _WithServers(list[Tool]):
-    """The fixed tools, then the servers' current ones (a `tools/list_changed` shows in the next
-    request: the loop reads its tools again for each one)."""
-
-    def __init__(self, fixed: list[Tool], servers: McpServers, only: Callable[[str], bool] | None = None) -> None:
-        super().__init__(fixed)
-        self.servers, self.only = servers, only
-
-    def _offered(self) -> list[Tool]:
-        tools = self.servers.tools()
-        return tools if self.only is None else [t for t in tools if self.only(t.name)]
-
-    def __iter__(self) -> Iterator[Tool]:
-        yield from list.__iter__(self)
-        yield from self._offered()
-
-    def __len__(self) -> int:
-        return list.__len__(self) + len(self._offered())

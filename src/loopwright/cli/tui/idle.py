@@ -140,13 +140,14 @@ class _Now:
 
 
 class Paced:
-    """A self-paced loop's part of the session: `ScheduleWakeup` offered and the pacing guide in
-    the system prompt while it runs; the loop policy's state between iterations."""
+    """A self-paced loop's part of the session: its `LoopTools` (`ScheduleWakeup` and the pacing
+    guide) among the agent's capabilities while it runs; the loop policy's state between iterations."""
 
     def __init__(self, live: Any, clock: Callable[[], float]) -> None:
-        """`live`: the session's `loopwright.app.Run`: its agent offers the tool and the guide
-        until `close` (then it is again the agent it was)."""
+        """`live`: the session's `loopwright.app.Run`: its agent has the capability until `close`
+        (then it is again the agent it was)."""
         from ...policy.cadence import EXPIRY_S, LoopPlan, LoopState
+        from ...capabilities.looping import LoopTools
         from ...proactive.schedule import PACED_GUIDE, Pacer
         from ...tools.wakeup import ScheduleWakeupTool
 
@@ -154,11 +155,8 @@ class Paced:
         self.pacer = Pacer(_Now(clock))  # type: ignore[arg-type]
         now = clock()
         self.plan, self.state = LoopPlan(None, now, now + EXPIRY_S), LoopState()
-        self.tool = ScheduleWakeupTool(self.pacer)
-        agent = live.agent
-        self.system = agent.append_system_prompt
-        live.update(tools=[*live.tools(), self.tool],
-                    append_system_prompt="\n\n".join(p for p in (self.system, PACED_GUIDE) if p))
+        self.capability = LoopTools(PACED_GUIDE, [ScheduleWakeupTool(self.pacer)])
+        live.update(capabilities=[*live.agent.capabilities, self.capability])
         self.started: float | None = now  # the iteration running now (None: a turn of the person's)
 
     def begin(self) -> None:
@@ -180,5 +178,4 @@ class Paced:
         return nxt.at if isinstance(nxt, Wait) else ENDED.get(nxt.reason, nxt.reason)
 
     def close(self) -> None:
-        self.live.update(tools=[t for t in self.live.tools() if t is not self.tool],
-                         append_system_prompt=self.system)
+        self.live.update(capabilities=[c for c in self.live.agent.capabilities if c is not self.capability])
