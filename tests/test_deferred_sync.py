@@ -3,12 +3,13 @@ once but fsynced in a worker thread, once a step, and the loop waits for that fs
 tool run, so the power-cut guarantee holds (a tool_started record is durable before its tool runs)
 while many loops in one process do not stall each other on fsync."""
 
+import functools
 import json
 from pathlib import Path
 
 import anyio
 
-from loopwright.app import Agent
+from loopwright.app import Agent, Session
 from loopwright.core.ports import ToolContext
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
@@ -51,11 +52,8 @@ def test_records_are_fsynced_once_before_each_tool_run(tmp_path) -> None:
     script = [{"tool_use": {"name": "mark", "input": {}}, "repeat": 2}, {"text": "done"}]
     with Simulator(script) as sim:
         model = AnthropicModel(base_url=sim.base_url, api_key="sk-test")
-        agent = Agent(model_client=model, cwd=tmp_path, tools=[mark], permissions=PermissionRules(allow=("mark",)),
-                      session_id=session.session_id, transcript_path=session.transcript_path,
-                      recorder=session.recorder)
-        result = anyio.run(agent.run, "mark twice")
-        anyio.run(agent.aclose)
+        agent = Agent(model_client=model, cwd=tmp_path, tools=[mark], permissions=PermissionRules(allow=("mark",)))
+        result = anyio.run(functools.partial(agent.run, "mark twice", session=Session.opened(session)))
         session.close()
         requests = len(sim.message_requests)
     assert result.result == "done" and requests == 3

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwright import Agent
+from loopwright import Agent, Session
 from loopwright.core import jsonsafe
 from loopwright.core.regex import PatternError
 from loopwright.core.types import (
@@ -186,11 +186,11 @@ def test_a_run_always_ends_with_a_result_and_a_clean_transcript(tree, tmp_path_f
     grep.timeout_s = 2.0  # backtracking patterns the fuzz finds give up quickly
     session = open_session(JsonlStore(home, tree), str(tree))
     agent = Agent(model_client=RawModel(calls, final), cwd=tree, tools=[grep, GlobTool(), ReadTool()],
-                  session_id=session.session_id, recorder=session.recorder, crash_log=lambda exc: None)
+                  crash_log=lambda exc: None)
 
     async def go():
         try:
-            return await agent.run("go")
+            return await agent.run("go", session=Session.opened(session))
         finally:
             session.close()
 

@@ -466,7 +466,7 @@ def test_a_schedules_fire_runs_in_the_sandbox_by_default(tmp_path, flags, sees):
 def test_a_goal_check_in_a_project_it_cannot_guard_fails_saying_why(tmp_path):
     (tmp_path / ".git").write_text("gitdir: ../nowhere\n")
     agent = Agent(model_client=ScriptedModel([]), cwd=tmp_path, sandbox=SandboxConfig(enabled=True))
-    argv = agent._check_wrapper()("true")
+    argv = agent.check_wrapper()("true")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert done.returncode == 126 and "the sandbox cannot guard this project" in done.stderr
 
