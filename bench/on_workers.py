@@ -129,6 +129,7 @@ def enqueue_all(store: str, n: int, folder: Path, calls: int) -> tuple[float, li
     folder each, under `folder`); the wall-clock time of the first enqueue, and their workflow ids."""
     from dbos import DBOSClient
 
+    from loopwright.cli.options import parse_options
     from loopwright.distributed.client import WORKFLOW_NAME
     from loopwright.distributed.jobs import new_job
     from loopwright.distributed.worker import APP_NAME, APP_VERSION
@@ -140,7 +141,8 @@ def enqueue_all(store: str, n: int, folder: Path, calls: int) -> tuple[float, li
             cwd = folder / f"L{i}"
             cwd.mkdir(parents=True)
             session_id = str(uuid.uuid4())
-            jobs.append((new_job(loop_args(calls), str(cwd), session_id, None, f"L{i}"), f"loop-{session_id}"))
+            spec = parse_options(["-p", *loop_args(calls)]).run_spec()  # as `loopwright enqueue` stores it
+            jobs.append((new_job(spec, str(cwd), session_id, None, f"L{i}"), f"loop-{session_id}"))
         first = time.time()
         for job, workflow_id in jobs:
             client.enqueue({"workflow_name": WORKFLOW_NAME, "queue_name": "loopwright", "workflow_id": workflow_id,
