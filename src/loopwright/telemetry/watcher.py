@@ -297,8 +297,8 @@ class Watcher:
         if self.tracer is None:
             return
         now = time.time_ns()
-        [hook] = list(self.hooks.values()) if len(self.hooks) == 1 else [None]
-        parent = hook if hook is not None else self.run
+        hook = next(iter(self.hooks.values())) if len(self.hooks) == 1 else None
+        parent = hook or self.run
         began = int(getattr(hook, "start_time", 0) or now)
         self._side_call(parent, "prompt_hook", e.answer, began, now)
 
