@@ -519,3 +519,27 @@ def test_sandboxes_set_up_together_in_a_folder_without_git_all_run(tmp_path):
         outcomes = list(pool.map(one, range(48)))
     assert outcomes == [f"ok{k}" for k in range(48)]
     assert not (project / ".git").exists()  # every placeholder removed once the last command ended
+
+
+@needs_bwrap
+def test_sandboxes_of_two_homes_set_up_together_in_one_folder_all_run(tmp_path, monkeypatch):
+    """Two loopwrights with homes of their own (two workers, say) start commands at once in one
+    project with no `.git`: a placeholder one of them made is never removed under the other's
+    sandbox, so none is refused (the locks that guard placeholders are shared by every home)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = tmp_path / "p"
+    project.mkdir()
+    argvs = []
+    for k in range(48):
+        monkeypatch.setenv("LOOPWRIGHT_HOME", str(tmp_path / f"home-{k % 2}"))
+        argvs.append(wrap(["/bin/sh", "-c", f"echo ok{k}"], cwd=str(project), roots=(str(project),), network=False))
+
+    def one(k: int) -> str:
+        done = subprocess.run(argvs[k], capture_output=True, text=True, timeout=60, cwd=project)
+        return done.stdout.strip() if done.returncode == 0 else f"{k}: exit {done.returncode}: {done.stderr}"
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(one, range(48)))
+    assert outcomes == [f"ok{k}" for k in range(48)]
+    assert not (project / ".git").exists()

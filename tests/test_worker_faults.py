@@ -370,7 +370,12 @@ def test_a_full_disk_ends_that_workers_loops_clearly_and_they_resume_once_it_is_
         workers = [start_worker(store, envs[k], project, log, "--concurrency", "2", "--id", k)
                    for k, (store, _) in sides.items()]
         try:
-            wait_for(lambda: len(marker_lines(project)) == 4, 90, "every loop's tool call")
+            try:
+                wait_for(lambda: len(marker_lines(project)) == 4, 90, "every loop's tool call")
+            except AssertionError as exc:
+                raise AssertionError(f"{exc}; markers {marker_lines(project)}; A: {all_statuses(sides['A'][0])}; "
+                                     f"B: {all_statuses(sides['B'][0])}\n--- workers.log\n"
+                                     + (tmp_path / "workers.log").read_text(errors="replace")[-6000:]) from None
             filler = fill(small_disk)
             wait_for(lambda: set(all_statuses(sides["A"][0]).values()) == {"ERROR"}, 60, "A's loops to fail")
             wait_for(lambda: all_done(sides["B"][0], 2), 60, "B's loops")

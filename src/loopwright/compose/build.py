@@ -313,11 +313,13 @@ def writable_dirs_and_sandbox(opts: RunSpec, settings: Any, rules: Any) -> tuple
 
 def set_aside_before() -> list[str]:
     """What the checks left by sandboxed commands whose watcher was killed set aside now."""
+    from ..sandbox.bwrap import shared_lock_folder
     from ..sandbox.launch import finish_pending
     from ..stores.jsonl import home
 
     try:
-        return [line.removeprefix("loopwright: ") for line in finish_pending(os.path.join(home(), "sandbox"))]
+        locks = os.path.join(home(), "sandbox")
+        return [line.removeprefix("loopwright: ") for line in finish_pending(locks, shared_lock_folder(locks))]
     except OSError as exc:
         return [f"the sandbox could not finish the checks of earlier commands in {home()}/sandbox: {exc}"]
 

@@ -260,15 +260,37 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
         args += ["--bind", root, root]
     own = os.path.realpath(home())
     locks = make_private_dirs(os.path.join(own, "sandbox"))
+    shared = shared_lock_folder(str(locks))
     user_home = os.path.realpath(os.path.expanduser("~"))
     extra = [os.path.realpath(os.path.join(cwd, p)) for p in deny_write]
     spec = {"guards": [g.spec() for g in guards(real_roots, home=user_home, own_home=own, extra=extra)],
             "seccomp": None if sockets_open else program(network=network), "locks": str(locks),
+            "shared": shared,
             "insert": len(args), "cwd": os.path.realpath(cwd), "pass": list(pass_fds)}
     hidden = [os.path.join(user_home, s) for s in SECRETS] + [own] + [os.path.join(cwd, p) for p in deny_read]
     args += _masks(hidden, real_roots)
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
     return [sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args]
+
+
+def shared_lock_folder(fallback: str) -> str:
+    """Where the locks around placeholders live: one folder for every loopwright of this user,
+    whatever its home (two workers with homes of their own, in one project, must not remove a
+    placeholder under each other's sandbox). `/tmp/loopwright-UID`, made private; when it cannot
+    be made or is not this user's own (squatted by another user), `fallback` (the home's)."""
+    import stat
+
+    from ..core.home import make_private_dirs
+
+    folder = f"/tmp/loopwright-{os.geteuid()}"
+    try:
+        make_private_dirs(folder)
+        st = os.lstat(folder)
+    except OSError:
+        return fallback
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return fallback
+    return folder
 
 
 def _masks(paths: list[str], roots: list[str]) -> list[str]:

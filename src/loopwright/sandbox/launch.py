@@ -15,8 +15,9 @@ What it does on the host, in order:
    a folder that is no repository (a host shell's prompt would read a planted one while the
    command runs). A protected entry that is a symbolic link cannot be pinned (a mount follows the
    link and leaves the link replaceable): the command is refused, exit 126;
-3. **locks** (in loopwright's home, `sandbox/`): a mutex around placeholders and pending records;
-   per folder holding placeholders a lock every running sandbox holds shared, so a placeholder
+3. **locks**: a mutex around placeholders and pending records, and per folder holding
+   placeholders a lock every running sandbox holds shared (both in a folder every loopwright of
+   this user shares, whatever its home: `shared`), so a placeholder
    is never removed under a sandbox still relying on it (unlinking a mount point on the host
    dissolves that sandbox's mount); and each pending record is locked by its watcher for as long
    as it lives, so a record nobody holds is one to finish;
@@ -36,7 +37,7 @@ What it does on the host, in order:
 
 SPEC is the hex of a `marshal`led dict (the same interpreter writes and reads it):
 {"guards": [(path, kind, mode, content), ...], "seccomp": bytes or None, "locks": folder,
-"insert": index into BWRAP_ARGV for the mounts, "cwd": the command's folder, "pass": descriptors
+"shared": the folder of the mutex and the placeholder locks, "insert": index into BWRAP_ARGV for the mounts, "cwd": the command's folder, "pass": descriptors
 the command is meant to inherit (the network proxy's channel)}. `kind` is "dir" or
 "file"; `mode` "ro" (pinned read-only, watched when missing), "hold" (pinned read-only, a
 placeholder when missing), "rw" (pinned writable, a read-only placeholder when missing) or
@@ -67,16 +68,19 @@ class Refused(Exception):
 def main(argv):
     spec, bwrap = marshal.loads(bytes.fromhex(argv[1])), argv[2:]
     locks, cwd = spec["locks"], spec["cwd"]
+    shared = spec.get("shared", locks)
     try:
         _check_lock_folder(locks)
-        mutex = _open_lock(_join(locks, "mutex"))
+        if shared != locks:
+            _check_lock_folder(shared)
+        mutex = _open_lock(_join(shared, "mutex"))
         fcntl.flock(mutex, fcntl.LOCK_EX)
         held = {}
         try:
             for line in _finish(locks, None):
                 _say(line)
             for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
-                held[folder] = _open_lock(_join(locks, _key(folder) + ".users"))
+                held[folder] = _open_lock(_join(shared, _key(folder) + ".users"))
                 fcntl.flock(held[folder], fcntl.LOCK_SH)
             mounts, watched = guard_mounts(spec["guards"])
             record = _record(locks, watched, cwd) if watched else None
@@ -341,12 +345,13 @@ def _record(locks, watched, cwd):
     return final, fd
 
 
-def finish_pending(locks):
+def finish_pending(locks, shared):
     """Finish the checks of commands whose watcher was killed (their records are held by
-    nobody): set aside what they made; one line each, for the caller to show."""
+    nobody): set aside what they made; one line each, for the caller to show. `shared`: the
+    folder of the mutex."""
     if not _isdir(locks):
         return []
-    mutex = _open_lock(_join(locks, "mutex"))
+    mutex = _open_lock(_join(shared, "mutex"))
     try:
         fcntl.flock(mutex, fcntl.LOCK_EX)
         return _finish(locks, None)
