@@ -19,7 +19,7 @@ from pathlib import Path
 
 import anyio
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.types import ModelRequest, compact_json
 from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Limits

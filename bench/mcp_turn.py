@@ -24,7 +24,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.mcp.config import parse_servers
 from loopwright.permissions.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from loopwright import telemetry
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from loopwright.agents.definitions import builtins
-from loopwright.app import Agent
+from loopwright.subagents.definitions import builtins
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.core.ports import BackgroundWork, ToolContext
 from loopwright.providers.anthropic import AnthropicModel

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.events import ModelUsage
 from loopwright.core.types import Usage
 from loopwright.engine.capability import Capability

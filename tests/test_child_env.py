@@ -133,7 +133,7 @@ def test_a_change_to_this_process_environment_reaches_the_next_run(project, monk
     changed or removed before a run is what that run's tools see."""
     import anyio
 
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
     from loopwright.core.ports import ToolContext
     from loopwright.permissions.decide import PermissionRules
     from loopwright.providers.anthropic import AnthropicModel

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from loopwright.app import Agent, Session
+from loopwright.agent import Agent, Session
 from loopwright.core.ports import ToolContext
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel

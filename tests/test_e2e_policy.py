@@ -5,7 +5,7 @@ requests made and the result."""
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.policy.budget import Budget
 from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import CONTINUE_AFTER_CUT, Limits

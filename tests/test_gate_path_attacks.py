@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.ports import ToolContext
 from loopwright.engine.gate import ToolGate
 from loopwright.permissions.decide import PermissionRules

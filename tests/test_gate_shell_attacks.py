@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig

@@ -3,7 +3,7 @@ both the worker and the evaluator (routed by the evaluator's system prompt)."""
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.events import GoalStatus
 from loopwright.engine.goal import GoalSpec
 from loopwright.permissions.decide import PermissionRules

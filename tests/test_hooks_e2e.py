@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.events import HookResponse, HookStarted, Notice
 from loopwright.hooks import HookRunner
 from loopwright.permissions.decide import PermissionRules

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.events import HookResponse, Notice
 from loopwright.hooks import HookRunner
 from loopwright.hooks.command import MAX_OUTPUT_BYTES

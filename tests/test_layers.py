@@ -15,9 +15,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "loopwright"
 LAYER_OF = {
     "core": 0, "core.ports": 2, "core.storeports": 2, "core.keeping": 2,
     "policy": 1, "permissions": 1,
-    "engine": 3, "capabilities": 3, "hooks": 3, "session": 3, "context": 3, "agents": 3, "workflows": 3, "proactive": 3,
+    "engine": 3, "capabilities": 3, "hooks": 3, "session": 3, "context": 3, "subagents": 3, "workflows": 3, "proactive": 3,
     "providers": 4, "tools": 4, "stores": 4, "sandbox": 4, "mcp": 4, "telemetry": 4,
-    "config": 5, "settings": 5, "app": 5, "compose": 5, "sdk": 5, "cli": 5, "testing": 5, "distributed": 5, "web": 5, "replay": 5,
+    "config": 5, "settings": 5, "agent": 5, "compose": 5, "sdk": 5, "cli": 5, "testing": 5, "distributed": 5, "web": 5, "replay": 5,
     "__init__": 5, "__main__": 5,
 }
 MAY_IMPORT = {0: {0}, 1: {0, 1}, 2: {0, 2}, 3: {0, 1, 2, 3}, 4: {0, 2, 4}, 5: {0, 1, 2, 3, 4, 5}}

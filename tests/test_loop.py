@@ -179,7 +179,7 @@ async def test_compaction_thrashing_stops_the_run():
 
 
 async def test_manual_compaction_from_python():
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
 
     model = ScriptedModel([calls(use("slow_read", "a", ms=1)), calls(use("slow_read", "b", ms=1)),
                            calls(use("slow_read", "c", ms=1)), "done", text("<summary>a b c</summary>")])

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loopwright.app import Agent, Session
+from loopwright.agent import Agent, Session
 from loopwright.core.events import RunResult
 from loopwright.permissions.decide import PermissionRules
 from loopwright.policy.stop import Limits

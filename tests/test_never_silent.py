@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.events import ApiRetry, Notice
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers import http as http_module

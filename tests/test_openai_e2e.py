@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from loopwright.app import Agent, Session
+from loopwright.agent import Agent, Session
 from loopwright.core.events import CompactBoundary
 from loopwright.permissions.decide import PermissionRules
 from loopwright.testing import Simulator

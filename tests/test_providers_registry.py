@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.errors import UsageError
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers import Provider, known_prefixes, register, unregister

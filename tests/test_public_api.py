@@ -42,9 +42,9 @@ def test_every_export_resolves_and_nothing_else_does(module):
 
 
 def test_exports_are_the_objects_the_library_uses():
-    from loopwright.app.agent import Agent
-    from loopwright.app.run import Run
-    from loopwright.app.session import Session
+    from loopwright.agent.agent import Agent
+    from loopwright.agent.run import Run
+    from loopwright.agent.session import Session
     from loopwright.core.errors import LoopwrightError, ModelError
     from loopwright.hooks import HookRunner
 

@@ -7,7 +7,7 @@ import json
 import anyio
 import pytest
 
-from loopwright.app import Agent, Session
+from loopwright.agent import Agent, Session
 from loopwright.core.types import (
     Message, ModelRequest, OpaqueBlock, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, compact_json,
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.errors import UsageError
 from loopwright.core.events import Notice, SystemInit
 from loopwright.permissions.decide import PermissionRules
@@ -256,7 +256,7 @@ def test_cli_says_once_that_the_sandbox_cannot_run_and_goes_strict(tmp_path):
 
 
 def test_no_sandbox_by_trusted_choice_says_nothing_and_stays_lenient(tmp_path, monkeypatch):
-    from loopwright.app import sandboxing
+    from loopwright.agent import sandboxing
 
     monkeypatch.setenv("LOOPWRIGHT_BWRAP", str(tmp_path / "missing"))
     rules = PermissionRules()

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.sandbox import SandboxConfig, availability

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from loopwright.app import Agent, Session
+from loopwright.agent import Agent, Session
 from loopwright.core.events import AssistantMessage, ToolStarted, UserMessage
 from loopwright.permissions.decide import PermissionRules
 from loopwright.session import UNKNOWN_OUTCOME, Recorder, SessionError, iso_timestamp, open_session

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.core.types import BlockDelta, Message, ModelRequest, StreamStop
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.providers.openai import OpenAIChatModel

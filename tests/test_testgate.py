@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.capabilities.testgate import FAILED, NOT_RUN, RequireTests, TestGateReport
 from loopwright.permissions.decide import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel

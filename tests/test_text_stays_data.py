@@ -122,7 +122,7 @@ def test_a_loop_prompt_that_looks_like_flags_stays_the_prompt(tmp_path, world):
 
 @pytest.mark.anyio
 async def test_a_prompt_the_model_schedules_with_the_cron_tools_stays_a_prompt(tmp_path, world):
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
     from loopwright.permissions.decide import PermissionRules
     from loopwright.proactive.schedule import SessionCrons, TimeLoop
     from loopwright.providers.anthropic import AnthropicModel
@@ -151,7 +151,7 @@ async def test_a_prompt_the_model_schedules_with_the_cron_tools_stays_a_prompt(t
 async def test_a_prompt_the_model_schedules_is_never_run_as_a_custom_command(tmp_path, world):
     """A model-scheduled `/deploy` where the project has a `deploy` command with allowed-tools is
     sent as text: expanding it would hand the model the command's grants."""
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
     from loopwright.context.skills import Skills
     from loopwright.permissions.decide import PermissionRules
     from loopwright.proactive.schedule import SessionCrons, TimeLoop

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from loopwright.app import Agent
+from loopwright.agent import Agent
 from loopwright.cli.loopcmd import loop_tools
 from loopwright.core.events import LoopStatus, ResultEvent
 from loopwright.policy.cadence import FALLBACK_WAKEUP_S

@@ -252,7 +252,7 @@ def test_first_request_path_does_not_import_pydantic():
     import subprocess
     import sys
 
-    code = ("import sys, loopwright.cli.headless, loopwright.app, loopwright.engine.loop;"
+    code = ("import sys, loopwright.cli.headless, loopwright.agent, loopwright.engine.loop;"
             "from loopwright.tools import builtin_tools; from loopwright.core.ports import tool_spec;"
             "[tool_spec(t) for t in builtin_tools()]; print('pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

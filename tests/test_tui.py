@@ -454,7 +454,7 @@ def test_always_for_a_tool_still_asks_about_a_write_outside_the_project(term, tm
 
 
 def test_shift_tab_keeps_bypass_in_the_cycle_only_when_the_session_started_with_it(monkeypatch):
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
     from loopwright.cli.tui.status import Status
     from loopwright.permissions.rules import PermissionRules
 
@@ -600,7 +600,7 @@ def test_a_self_paced_loop_is_paced_by_the_model_and_ends_when_it_says_so(term):
 
 
 def test_the_status_line_shows_background_shells_and_running_subagents(term):
-    from loopwright.app import Agent
+    from loopwright.agent import Agent
     from loopwright.cli.tui.status import Status
     from loopwright.core.events import ToolFinished, ToolStarted
 

@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it, imported on first access.
 _LAZY: dict[str, str] = {
     # running an agent
-    "Agent": "loopwright.app.agent",
-    "Session": "loopwright.app.session",
-    "Run": "loopwright.app.run",
+    "Agent": "loopwright.agent.agent",
+    "Session": "loopwright.agent.session",
+    "Run": "loopwright.agent.run",
     "Limits": "loopwright.policy.stop",
     "Budget": "loopwright.policy.budget",
     "RunResult": "loopwright.core.events",
@@ -95,9 +95,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .app.agent import Agent
-    from .app.run import Run
-    from .app.session import Session
+    from .agent.agent import Agent
+    from .agent.run import Run
+    from .agent.session import Session
     from .capabilities.testgate import RequireTests
     from .providers.anthropic import AnthropicModel
     from .providers.openai import OpenAIChatModel

@@ -39,7 +39,7 @@ class Attempt:
     path: Path
     branch: str
     instruction: str = ""
-    run: Any = None  # loopwright.app.Run: the attempt's agent on its own session
+    run: Any = None  # loopwright.agent.Run: the attempt's agent on its own session
     session: Session | None = None  # the opened store session (closed when the attempt ends)
     baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
     result: RunResult | None = None

@@ -72,7 +72,7 @@ def recorded_argv(argv: Sequence[str]) -> list[str]:
 async def foreground(run: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
                      interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the `run` (`loopwright.app.Run`). `signals`, when given, collects the ones that came."""
+    the session and close the `run` (`loopwright.agent.Run`). `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 

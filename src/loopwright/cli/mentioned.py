@@ -15,7 +15,7 @@ async def with_mentions(run: Any, prompt: str, said: Callable[[str], None] | Non
     read), each attached path passed to `said`. Left as written: a message the client composed
     (delivered verbatim), a custom command or skill and an MCP prompt (`/name …`: the `@file`s of
     its body are attached as it starts) and an unknown `/name` (refused by the run, with nothing read).
-    `run`: the `loopwright.app.Run` the prompt is for (its agent's Read rules and skills)."""
+    `run`: the `loopwright.agent.Run` the prompt is for (its agent's Read rules and skills)."""
     if isinstance(prompt, ModelText) or "@" not in prompt:
         return prompt
     head = prompt.strip().split(maxsplit=1)[0] if prompt.strip() else ""

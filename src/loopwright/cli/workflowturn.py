@@ -22,7 +22,7 @@ class InConversation:
 
     def __init__(self, live: Any, name: str, args: list[str], *, context: dict[str, Any] | None = None,
                  resume: bool = False) -> None:
-        """`live`: the conversation's `loopwright.app.Run`. `resume`: carry on the unfinished run of
+        """`live`: the conversation's `loopwright.agent.Run`. `resume`: carry on the unfinished run of
         this workflow the session's journal holds."""
         self.live, self.name, self.args, self.context, self.resume = live, name, args, context, resume
         self.run: Any = None

@@ -25,7 +25,7 @@ from .render import Progress, dumps, printable, stream_json, visible
 from .runspec import limit
 
 if TYPE_CHECKING:
-    from ..app import Agent, Run, Session
+    from ..agent import Agent, Run, Session
     from ..engine.goal import GoalSpec, SavedGoal
     from .runspec import RunSpec
 
@@ -157,8 +157,8 @@ def _shown(source: str) -> str:
 
 def build_agent(opts: RunSpec, settings: Any = None) -> Agent:
     """The `Agent` the flags describe. `settings`: loaded already (`load_run_settings`), else loaded here."""
-    from ..app import Agent
-    from ..app.sandboxing import with_plugins
+    from ..agent import Agent
+    from ..agent.sandboxing import with_plugins
     from ..core.environ import child_env
     from ..policy.budget import Budget
     from ..policy.models import DEFAULT_MODEL
@@ -399,7 +399,7 @@ def open_run_session(opts: RunSpec, agent: Agent, *, checkpoints: bool = False,
     fork), as a pair. File checkpoints when `checkpoints` (interactive sessions) or
     `CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING` is true, for a recorded session. `project`: the
     folder whose sessions it joins, when not the agent's own (an attempt's worktree)."""
-    from ..app import Session
+    from ..agent import Session
     from ..session import open_session
 
     resuming = opts.resume is not None or opts.continue_session

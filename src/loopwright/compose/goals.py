@@ -157,7 +157,7 @@ def opening_prompt(spec: GoalSpec, prompt: str | None) -> str:
 
 
 def arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: RunSpec) -> None:
-    """A new goal, or a resumed session's, set on `session` (a `loopwright.app.Session`; `model`:
+    """A new goal, or a resumed session's, set on `session` (a `loopwright.agent.Session`; `model`:
     the agent's, for the bounds line): its checks and protected paths only from this spec
     (engine.goal.resumed_goal says why and warns about the rest)."""
     from .render import visible

@@ -37,7 +37,7 @@ def project_skills(opts: RunSpec, session_id: str, plugins: list[Any]) -> Any:
 def project_agents(opts: RunSpec, plugins: list[Any]) -> Any:
     """The subagent definitions of this session (with `--bare` the built-in one, the plugins' and
     `--agents` only); each problem with a definition file said on stderr."""
-    from ..agents.definitions import definitions, from_json
+    from ..subagents.definitions import definitions, from_json
 
     given = from_json(opts.agents) if opts.agents is not None else {}
     found, problems = definitions(Path.cwd(), Path.home(), plugins, project=not opts.bare)

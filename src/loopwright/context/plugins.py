@@ -1,6 +1,6 @@
 """Plugins as Claude Code loads them from `--plugin-dir DIR` (repeatable): the name from
 `.claude-plugin/plugin.json` (the folder's name without one), and the plugin's `commands/`,
-`skills/`, `agents/`, `workflows/`, `hooks/hooks.json` and `.mcp.json` (the manifest's
+`skills/`, `subagents/`, `workflows/`, `hooks/hooks.json` and `.mcp.json` (the manifest's
 `commands`/`agents`/`workflows` paths replace the default folders, `skills` adds, `hooks`/`mcpServers` merge). Its components are
 named `plugin:name`; `${CLAUDE_PLUGIN_ROOT}` is the plugin's folder and `${CLAUDE_PLUGIN_DATA}` its
 persistent data folder (`~/.claude/plugins/data/ID/`, made when first used), both filled in and set

@@ -99,7 +99,7 @@ def script(project: Path) -> dict[str, Any]:
 def run(out: TextIO | None = None, keep: Path | None = None) -> int:
     import anyio
 
-    from ...app import Agent
+    from ...agent import Agent
     from ...core.events import ApiRetry, GoalStatus
     from ...engine.goal import GoalSpec
     from ...permissions.rules import PermissionRules

@@ -186,7 +186,7 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
 
 
 def session_journal(session: Any) -> Any:
-    """The journal store of a session (`loopwright.app.Session`; a `core.keeping.JournalStore`), in
+    """The journal store of a session (`loopwright.agent.Session`; a `core.keeping.JournalStore`), in
     the store that holds its transcript; None when the session is not recorded."""
     if not session.transcript_path or session.stores is None:
         return None
@@ -219,7 +219,7 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
 
 async def _run(opts: Options, live: Any, journal: Any, name: str, main: Any, args: list[str],
                load: Any) -> RunResult:
-    """`live`: the `loopwright.app.Run` whose subagents the workflow's agents are."""
+    """`live`: the `loopwright.agent.Run` whose subagents the workflow's agents are."""
     from ...workflows.runtime import Run, run_workflow
     from ..core import foreground, make_emitter
 

@@ -102,7 +102,7 @@ class SdkApprover:
     `interrupt` ends the turn. No answer (an error, a timeout) is a denial."""
 
     def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], live: Any = None) -> None:
-        """`live`: the `loopwright.app.Run` whose agent's rules an allow's `updatedPermissions` change."""
+        """`live`: the `loopwright.agent.Run` whose agent's rules an allow's `updatedPermissions` change."""
         self.channel, self.interrupt, self.live = channel, interrupt, live
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> Approval:

@@ -18,7 +18,7 @@ from ...compose.render import dumps, stream_json, visible
 class SdkOutput:
     def __init__(self, live: Any, hook_events: bool, init: dict[str, Any], state_frames: bool,
                  replay_prompts: bool = False) -> None:
-        """`live`: the session's `loopwright.app.Run` (its session's id and recorder, its agent's mode)."""
+        """`live`: the session's `loopwright.agent.Run` (its session's id and recorder, its agent's mode)."""
         self.live, self.hook_events, self.state_frames = live, hook_events, state_frames
         self.replay_prompts = replay_prompts  # --replay-user-messages: each prompt echoed with its record's uuid
         known = live.agent.agents

@@ -38,7 +38,7 @@ class Server:
     (text, shouldQuery), errors to raise, and the end of input."""
 
     def __init__(self, live: Any, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
-        """`live`: the session's `loopwright.app.Run`."""
+        """`live`: the session's `loopwright.agent.Run`."""
         self.live, self.out, self.channel, self.host = live, out, channel, host
         self.items: asyncio.Queue[Any] = asyncio.Queue()
         self.stopping = False  # SIGTERM/SIGINT: finish nothing more

@@ -21,7 +21,7 @@ class Unsupported(Exception):
 
 class HostRequests:
     def __init__(self, live: Any, channel: ControlChannel, out: SdkOutput) -> None:
-        """`live`: the session's `loopwright.app.Run`; a request that changes the agent replaces it there."""
+        """`live`: the session's `loopwright.agent.Run`; a request that changes the agent replaces it there."""
         self.live, self.channel, self.out = live, channel, out
         self.busy = False  # a turn is running
         self.stop_workflow: Callable[[], None] | None = None  # a running `/NAME` workflow's stop
@@ -79,7 +79,7 @@ class HostRequests:
             runner.registrations = [r for r in runner.registrations if r not in self._hooks]
             self._hooks = register_sdk_hooks(runner, hooks, self.channel)
         if body.get("agents"):  # as --agents: beside the project's, winning a name clash
-            from ...agents.definitions import builtins, from_data
+            from ...subagents.definitions import builtins, from_data
 
             given = from_data(body["agents"], "initialize: agents")
             agents = self.live.update(agents=(self.live.agent.agents or builtins()) | given).agents

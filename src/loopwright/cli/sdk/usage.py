@@ -13,7 +13,7 @@ CHARS_PER_TOKEN = 4
 
 
 def context_usage(live: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
-    """`live`: the session's `loopwright.app.Run`."""
+    """`live`: the session's `loopwright.agent.Run`."""
     from ...core.ports import tool_spec
     from ...engine.compaction import estimate_tokens
     from ...engine.compactor import CompactionLimits

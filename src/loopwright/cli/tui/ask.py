@@ -50,7 +50,7 @@ class Asker:
     outside the project) still is."""
 
     def __init__(self, live: Any, choose: Choose) -> None:
-        """`live`: the session's `loopwright.app.Run`, whose agent an "always" replaces."""
+        """`live`: the session's `loopwright.agent.Run`, whose agent an "always" replaces."""
         self.live, self.choose = live, choose
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:

@@ -144,7 +144,7 @@ class Paced:
     guide) among the agent's capabilities while it runs; the loop policy's state between iterations."""
 
     def __init__(self, live: Any, clock: Callable[[], float]) -> None:
-        """`live`: the session's `loopwright.app.Run`: its agent has the capability until `close`
+        """`live`: the session's `loopwright.agent.Run`: its agent has the capability until `close`
         (then it is again the agent it was)."""
         from ...policy.cadence import EXPIRY_S, LoopPlan, LoopState
         from ...capabilities.looping import LoopTools

@@ -18,7 +18,7 @@ from .status import Status
 
 
 class Room:
-    """`live`: the session's `loopwright.app.Run` (its agent, replaced by the commands that change
+    """`live`: the session's `loopwright.agent.Run` (its agent, replaced by the commands that change
     it, and its session, switched by `/clear` and `/resume`); `session`: the opened store session."""
 
     def __init__(self, live: Any, opts: Any, session: Any, front: Any) -> None:

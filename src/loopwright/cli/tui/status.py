@@ -16,7 +16,7 @@ CYCLE = ("default", "acceptEdits", "plan")
 
 @dataclass
 class Status:
-    live: Any  # the session's loopwright.app.Run
+    live: Any  # the session's loopwright.agent.Run
     turn: int = 0
     context_tokens: int = 0
     spent: float = 0.0

@@ -32,7 +32,7 @@ def protect_rules(protect: Sequence[str]) -> tuple[str, ...]:
 
 
 def arm(live: Any, routine: Any, records: Sequence[Any], recorder: Any) -> dict[str, str]:
-    """Deny the protected paths to the run (`loopwright.app.Run`; so to every agent of the
+    """Deny the protected paths to the run (`loopwright.agent.Run`; so to every agent of the
     workflow) and answer their fingerprints: those a resumed item recorded for the same globs,
     else taken now (and recorded)."""
     protect = list(routine.protect)

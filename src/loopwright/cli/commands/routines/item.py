@@ -223,7 +223,7 @@ def _mode(run: Any) -> str:
 
 def _arm(conversation: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
     """A new item's goal; a resumed item's goal from its session (`session`: the opened store
-    session), with the routine's checks; set on `conversation` (its `loopwright.app.Session`)."""
+    session), with the routine's checks; set on `conversation` (its `loopwright.agent.Session`)."""
     if not carry:
         conversation.set_goal(spec)
         return

@@ -23,7 +23,7 @@ class Resources:
         self._client: Model | None = None  # the client made here (None: not yet, or the agent's own)
         self._tools: Sequence[Tool] | None = None  # the built-in tools made here, when the agent names none
         self.mcp: Any = parent.mcp if parent is not None else None  # loopwright.mcp.toolset.McpServers
-        self._subs: Any = None  # loopwright.agents.runner.Subagents, once the Agent tool is offered
+        self._subs: Any = None  # loopwright.subagents.runner.Subagents, once the Agent tool is offered
         self._auto: Any = None  # engine.automode.AutoClassifier: one per run, its counts kept across prompts
         self.set_aside: tuple[str, ...] = ()  # the allow rules auto mode sets aside, as last said
 
@@ -77,7 +77,7 @@ class Resources:
 
     def subagents(self) -> Any:
         if self._subs is None:
-            from ..agents.runner import Subagents
+            from ..subagents.runner import Subagents
 
             self._subs = Subagents(self.owner)
         return self._subs

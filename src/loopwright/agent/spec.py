@@ -80,11 +80,11 @@ class AgentSpec:
     mcp_servers: Sequence[Any] = ()  # loopwright.mcp.config.ServerSpec: started when a run opens
     memory: Any = None  # loopwright.context.memory.Memory: the project's instructions, given at the start
     skills: Any = None  # loopwright.context.skills.Skills: listed at the start, loaded by the Skill tool
-    agents: Any = None  # loopwright.agents.definitions: name -> AgentDef; offers the Agent tool
+    agents: Any = None  # loopwright.subagents.definitions: name -> AgentDef; offers the Agent tool
     plugins: Sequence[Any] = ()  # loopwright.context.plugins.Plugin: their parts are in the fields above
     depth: int = 0  # subagent level: 0 for the main agent
     classifier_model: str | None = None  # auto mode's classifier (default: haiku on Anthropic, else the main model)
-    subagent: Any = None  # loopwright.agents.runner.Sidechain: who this subagent is (its hooks, transcript)
+    subagent: Any = None  # loopwright.subagents.runner.Sidechain: who this subagent is (its hooks, transcript)
     # each run's whole tool list (built-in, MCP, Skill, Agent, Workflow, ...) passes through this;
     # a durable run (loopwright.distributed) makes every call a recorded step with it
     tool_steps: Callable[[list[Tool]], Sequence[Tool]] | None = None
