@@ -20,13 +20,15 @@ from loopwright.testing import Simulator
 
 
 class Terminal:
-    def __init__(self, tmp_path, sim, args=()):
+    def __init__(self, tmp_path, sim, args=(), cwd=None, env=None):
+        """`cwd`: the folder to start in (default `tmp_path`); `env`: variables to add."""
         self.master, slave = pty.openpty()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_",))}
-        env.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url, HOME=str(tmp_path / "fakehome"),
-                   TERM="dumb")
+        environment = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_",))}
+        environment.update(ANTHROPIC_API_KEY="sk-test", ANTHROPIC_BASE_URL=sim.base_url,
+                           HOME=str(tmp_path / "fakehome"), TERM="dumb")
+        environment.update(env or {})
         self.proc = subprocess.Popen([sys.executable, "-m", "loopwright", *args], stdin=slave, stdout=slave,
-                                     stderr=slave, cwd=tmp_path, env=env, close_fds=True)
+                                     stderr=slave, cwd=cwd or tmp_path, env=environment, close_fds=True)
         os.close(slave)
         self.seen, self.pos = "", 0  # expect() looks only after the last thing it found
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")  # a read may end mid-character

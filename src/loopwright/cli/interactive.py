@@ -21,34 +21,39 @@ def fancy() -> bool:
 
 def run_interactive(opts: Options) -> int:
     import asyncio
+    from dataclasses import replace
 
-    from .core import build_agent, load_run_settings, open_run_session
+    from ..compose.build import build
     from .tui.ask import Asker
     from .tui.room import Room
 
-    agent = build_agent(opts, trusted(load_run_settings(opts, announce=False)))
-    if fancy():
-        from .tui.screen import RichFront
-
-        front: Any = RichFront()
-        agent = agent.replace(include_partial=True)  # text shown as it streams
-    else:
-        try:
-            import readline  # noqa: F401  (line editing and history for input())
-        except ImportError:
-            pass
-        from .tui.plain import PlainFront
-
-        front = PlainFront()
-    session, conversation = open_run_session(opts, agent, checkpoints=True)
-    live = agent.open(conversation)
-    live.update(approver=Asker(live, front.choose))  # the person is asked; "always" changes the run's rules
-    room = Room(live, opts, session, front)
-    front.say(f"loopwright · session {conversation.session_id} · {agent.model} · {agent.cwd}\n/help for commands.")
+    rich = fancy()
+    spec = replace(opts, include_partial_messages=True) if rich else opts  # rich shows text as it streams
+    # the first line is the room's to run (a command, a prompt): no goal is composed from it here
+    built = build(spec, "", announce=False, trust=trusted, goal=False, checkpoints=True)
+    front = _front(rich)
+    live = built.start(approver=lambda run: Asker(run, front.choose))  # "always" changes the run's rules
+    room = Room(live, opts, built.opened, front)
+    front.say(f"loopwright · session {built.session.session_id} · {built.agent.model} · {built.agent.cwd}\n"
+              "/help for commands.")
     try:
         return asyncio.run(room.main(opts.prompt))
     finally:
-        room.session.close()
+        room.session.close()  # the session open now (/clear and /resume switch it)
+
+
+def _front(rich: bool) -> Any:
+    if rich:
+        from .tui.screen import RichFront
+
+        return RichFront()
+    try:
+        import readline  # noqa: F401  (line editing and history for input())
+    except ImportError:
+        pass
+    from .tui.plain import PlainFront
+
+    return PlainFront()
 
 
 def trusted(settings: Any, ask: Any = input) -> Any:

@@ -1,7 +1,8 @@
 """A run composed from its `RunSpec` (`build`): the settings files it reads, the `Agent` it
 describes (settings, limits, tools, permissions, sandbox), the session it opens, its goal and the
-emitter that prints its events. `loopwright -p` and the durable jobs' workers run a spec through
-`build`; the other commands compose theirs from the same builders."""
+emitter that prints its events. Every front end composes its run here — `loopwright -p`, the
+interactive terminal, `/loop`, the Agent SDK's channel, workflows, parallel attempts and the
+durable jobs' workers — and adds only what is its own (a prompt's approver, a loop's bounds)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from .runspec import limit
 
 if TYPE_CHECKING:
     from ..agent import Agent, Run, Session
+    from ..core.ports import Approver
     from ..engine.goal import GoalSpec, SavedGoal
     from .runspec import RunSpec
 
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
 @dataclass
 class Built:
     """A run composed from its spec and not started yet: `start()` sets its goal and opens the
-    `Run`; `close()` closes the session (after the run's `aclose`)."""
+    `Run`; `close()` closes the session (after the run's `aclose`). A front end may narrow
+    `agent` before `start()` (`/loop`'s bounds and tools); its folder and session stay the built ones."""
 
     spec: RunSpec
     settings: Any
@@ -44,50 +47,74 @@ class Built:
     prompt: str  # what the run starts with (a goal's directive first)
     saved: SavedGoal | None  # a resumed session's goal
     goal_command: Literal["status", "clear"] | None  # `/goal` alone, `/goal clear`: nothing to run
+    sets_goal: bool = True  # False: the front end sets the session's goals itself (`build(goal=False)`)
 
-    def start(self) -> Run:
-        arm_goal(self.session, self.agent.model, self.goal, self.saved, self.spec)
-        return self.agent.open(self.session)
+    def start(self, *, approver: Callable[[Run], Approver] | None = None) -> Run:
+        """The `Run` of the agent on the session, its goal set. `approver`: makes, from the run,
+        what is asked about a call the rules leave open (the terminal's prompt)."""
+        if self.sets_goal:
+            arm_goal(self.session, self.agent.model, self.goal, self.saved, self.spec)
+        run = self.agent.open(self.session)
+        if approver is not None:
+            run.update(approver=approver(run))
+        return run
+
+    def init(self) -> dict[str, Any]:
+        """What system/init says beyond the engine's fields (`init_fields`)."""
+        return init_fields(self.settings, self.agent)
 
     def emitter(self, fmt: str | None = None, verbose: bool = False) -> Callable[[Event], None]:
         """What prints the run's events: `fmt` (default: the spec's output format) on stdout,
         progress on stderr with `verbose`."""
         return make_emitter(fmt or self.spec.output_format, verbose, self.session.session_id,
-                            self.spec.include_hook_events, init_fields(self.settings, self.agent))
+                            self.spec.include_hook_events, self.init())
 
     def close(self) -> None:
         self.opened.close()
 
 
-def build(spec: RunSpec, prompt: str | None = None, *, announce: bool = True, observer: Any = None) -> Built:
+def build(spec: RunSpec, prompt: str | None = None, *, announce: bool = True, observer: Any = None,
+          trust: Callable[[Any], Any] | None = None, goal: bool = True, checkpoints: bool = False,
+          settings: Any = None, project: Path | None = None) -> Built:
     """The run `spec` describes, composed in the current folder: its goal (from `prompt` or the
-    spec's goal flags), settings, agent and session. `prompt`: the text to run (default: the spec's);
-    `announce`: say in one line what the project's settings widen; `observer`: telemetry's, instead
-    of the one the environment switches on."""
+    spec's goal flags), settings, agent and session, the session's id in the skills'
+    `${CLAUDE_SESSION_ID}`. `prompt`: the text to run (default: the spec's); `announce`: say in
+    one line what the project's settings widen; `observer`: telemetry's, instead of the one the
+    environment switches on; `trust`: the settings to use given those loaded (the terminal asks
+    whether the folder is trusted); `goal`: False when the front end sets the session's goals
+    itself (the terminal's `/goal`, each `/loop` iteration's), the spec's goal flags not read
+    here; `checkpoints`: keep file checkpoints (interactive sessions); `settings`: loaded already
+    (runs that share them: parallel attempts); `project`: the folder whose sessions the session
+    joins, when not the current one (an attempt's worktree)."""
     text = spec.prompt if prompt is None else prompt
     command: Literal["status", "clear"] | None = None
-    goal: GoalSpec | None = None
-    start: str | None = ""
-    if (text or "").strip() == "/goal":
-        command = "status"
-    else:
-        goal, start = goal_from_options(spec, text, resuming=spec.resuming)
+    goal_spec: GoalSpec | None = None
+    start: str | None = text or ""
+    if goal and (text or "").strip() == "/goal":
+        command, start = "status", ""
+    elif goal:
+        goal_spec, start = goal_from_options(spec, text, resuming=spec.resuming)
         command = "clear" if start is None else None
-    settings = load_run_settings(spec, announce=announce)
+    if settings is None:
+        settings = load_run_settings(spec, announce=announce)
+    if trust is not None:
+        settings = trust(settings)
     agent = build_agent(spec, settings)
     if observer is not None:
         agent = agent.replace(observer=observer)
-    opened, session = open_run_session(spec, agent)
+    opened, session = open_run_session(spec, agent, checkpoints=checkpoints, project=project)
     try:
+        if agent.skills is not None:  # built before the session had its id (a new one, or the resumed one's)
+            agent = agent.replace(skills=agent.skills.for_session(session.session_id))
         saved = None
-        if opened.records:  # a resumed session may hold a goal (goals load only when needed)
+        if goal and opened.records:  # a resumed session may hold a goal (goals load only when needed)
             from ..engine.goal import saved_goal
 
             saved = saved_goal(attachments(opened.records))
     except BaseException:
         opened.close()
         raise
-    return Built(spec, settings, agent, opened, session, goal, start or "", saved, command)
+    return Built(spec, settings, agent, opened, session, goal_spec, start or "", saved, command, goal)
 
 
 def load_run_settings(opts: RunSpec, *, announce: bool = True) -> Any:

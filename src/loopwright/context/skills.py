@@ -12,6 +12,7 @@ with one line naming it."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shlex
@@ -226,6 +227,15 @@ class Skills:
         self.cwd = os.path.realpath(cwd)
         self.found, self.problems = discover(self.cwd, home, own_home, plugins, project)
         self.values = {"CLAUDE_SESSION_ID": session_id, "CLAUDE_PROJECT_DIR": self.cwd}
+
+    def for_session(self, session_id: str) -> Skills:
+        """These skills with `${CLAUDE_SESSION_ID}` naming `session_id` (the session they serve,
+        known only once it is open); themselves when it already does."""
+        if self.values["CLAUDE_SESSION_ID"] == session_id:
+            return self
+        other = copy.copy(self)
+        other.values = {**self.values, "CLAUDE_SESSION_ID": session_id}
+        return other
 
     def say_problems(self, emit: Callable[[Event], None]) -> None:
         for text in self.problems:

@@ -66,6 +66,8 @@ class Room:
             self.live.session.restart()  # failed: the old session goes on, and starts again
             raise
         self.live.switch(conversation)  # a new Session: no goal, its SessionStart with the next prompt
+        if self.agent.skills is not None:  # `${CLAUDE_SESSION_ID}` names the session switched to
+            self.live.update(skills=self.agent.skills.for_session(conversation.session_id))
         old.close()
         if self.loop.prompt is not None:
             self.loop.stop("the session changed")
