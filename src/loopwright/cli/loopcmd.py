@@ -74,18 +74,10 @@ def _bound_the_loop(agent: Any, opts: Options, now: float, until: float | None) 
 
 
 def run_loop(opts: Options, prompt: str) -> int:
+    from ..compose.build import build
     from ..core.clock import SystemClock
     from ..policy.cadence import parse_loop
-    from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
-    from .core import (
-        build_agent,
-        foreground,
-        init_fields,
-        load_run_settings,
-        make_emitter,
-        open_run_session,
-        print_result,
-    )
+    from .core import print_result
 
     try:
         args = parse_loop(prompt.strip()[len("/loop"):])
@@ -93,48 +85,14 @@ def run_loop(opts: Options, prompt: str) -> int:
         raise UsageError(str(exc)) from None
     spec, every = _iteration_goal(opts, args.prompt)
     positive(opts.max_iterations, "--max-iterations")
-    settings = load_run_settings(opts)
-    agent = build_agent(opts, settings)
-    clock = agent.clock or SystemClock()
-    until = parse_until(opts.until, clock.now())
-    agent, budget = _bound_the_loop(agent, opts, clock.now(), until)
-    session, conversation = open_run_session(opts, agent)
-    fmt = opts.output_format
-    emit = make_emitter(fmt, opts.verbose, conversation.session_id, bool(opts.include_hook_events),
-                        init_fields(settings, agent))
-
-    def on_event(event: Event) -> None:
-        emit(event)
-        if fmt == "text" and isinstance(event, ResultEvent):
-            print_result(event.result, "text")  # each iteration's answer as it comes
-
-    async def iteration(text: str) -> Any:
-        if spec is not None:  # each iteration a goal loop of its own: judged afresh, its bounds anew
-            conversation.set_goal(spec)
-        return await run.prompt(text, on_event=on_event)
-
-    if spec is not None:
-        from ..compose.goals import bounds_line
-
-        print(bounds_line(spec, agent.model).replace("goal bounds", "goal bounds, each iteration", 1),
-              file=sys.stderr, flush=True)
-    crons = SessionCrons(clock)
-    loop = TimeLoop(iteration, loop_prompt(every, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
-                    on_event, until=until, max_iterations=opts.max_iterations,
-                    max_budget_usd=budget, crons=crons)
-    if loop.cadence is not None and loop.cadence.note:
-        print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
-    agent = agent.replace(capabilities=[*agent.capabilities, loop_tools(loop)])
-    run = agent.open(conversation)
-
-    def interrupt() -> None:
-        loop.interrupt()
-        run.interrupt()
-
+    clock = SystemClock()
+    until = parse_until(opts.until, clock.now())  # a bad --until is refused before any session opens
+    built = build(opts, every, goal=False)  # each iteration sets its own goal (below)
     try:
-        result = asyncio.run(foreground(run, loop.run, on_event, interrupt))
+        result = asyncio.run(_looped(built, opts, args, spec, every, clock, until))
     finally:
-        session.close()
+        built.close()
+    fmt = opts.output_format
     if fmt == "text" and result.loop:
         print(f"loopwright: {loop_ended(result)}", file=sys.stderr, flush=True)
     if fmt == "json":
@@ -143,6 +101,47 @@ def run_loop(opts: Options, prompt: str) -> int:
         sys.stdout.write(dumps(result.to_json()) + "\n")  # the last line: the loop's summary
         sys.stdout.flush()
     return result.exit_code
+
+
+async def _looped(built: Any, opts: Options, args: Any, spec: Any, every: str, clock: Any,
+                  until: float | None) -> Any:
+    """The loop of `built` (`compose.build.Built`) in the foreground, bounded, each iteration
+    judged against `spec` (a goal) when there is one."""
+    from ..proactive.schedule import SessionCrons, TimeLoop, loop_prompt
+    from .core import foreground, print_result
+
+    agent, budget = _bound_the_loop(built.agent, opts, clock.now(), until)
+    fmt = opts.output_format
+    emit = built.emitter(fmt, opts.verbose)
+
+    def on_event(event: Event) -> None:
+        emit(event)
+        if fmt == "text" and isinstance(event, ResultEvent):
+            print_result(event.result, "text")  # each iteration's answer as it comes
+
+    async def iteration(text: str) -> Any:
+        if spec is not None:  # each iteration a goal loop of its own: judged afresh, its bounds anew
+            built.session.set_goal(spec)
+        return await run.prompt(text, on_event=on_event)
+
+    if spec is not None:
+        from ..compose.goals import bounds_line
+
+        print(bounds_line(spec, agent.model).replace("goal bounds", "goal bounds, each iteration", 1),
+              file=sys.stderr, flush=True)
+    loop = TimeLoop(iteration, loop_prompt(every, str(agent.cwd), os.path.expanduser("~")), args.interval_s, clock,
+                    on_event, until=until, max_iterations=opts.max_iterations,
+                    max_budget_usd=budget, crons=SessionCrons(clock))
+    if loop.cadence is not None and loop.cadence.note:
+        print(f"loopwright: note: {loop.cadence.note}", file=sys.stderr, flush=True)
+    built.agent = agent.replace(capabilities=[*agent.capabilities, loop_tools(loop)])
+    run = built.start()
+
+    def interrupt() -> None:
+        loop.interrupt()
+        run.interrupt()
+
+    return await foreground(run, loop.run, on_event, interrupt)
 
 
 def loop_tools(loop: Any) -> Any:
