@@ -175,13 +175,8 @@ def read_stdin(loop: asyncio.AbstractEventLoop, server: Server, stream: Any = No
 
 
 def run_sdk(opts: Options) -> int:
-    from ..core import (
-        build_agent,
-        foreground,
-        init_fields,
-        load_run_settings,
-        open_run_session,
-    )
+    from ...compose.build import build
+    from ..core import foreground
     from .flags import split_sdk_servers
 
     if opts.output_format != "stream-json":
@@ -190,17 +185,16 @@ def run_sdk(opts: Options) -> int:
         raise UsageError("--input-format stream-json reads the messages from stdin: give no prompt argument")
     configs, sdk_servers = split_sdk_servers(opts.mcp_config)
     opts = dataclasses.replace(opts, mcp_config=configs)
-    settings = load_run_settings(opts)
-    agent = build_agent(opts, settings)
-    if agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
-        agent = agent.replace(system_prompt=MINIMAL_PROMPT.format(cwd=agent.cwd))
-    session, conversation = open_run_session(opts, agent)
-    live = agent.open(conversation)
-    out = SdkOutput(live, bool(opts.include_hook_events), _init_extra(opts) | init_fields(settings, agent),
+    built = build(opts, "", goal=False)  # each `user` line is a turn of its own; none composes a goal
+    if built.agent.system_prompt == "":  # what the SDK sends for its default: a minimal prompt, not none
+        built.agent = built.agent.replace(system_prompt=MINIMAL_PROMPT.format(cwd=built.agent.cwd))
+    live = built.start()
+    out = SdkOutput(live, bool(opts.include_hook_events), _init_extra(opts) | built.init(),
                     state_frames=os.environ.get("CLAUDE_CODE_SDK_READS_SESSION_STATE") == "1",
                     replay_prompts=opts.replay_user_messages)
     channel = ControlChannel(out.line)
     host = HostRequests(live, channel, out)
+    agent = live.agent
     approver = SdkApprover(channel, live.interrupt, live) if opts.permission_prompt_tool == "stdio" else agent.approver
     live.update(mcp_servers=(*agent.mcp_servers, *host_servers(sdk_servers, channel)), approver=approver)
     server = Server(live, out, channel, host)
@@ -213,7 +207,7 @@ def run_sdk(opts: Options) -> int:
     try:
         result = asyncio.run(foreground(live, work, out.emit, server.stop, signals))  # type: ignore[arg-type]
     finally:
-        session.close()
+        built.close()
     if signals and signals[0] == signal.SIGINT:
         return 130  # the user's Ctrl-C, as for `-p`
     return 1 if result is not None and result.is_error else 0
