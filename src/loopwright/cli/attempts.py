@@ -126,26 +126,28 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
     """The attempt's agent, built as if loopwright had been started in its worktree; its
     transcript opens with an `attempt` attachment (run, number, how many, branch), so a session
     list tells it from an ordinary session even when the run never reached its ruling."""
-    from ..tools.workspace import LocalWorkspace
-    from .core import build_agent, open_run_session
+    from ..compose.build import build
     from ..compose.goals import goal_from_options
+    from ..tools.workspace import LocalWorkspace
 
     budget = opts.max_budget_usd / n if isinstance(opts.max_budget_usd, (int, float)) else opts.max_budget_usd
     mine = dataclasses.replace(opts, session_id=None, max_budget_usd=budget)
+    observer = None
+    if trace:
+        from ..telemetry import observe
+
+        observer = observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
+            "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}})
     here = os.getcwd()
     os.chdir(a.path / where)
     try:
-        agent = build_agent(mine, settings)
-        if trace:
-            from ..telemetry import observe
-
-            agent = agent.replace(observer=observe(os.environ, "attempt", carried={"traceparent": trace, "attributes": {
-                "loopwright.attempt.number": a.number, "loopwright.attempt.of": n, "loopwright.attempt.run": run_id}}))
         has_goal = bool(opts.goal or opts.goal_file or prompt.lstrip().startswith("/goal"))
         spec, _ = goal_from_options(mine if has_goal else dataclasses.replace(mine, check=(), protect=()), prompt)
-        a.session, conversation = open_run_session(mine, agent, project=Path(here))  # with the folder's own sessions
-        conversation.set_goal(spec)
-        a.run = agent.open(conversation)
+        # the settings read once for all attempts; its session among the folder's own
+        built = build(mine, prompt, goal=False, settings=settings, observer=observer, project=Path(here))
+        a.session = built.opened
+        built.session.set_goal(spec)  # as it is: no bounds line for each attempt
+        a.run = built.start()
         if a.session.recorder is not None:
             a.session.recorder.attach({"type": "attempt", "run": run_id, "attempt": a.number, "of": n,
                                        "branch": a.branch})

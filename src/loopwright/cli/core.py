@@ -1,6 +1,6 @@
-"""What the commands share: the run composed from their flags (`compose.build`, re-exported), how
-results are printed, and the foreground runner. Commands import this module, never each other; it
-imports no command."""
+"""What the commands share: the parts of `compose.build` they use beside `build()` itself
+(re-exported), how results are printed, and the foreground runner. Commands import this module,
+never each other; it imports no command."""
 
 from __future__ import annotations
 
@@ -10,19 +10,14 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
-from ..compose.build import (  # noqa: F401 (re-exported: the commands compose their runs through here)
+from ..compose.build import (  # noqa: F401 (re-exported: the parts the commands use beside `build`)
     attachments,
     build_agent,
-    init_fields,
     load_run_settings,
     make_emitter,
     open_run_session,
-    output_schema,
-    pass_env_names,
     run_stores,
-    tools_named,
     widened,
-    widened_line,
 )
 from ..compose.render import denied_line, print_result, printable, visible  # noqa: F401 (re-exported)
 from ..core.errors import UsageError

@@ -7,7 +7,6 @@ re-runs the script and replays the finished steps. Progress on stderr (text) or 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import shlex
 import sys
 import time
@@ -143,7 +142,7 @@ def slash_workflow(prompt: str, opts: Options | None = None,
 def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     from ...workflows.journal import Journal
     from ...workflows.scripts import find, load, loader
-    from ..core import build_agent, load_run_settings, open_run_session
+    from ...compose.build import build
 
     if opts.continue_session or opts.fork_session:
         raise UsageError("a workflow resumes with --resume SESSION (not --continue or --fork-session)")
@@ -152,9 +151,8 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     if opts.json_schema is not None:
         raise UsageError("--json-schema does not go with a workflow: give `schema=` to wf.agent, and return "
                          "the value from main")
-    settings = load_run_settings(opts)
-    agent = build_agent(dataclasses.replace(opts, json_schema=None), settings)
-    session, conversation = open_run_session(opts, agent)
+    built = build(opts, goal=False)  # a workflow sets no goal (refused above)
+    agent, session, conversation = built.agent, built.opened, built.session
     try:
         journal = Journal(session_journal(conversation))
         name, args = _what_to_run(opts, journal, name, args, conversation.session_id)
@@ -170,7 +168,7 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
             said = " ".join(["/" + name, *args]) + (" (resumed)" if opts.resume is not None else "")
             session.recorder(UserMessage(Message.user(said), synthetic=False))
         journal.start(name, args, str(script.path))
-        live = agent.open(conversation)
+        live = built.start()
         result = asyncio.run(_run(opts, live, journal, name, main, args, loader(Path.cwd(), Path.home(), plugins)))
         if session.recorder is not None:
             answer = result.result or "; ".join(result.errors) or "(no answer)"
@@ -178,7 +176,7 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
                                               Usage(), id="wf_" + result.session_id[:8]))
             session.recorder(ResultEvent(result))  # its outcome and spend, for `loopwright sessions`
     finally:
-        session.close()
+        built.close()
     from ..core import print_result
 
     print_result(result, opts.output_format)
