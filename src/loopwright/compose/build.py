@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..agent import Agent, Run, Session
     from ..core.ports import Approver
     from ..engine.goal import GoalSpec, SavedGoal
+    from ..settings import Settings
     from .runspec import RunSpec
 
 
@@ -74,8 +75,8 @@ class Built:
 
 
 def build(spec: RunSpec, prompt: str | None = None, *, announce: bool = True, observer: Any = None,
-          trust: Callable[[Any], Any] | None = None, goal: bool = True, checkpoints: bool = False,
-          settings: Any = None, project: Path | None = None) -> Built:
+          trust: Callable[[Settings], Settings] | None = None, goal: bool = True, checkpoints: bool = False,
+          settings: Settings | None = None, project: Path | None = None) -> Built:
     """The run `spec` describes, composed in the current folder: its goal (from `prompt` or the
     spec's goal flags), settings, agent and session, the session's id in the skills'
     `${CLAUDE_SESSION_ID}`. `prompt`: the text to run (default: the spec's); `announce`: say in
