@@ -15,8 +15,7 @@ CHARS_PER_TOKEN = 4
 def context_usage(live: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
     """`live`: the session's `loopwright.agent.Run`."""
     from ...core.ports import tool_spec
-    from ...engine.compaction import estimate_tokens
-    from ...engine.compactor import CompactionLimits
+    from ...engine.compaction import CompactionLimits, estimate_tokens
     from ...policy.models import resolve_model
 
     agent = live.agent
