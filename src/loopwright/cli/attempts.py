@@ -26,7 +26,7 @@ from ..compose.goals import read_variations
 from ..compose.render import visible
 
 if TYPE_CHECKING:
-    from ..session.opening import Session
+    from ..session.opening import OpenedSession
     from .options import Options
 
 MAX_ATTEMPTS = 8
@@ -40,7 +40,7 @@ class Attempt:
     branch: str
     instruction: str = ""
     run: Any = None  # loopwright.agent.Run: the attempt's agent on its own session
-    session: Session | None = None  # the opened store session (closed when the attempt ends)
+    session: OpenedSession | None = None  # the opened store session (closed when the attempt ends)
     baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
     result: RunResult | None = None
     head: str = ""
