@@ -29,6 +29,7 @@ from ..core.errors import UsageError
 from ..core.events import Event, RunResult
 
 if TYPE_CHECKING:
+    from ..agent.run import Run
     from ..engine.goal import SavedGoal
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -69,10 +70,10 @@ def recorded_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-async def foreground(run: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
+async def foreground(run: Run, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
                      interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the `run` (`loopwright.agent.Run`). `signals`, when given, collects the ones that came."""
+    the session and close the `run`. `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 
