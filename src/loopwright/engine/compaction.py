@@ -50,7 +50,7 @@ class Cut:
     kept: tuple[Message, ...]
 
 
-def plan(messages: list[Message] | tuple[Message, ...], keep: int = KEEP_EXCHANGES) -> Cut | None:
+def plan(messages: Sequence[Message], keep: int = KEEP_EXCHANGES) -> Cut | None:
     """Split into an older part to summarise and the last `keep` exchanges (an assistant message
     and the user message after it) to keep word for word. None when there is nothing older
     than the kept exchanges but the first prompt: then compaction cannot free room."""
@@ -95,7 +95,7 @@ def rebuild(summary: str, cut: Cut, opening: Sequence[str] = ()) -> list[Message
     return [head, *cut.kept]
 
 
-def estimate_tokens(messages: list[Message] | tuple[Message, ...]) -> int:
+def estimate_tokens(messages: Sequence[Message]) -> int:
     """A cheap upper-side estimate (about 4 characters a token) for messages the API has not
     counted yet."""
     chars = 0

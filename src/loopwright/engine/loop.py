@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, assert_never
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence, assert_never
 
 import anyio
 
@@ -229,8 +229,8 @@ class AgentLoop:
                 held_by, own = await self._ask_capabilities(assistant, state, verdict.reason)
                 if own is not None:  # a capability's own verdict (the goal's)
                     return await self._apply(own, state)
-                after, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
-                return await self._apply(after, state)
+                then, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
+                return await self._apply(then, state)
             case Finish():
                 return self._finish(nxt, state), state
             case _:
@@ -320,9 +320,11 @@ class AgentLoop:
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != "user" or not last.text:
             return None
-        expansion = self.cfg.expansion  # a typed command: UserPromptExpansion first, then UserPromptSubmit
-        steps = [lambda: self.calls.expansion(expansion)] if expansion else []
-        for step in [*steps, lambda: self.calls.prompt(last.text)]:
+        steps: list[Callable[[], Awaitable[HookResult]]] = []
+        if expansion := self.cfg.expansion:  # a typed command: UserPromptExpansion first, then UserPromptSubmit
+            steps.append(lambda: self.calls.expansion(expansion))
+        steps.append(lambda: self.calls.prompt(last.text))
+        for step in steps:
             hook = await step()
             if hook.decision == "block" or hook.stop:
                 return self._hook_stopped(hook, state)
