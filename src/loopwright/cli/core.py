@@ -8,7 +8,7 @@ import asyncio
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
 
 from ..compose.build import (  # noqa: F401 (re-exported: the commands compose their runs through here)
     attachments,

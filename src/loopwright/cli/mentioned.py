@@ -5,7 +5,7 @@ the Read tool shows it; a path the Read rules refuse stops the prompt before any
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..core.types import ModelText
 

@@ -37,12 +37,14 @@ from ..policy.stop import (
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
 from .capability import RunView, Seams, StopView
-from . import dispatch as cut
-from .dispatch import Batch, ToolDispatcher, bounded_context
+from .dispatch import (
+    CRASH_RUNNING, CRASH_WAITING, DEADLINE_RUNNING, DEADLINE_WAITING, INTERRUPTED, SPENT_WAITING, Batch,
+    ToolDispatcher, bounded_context,
+)
 from ..core.hookevents import HookEvent
-from ..core.ports import NO_HOOK_RESULT, HookResult, HookRunner, Model, Tool, ToolContext, hooks_want, tool_spec
+from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext, hooks_want, tool_spec
 from .compaction import CompactionLimits, Compactor
-from .loopconfig import FINAL_TURN, LoopConfig, StopHook, caps_for
+from .loopconfig import FINAL_TURN, LoopConfig, caps_for
 from .tally import Tally
 from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
 from ..permissions.rules import name_hits
@@ -69,8 +71,7 @@ class AgentLoop:
         self.model = config.model
         self.hooks = config.hooks
         self.caps = Seams(config.capabilities)
-        self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
-                               config.subagent)
+        self.calls = LoopHooks(config)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
                           before_write=self.caps.write_hook())
@@ -167,7 +168,7 @@ class AgentLoop:
                 nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
                 done, state = await self._apply(nxt, state)
             if deadline is not None and deadline.cancelled_caught:
-                self._answer_unfinished(cut.DEADLINE_RUNNING, cut.DEADLINE_WAITING)
+                self._answer_unfinished(DEADLINE_RUNNING, DEADLINE_WAITING)
                 return self._finish(duration_limit(self.cfg.budget), state)
             if done is not None:
                 return done
@@ -177,7 +178,7 @@ class AgentLoop:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
                 if (spent := spend_limit(self._spent(state), self.cfg.budget)) is not None:  # nothing more starts
-                    self._answer_unfinished("", cut.SPENT_WAITING.format(what=spent.errors[0]))
+                    self._answer_unfinished("", SPENT_WAITING.format(what=spent.errors[0]))
                     return self._finish(spent, state), state
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
@@ -338,10 +339,6 @@ class AgentLoop:
         why = hook.stop_reason or hook.reason or "a hook stopped the run"
         return self._finish(Finish("error_during_execution", "hook_stopped", True, (f"Stopped by a hook: {why}",)), state)
 
-    def _common_payload(self) -> dict[str, Any]:
-        return {"session_id": self.cfg.session_id, "transcript_path": self.cfg.transcript_path,
-                "cwd": str(self.cfg.cwd), "permission_mode": self.cfg.permissions.mode}
-
     # ------------------------------------------------------------ conversation
 
     def _append_assistant(self, message: Message, state: LoopState) -> None:
@@ -400,7 +397,7 @@ class AgentLoop:
     def _aborted(self) -> RunResult:
         """The user interrupted: the calls cut short answered, then Claude Code's note that the
         user interrupted (recorded and sent on, so the next turn knows), which the result says too."""
-        answer = self.dispatch.answer_unfinished(self.messages, cut.INTERRUPTED, cut.INTERRUPTED)
+        answer = self.dispatch.answer_unfinished(self.messages, INTERRUPTED, INTERRUPTED)
         said = USER_INTERRUPTED_TOOLS if answer else USER_INTERRUPTED
         self._append_user(Message("user", (*(answer.content if answer else ()), TextBlock(said))))
         turns = sum(1 for m in self.messages if m.role == "assistant")
@@ -426,7 +423,7 @@ class AgentLoop:
                 pass
 
         self.emit = guarded
-        self._answer_unfinished(cut.CRASH_RUNNING, cut.CRASH_WAITING)
+        self._answer_unfinished(CRASH_RUNNING, CRASH_WAITING)
         turns = sum(1 for m in self.messages if m.role == "assistant")
         return self._result("error_during_execution", "internal_error", True, last_text(self.messages),
                             (crash_report(exc, self.cfg.crash_log),), turns)
@@ -449,19 +446,20 @@ class AgentLoop:
 class LoopHooks:
     """The hook calls the loop itself makes: their payloads are built and their answers merged
     here; what follows from an answer stays in the state machine. Dispatch and the compactor build
-    their payloads with `payload` too. A subagent's loop (`subagent`: agent_id, agent_type,
+    their payloads with `payload` too. A subagent's loop (`cfg.subagent`: agent_id, agent_type,
     agent_transcript_path, `context`) adds its id and type to every payload, fires SubagentStop
     where the main loop fires Stop, and instead of UserPromptSubmit gives its task the `context`
     SubagentStart's hooks added."""
 
-    def __init__(self, hooks: HookRunner, common: Callable[[], dict[str, Any]], stop_hooks: Sequence[StopHook],
-                 background: Callable[[], list[dict[str, Any]]], subagent: Mapping[str, Any] | None = None) -> None:
-        self.hooks, self.common, self.stop_hooks, self.background = hooks, common, stop_hooks, background
-        self.subagent = subagent
-        self.who = {k: subagent[k] for k in ("agent_id", "agent_type")} if subagent else {}
+    def __init__(self, cfg: LoopConfig) -> None:
+        self.cfg, self.hooks, self.stop_hooks, self.subagent = cfg, cfg.hooks, cfg.stop_hooks, cfg.subagent
+        self.who = {k: cfg.subagent[k] for k in ("agent_id", "agent_type")} if cfg.subagent else {}
 
     def payload(self, event: HookEvent) -> dict[str, Any]:
-        return self.common() | {"hook_event_name": event} | self.who
+        """The fields every hook's input has (the permission mode as it is now)."""
+        cfg = self.cfg
+        return {"session_id": cfg.session_id, "transcript_path": cfg.transcript_path, "cwd": str(cfg.cwd),
+                "permission_mode": cfg.permissions.mode, "hook_event_name": event} | self.who
 
     async def prompt(self, text: str) -> HookResult:
         if self.subagent is not None:  # its task is the launching agent's, not a person's prompt
@@ -490,7 +488,7 @@ class LoopHooks:
         if not hooked_too and not self.stop_hooks:
             return NO_HOOK_RESULT
         payload = self.payload(event) | {"stop_hook_active": active, "last_assistant_message": last_text,
-                                         "background_tasks": self.background()}
+                                         "background_tasks": self.cfg.background_tasks()}
         if self.subagent is not None:
             payload |= self.who | {"agent_transcript_path": self.subagent.get("agent_transcript_path", "")}
         hooked = await self.hooks.run(event, payload, match=self.who.get("agent_type")) if hooked_too else NO_HOOK_RESULT

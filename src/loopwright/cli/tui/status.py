@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ...core.events import AssistantMessage, Event, GoalStatus, ResultEvent, ToolFinished, ToolStarted
 
