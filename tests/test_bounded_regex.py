@@ -127,7 +127,7 @@ async def test_names_that_are_not_utf8_are_found_and_shown_escaped(tmp_path):
     glob = await call(GlobTool(), {"pattern": "caf*.txt"}, tmp_path)
     grep = await call(GrepTool(), {"pattern": "needle", "output_mode": "content"}, tmp_path)
     assert glob.content == str(tmp_path / name) and grep.content == f"{tmp_path / name}:1:needle"
-    # the loop makes them sendable (engine.sizes), as the model sees them:
+    # the loop makes them sendable (engine.dispatch), as the model sees them:
     from loopwright.core.jsonsafe import valid_text
 
     assert valid_text(grep.content).endswith("caf\\xe9-\\xff.txt:1:needle")

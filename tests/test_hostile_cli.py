@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.engine.lastresort import DEADLINE_RUNNING, DEADLINE_WAITING
+from loopwright.engine.dispatch import DEADLINE_RUNNING, DEADLINE_WAITING
 from loopwright.session.records import Record, restore
 from loopwright.stores.jsonl import read_records
 from loopwright.testing import Simulator

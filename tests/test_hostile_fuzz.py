@@ -20,7 +20,7 @@ from loopwright.core.regex import PatternError
 from loopwright.core.types import (
     BlockDelta, BlockStart, BlockStop, StreamDelta, StreamStart, StreamStop, Usage,
 )
-from loopwright.engine.sizes import MAX_CONTEXT_TOTAL, MAX_RESULT_CHARS, bounded_context, bounded_result
+from loopwright.engine.dispatch import MAX_CONTEXT_TOTAL, MAX_RESULT_CHARS, bounded_context, bounded_result
 from loopwright.core.types import ToolResultBlock
 from loopwright.policy.jsonschema import validate
 from loopwright.providers.http import encode_json

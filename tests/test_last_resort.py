@@ -17,7 +17,7 @@ import pytest
 from loopwright import Agent, Session
 from loopwright.core.events import AssistantMessage, ToolStarted
 from loopwright.core.ports import NO_HOOK_RESULT
-from loopwright.engine.lastresort import CRASH_RUNNING, CRASH_WAITING
+from loopwright.engine.dispatch import CRASH_RUNNING, CRASH_WAITING
 from loopwright.permissions.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.session import open_session

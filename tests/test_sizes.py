@@ -9,7 +9,7 @@ import pytest
 from loopwright import Agent
 from loopwright.tools.base import tool
 from loopwright.core.ports import HookResult, NO_HOOK_RESULT
-from loopwright.engine.sizes import MAX_CONTEXT_CHARS, MAX_CONTEXT_TOTAL, MAX_RESULT_CHARS
+from loopwright.engine.dispatch import MAX_CONTEXT_CHARS, MAX_CONTEXT_TOTAL, MAX_RESULT_CHARS
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
 

@@ -1,7 +1,7 @@
 """`Session`: one conversation and what it keeps between prompts: its history and id, where it is
 recorded, its file checkpoints, whether SessionStart/SessionEnd fired (and the environment
 SessionStart's hooks set), and its goal. An `Agent` describes how to work; a `Session` is what
-was said; a `Run` (app/run.py) joins the two with live resources."""
+was said; a `Run` (agent/run.py) joins the two with live resources."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ..core.types import Message
 
 if TYPE_CHECKING:
     from ..engine.goal import GoalJudge, GoalSpec
+    from ..session.opening import OpenedSession
     from .spec import AgentSpec
 
 SOURCES = ("startup", "resume", "fork", "clear", "compact")
@@ -48,7 +49,7 @@ class Session:
         self.goal_baseline: dict[str, str] | None = None
 
     @classmethod
-    def opened(cls, opened: Any, *, stores: Any = None, checkpoints: Any = None) -> "Session":
+    def opened(cls, opened: OpenedSession, *, stores: Any = None, checkpoints: Any = None) -> "Session":
         """A session from a store (`loopwright.session.open_session`'s answer): its id, history,
         transcript, recorder and source."""
         return cls(history=opened.history, session_id=opened.session_id, recorder=opened.recorder,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..core.events import Event, Notice
 from ..core.ports import HookRunner, hooks_want
 from ..core.types import Message, TextBlock
-from ..engine.sizes import bounded_context
+from ..engine.dispatch import bounded_context
 
 if TYPE_CHECKING:
     from .session import Session

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Self, Sequence
 
 from ..core.fastclass import dataclass
-from ..engine.hookcalls import StopHook
+from ..engine.loopconfig import StopHook
 from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
 from ..permissions.rules import PermissionRules

@@ -26,8 +26,9 @@ from ..compose.goals import read_variations
 from ..compose.render import visible
 
 if TYPE_CHECKING:
-    from ..session.opening import Session
+    from ..agent.run import Run
     from .options import Options
+    from ..session.opening import OpenedSession
 
 MAX_ATTEMPTS = 8
 MAX_DIFF = 20_000  # characters of an attempt's diff kept in the transcripts' record
@@ -39,14 +40,21 @@ class Attempt:
     path: Path
     branch: str
     instruction: str = ""
-    run: Any = None  # loopwright.agent.Run: the attempt's agent on its own session
-    session: Session | None = None  # the opened store session (closed when the attempt ends)
+    run: Run | None = None  # the attempt's agent on its own session
+    session: OpenedSession | None = None  # the opened store session (closed when the attempt ends)
     baseline: dict[str, str] = field(default_factory=dict)  # protected files' digests at the start
     result: RunResult | None = None
     head: str = ""
     checks: list[Any] = field(default_factory=list)
     protected_changed: list[str] = field(default_factory=list)
     why_not: str = ""  # why it cannot win ("" when eligible)
+
+    @property
+    def live(self) -> Run:
+        """The attempt's run, once opened (every attempt is opened before any runs)."""
+        if self.run is None:
+            raise RuntimeError(f"attempt {self.number} is not opened yet")
+        return self.run
 
     def outcome(self) -> dict[str, Any]:
         r = self.result
@@ -164,7 +172,7 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
 
     async def one(a: Attempt) -> None:
         text = prompt if not a.instruction else f"{prompt}\n\nApproach for this attempt: {a.instruction}"
-        a.result = await a.run.prompt(text, on_event=board.watch(a.number))
+        a.result = await a.live.prompt(text, on_event=board.watch(a.number))
         board.clear()
         _say(f"attempt {a.number} ended: {a.result.subtype} after {a.result.num_turns} turn(s), "
              f"${a.result.total_cost_usd:.4f}")
@@ -173,21 +181,21 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
     async def work() -> RunResult:
         await asyncio.gather(*(one(a) for a in attempts))
         for a in attempts[1:]:
-            await a.run.aclose()
+            await a.live.aclose()
         return await _decide(attempts, opts, prompt, repo, base, where, run_id)  # the first run's client judges
 
     def interrupt() -> None:
         for a in attempts:
-            a.run.interrupt()
+            a.live.interrupt()
 
     if register is None:
-        return await foreground(attempts[0].run, work, _quiet, interrupt)
+        return await foreground(attempts[0].live, work, _quiet, interrupt)
     unregister = register(interrupt)
     try:
         return await work()
     finally:
         unregister()
-        await attempts[0].run.aclose()
+        await attempts[0].live.aclose()
 
 
 def _quiet(event: Any) -> None:
@@ -262,7 +270,7 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
         a.protected_changed = sorted(p for p in set(a.baseline) | set(now) if a.baseline.get(p) != now.get(p))
         a.why_not = _why_not(a, aborted)
     eligible = [a for a in attempts if not a.why_not]
-    first = attempts[0].run
+    first = attempts[0].live
     ruling = None
     if eligible:
         candidates = [Candidate(a.number, worktrees.diff(repo, base, a.head), _checks_text(a),

@@ -8,7 +8,7 @@ import asyncio
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
 
 from ..compose.build import (  # noqa: F401 (re-exported: the parts the commands use beside `build`)
     attachments,
@@ -24,6 +24,7 @@ from ..core.errors import UsageError
 from ..core.events import Event, RunResult
 
 if TYPE_CHECKING:
+    from ..agent.run import Run
     from ..engine.goal import SavedGoal
 
 MAX_STDIN = 10 * 1024 * 1024
@@ -64,10 +65,10 @@ def recorded_argv(argv: Sequence[str]) -> list[str]:
     return out
 
 
-async def foreground(run: Any, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
+async def foreground(run: Run, work: Callable[[], Awaitable[RunResult]], emit: Callable[[Event], None],
                      interrupt: Callable[[], None], signals: list[int] | None = None) -> RunResult:
     """Run `work` with Ctrl-C/SIGTERM wired to `interrupt` (a second one exits at once), then end
-    the session and close the `run` (`loopwright.agent.Run`). `signals`, when given, collects the ones that came."""
+    the session and close the `run`. `signals`, when given, collects the ones that came."""
     loop = asyncio.get_running_loop()
     presses = 0
 

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def report_crash(exc: Exception, opts: Options | None) -> int:
-    from ..engine.lastresort import crash_report
+    from ..core.errors import crash_report
     from ..stores.crashlog import write_crash_log
 
     line = crash_report(exc, write_crash_log)

@@ -15,7 +15,9 @@ from .core import describe, foreground, print_result
 from .mentioned import with_mentions
 
 if TYPE_CHECKING:
+    from ..agent.run import Run
     from .options import Options
+    from ..session.opening import OpenedSession
 
 
 def run_headless(opts: Options, prompt: str) -> int:
@@ -57,7 +59,7 @@ def _typed(opts: Options, prompt: str) -> tuple[str, str] | None:
     return said, prompt[len(said):]
 
 
-async def _with_files(run: Any, spec: Any, prompt: str, typed: tuple[str, str] | None, fmt: str) -> str:
+async def _with_files(run: Run, spec: Any, prompt: str, typed: tuple[str, str] | None, fmt: str) -> str:
     """The prompt to run: the argument with the files its `@path`s name attached, as at the
     interactive prompt (`cli.mentioned`); `CommandError` when one may not be read."""
     if typed is None:
@@ -71,7 +73,7 @@ async def _with_files(run: Any, spec: Any, prompt: str, typed: tuple[str, str] |
     return opening_prompt(spec, text) if spec is not None else text
 
 
-def _goal_command(saved: Any, session: Any, *, clear: bool) -> int:
+def _goal_command(saved: Any, session: OpenedSession, *, clear: bool) -> int:
     from ..engine.goal import cleared_status
 
     if not clear:

@@ -5,17 +5,20 @@ the Read tool shows it; a path the Read rules refuse stops the prompt before any
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..core.types import ModelText
 
+if TYPE_CHECKING:
+    from ..agent.run import Run
 
-async def with_mentions(run: Any, prompt: str, said: Callable[[str], None] | None = None) -> str:
+
+async def with_mentions(run: Run, prompt: str, said: Callable[[str], None] | None = None) -> str:
     """`prompt` with the files its `@path`s name attached (`CommandError` when one may not be
     read), each attached path passed to `said`. Left as written: a message the client composed
     (delivered verbatim), a custom command or skill and an MCP prompt (`/name …`: the `@file`s of
     its body are attached as it starts) and an unknown `/name` (refused by the run, with nothing read).
-    `run`: the `loopwright.agent.Run` the prompt is for (its agent's Read rules and skills)."""
+    `run`: the run the prompt is for (its agent's Read rules and skills)."""
     if isinstance(prompt, ModelText) or "@" not in prompt:
         return prompt
     head = prompt.strip().split(maxsplit=1)[0] if prompt.strip() else ""

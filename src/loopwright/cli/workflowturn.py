@@ -10,22 +10,26 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.events import AssistantMessage, Event, ResultEvent, RunResult, UserMessage
 from ..core.types import Message, TextBlock, Usage
+
+if TYPE_CHECKING:
+    from ..agent.run import Run
+    from ..workflows.runtime import Run as WorkflowRun
 
 
 class InConversation:
     """One `/NAME args`: `await it(emit, on_status)` runs it; `stop()` interrupts it (the running
     agents end as aborted, no other starts)."""
 
-    def __init__(self, live: Any, name: str, args: list[str], *, context: dict[str, Any] | None = None,
+    def __init__(self, live: Run, name: str, args: list[str], *, context: dict[str, Any] | None = None,
                  resume: bool = False) -> None:
-        """`live`: the conversation's `loopwright.agent.Run`. `resume`: carry on the unfinished run of
+        """`live`: the conversation's run. `resume`: carry on the unfinished run of
         this workflow the session's journal holds."""
         self.live, self.name, self.args, self.context, self.resume = live, name, args, context, resume
-        self.run: Any = None
+        self.run: WorkflowRun | None = None  # the workflow's run, once started
         self.task: asyncio.Task[Any] | None = None
 
     def stop(self) -> None:

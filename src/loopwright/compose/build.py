@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..agent import Agent, Run, Session
     from ..core.ports import Approver
     from ..engine.goal import GoalSpec, SavedGoal
+    from ..session.opening import OpenedSession
     from ..settings import Settings
     from .runspec import RunSpec
 
@@ -42,7 +43,7 @@ class Built:
     spec: RunSpec
     settings: Any
     agent: Agent
-    opened: Any  # the store's session: replayed records, recorder, warnings, close
+    opened: OpenedSession  # the store's session: replayed records, recorder, warnings, close
     session: Session
     goal: GoalSpec | None
     prompt: str  # what the run starts with (a goal's directive first)
@@ -420,7 +421,7 @@ def run_stores(flag: str | None, cwd: Any, *, pass_on: bool = False) -> Any:
 
 
 def open_run_session(opts: RunSpec, agent: Agent, *, checkpoints: bool = False,
-                     project: Any = None) -> tuple[Any, Session]:
+                     project: Any = None) -> tuple[OpenedSession, Session]:
     """The session flags, composed: the store (`--store`) -> the opened store session (replayed
     history and recorder; its `close`, `warnings`, `records`) and the library `Session` over it (the
     recorder sees each event before the renderer) with SessionStart's `source` (startup, resume,

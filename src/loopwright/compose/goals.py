@@ -11,7 +11,8 @@ from ..config import GOAL_CLEAR_WORDS, parse_duration, read_text_file
 from ..core.errors import UsageError
 
 if TYPE_CHECKING:
-    from ..engine.goal import GoalSpec
+    from ..agent.session import Session
+    from ..engine.goal import GoalSpec, SavedGoal
     from .runspec import RunSpec
 
 
@@ -156,8 +157,8 @@ def opening_prompt(spec: GoalSpec, prompt: str | None) -> str:
     return spec.directive() + (f"\n\n{prompt}" if prompt else "")
 
 
-def arm_goal(session: Any, model: str, spec: Any, saved: Any, opts: RunSpec) -> None:
-    """A new goal, or a resumed session's, set on `session` (a `loopwright.agent.Session`; `model`:
+def arm_goal(session: Session, model: str, spec: GoalSpec | None, saved: SavedGoal | None, opts: RunSpec) -> None:
+    """A new goal, or a resumed session's, set on `session` (`model`:
     the agent's, for the bounds line): its checks and protected paths only from this spec
     (engine.goal.resumed_goal says why and warns about the rest)."""
     from .render import visible

@@ -13,11 +13,14 @@ failures to it through tables, and `policy.retry` decides on it:
     rate_limit  spend_limit  overloaded  server  network  stream_incomplete
     prompt_too_long  invalid_request  not_found  authentication  permission  billing
     unreachable  (refused or no such host, and this base URL never answered in this process)
+
+An exception raised by mistake (a bug) is no part of the tree: the last resort of the loop and of
+the CLI reports it in one line (`crash_report`) that names where its traceback went.
 """
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Callable, Literal, get_args
 
 ErrorKind = Literal[
     "rate_limit",
@@ -94,3 +97,20 @@ def reader_gone(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(reader_gone(inner) for inner in exc.exceptions)
     return isinstance(exc, BrokenPipeError)
+
+
+CrashLog = Callable[[BaseException], "str | None"]  # writes the traceback somewhere; says where
+
+
+def crash_report(exc: BaseException, crash_log: CrashLog | None) -> str:
+    """The error line of an internal error: what it was and where its traceback went."""
+    where = None
+    if crash_log is not None:
+        try:
+            where = crash_log(exc)
+        except Exception:  # noqa: BLE001 - the log is a courtesy; the run still ends with its result
+            where = None
+    said = str(exc)
+    said = said if len(said) <= 300 else said[:297] + "..."
+    line = f"Internal error: {type(exc).__name__}{': ' + said if said else ''} (a bug in loopwright"
+    return f"{line}; the traceback is in {where})" if where else f"{line})"

@@ -1,15 +1,18 @@
-"""The fold every provider shares: stream events in, one `Response` out. A tool_use whose input
-is not a whole JSON object (cut by max_tokens, never closed, invalid JSON, another JSON type)
-comes out with `complete=False` and the reason in `problem`, and is never run."""
+"""The fold every provider shares: stream events in, one `Response` out; and `stream_response`,
+one model call gathered into a `Response` (or the `ModelError` that ended it) with its time and
+usage accounted. A tool_use whose input is not a whole JSON object (cut by max_tokens, never
+closed, invalid JSON, another JSON type) comes out with `complete=False` and the reason in
+`problem`, and is never run."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..core import jsonsafe
-from ..core.events import Notice
+from ..core.errors import ModelError
+from ..core.events import Event, Notice, PartialEvent
 from ..core.fastclass import dataclass
 from ..core.types import (
     STOP_REASONS,
@@ -18,6 +21,7 @@ from ..core.types import (
     BlockStart,
     BlockStop,
     Message,
+    ModelRequest,
     OpaqueBlock,
     Response,
     StreamDelta,
@@ -29,6 +33,11 @@ from ..core.types import (
     ToolUseBlock,
     Usage,
 )
+
+if TYPE_CHECKING:
+    from .tally import Tally
+    from ..core.clock import Clock
+    from ..core.ports import Model
 
 
 @dataclass
@@ -176,3 +185,26 @@ def unreadable_calls(message: Message) -> list[Notice]:
     return [Notice("warning", f"the model's call to {b.name} ({b.id}) was not run: {b.problem}", "malformed_tool_input",
                    {"toolUseId": b.id, "toolName": b.name, "problem": b.problem, "rawInput": b.raw_input})
             for b in message.tool_uses if not b.complete]
+
+
+async def stream_response(client: Model, request: ModelRequest, role: str, *, tally: Tally, clock: Clock,
+                          emit: Callable[[Event], None], partial: bool = False) -> Response | ModelError:
+    """One call of the model, folded: its time and usage go to `tally` (as `role`), its stream
+    events to `emit` when `partial`. A stream that ends before its end event is an error."""
+    acc = Accumulator()
+    started = clock.monotonic()
+    try:
+        async for event in client.stream(request):
+            acc.add(event)
+            if partial:
+                emit(PartialEvent(event))
+        if not acc.finished or acc.stop_reason is None:
+            raise ModelError("stream_incomplete", "the response stream ended before its end event")
+    except ModelError as error:
+        return error
+    finally:
+        took = clock.monotonic() - started
+        tally.api_seconds += took
+    response = acc.response(fallback_model=request.model)
+    tally.account(response, role, took)
+    return response

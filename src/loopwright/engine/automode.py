@@ -61,7 +61,7 @@ class AutoClassifier:
     def elsewhere(self) -> list[tuple[str, str, ModelUsage]]:
         return [("classifier", self.model_name, self.usage)] if self.usage.calls else []
 
-    async def judge(self, tool_name: str, tool_input: dict) -> Judgement:
+    async def judge(self, tool_name: str, tool_input: dict[str, Any]) -> Judgement:
         history = automode.transcript(self.history(), tool_name, tool_input, self.read_only)
         if history is None:  # judged whole or not at all: a cut would hide what padding pushed out
             return self._counted(Judgement(False, automode.too_long(tool_name), evaluated=False))

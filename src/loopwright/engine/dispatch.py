@@ -1,15 +1,22 @@
 """Carrying out one response's tool calls for the loop: PreToolUse hooks, the permission gate,
 input validation, scheduling (consecutive read-only calls in parallel, others in order),
 PostToolUse hooks. Results always come back in tool_use order; no failure escapes as an
-exception, every one becomes an `is_error` result the model can read. Results and hook context
-enter the conversation bounded in size (`sizes`)."""
+exception, every one becomes an `is_error` result the model can read, and a call that a limit, an
+interrupt or an internal error cut short is answered too (`answer_unfinished`: the transcript stays
+a conversation a resume can continue, and nothing runs twice).
+
+What enters the conversation from tools and hooks is bounded and made sendable: a tool result
+keeps at most `MAX_RESULT_CHARS` (its start and end, with a note of what was left out); hook
+`additionalContext` at most `MAX_CONTEXT_CHARS` a text and `MAX_CONTEXT_TOTAL` a message (cut, with
+a note); lone surrogates (undecodable file names, a stray `\\ud800`) are made visible escapes, so
+every message encodes as UTF-8."""
 
 from __future__ import annotations
 
 import json
 
 from dataclasses import field, replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Sequence
 
 import anyio
 
@@ -19,18 +26,31 @@ from ..core.errors import ToolInputError
 from ..core.events import Event, PermissionDenial, ToolFinished, ToolProgress, ToolStarted
 from ..core.fastclass import dataclass
 from ..core.hookevents import HookEvent
+from ..core.jsonsafe import valid_text
 from ..core.ports import (
     CURRENT_TOOL_USE_ID, NO_HOOK_RESULT, HookResult, HookRunner, StepOutcome, Tool, ToolContext, ToolOutput,
     hooks_want,
 )
-from ..core.types import ToolResultBlock, ToolUseBlock
-from .sizes import bounded_context, bounded_result
+from ..core.types import Message, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from .gate import ToolGate
 
 Payload = Callable[[HookEvent], dict[str, Any]]  # the fields every input of the event has
 
+MAX_RESULT_CHARS = 200_000  # about 50,000 tokens: more would crowd out the conversation
+MAX_CONTEXT_CHARS = 10_000  # Claude Code's cap on a hook's text
+MAX_CONTEXT_TOTAL = 50_000  # all hooks together, for one message
+
+# The results of calls a cut left unfinished (`running`: it had started; `waiting`: it had not)
+INTERRUPTED = "Interrupted: the run was stopped before this tool call finished."
+DEADLINE_RUNNING = ("Interrupted: the run reached its time limit (--max-duration) while this call was running, "
+                    "so it was stopped; it may have had part of its effect.")
+DEADLINE_WAITING = "Not run: the run reached its time limit (--max-duration) before this call started."
+SPENT_WAITING = "Not run: the response that asked for this call used up the run's budget ({what}), so nothing more runs."
+CRASH_RUNNING = ("Outcome unknown: loopwright stopped on an internal error while this call was running; it may "
+                 "have finished, partly run or not run at all. Check its effects before running it again.")
+CRASH_WAITING = "Not run: loopwright stopped on an internal error before this call started."
 
 RETRY_REMINDER = ("\n\n<system-reminder>A hook allows one more try of this call; it will face the same check. If "
                   "the user did not ask for this action, drop it and say so instead.</system-reminder>")
@@ -114,6 +134,17 @@ class ToolDispatcher:
                 break
         batch.results = [results[c.id] for c in calls]
         return batch
+
+    def answer_unfinished(self, messages: Sequence[Message], running: str, waiting: str) -> Message | None:
+        """The user message that answers every tool call of the last message when a cut left it
+        without one (it is the assistant's): the result of each call of the batch that finished,
+        `running` for one that started, `waiting` for one that never did. None when it asks none."""
+        last = messages[-1] if messages else None
+        if last is None or last.role != "assistant" or not last.tool_uses:
+            return None
+        return Message("user", tuple(
+            self.inflight.get(call.id) or ToolResultBlock(call.id, running if call.id in self.started else waiting, True)
+            for call in last.tool_uses))
 
     def _finished(self, call: ToolUseBlock, result: ToolResultBlock, began: float) -> ToolFinished:
         decision, source, reason, calls = self._decided.pop(call.id, ("", "", "", ()))
@@ -242,3 +273,35 @@ class ToolDispatcher:
 
 def _error(call: ToolUseBlock, text: str) -> ToolResultBlock:
     return ToolResultBlock(call.id, text, True)
+
+
+def bounded_result(result: ToolResultBlock) -> ToolResultBlock:
+    """The result as the model will get it: text capped and valid; other content untouched."""
+    if not isinstance(result.content, str):
+        return result
+    text = valid_text(result.content)
+    if len(text) > MAX_RESULT_CHARS:
+        half = MAX_RESULT_CHARS // 2
+        text = (f"{text[:half]}\n\n... [{len(text) - 2 * half:,} characters omitted: this result was "
+                f"{len(text):,} characters, over the {MAX_RESULT_CHARS:,} a tool result may hold; ask for less, "
+                f"e.g. a narrower search or a range of lines] ...\n\n{text[-half:]}")
+    if text is result.content:
+        return result
+    return ToolResultBlock(result.tool_use_id, text, result.is_error)
+
+
+def bounded_context(texts: Iterable[str]) -> list[str]:
+    """Hook `additionalContext` texts as they may enter one message: each cut past
+    `MAX_CONTEXT_CHARS`, and none past `MAX_CONTEXT_TOTAL` together, each cut said in the text."""
+    kept: list[str] = []
+    room = MAX_CONTEXT_TOTAL
+    for text in texts:
+        text = valid_text(str(text))
+        cap = min(MAX_CONTEXT_CHARS, room)
+        if len(text) > cap:
+            why = (f"the {MAX_CONTEXT_CHARS:,}-character cap on one hook's context" if cap == MAX_CONTEXT_CHARS
+                   else f"the {MAX_CONTEXT_TOTAL:,}-character cap on hook context in one message")
+            text = f"{text[:cap]}\n[hook context cut: {len(text):,} characters, over {why}]"
+        kept.append(text)
+        room -= min(len(text), room)
+    return kept

@@ -64,7 +64,7 @@ def access_of(tool: Tool, tool_input: dict[str, Any]) -> Access:
     """What the call touches, from the tool when it can say (`DescribesAccess`); otherwise from
     `read_only`. The attribute is looked up as the protocol's isinstance check does, without its
     cost on every call."""
-    describe = getattr(tool, "access", None)
+    describe: Callable[[dict[str, Any]], Access] | None = getattr(tool, "access", None)
     if describe is not None:
         return describe(tool_input)
     return Access("read" if tool.read_only else "other")

@@ -1,19 +1,21 @@
 """The one state machine: call the model, let `policy.stop.decide` choose what happens next,
 carry it out. The only place that awaits the model and the tools. It yields typed events
-through `emit` and never prints."""
+through `emit` and never prints. The hook events of the run itself (UserPromptSubmit,
+PostToolBatch, Stop, StopFailure) are called from here too (`LoopHooks`); the tools' own hooks
+are dispatch's, compaction's are the compactor's."""
 
 from __future__ import annotations
 
 import random
 from contextlib import nullcontext
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence, assert_never
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence, assert_never
 
 import anyio
 
-from .accumulate import unreadable_calls
+from .accumulate import stream_response, unreadable_calls
 from ..core.clock import Clock, SystemClock
-from ..core.errors import LoopwrightError, ModelError, reader_gone
+from ..core.errors import LoopwrightError, ModelError, crash_report, reader_gone
 from ..core.events import (
     ApiRetry,
     AssistantMessage,
@@ -35,19 +37,25 @@ from ..policy.stop import (
     Retry, RunTools, SwitchModel, after_tools, decide, on_stop_hooks, stop_reason_warning,
 )
 from .capability import RunView, Seams, StopView
-from .dispatch import Batch, ToolDispatcher
-from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext
-from .compactor import CompactionLimits, Compactor
+from .dispatch import (
+    CRASH_RUNNING, CRASH_WAITING, DEADLINE_RUNNING, DEADLINE_WAITING, INTERRUPTED, SPENT_WAITING, Batch,
+    ToolDispatcher, bounded_context,
+)
+from ..core.hookevents import HookEvent
+from ..core.ports import NO_HOOK_RESULT, HookResult, Model, Tool, ToolContext, hooks_want, tool_spec
+from .compaction import CompactionLimits, Compactor
 from .loopconfig import FINAL_TURN, LoopConfig, caps_for
-from .modelcall import last_text, request_for, stream_response, visible_tools, wrap_up
-from .hookcalls import LoopHooks
-from . import lastresort as cut
-from .sizes import bounded_context
 from .tally import Tally
-from ..core.types import Message, ModelRequest, Response, TextBlock
+from ..core.types import Message, ModelRequest, Response, TextBlock, ToolResultBlock
+from ..permissions.rules import name_hits
 
 if TYPE_CHECKING:
     from .gate import ToolGate
+
+# What Claude Code writes into the conversation when the user interrupts (and says in the result)
+USER_INTERRUPTED = "[Request interrupted by user]"
+USER_INTERRUPTED_TOOLS = "[Request interrupted by user for tool use]"
+
 
 class AgentLoop:
     """One prompt run. `run()` returns a `RunResult` whatever ends it; `interrupt()` aborts it
@@ -63,8 +71,7 @@ class AgentLoop:
         self.model = config.model
         self.hooks = config.hooks
         self.caps = Seams(config.capabilities)
-        self.calls = LoopHooks(config.hooks, self._common_payload, config.stop_hooks, config.background_tasks,
-                               config.subagent)
+        self.calls = LoopHooks(config)
         roots = tuple(dict.fromkeys((config.cwd, *config.writable_roots)))
         ctx = ToolContext(cwd=config.cwd, writable_roots=roots, env=dict(config.child_env), session_id=config.session_id,
                           before_write=self.caps.write_hook())
@@ -161,7 +168,7 @@ class AgentLoop:
                 nxt, state = decide(outcome, state, self.cfg.limits, caps_for(self.model), jitter=self.rng.random())
                 done, state = await self._apply(nxt, state)
             if deadline is not None and deadline.cancelled_caught:
-                self._answer_unfinished(cut.DEADLINE_RUNNING, cut.DEADLINE_WAITING)
+                self._answer_unfinished(DEADLINE_RUNNING, DEADLINE_WAITING)
                 return self._finish(duration_limit(self.cfg.budget), state)
             if done is not None:
                 return done
@@ -171,7 +178,7 @@ class AgentLoop:
             case RunTools(assistant=assistant, calls=calls, note=note):
                 self._append_assistant(assistant, state)
                 if (spent := spend_limit(self._spent(state), self.cfg.budget)) is not None:  # nothing more starts
-                    self._answer_unfinished("", cut.SPENT_WAITING.format(what=spent.errors[0]))
+                    self._answer_unfinished("", SPENT_WAITING.format(what=spent.errors[0]))
                     return self._finish(spent, state), state
                 batch = await self.dispatch.run(calls) if calls else Batch([])
                 after = NO_HOOK_RESULT if batch.stop or not calls else await self.calls.batch(calls, batch.results)
@@ -223,8 +230,8 @@ class AgentLoop:
                 held_by, own = await self._ask_capabilities(assistant, state, verdict.reason)
                 if own is not None:  # a capability's own verdict (the goal's)
                     return await self._apply(own, state)
-                after, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
-                return await self._apply(after, state)
+                then, state = on_stop_hooks(held_by, assistant, state, self.cfg.limits)
+                return await self._apply(then, state)
             case Finish():
                 return self._finish(nxt, state), state
             case _:
@@ -247,13 +254,18 @@ class AgentLoop:
                  extra: dict[str, Any] | None = None) -> ModelRequest:
         visible = self._visible_tools()
         self.dispatch.offer(visible)  # what the model may call is what this request shows it
-        return request_for(self.model, self.messages if messages is None else messages, state.max_tokens,
-                           self.cfg.system, visible, extra)
+        return ModelRequest(model=self.model, messages=tuple(self.messages if messages is None else messages),
+                            max_tokens=state.max_tokens, system=self.cfg.system,
+                            tools=tuple(tool_spec(t) for t in visible), extra=extra or {})
 
     async def _final_turn(self, state: LoopState) -> str | None:
-        """One wrap-up call with tools disabled, after the turn limit: its text is the result."""
+        """One wrap-up call with tools disabled, after the turn limit: its text is the result. The
+        request goes after the last message's tool results, where there are some."""
         extra = {"tool_choice": {"type": "none"}} if self._visible_tools() else {}
-        outcome = await self._stream(self._request(state, wrap_up(self.messages), extra), "final_turn")
+        *before, last = self.messages
+        asked = ([*before, Message("user", last.content + (TextBlock(FINAL_TURN),))] if last.role == "user"
+                 else [*self.messages, Message.user(FINAL_TURN)])
+        outcome = await self._stream(self._request(state, asked, extra), "final_turn")
         if isinstance(outcome, ModelError) or not outcome.message.text.strip():
             return None
         self._append_user(Message.user(FINAL_TURN))  # recorded as sent (the API merges the two)
@@ -275,7 +287,13 @@ class AgentLoop:
         return rebuilt is not None
 
     def _visible_tools(self) -> list[Tool]:
-        return visible_tools(self.cfg.tools, self.cfg.permissions.removed_tools())
+        """The tools the model may see: those the permission rules do not remove."""
+        removed = self.cfg.permissions.removed_tools()
+        if not removed:  # (every turn: the common case without the scan)
+            return list(self.cfg.tools)
+        if "*" in removed:
+            return []
+        return [t for t in self.cfg.tools if not any(name_hits(r, t.name) for r in removed)]
 
     # ------------------------------------------------------------ stops and hooks
 
@@ -303,9 +321,11 @@ class AgentLoop:
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != "user" or not last.text:
             return None
-        expansion = self.cfg.expansion  # a typed command: UserPromptExpansion first, then UserPromptSubmit
-        steps = [lambda: self.calls.expansion(expansion)] if expansion else []
-        for step in [*steps, lambda: self.calls.prompt(last.text)]:
+        steps: list[Callable[[], Awaitable[HookResult]]] = []
+        if expansion := self.cfg.expansion:  # a typed command: UserPromptExpansion first, then UserPromptSubmit
+            steps.append(lambda: self.calls.expansion(expansion))
+        steps.append(lambda: self.calls.prompt(last.text))
+        for step in steps:
             hook = await step()
             if hook.decision == "block" or hook.stop:
                 return self._hook_stopped(hook, state)
@@ -318,10 +338,6 @@ class AgentLoop:
     def _hook_stopped(self, hook: HookResult, state: LoopState) -> RunResult:
         why = hook.stop_reason or hook.reason or "a hook stopped the run"
         return self._finish(Finish("error_during_execution", "hook_stopped", True, (f"Stopped by a hook: {why}",)), state)
-
-    def _common_payload(self) -> dict[str, Any]:
-        return {"session_id": self.cfg.session_id, "transcript_path": self.cfg.transcript_path,
-                "cwd": str(self.cfg.cwd), "permission_mode": self.cfg.permissions.mode}
 
     # ------------------------------------------------------------ conversation
 
@@ -381,10 +397,8 @@ class AgentLoop:
     def _aborted(self) -> RunResult:
         """The user interrupted: the calls cut short answered, then Claude Code's note that the
         user interrupted (recorded and sent on, so the next turn knows), which the result says too."""
-        last = self.messages[-1] if self.messages else None
-        answer = last and cut.answer_unfinished(last, self.dispatch.inflight, self.dispatch.started,
-                                                cut.INTERRUPTED, cut.INTERRUPTED)
-        said = cut.USER_INTERRUPTED_TOOLS if answer else cut.USER_INTERRUPTED
+        answer = self.dispatch.answer_unfinished(self.messages, INTERRUPTED, INTERRUPTED)
+        said = USER_INTERRUPTED_TOOLS if answer else USER_INTERRUPTED
         self._append_user(Message("user", (*(answer.content if answer else ()), TextBlock(said))))
         turns = sum(1 for m in self.messages if m.role == "assistant")
         return self._result("error_during_execution", "aborted", True, last_text(self.messages), (said,), turns)
@@ -400,17 +414,23 @@ class AgentLoop:
     def crashed(self, exc: Exception) -> RunResult:
         """The result of a run an unexpected exception ended (its traceback to the crash log); from
         here on a failure to record or show an event does not hide the result."""
-        self.emit = cut.guarded(self.emit)
-        self._answer_unfinished(cut.CRASH_RUNNING, cut.CRASH_WAITING)
+        emit = self.emit
+
+        def guarded(event: Event) -> None:  # a second failure while recording or showing is dropped
+            try:
+                emit(event)
+            except Exception:  # noqa: BLE001, S110 - the run is already failing; its result must still return
+                pass
+
+        self.emit = guarded
+        self._answer_unfinished(CRASH_RUNNING, CRASH_WAITING)
         turns = sum(1 for m in self.messages if m.role == "assistant")
         return self._result("error_during_execution", "internal_error", True, last_text(self.messages),
-                            (cut.crash_report(exc, self.cfg.crash_log),), turns)
+                            (crash_report(exc, self.cfg.crash_log),), turns)
 
     def _answer_unfinished(self, running: str, waiting: str) -> None:
         """Results for the calls of the last assistant message a cut left without any."""
-        last = self.messages[-1] if self.messages else None
-        answer = last and cut.answer_unfinished(last, self.dispatch.inflight, self.dispatch.started, running, waiting)
-        if answer:
+        if answer := self.dispatch.answer_unfinished(self.messages, running, waiting):
             self._append_user(answer)
 
     def _result(self, subtype: Subtype, reason: TerminalReason, is_error: bool, text: str, errors: tuple[str, ...], turns: int) -> RunResult:
@@ -421,6 +441,76 @@ class AgentLoop:
         for capability in self.caps.shape:  # e.g. structured output: the answer, or why there is none
             result = capability.shape(result)
         return result
+
+
+class LoopHooks:
+    """The hook calls the loop itself makes: their payloads are built and their answers merged
+    here; what follows from an answer stays in the state machine. Dispatch and the compactor build
+    their payloads with `payload` too. A subagent's loop (`cfg.subagent`: agent_id, agent_type,
+    agent_transcript_path, `context`) adds its id and type to every payload, fires SubagentStop
+    where the main loop fires Stop, and instead of UserPromptSubmit gives its task the `context`
+    SubagentStart's hooks added."""
+
+    def __init__(self, cfg: LoopConfig) -> None:
+        self.cfg, self.hooks, self.stop_hooks, self.subagent = cfg, cfg.hooks, cfg.stop_hooks, cfg.subagent
+        self.who = {k: cfg.subagent[k] for k in ("agent_id", "agent_type")} if cfg.subagent else {}
+
+    def payload(self, event: HookEvent) -> dict[str, Any]:
+        """The fields every hook's input has (the permission mode as it is now)."""
+        cfg = self.cfg
+        return {"session_id": cfg.session_id, "transcript_path": cfg.transcript_path, "cwd": str(cfg.cwd),
+                "permission_mode": cfg.permissions.mode, "hook_event_name": event} | self.who
+
+    async def prompt(self, text: str) -> HookResult:
+        if self.subagent is not None:  # its task is the launching agent's, not a person's prompt
+            return HookResult(additional_context=tuple(self.subagent.get("context", ())))
+        if not hooks_want(self.hooks, "UserPromptSubmit"):
+            return NO_HOOK_RESULT
+        return await self.hooks.run("UserPromptSubmit", self.payload("UserPromptSubmit") | {"prompt": text})
+
+    async def expansion(self, fields: Mapping[str, str]) -> HookResult:
+        """UserPromptExpansion: a typed `/command` expanded (its name is what matchers see)."""
+        return await self.hooks.run("UserPromptExpansion", self.payload("UserPromptExpansion") | dict(fields),
+                                    match=fields.get("command_name"))
+
+    async def batch(self, calls: Sequence[Any], results: Sequence[ToolResultBlock]) -> HookResult:
+        if not hooks_want(self.hooks, "PostToolBatch"):
+            return NO_HOOK_RESULT
+        tool_calls = [{"tool_name": c.name, "tool_input": c.input, "tool_use_id": c.id,
+                       "tool_response": r.to_api()["content"]} for c, r in zip(calls, results)]
+        return await self.hooks.run("PostToolBatch", self.payload("PostToolBatch") | {"tool_calls": tool_calls})
+
+    async def stop(self, last_text: str, active: bool) -> HookResult:
+        """Registered Stop hooks and Python stop hooks, merged: a block's reason (or extra
+        context) becomes `reason`, the next user message."""
+        event: HookEvent = "Stop" if self.subagent is None else "SubagentStop"
+        hooked_too = hooks_want(self.hooks, event)
+        if not hooked_too and not self.stop_hooks:
+            return NO_HOOK_RESULT
+        payload = self.payload(event) | {"stop_hook_active": active, "last_assistant_message": last_text,
+                                         "background_tasks": self.cfg.background_tasks()}
+        if self.subagent is not None:
+            payload |= self.who | {"agent_transcript_path": self.subagent.get("agent_transcript_path", "")}
+        hooked = await self.hooks.run(event, payload, match=self.who.get("agent_type")) if hooked_too else NO_HOOK_RESULT
+        reasons = [r for r in [await hook(payload) for hook in self.stop_hooks] if r]
+        if hooked.decision == "block":
+            reasons.insert(0, hooked.reason or "A Stop hook asked to continue.")
+        reasons += hooked.additional_context
+        return replace(hooked, reason="\n".join(reasons) if reasons else None)
+
+    async def failure(self, kind: str, errors: Sequence[str], last_text: str) -> None:
+        if not hooks_want(self.hooks, "StopFailure"):
+            return
+        await self.hooks.run("StopFailure", self.payload("StopFailure") | {
+            "error": kind, "error_details": "; ".join(errors), "last_assistant_message": last_text}, match=kind)
+
+
+def last_text(messages: Sequence[Message]) -> str:
+    """The text of the model's last answer that has any ("" when none has)."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.text.strip():
+            return message.text
+    return ""
 
 
 def _one_line(text: str, limit: int = 200) -> str:

@@ -7,19 +7,19 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
+from ..core.errors import CrashLog
 from ..core.fastclass import dataclass
 from ..core.ports import Approver, HookRunner, NoHooks, Tool
 from ..policy.budget import Budget
 from ..policy.models import resolve_model
 from ..permissions.rules import PermissionRules
 from ..policy.stop import Caps, Limits
-from . import lastresort as cut
 from .capability import Capability
-from .hookcalls import StopHook
 
 if TYPE_CHECKING:
     from .automode import AutoClassifier
 
+StopHook = Callable[[dict[str, Any]], Awaitable[str | None]]  # a Stop hook in Python: a reason to go on, or None
 FINAL_TURN = ("The turn limit for this run is reached, so no more tools can run. Reply now with a "
               "summary: what you did, what is verified, and what remains to be done.")
 
@@ -51,8 +51,8 @@ class LoopConfig:
     classifier: AutoClassifier | None = None  # auto mode: decides what the rules would ask about
     transcript_path: str = ""
     child_env: dict[str, str] = field(default_factory=dict)  # tools' processes: core.environ.child_env
-    crash_log: cut.CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
-    subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (hookcalls)
+    crash_log: CrashLog | None = None  # where an internal error's traceback goes (the error line names it)
+    subagent: dict[str, Any] | None = None  # a subagent's agent_id, agent_type, agent_transcript_path (loop.LoopHooks)
     expansion: dict[str, str] | None = None  # the typed command this run's prompt expanded (UserPromptExpansion)
     # awaited just before tools run: the session's records made durable off the event loop (a
     # Recorder's `settle`: one fsync a step); None: each record is durable as written. Not before

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.errors import SessionError
 from ..core.storeports import SessionLog, SessionStore
-from .opening import Session, Source, open_session
+from .opening import OpenedSession, Source, open_session
 from .recorder import Recorder, iso_timestamp
 from .records import (
     NOT_RUN, SCHEMA_VERSION, UNKNOWN_OUTCOME, UPGRADES, AssistantEntry, AttachmentEntry, CompactEntry, Entry,
@@ -15,7 +15,7 @@ from .records import (
 
 __all__ = [
     "NOT_RUN", "SCHEMA_VERSION", "UNKNOWN_OUTCOME", "UPGRADES", "AssistantEntry", "AttachmentEntry", "CompactEntry",
-    "Entry", "OtherEntry", "Record", "Recorder", "Restored", "Session", "SessionError", "SessionLog", "SessionStore",
+    "Entry", "OpenedSession", "OtherEntry", "Record", "Recorder", "Restored", "SessionError", "SessionLog", "SessionStore",
     "Source", "SystemEntry", "ToolFinishedEntry", "ToolStartedEntry", "UserEntry", "answer_dangling",
     "iso_timestamp", "open_session", "replay", "restore",
 ]

@@ -1,5 +1,5 @@
 """Opening a session for a run: start a new one, resume one (`-r`, `-c`) or fork it, with the store
-injected; what a run needs comes back as a `Session` (id, history, transcript path, recorder)."""
+injected; what a run needs comes back as an `OpenedSession` (id, history, transcript path, recorder)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ Source = Literal["startup", "resume", "fork"]  # SessionStart's `source`
 
 
 @dataclass
-class Session:
+class OpenedSession:
     """A session ready to run: `loopwright.Session.opened(s)` is the library's conversation over it
     (`agent.run(…, session=…)`). `recorder` is None when nothing is written (`--no-session-persistence`)."""
 
@@ -39,7 +39,7 @@ class Session:
 def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, continue_last: bool = False,
                  fork: bool = False, session_id: str | None = None, persist: bool = True,
                  new_id: Callable[[], str] = uuid4, defer_sync: bool = True,
-                 opening: dict[str, Any] | None = None) -> Session:
+                 opening: dict[str, Any] | None = None) -> OpenedSession:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
     this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: the
     records are fsynced once before each tool run, in a worker thread (see `Recorder`); False:
@@ -49,9 +49,9 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
     if resume is None and not continue_last:
         sid = _new_session_id(store, session_id, new_id)
         if not persist:
-            return Session(sid, "startup", [], "", None)
+            return OpenedSession(sid, "startup", [], "", None)
         log = store.create(sid)
-        return Session(sid, "startup", [], log.location, Recorder(log, sid, cwd, defer_sync=defer_sync,
+        return OpenedSession(sid, "startup", [], log.location, Recorder(log, sid, cwd, defer_sync=defer_sync,
                                                                       opening=opening))
     old = resume if resume is not None else store.latest()
     if old is None:
@@ -69,7 +69,7 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
         recorder = Recorder(held, sid, cwd, parent=restored.last_uuid, defer_sync=defer_sync,
                             opening=opening) if held is not None else None
     warnings += _recover(restored, recorder, old)
-    return Session(sid, "fork" if fork else "resume", list(restored.messages),
+    return OpenedSession(sid, "fork" if fork else "resume", list(restored.messages),
                    store.location(sid) if persist else "", recorder, warnings, old, records)
 
 

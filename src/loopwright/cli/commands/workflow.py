@@ -28,6 +28,8 @@ from ...core.types import Message, TextBlock, Usage
 from ...compose.render import dumps, visible
 
 if TYPE_CHECKING:
+    from ...agent.run import Run as LiveRun
+    from ...agent.session import Session
     from ..options import Options
 
 USAGE = ("loopwright workflow run NAME [ARGS…] [FLAGS] | loopwright workflow run --resume SESSION | "
@@ -183,8 +185,8 @@ def run_named(opts: Options, name: str | None, args: list[str]) -> int:
     return result.exit_code
 
 
-def session_journal(session: Any) -> Any:
-    """The journal store of a session (`loopwright.agent.Session`; a `core.keeping.JournalStore`), in
+def session_journal(session: Session) -> Any:
+    """The journal store of a session (a `core.keeping.JournalStore`), in
     the store that holds its transcript; None when the session is not recorded."""
     if not session.transcript_path or session.stores is None:
         return None
@@ -215,9 +217,9 @@ def _what_to_run(opts: Options, journal: Any, name: str | None, args: list[str],
     return str(header.get("name")), list(header.get("args") or [])
 
 
-async def _run(opts: Options, live: Any, journal: Any, name: str, main: Any, args: list[str],
+async def _run(opts: Options, live: LiveRun, journal: Any, name: str, main: Any, args: list[str],
                load: Any) -> RunResult:
-    """`live`: the `loopwright.agent.Run` whose subagents the workflow's agents are."""
+    """`live`: the run whose subagents the workflow's agents are."""
     from ...workflows.runtime import Run, run_workflow
     from ..core import foreground, make_emitter
 

@@ -9,10 +9,13 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.ids import uuid4
 from ...core.ports import CURRENT_TOOL_USE_ID, Approval
+
+if TYPE_CHECKING:
+    from ...agent.run import Run
 
 REQUEST_TIMEOUT_S = 600.0  # how long a question to the host may stay unanswered (LOOPWRIGHT_SDK_REQUEST_TIMEOUT)
 
@@ -101,8 +104,8 @@ class SdkApprover:
     `can_use_tool`. Allow may change the input; deny says what the model is told, and with
     `interrupt` ends the turn. No answer (an error, a timeout) is a denial."""
 
-    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], live: Any = None) -> None:
-        """`live`: the `loopwright.agent.Run` whose agent's rules an allow's `updatedPermissions` change."""
+    def __init__(self, channel: ControlChannel, interrupt: Callable[[], None], live: Run | None = None) -> None:
+        """`live`: the run whose agent's rules an allow's `updatedPermissions` change."""
         self.channel, self.interrupt, self.live = channel, interrupt, live
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> Approval:

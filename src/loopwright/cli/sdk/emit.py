@@ -6,7 +6,7 @@ a person (the SDK always passes it)."""
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ...core.events import AssistantMessage, Event, HookResponse, HookStarted, Notice, SystemInit, UserMessage
@@ -14,11 +14,14 @@ from ...core.ids import uuid4
 from ...core.ports import EventRecorder
 from ...compose.render import dumps, stream_json, visible
 
+if TYPE_CHECKING:
+    from ...agent.run import Run
+
 
 class SdkOutput:
-    def __init__(self, live: Any, hook_events: bool, init: dict[str, Any], state_frames: bool,
+    def __init__(self, live: Run, hook_events: bool, init: dict[str, Any], state_frames: bool,
                  replay_prompts: bool = False) -> None:
-        """`live`: the session's `loopwright.agent.Run` (its session's id and recorder, its agent's mode)."""
+        """`live`: the session's run (its session's id and recorder, its agent's mode)."""
         self.live, self.hook_events, self.state_frames = live, hook_events, state_frames
         self.replay_prompts = replay_prompts  # --replay-user-messages: each prompt echoed with its record's uuid
         known = live.agent.agents

@@ -28,6 +28,7 @@ from ..mentioned import with_mentions
 from ..streamin import MAX_LINE_CHARS, parse_line
 
 if TYPE_CHECKING:
+    from ...agent.run import Run
     from ..options import Options
 
 _EOF = object()
@@ -37,8 +38,8 @@ class Server:
     """One session served over stdin/stdout. `items` holds, in stdin's order, the turns to run
     (text, shouldQuery), errors to raise, and the end of input."""
 
-    def __init__(self, live: Any, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
-        """`live`: the session's `loopwright.agent.Run`."""
+    def __init__(self, live: Run, out: SdkOutput, channel: ControlChannel, host: HostRequests) -> None:
+        """`live`: the session's run."""
         self.live, self.out, self.channel, self.host = live, out, channel, host
         self.items: asyncio.Queue[Any] = asyncio.Queue()
         self.stopping = False  # SIGTERM/SIGINT: finish nothing more

@@ -8,11 +8,14 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import LoopwrightError
 from .channel import ControlChannel, register_sdk_hooks
 from .emit import SdkOutput
+
+if TYPE_CHECKING:
+    from ...agent.run import Run
 
 
 class Unsupported(Exception):
@@ -20,8 +23,8 @@ class Unsupported(Exception):
 
 
 class HostRequests:
-    def __init__(self, live: Any, channel: ControlChannel, out: SdkOutput) -> None:
-        """`live`: the session's `loopwright.agent.Run`; a request that changes the agent replaces it there."""
+    def __init__(self, live: Run, channel: ControlChannel, out: SdkOutput) -> None:
+        """`live`: the session's run; a request that changes the agent replaces it there."""
         self.live, self.channel, self.out = live, channel, out
         self.busy = False  # a turn is running
         self.stop_workflow: Callable[[], None] | None = None  # a running `/NAME` workflow's stop
@@ -70,12 +73,14 @@ class HostRequests:
         check_initialize(body)  # nothing is registered from a request that is wrong anywhere
         hooks = body.get("hooks")
         if isinstance(hooks, dict) and hooks:
+            from ...hooks import HookRunner
+
             runner = self.live.agent.hooks
             if runner is None:
-                from ...hooks import HookRunner
-
                 runner = HookRunner(project_dir=self.live.agent.cwd)
                 self.live.update(hooks=runner)
+            if not isinstance(runner, HookRunner):  # the command line's agents have loopwright's own
+                raise LoopwrightError("initialize: hooks can be added only to loopwright's own hook runner")
             runner.registrations = [r for r in runner.registrations if r not in self._hooks]
             self._hooks = register_sdk_hooks(runner, hooks, self.channel)
         if body.get("agents"):  # as --agents: beside the project's, winning a name clash

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...agent.run import Run
 
 CHARS_PER_TOKEN = 4
 
 
-def context_usage(live: Any, last_usage: dict[str, Any] | None) -> dict[str, Any]:
-    """`live`: the session's `loopwright.agent.Run`."""
+def context_usage(live: Run, last_usage: dict[str, Any] | None) -> dict[str, Any]:
+    """`live`: the session's run."""
     from ...core.ports import tool_spec
-    from ...engine.compaction import estimate_tokens
-    from ...engine.compactor import CompactionLimits
+    from ...engine.compaction import CompactionLimits, estimate_tokens
     from ...policy.models import resolve_model
 
     agent = live.agent

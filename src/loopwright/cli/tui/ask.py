@@ -4,11 +4,14 @@ model gets instead of the call. How the choice is read is the front end's (`choo
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
 from ...core.ports import Approval
 from ...compose.render import _short
+
+if TYPE_CHECKING:
+    from ...agent.run import Run
 
 # choose(lines shown, rule "always" would add) -> ("y" | "n" | "a" | "t", text told to the model)
 Choose = Callable[[list[str], str], Awaitable[tuple[str, str]]]
@@ -49,8 +52,8 @@ class Asker:
     asked about, while one the gate asks about whatever the rules say (a protected path, a write
     outside the project) still is."""
 
-    def __init__(self, live: Any, choose: Choose) -> None:
-        """`live`: the session's `loopwright.agent.Run`, whose agent an "always" replaces."""
+    def __init__(self, live: Run, choose: Choose) -> None:
+        """`live`: the session's run, whose agent an "always" replaces."""
         self.live, self.choose = live, choose
 
     async def approve(self, tool_name: str, tool_input: dict[str, Any], reason: str) -> bool | Approval:

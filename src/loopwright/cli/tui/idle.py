@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...core.fastclass import dataclass
+
+if TYPE_CHECKING:
+    from ...agent.run import Run
 
 
 @dataclass(slots=True)
@@ -143,8 +146,8 @@ class Paced:
     """A self-paced loop's part of the session: its `LoopTools` (`ScheduleWakeup` and the pacing
     guide) among the agent's capabilities while it runs; the loop policy's state between iterations."""
 
-    def __init__(self, live: Any, clock: Callable[[], float]) -> None:
-        """`live`: the session's `loopwright.agent.Run`: its agent has the capability until `close`
+    def __init__(self, live: Run, clock: Callable[[], float]) -> None:
+        """`live`: the session's run: its agent has the capability until `close`
         (then it is again the agent it was)."""
         from ...policy.cadence import EXPIRY_S, LoopPlan, LoopState
         from ...capabilities.looping import LoopTools

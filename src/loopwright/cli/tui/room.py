@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import LoopwrightError
 from ...core.events import Event, RunResult
@@ -16,12 +16,16 @@ from .commands import is_command, run_command
 from .idle import Fire, IdleLoop
 from .status import Status
 
+if TYPE_CHECKING:
+    from ...agent.run import Run
+    from ...session.opening import OpenedSession
+
 
 class Room:
-    """`live`: the session's `loopwright.agent.Run` (its agent, replaced by the commands that change
+    """`live`: the session's run (its agent, replaced by the commands that change
     it, and its session, switched by `/clear` and `/resume`); `session`: the opened store session."""
 
-    def __init__(self, live: Any, opts: Any, session: Any, front: Any) -> None:
+    def __init__(self, live: Run, opts: Any, session: OpenedSession, front: Any) -> None:
         self.live, self.opts, self.session, self.front = live, opts, session, front
         self.status = Status(live)
         self.loop = IdleLoop(self)

@@ -6,31 +6,40 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ...core.events import AssistantMessage, Event, GoalStatus, ResultEvent, ToolFinished, ToolStarted
 
+if TYPE_CHECKING:
+    from ...agent.run import Run
+    from ...permissions.rules import PermissionMode
+
 # Shift-Tab's cycle; `auto` and `bypassPermissions` join it only when they apply.
-CYCLE = ("default", "acceptEdits", "plan")
+CYCLE: tuple[PermissionMode, ...] = ("default", "acceptEdits", "plan")
 
 
 @dataclass
 class Status:
-    live: Any  # the session's loopwright.agent.Run
+    live: Run  # the session's run
     turn: int = 0
     context_tokens: int = 0
     spent: float = 0.0
     verdict: str = ""
     next_loop: float | None = None
     bypass: bool = False  # started with bypassPermissions: it stays in the cycle
-    modes: tuple[str, ...] = field(default=CYCLE)
+    modes: tuple[PermissionMode, ...] = field(default=CYCLE)
     agents: dict[str, str] = field(default_factory=dict)  # the subagents running: tool_use_id -> type
 
     def __post_init__(self) -> None:
         from ...permissions.rules import MODES
 
         self.bypass = self.live.agent.permissions.mode == "bypassPermissions"
-        self.modes = (*CYCLE, *(["auto"] if "auto" in MODES else []), *(["bypassPermissions"] if self.bypass else []))
+        modes = list(CYCLE)
+        if "auto" in MODES:
+            modes.append("auto")
+        if self.bypass:
+            modes.append("bypassPermissions")
+        self.modes = tuple(modes)
 
     def seen(self, event: Event) -> None:
         """Keeps the counts current from the events of a run."""
@@ -57,7 +66,7 @@ class Status:
         """Shift-Tab: the next permission mode, the run's agent's for the next call it judges."""
         from dataclasses import replace
 
-        now = self.mode if self.mode in self.modes else self.modes[-1]
+        now = next((m for m in self.modes if m == self.mode), self.modes[-1])
         nxt = self.modes[(self.modes.index(now) + 1) % len(self.modes)]
         self.live.update(permissions=replace(self.live.agent.permissions, mode=nxt))
         return nxt

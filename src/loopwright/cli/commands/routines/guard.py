@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ....core.fastclass import dataclass
+
+if TYPE_CHECKING:
+    from ....agent.run import Run
+    from ....tools.workspace import LocalWorkspace
 
 CHECK_TIMEOUT_S = 300.0  # each check, as a goal's (engine.goal.GoalSpec.check_timeout_s)
 GUARD = "workflow_guard"  # the attachment holding the protected files' fingerprints
@@ -31,8 +35,8 @@ def protect_rules(protect: Sequence[str]) -> tuple[str, ...]:
     return tuple(f"Edit(/{p})" if os.path.isabs(p) else f"Edit(./{p.removeprefix('./')})" for p in protect)
 
 
-def arm(live: Any, routine: Any, records: Sequence[Any], recorder: Any) -> dict[str, str]:
-    """Deny the protected paths to the run (`loopwright.agent.Run`; so to every agent of the
+def arm(live: Run, routine: Any, records: Sequence[Any], recorder: Any) -> dict[str, str]:
+    """Deny the protected paths to the run (`live`; so to every agent of the
     workflow) and answer their fingerprints: those a resumed item recorded for the same globs,
     else taken now (and recorded)."""
     protect = list(routine.protect)
@@ -48,7 +52,7 @@ def arm(live: Any, routine: Any, records: Sequence[Any], recorder: Any) -> dict[
     return baseline
 
 
-async def verify(live: Any, routine: Any, baseline: dict[str, str], recorder: Any) -> Verdict:
+async def verify(live: Run, routine: Any, baseline: dict[str, str], recorder: Any) -> Verdict:
     """The protected files compared with `baseline` and the checks run, by the harness (in the
     Bash sandbox when it is on, as a goal's checks); what it found is recorded."""
     space = _workspace(live)
@@ -86,7 +90,7 @@ def _recorded(records: Sequence[Any], protect: list[str]) -> dict[str, str] | No
     return found
 
 
-def _workspace(live: Any) -> Any:
+def _workspace(live: Run) -> LocalWorkspace:
     from ....tools.workspace import LocalWorkspace
 
     agent = live.agent
