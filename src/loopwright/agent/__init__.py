@@ -1,5 +1,5 @@
-"""Composition for library users: `Agent` (app/agent.py) describes a model, tools, limits and
-permissions; `Session` (app/session.py) is one conversation; `Run` (app/run.py) works the agent on
+"""Composition for library users: `Agent` (agent/agent.py) describes a model, tools, limits and
+permissions; `Session` (agent/session.py) is one conversation; `Run` (agent/run.py) works the agent on
 a session with the resources it opens; `sandboxing` puts the OS sandbox around its tools and
 checks; `transport` is what its hooks and crash log use of the outside world."""
 

@@ -42,7 +42,7 @@ class Session:
             raise ValueError(f"Session source: expected one of {', '.join(SOURCES)}, got {self.source!r}")
         self.history = list(self.history)
         self.state: Literal["new", "started", "ended"] = "new"  # SessionStart fired -> SessionEnd fired
-        self.env: dict[str, str] = {}  # what SessionStart hooks put in CLAUDE_ENV_FILE (app.envfile)
+        self.env: dict[str, str] = {}  # what SessionStart hooks put in CLAUDE_ENV_FILE (agent.envfile)
         self.goal_set = self.goal is not None  # an explicit goal (even None, cleared) beats the agent's
         self.judge: GoalJudge | None = None  # the goal's judge, made by the first run that needs it
         self.goal_armed = False

@@ -44,7 +44,7 @@ async def start_session(agent: AgentSpec, session: Session, hooks: HookRunner,
 
 async def session_start_hooks(agent: AgentSpec, session: Session, hooks: Any, emit: Callable[[Event], None]) -> Any:
     """SessionStart, its command hooks given a `CLAUDE_ENV_FILE`; what they write there holds
-    for the session's tools (app.envfile)."""
+    for the session's tools (agent.envfile)."""
     from .envfile import session_start
 
     source = session.source

@@ -1,6 +1,6 @@
 """`AgentSpec`: what an agent is — its model, tools, prompts, limits, budget, permissions and
 hooks — as an immutable, checked description, changed only by `replace`. The public `Agent`
-(app/agent.py) is this plus the ways to run it; a `Run` and its parts read only this."""
+(agent/agent.py) is this plus the ways to run it; a `Run` and its parts read only this."""
 
 from __future__ import annotations
 

@@ -315,7 +315,7 @@ def writable_dirs_and_sandbox(opts: RunSpec, settings: Any, rules: Any) -> tuple
     """`--add-dir` and `additionalDirectories` become writable roots (for the rules and inside
     the sandbox, with `sandbox.filesystem.allowWrite`); the sandbox is on unless `--no-sandbox`
     or trusted settings turn it off. Warns in one line when it cannot run (the Agent then makes
-    the rules strict: app/sandboxing.with_strictness), and finishes the checks of sandboxed
+    the rules strict: agent/sandboxing.with_strictness), and finishes the checks of sandboxed
     commands whose watcher was killed (a project file that tried to open the sandbox was named
     with the settings)."""
     import dataclasses

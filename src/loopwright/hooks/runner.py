@@ -73,7 +73,7 @@ class HookRunner:
         self.base_env: dict[str, str] | None = None  # what `bind` was given; None: child_env()
         self.model, self.post_json, self.disabled = model, post_json, disabled
         self.emit = emit or (lambda event: None)
-        self.env_file: str | None = None  # CLAUDE_ENV_FILE for SessionStart's command hooks (app.envfile)
+        self.env_file: str | None = None  # CLAUDE_ENV_FILE for SessionStart's command hooks (agent.envfile)
         self.prompt_usage: dict[str, ModelUsage] = {}  # model -> what prompt hooks spent on it
         for event, fns in (handlers or {}).items():
             for fn in ([fns] if callable(fns) else fns):

@@ -153,7 +153,7 @@ class Subagents:
         same client, rules, hooks, sandbox and environment; its own model if it or the call
         names one; the session's id and transcript path, its own recorder; the parent's MCP
         servers' tools as far as its definition allows."""
-        run, p = self.parent, self.parent.agent  # their classes make the child's (app/ sits above agents/)
+        run, p = self.parent, self.parent.agent  # their classes make the child's (agent/ sits above subagents/)
         tools = [t for t in run.tools() if agent.allows(t.name)]
         # telemetry follows the subagent as a child of the Agent tool call that started it
         watch = p.observer.child(who.agent_id, who.agent_type, CURRENT_TOOL_USE_ID.get()) if p.observer else None
