@@ -356,7 +356,7 @@ def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
         assert call["start"] <= agent["start"] and agent["end"] <= call["end"]
 
 
-def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path):
+def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_call_under_it(tmp_path):
     repo = tmp_path / "proj"
     repo.mkdir()
 
@@ -386,12 +386,24 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path
     [whole] = by_name(spans, "attempts")
     assert whole["parent"] == "" and whole["attrs"]["loopwright.attempts.of"] == 2
     assert whole["attrs"]["loopwright.attempts.winner"] == result["attempts"]["winner"]
-    runs = [s for s in spans if s["parent"] == whole["id"]]
+    runs = by_name([s for s in spans if s["parent"] == whole["id"]], "invoke_agent loopwright")
     assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2]
     for r in runs:
-        assert r["name"] == "invoke_agent loopwright" and r["attrs"]["loopwright.prompt.source"] == "attempt"
+        assert r["attrs"]["loopwright.prompt.source"] == "attempt"
         assert r["attrs"]["loopwright.attempt.run"] == whole["attrs"]["loopwright.attempts.run"]
         assert by_name([s for s in spans if s["parent"] == r["id"]], "execute_tool Write")
+    # the judge's model call: a chat span of its own under the run of attempts, after the attempts ended
+    [judged] = [s for s in spans if s["parent"] == whole["id"] and s["name"].startswith("chat ")]
+    assert judged["name"] == "chat claude-sonnet-5" and judged["attrs"]["loopwright.model_call.role"] == "judge"
+    assert judged["attrs"]["gen_ai.operation.name"] == "chat" and judged["attrs"]["gen_ai.system"] == "anthropic"
+    assert judged["attrs"]["gen_ai.usage.output_tokens"] == result["usageByRole"]["judge"]["outputTokens"] > 0
+    assert judged["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert max(r["end"] for r in runs) <= judged["start"] <= judged["end"] <= whole["end"]
+    # and its spend in the metrics: the cost of the attempts and of the judge adds up to the result's
+    assert sum(p["value"] for p in points(collector.got, "loopwright.cost.usage")) == pytest.approx(result["total_cost_usd"])
+    judge_out = result["usageByRole"]["judge"]["outputTokens"]
+    outputs = sum(p["value"] for p in points(collector.got, "loopwright.token.usage", type="output"))
+    assert outputs == sum(r["outputTokens"] for r in result["usageByRole"].values()) and judge_out < outputs
 
 
 def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
