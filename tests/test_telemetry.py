@@ -323,8 +323,51 @@ def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_pat
     assert survivor["attrs"]["loopwright.terminal_reason"] == "goal_met", (tmp_path / "workers.log").read_text()
     assert survivor["attrs"]["loopwright.prompt.source"] == "worker"
     assert len({s["trace"] for s in spans}) == 1  # both workers, one trace
-    assert survivor["parent"] != "" and survivor["parent"] not in {s["id"] for s in spans}  # the job's context
+    [enqueued] = by_name(spans, "enqueue loopwright")
+    assert survivor["parent"] == enqueued["id"]  # the job's context: its enqueue's span
     assert by_name(after, "goal_evaluation")[0]["parent"] == survivor["id"]
+
+
+@pytest.mark.timeout(180)
+def test_enqueue_opens_the_loops_trace_and_the_workers_run_is_its_child(tmp_path):
+    """`loopwright enqueue` sends a span of its own, the root of the loop's trace; the job carries
+    its context, and the run on a SQLite-backed worker is its child."""
+    import signal
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (tmp_path / "proj").mkdir()
+    with Simulator([{"text": "all done"}]) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint)
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "--queue", "q1", "say it is done"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id, _, session_id = out.stdout.split()
+        [enqueued] = wait_for(lambda: by_name(collector.got.spans, "enqueue q1"), 30, "the enqueue's span")
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--queue", "q1"],
+                                      env=base, cwd=tmp_path / "proj", stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the loop, on the worker")
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    assert worker.returncode == 0, (tmp_path / "worker.log").read_text()
+    spans = collector.got.spans
+    assert enqueued["parent"] == "" and enqueued["kind"] == 4  # a root, SPAN_KIND_PRODUCER
+    a = enqueued["attrs"]
+    assert (a["messaging.operation.name"], a["messaging.destination.name"]) == ("enqueue", "q1")
+    assert a["messaging.message.id"] == a["loopwright.workflow.id"] == workflow_id and a["session.id"] == session_id
+    assert not any("say it is done" in str(v) for v in a.values())  # no prompt text without its opt-in
+    [ran] = by_name(spans, "invoke_agent loopwright")
+    assert ran["parent"] == enqueued["id"] and ran["attrs"]["loopwright.prompt.source"] == "worker"
+    assert ran["attrs"]["session.id"] == session_id and ran["attrs"]["loopwright.outcome"] == "success"
+    assert {s["trace"] for s in spans} == {enqueued["trace"]}  # the enqueue and the worker's spans: one trace
 
 
 FAN_OUT = '''
@@ -511,7 +554,9 @@ def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
     [started] = by_name(spans, "invoke_agent loopwright")
     assert started["attrs"]["loopwright.prompt.source"] == "worker"
     assert started["links"] == [(item["trace"], item["id"])] and started["trace"] != item["trace"]
-    assert started["parent"] != ""  # the context its job was enqueued with
+    [enqueued] = by_name(spans, "enqueue loopwright")  # the loop's trace opens at its enqueue, linked to the item
+    assert started["parent"] == enqueued["id"] and enqueued["parent"] == ""
+    assert enqueued["links"] == [(item["trace"], item["id"])]
 
 
 def test_a_prompt_hooks_model_call_is_a_chat_span_under_its_hook(tmp_path):
