@@ -399,7 +399,8 @@ def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
         assert call["start"] <= agent["start"] and agent["end"] <= call["end"]
 
 
-def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_call_under_it(tmp_path):
+def attempts_repo(tmp_path):
+    """A git repository (the project folder) whose add() two attempts fix, and their approaches."""
     repo = tmp_path / "proj"
     repo.mkdir()
 
@@ -412,14 +413,21 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_ca
     git("add", "-A")
     git("commit", "-q", "-m", "start")
     (tmp_path / "ways.txt").write_text("approach 1\napproach 2\n")
-    write = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
-    ruling = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
-                                               {"label": "B", "defects": [], "verdict": "acceptable"}],
-                                  "winner": "A", "reasons": "both fine"})}
-    script = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [ruling]},
-                        {"match": {"last_user_contains": "approach"}, "responses": [write, write]},
-                        {"responses": [{"text": "done", "repeat": -1}]}]}
-    with Simulator(script) as sim, HttpCollector() as collector:
+    return repo
+
+
+WRITE = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
+RULING = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
+                                           {"label": "B", "defects": [], "verdict": "acceptable"}],
+                              "winner": "A", "reasons": "both fine"})}
+ATTEMPTS_SCRIPT = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [RULING]},
+                             {"match": {"last_user_contains": "approach"}, "responses": [WRITE, WRITE]},
+                             {"responses": [{"text": "done", "repeat": -1}]}]}
+
+
+def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_call_under_it(tmp_path):
+    attempts_repo(tmp_path)
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
         out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
                                   str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
                                   "json"], otlp(collector.endpoint, TMPDIR=str(tmp_path)))
@@ -447,6 +455,52 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_ca
     judge_out = result["usageByRole"]["judge"]["outputTokens"]
     outputs = sum(p["value"] for p in points(collector.got, "loopwright.token.usage", type="output"))
     assert outputs == sum(r["outputTokens"] for r in result["usageByRole"].values()) and judge_out < outputs
+
+
+@pytest.mark.timeout(240)
+def test_attempts_on_a_worker_and_their_judges_call_are_children_of_the_enqueue(tmp_path):
+    """`enqueue --attempts 2`: each attempt's run and the judge's model call, on the worker, are
+    children of the enqueue's span, in one trace."""
+    import signal
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    repo = attempts_repo(tmp_path)
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint, TMPDIR=str(tmp_path))
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "make add() add", "--attempts", "2",
+                                  "--attempt-instructions", str(tmp_path / "ways.txt"), "--permission-mode",
+                                  "acceptEdits"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id = out.stdout.split()[0]
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
+                                      cwd=repo, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_for(lambda: statuses(store, [workflow_id], None).get(workflow_id) in ("SUCCESS", "ERROR"), 180,
+                         "the run of attempts, on the worker")
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    log = (tmp_path / "worker.log").read_text()
+    assert statuses(store, [workflow_id], None)[workflow_id] == "SUCCESS", log
+    assert "return a + b" in (repo / "app.py").read_text(), log  # the winner landed
+    spans = collector.got.spans
+    [enqueued] = by_name(spans, "enqueue loopwright")
+    assert enqueued["parent"] == "" and enqueued["attrs"]["loopwright.attempts.of"] == 2
+    assert {s["trace"] for s in spans} == {enqueued["trace"]}
+    under = [s for s in spans if s["parent"] == enqueued["id"]]
+    runs = by_name(under, "invoke_agent loopwright")
+    assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2], log
+    [judged] = [s for s in under if s["name"].startswith("chat ")]
+    assert judged["attrs"]["loopwright.model_call.role"] == "judge" and judged["attrs"]["gen_ai.usage.output_tokens"] > 0
+    assert max(r["end"] for r in runs) <= judged["start"]
 
 
 def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):

@@ -122,6 +122,25 @@ def step(env: Mapping[str, str], name: str, attributes: Mapping[str, Any], *, pa
         span.end()
 
 
+def model_calls(env: Mapping[str, str], role: str, calls: Sequence[Mapping[str, Any]], began: int, *,
+                parent: str | None, session_id: str = "") -> None:
+    """`Step.model_calls` for work with no span of its own in this process (the attempts' judge
+    on a worker): the chat spans go under the traceparent `parent` (none without one)."""
+    sw = switches(env)
+    pipeline = _start(sw, None) if sw is not None and sw.any and calls else None
+    if pipeline is None:
+        return
+    span = None
+    if pipeline.tracer is not None:
+        from opentelemetry import trace
+
+        from .watcher import remote
+
+        context = remote(parent)
+        span = trace.get_current_span(context) if context is not None else None
+    Step(span, pipeline=pipeline).model_calls(role, calls, began, session_id)
+
+
 def links_of(env: Mapping[str, str]) -> list[str]:
     """The traceparents a process's runs link to (`LOOPWRIGHT_TRACE_LINKS`, comma-separated): what
     started the process (a schedule fire) says so through its environment. Read only when
@@ -146,4 +165,4 @@ def shutdown() -> None:
         _pipeline.close()
 
 
-__all__ = ["observe", "shutdown", "step", "Step", "links_of", "LINKS", "switches", "Switches"]
+__all__ = ["observe", "shutdown", "step", "Step", "model_calls", "links_of", "LINKS", "switches", "Switches"]
