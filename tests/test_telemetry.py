@@ -155,6 +155,61 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
         screenshot(timeline_html(spans, title), os.path.join(SHOTS, "telemetry-trace.png"), 40 + 26 * len(spans))
 
 
+STOP_ONCE = "test -f stopped-once || { touch stopped-once; echo 'check the file again' >&2; exit 2; }"
+
+
+def test_the_loops_own_metrics_count_refusals_empty_answers_api_errors_breakers_and_stop_blocks(tmp_path):
+    """Five scripted runs into one collector, each ending or going on in a way an operator wants
+    counted on its own: an edit accepted, an empty answer and a Stop hook's block; a refusal; an
+    API error; a breaker (max turns); a refusal the fallback model answers instead."""
+    (tmp_path / "proj" / ".claude").mkdir(parents=True)
+    (tmp_path / "proj" / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": STOP_ONCE}]}]}}))
+    write = {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt", "content": "x\n"}}}
+    rules = [
+        {"match": {"last_user_contains": "EDIT"}, "responses": [write]},
+        {"match": {"last_user_contains": "check the file again"}, "responses": [{"text": "checked"}]},
+        {"match": {"last_user_contains": "REFUSE"}, "responses": [{"text": "I will not.", "stop_reason": "refusal"}]},
+        {"match": {"last_user_contains": "SWITCH", "model": "claude-haiku-4-5"}, "responses": [{"text": "fine"}]},
+        {"match": {"last_user_contains": "SWITCH"}, "responses": [{"text": "No.", "stop_reason": "refusal"}]},
+        {"match": {"last_user_contains": "FAIL"}, "responses": [
+            {"fault": {"status": 400, "error_type": "invalid_request_error", "message": "bad request"}}]},
+        {"match": {"last_user_contains": "LOOK"}, "responses": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]},
+        {"responses": [{"content": []}, {"text": "edited"}]},  # after the Write: empty, then an answer
+    ]
+    with Simulator({"rules": rules}) as sim, HttpCollector() as collector:
+        results = {}
+        for name, args in (("edit", ["-p", "EDIT notes", "--permission-mode", "acceptEdits"]), ("refuse", ["-p", "REFUSE"]),
+                           ("fail", ["-p", "FAIL"]), ("look", ["-p", "LOOK around", "--max-turns", "1"]),
+                           ("switch", ["-p", "SWITCH", "--fallback-model", "claude-haiku-4-5"])):
+            out = run(tmp_path, sim, [*args, "--output-format", "json"], otlp(collector.endpoint))
+            results[name] = json.loads(out.stdout)
+            assert "Traceback" not in out.stderr, out.stderr
+    got = collector.got
+    assert [results[k]["terminal_reason"] for k in ("refuse", "fail", "look")] == ["refusal", "api_error", "max_turns"]
+    assert results["edit"]["result"] == "checked" and (tmp_path / "proj" / "notes.txt").exists()
+    assert results["switch"]["result"] == "fine"  # refused, then answered by the fallback model
+
+    def counted(metric, run_name, **where):
+        return sum(p["value"] for p in points(got, metric, **{"session.id": results[run_name]["session_id"]}, **where))
+
+    assert counted("loopwright.code_edit_tool.decision", "edit", tool_name="Write", decision="accept") == 1
+    assert counted("loopwright.model_call.count", "edit", stop_reason="empty") == 1  # counted on its own
+    assert counted("loopwright.stop_hook.block.count", "edit") == 1
+    assert counted("loopwright.model_call.count", "refuse", stop_reason="refusal") == 1
+    assert counted("loopwright.model_call.count", "switch", stop_reason="refusal", model="claude-sonnet-5") == 1
+    assert counted("loopwright.model_call.count", "switch", stop_reason="end_turn", model="claude-haiku-4-5") == 1
+    assert counted("loopwright.api_error.count", "fail", terminal_reason="api_error", status_code=400) == 1
+    assert counted("loopwright.breaker.trip.count", "look", kind="max_turns") == 1
+    assert not points(got, "loopwright.breaker.trip.count", kind="api_error")  # an API error is not a breaker
+    refused = [s for s in got.spans if s["name"].startswith("chat ") and s["attrs"].get(
+        "gen_ai.response.finish_reasons") == ("refusal",)]
+    assert [s["status"] for s in refused] == [2, 2]  # STATUS_CODE_ERROR: the model refused (both runs)
+    assert all(s["start"] <= s["end"] and s["name"] == "chat claude-sonnet-5" for s in refused)
+    failed = [s for s in by_name(got.spans, "invoke_agent loopwright") if s["attrs"]["loopwright.terminal_reason"] == "api_error"]
+    assert [s["status"] for s in failed] == [2]
+
+
 def test_content_is_exported_only_with_its_opt_in(tmp_path):
     script = [{"tool_use": {"name": "Bash", "input": {"command": "echo SECRET-OUTPUT"}}}, {"text": "ok"}]
     with Simulator(script) as sim, HttpCollector() as collector:

@@ -31,6 +31,7 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 TOKEN_TYPES = (("input", "input_tokens"), ("output", "output_tokens"),
                ("cacheRead", "cache_read_input_tokens"), ("cacheCreation", "cache_creation_input_tokens"))
 EMPTY_ANSWER = "empty response;"  # how the loop's notices begin when an answer came back empty
+FALLBACK = "switching to fallback model "  # the loop's notice of a switch: "... <model> (<reason>)"
 CONTENT_LIMIT = 64 * 1024  # characters of a prompt or tool content put on a span or record
 
 
@@ -95,6 +96,7 @@ class Watcher:
         self.retries: list[tuple[int, ApiRetry]] = []  # retries since the last answer, with when
         self.model = ""
         self.seq = 0
+        self.last_at = 0  # when the run's latest event came: where a refused call began, at the latest
 
     # ------------------------------------------------------------ the Observer port
 
@@ -148,6 +150,7 @@ class Watcher:
                 self._result(event.result)
             case _:
                 pass  # partial stream events, progress, user messages the loop added, loop status
+        self.last_at = time.time_ns()
 
     def _common(self) -> dict[str, Any]:
         return {"session.id": self.session_id, "app.version": self.version}
@@ -219,6 +222,29 @@ class Watcher:
                                                "cache_read_tokens": u.cache_read_input_tokens,
                                                "cache_creation_tokens": u.cache_creation_input_tokens,
                                                "stop_reason": stop})
+
+    def _refused(self) -> None:
+        """A refused answer. The loop keeps it out of the conversation (no AssistantMessage: its
+        tool calls never run), so it is drawn here, when the run ends on it or switches to its
+        fallback model: a chat span from the run's previous event (or its first retry) to now, in
+        error, without usage (the result's totals do not tell it apart), counted by stop reason."""
+        now = time.time_ns()
+        began = min([self.last_at or now, *(at for at, _ in self.retries[:1])])
+        if self.tracer is not None:
+            provider = provider_of(self.model)
+            span = self.tracer.start_span(f"chat {model_name(self.model)}", context=self.ctx, kind=SpanKind.CLIENT,
+                                          start_time=began, attributes={
+                                              "gen_ai.operation.name": "chat", "gen_ai.system": provider,
+                                              "gen_ai.provider.name": provider, "gen_ai.request.model": model_name(self.model),
+                                              "gen_ai.response.finish_reasons": ("refusal",),
+                                              "loopwright.retries": len(self.retries)})
+            for at, r in self.retries:
+                span.add_event("loopwright.api_retry", _retry_attrs(r), timestamp=at)
+            span.set_status(Status(StatusCode.ERROR, "the model refused"))
+            span.end(end_time=now)
+        self.retries = []
+        if self.metrics:
+            self.metrics.model_call.add(1, self._common() | {"model": self.model, "stop_reason": "refusal"})
 
     def _retry(self, e: ApiRetry) -> None:
         self.retries.append((time.time_ns(), e))
@@ -342,9 +368,15 @@ class Watcher:
         if e.level == "warning" and (e.subtype == RESENT_RESULTS_ONLY or e.text.startswith(EMPTY_ANSWER)):
             if self.metrics:
                 self.metrics.model_call.add(1, self._common() | {"model": self.model, "stop_reason": "empty"})
+        if e.level == "warning" and e.text.startswith(FALLBACK):
+            if e.text.endswith("(refusal)"):
+                self._refused()
+            self.model = e.text[len(FALLBACK):].rsplit(" (", 1)[0]  # the next calls' model
         self.run.add_event("loopwright.notice", {"level": e.level, "subtype": e.subtype})
 
     def _result(self, r: RunResult) -> None:
+        if r.terminal_reason == "refusal":
+            self._refused()
         span, outcome = self.run, r.subtype
         span.set_attributes({"loopwright.outcome": outcome, "loopwright.terminal_reason": r.terminal_reason,
                              "loopwright.num_turns": r.num_turns, "loopwright.cost_usd": r.total_cost_usd,
