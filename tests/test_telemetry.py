@@ -86,7 +86,7 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
     chats = [s for s in spans if s["name"].startswith("chat ") and s["parent"] == root["id"]]
     assert [c["attrs"]["gen_ai.response.finish_reasons"] for c in chats] == [("tool_use",), ("tool_use",), ("end_turn",)]
     first = chats[0]
-    assert first["attrs"]["gen_ai.operation.name"] == "chat"
+    assert first["attrs"]["gen_ai.operation.name"] == "chat" and first["attrs"]["gen_ai.request.model"] == "claude-sonnet-5"
     assert first["attrs"]["gen_ai.system"] == first["attrs"]["gen_ai.provider.name"] == "anthropic"
     assert first["attrs"]["gen_ai.usage.input_tokens"] > 0 and first["attrs"]["gen_ai.usage.output_tokens"] > 0
     assert "gen_ai.usage.cache_read.input_tokens" in first["attrs"]
@@ -221,6 +221,46 @@ def test_content_is_exported_only_with_its_opt_in(tmp_path):
     [bash] = by_name(collector.got.spans, "execute_tool Bash")
     assert json.loads(bash["attrs"]["gen_ai.tool.call.arguments"]) == {"command": "echo SECRET-OUTPUT"}
     assert "SECRET-OUTPUT" in bash["attrs"]["gen_ai.tool.call.result"]
+
+
+def test_a_denied_call_says_why_and_tool_details_bring_its_input_but_not_output(tmp_path):
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "touch DENIED-INPUT"}}}, {"text": "could not"}]
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "say it"], otlp(collector.endpoint, OTEL_LOG_TOOL_DETAILS="1"))
+    assert out.returncode == 0 and out.stdout.strip() == "could not", out.stderr
+    got = collector.got
+    [bash] = by_name(got.spans, "execute_tool Bash")
+    a = bash["attrs"]
+    assert (a["loopwright.tool.decision"], a["loopwright.tool.is_error"]) == ("deny", True)
+    assert a["loopwright.tool.decision_reason"] and isinstance(a["loopwright.tool.duration_ms"], int)
+    assert bash["status"] != 2  # a denial is the gate working, not a failed call
+    assert json.loads(a["gen_ai.tool.call.arguments"]) == {"command": "touch DENIED-INPUT"}  # OTEL_LOG_TOOL_DETAILS
+    assert "gen_ai.tool.call.result" not in a  # outputs need LOOPWRIGHT_OTEL_LOG_TOOL_CONTENT
+    [denied] = points(got, "loopwright.tool.decision", tool_name="Bash")
+    assert denied["attrs"]["decision"] == "reject" and denied["value"] == 1
+    [event] = [r for r in got.logs if r["name"] == "loopwright.tool_decision"]
+    assert (event["attrs"]["decision"], event["attrs"]["source"]) == ("reject", a["loopwright.tool.decision_source"])
+    [result] = [r for r in got.logs if r["name"] == "loopwright.tool_result"]
+    assert result["attrs"]["success"] is False and "error" not in result["attrs"]
+
+
+def test_your_settings_env_switches_telemetry_on_a_projects_cannot(tmp_path):
+    """As for Claude Code: the `env` of your own settings file configures loopwright itself; a
+    project's reaches only the processes its tools start, so it cannot send your runs anywhere."""
+    with Simulator([{"text": "one"}, {"text": "two"}]) as sim, HttpCollector() as collector:
+        switched = {"env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+                            "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}}
+        (tmp_path / "proj" / ".claude").mkdir(parents=True)
+        (tmp_path / "proj" / ".claude" / "settings.json").write_text(json.dumps(switched))
+        from_project = run(tmp_path, sim, ["-p", "hi"], {})
+        assert from_project.stdout.strip() == "one", from_project.stderr
+        assert collector.got.spans == []
+        (tmp_path / "proj" / ".claude" / "settings.json").unlink()
+        (tmp_path / "home" / ".claude").mkdir(parents=True)
+        (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps(switched))
+        from_yours = run(tmp_path, sim, ["-p", "hi"], {})
+        assert from_yours.stdout.strip() == "two", from_yours.stderr
+    assert sorted(s["name"] for s in collector.got.spans) == ["chat claude-sonnet-5", "invoke_agent loopwright"]
 
 
 def test_grpc_carries_the_same_spans(tmp_path):
