@@ -598,6 +598,24 @@ def test_attempts_on_a_worker_and_their_judges_call_are_children_of_the_enqueue(
     assert max(r["end"] for r in runs) <= judged["start"]
 
 
+def test_your_settings_env_switches_on_the_attempts_span_too(tmp_path):
+    """The span around the attempts is made before any agent is built: your settings' env is
+    applied when they are read, so it is there too."""
+    attempts_repo(tmp_path)
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
+        (tmp_path / "home" / ".claude").mkdir(parents=True)
+        (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps({"env": {
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}}))
+        out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
+                                  str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
+                                  "json"], {"TMPDIR": str(tmp_path)})
+    assert json.loads(out.stdout)["attempts"]["applied"], out.stderr
+    spans = collector.got.spans
+    [whole] = by_name(spans, "attempts")
+    under = [s["name"] for s in spans if s["parent"] == whole["id"]]
+    assert sorted(under) == ["chat claude-sonnet-5", "invoke_agent loopwright", "invoke_agent loopwright"]
+
+
 def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
     bash = {"tool_use": {"name": "Bash", "input": {"command": "true"}}}
     script = [bash, bash, bash, {"text": "partial", "stop_reason": "model_context_window_exceeded"},
