@@ -196,6 +196,10 @@ def test_the_loops_own_metrics_count_refusals_empty_answers_api_errors_breakers_
     assert counted("loopwright.code_edit_tool.decision", "edit", tool_name="Write", decision="accept") == 1
     assert counted("loopwright.model_call.count", "edit", stop_reason="empty") == 1  # counted on its own
     assert counted("loopwright.stop_hook.block.count", "edit") == 1
+    [edited] = [s for s in by_name(got.spans, "invoke_agent loopwright")
+                if s["attrs"]["session.id"] == results["edit"]["session_id"]]
+    stops = [s for s in by_name(got.spans, "hook Stop") if s["parent"] == edited["id"]]  # the block, then the pass
+    assert sorted(s["attrs"]["loopwright.hook.exit_code"] for s in stops) == [0, 2]
     assert counted("loopwright.model_call.count", "refuse", stop_reason="refusal") == 1
     assert counted("loopwright.model_call.count", "switch", stop_reason="refusal", model="claude-sonnet-5") == 1
     assert counted("loopwright.model_call.count", "switch", stop_reason="end_turn", model="claude-haiku-4-5") == 1
@@ -305,6 +309,33 @@ def test_off_by_default_nothing_of_opentelemetry_is_imported(tmp_path):
             loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
                       if line.startswith("import time:")}
             assert "loopwright" in loaded and not loaded & {"opentelemetry", "grpc", "google"}, switch
+
+
+def test_console_exporters_write_to_stderr_and_leave_stdout_to_the_result(tmp_path):
+    with Simulator([{"text": "the answer"}]) as sim:
+        out = run(tmp_path, sim, ["-p", "hi"], {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_TRACES_EXPORTER": "console",
+                                                "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"})
+    assert out.returncode == 0 and out.stdout == "the answer\n", out.stderr
+    assert '"name": "invoke_agent loopwright"' in out.stderr and "loopwright.session.count" not in out.stderr
+
+
+def test_switched_on_without_the_otel_extra_says_so_once_and_runs(tmp_path):
+    """OpenTelemetry made unimportable in the CLI's process (as if `loopwright[otel]` were not
+    installed): one line on stderr, and the run as without telemetry."""
+    with Simulator([{"text": "the answer"}]) as sim:
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        (tmp_path / "home").mkdir()
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, CLAUDE_CODE_ENABLE_TELEMETRY="1")
+        hidden = ("import runpy, sys; sys.modules['opentelemetry'] = None; sys.argv = ['loopwright', '-p', 'hi']; "
+                  "runpy.run_module('loopwright', run_name='__main__')")
+        out = subprocess.run([sys.executable, "-c", hidden], env=base, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+    assert out.returncode == 0 and out.stdout == "the answer\n", out.stderr
+    said = [line for line in out.stderr.splitlines() if "telemetry" in line]
+    assert said == ["loopwright: telemetry: it is switched on but OpenTelemetry is not installed "
+                    "(pip install 'loopwright[otel]'); the run goes on without it"], out.stderr
 
 
 @pytest.mark.parametrize("variable, value, says", [
