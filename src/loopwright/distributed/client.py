@@ -51,7 +51,8 @@ def _put(client: Any, queue: str, job: dict[str, Any], workflow_id: str) -> str:
     name, on = WORKFLOW_NAME, queue
     if job.get("attempts"):  # the run waits on the queue's companion; its attempts, on the queue
         name, on, job = ATTEMPTS_NAME, runs_queue(queue), {**job, "queue": queue}
-    trace = job.get("trace") if isinstance(job.get("trace"), dict) else {}
+    given = job.get("trace")
+    trace: dict[str, Any] = given if isinstance(given, dict) else {}
     # The loop's trace opens here (telemetry on): a span for the enqueue whose context the job
     # carries, so the runs of every worker that takes the loop are its children. It links to
     # what started the loop (a schedule fire, a routine item), as the runs do. No prompt text.
