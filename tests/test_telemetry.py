@@ -86,7 +86,7 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
     chats = [s for s in spans if s["name"].startswith("chat ") and s["parent"] == root["id"]]
     assert [c["attrs"]["gen_ai.response.finish_reasons"] for c in chats] == [("tool_use",), ("tool_use",), ("end_turn",)]
     first = chats[0]
-    assert first["attrs"]["gen_ai.operation.name"] == "chat"
+    assert first["attrs"]["gen_ai.operation.name"] == "chat" and first["attrs"]["gen_ai.request.model"] == "claude-sonnet-5"
     assert first["attrs"]["gen_ai.system"] == first["attrs"]["gen_ai.provider.name"] == "anthropic"
     assert first["attrs"]["gen_ai.usage.input_tokens"] > 0 and first["attrs"]["gen_ai.usage.output_tokens"] > 0
     assert "gen_ai.usage.cache_read.input_tokens" in first["attrs"]
@@ -155,6 +155,65 @@ def test_a_scripted_run_exports_its_span_tree_metrics_and_events_over_otlp_http(
         screenshot(timeline_html(spans, title), os.path.join(SHOTS, "telemetry-trace.png"), 40 + 26 * len(spans))
 
 
+STOP_ONCE = "test -f stopped-once || { touch stopped-once; echo 'check the file again' >&2; exit 2; }"
+
+
+def test_the_loops_own_metrics_count_refusals_empty_answers_api_errors_breakers_and_stop_blocks(tmp_path):
+    """Five scripted runs into one collector, each ending or going on in a way an operator wants
+    counted on its own: an edit accepted, an empty answer and a Stop hook's block; a refusal; an
+    API error; a breaker (max turns); a refusal the fallback model answers instead."""
+    (tmp_path / "proj" / ".claude").mkdir(parents=True)
+    (tmp_path / "proj" / ".claude" / "settings.json").write_text(json.dumps({"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": STOP_ONCE}]}]}}))
+    write = {"tool_use": {"name": "Write", "input": {"file_path": "notes.txt", "content": "x\n"}}}
+    rules = [
+        {"match": {"last_user_contains": "EDIT"}, "responses": [write]},
+        {"match": {"last_user_contains": "check the file again"}, "responses": [{"text": "checked"}]},
+        {"match": {"last_user_contains": "REFUSE"}, "responses": [{"text": "I will not.", "stop_reason": "refusal"}]},
+        {"match": {"last_user_contains": "SWITCH", "model": "claude-haiku-4-5"}, "responses": [{"text": "fine"}]},
+        {"match": {"last_user_contains": "SWITCH"}, "responses": [{"text": "No.", "stop_reason": "refusal"}]},
+        {"match": {"last_user_contains": "FAIL"}, "responses": [
+            {"fault": {"status": 400, "error_type": "invalid_request_error", "message": "bad request"}}]},
+        {"match": {"last_user_contains": "LOOK"}, "responses": [{"tool_use": {"name": "Glob", "input": {"pattern": "*"}}}]},
+        {"responses": [{"content": []}, {"text": "edited"}]},  # after the Write: empty, then an answer
+    ]
+    with Simulator({"rules": rules}) as sim, HttpCollector() as collector:
+        results = {}
+        for name, args in (("edit", ["-p", "EDIT notes", "--permission-mode", "acceptEdits"]), ("refuse", ["-p", "REFUSE"]),
+                           ("fail", ["-p", "FAIL"]), ("look", ["-p", "LOOK around", "--max-turns", "1"]),
+                           ("switch", ["-p", "SWITCH", "--fallback-model", "claude-haiku-4-5"])):
+            out = run(tmp_path, sim, [*args, "--output-format", "json"], otlp(collector.endpoint))
+            results[name] = json.loads(out.stdout)
+            assert "Traceback" not in out.stderr, out.stderr
+    got = collector.got
+    assert [results[k]["terminal_reason"] for k in ("refuse", "fail", "look")] == ["refusal", "api_error", "max_turns"]
+    assert results["edit"]["result"] == "checked" and (tmp_path / "proj" / "notes.txt").exists()
+    assert results["switch"]["result"] == "fine"  # refused, then answered by the fallback model
+
+    def counted(metric, run_name, **where):
+        return sum(p["value"] for p in points(got, metric, **{"session.id": results[run_name]["session_id"]}, **where))
+
+    assert counted("loopwright.code_edit_tool.decision", "edit", tool_name="Write", decision="accept") == 1
+    assert counted("loopwright.model_call.count", "edit", stop_reason="empty") == 1  # counted on its own
+    assert counted("loopwright.stop_hook.block.count", "edit") == 1
+    [edited] = [s for s in by_name(got.spans, "invoke_agent loopwright")
+                if s["attrs"]["session.id"] == results["edit"]["session_id"]]
+    stops = [s for s in by_name(got.spans, "hook Stop") if s["parent"] == edited["id"]]  # the block, then the pass
+    assert sorted(s["attrs"]["loopwright.hook.exit_code"] for s in stops) == [0, 2]
+    assert counted("loopwright.model_call.count", "refuse", stop_reason="refusal") == 1
+    assert counted("loopwright.model_call.count", "switch", stop_reason="refusal", model="claude-sonnet-5") == 1
+    assert counted("loopwright.model_call.count", "switch", stop_reason="end_turn", model="claude-haiku-4-5") == 1
+    assert counted("loopwright.api_error.count", "fail", terminal_reason="api_error", status_code=400) == 1
+    assert counted("loopwright.breaker.trip.count", "look", kind="max_turns") == 1
+    assert not points(got, "loopwright.breaker.trip.count", kind="api_error")  # an API error is not a breaker
+    refused = [s for s in got.spans if s["name"].startswith("chat ") and s["attrs"].get(
+        "gen_ai.response.finish_reasons") == ("refusal",)]
+    assert [s["status"] for s in refused] == [2, 2]  # STATUS_CODE_ERROR: the model refused (both runs)
+    assert all(s["start"] <= s["end"] and s["name"] == "chat claude-sonnet-5" for s in refused)
+    failed = [s for s in by_name(got.spans, "invoke_agent loopwright") if s["attrs"]["loopwright.terminal_reason"] == "api_error"]
+    assert [s["status"] for s in failed] == [2]
+
+
 def test_content_is_exported_only_with_its_opt_in(tmp_path):
     script = [{"tool_use": {"name": "Bash", "input": {"command": "echo SECRET-OUTPUT"}}}, {"text": "ok"}]
     with Simulator(script) as sim, HttpCollector() as collector:
@@ -166,6 +225,46 @@ def test_content_is_exported_only_with_its_opt_in(tmp_path):
     [bash] = by_name(collector.got.spans, "execute_tool Bash")
     assert json.loads(bash["attrs"]["gen_ai.tool.call.arguments"]) == {"command": "echo SECRET-OUTPUT"}
     assert "SECRET-OUTPUT" in bash["attrs"]["gen_ai.tool.call.result"]
+
+
+def test_a_denied_call_says_why_and_tool_details_bring_its_input_but_not_output(tmp_path):
+    script = [{"tool_use": {"name": "Bash", "input": {"command": "touch DENIED-INPUT"}}}, {"text": "could not"}]
+    with Simulator(script) as sim, HttpCollector() as collector:
+        out = run(tmp_path, sim, ["-p", "say it"], otlp(collector.endpoint, OTEL_LOG_TOOL_DETAILS="1"))
+    assert out.returncode == 0 and out.stdout.strip() == "could not", out.stderr
+    got = collector.got
+    [bash] = by_name(got.spans, "execute_tool Bash")
+    a = bash["attrs"]
+    assert (a["loopwright.tool.decision"], a["loopwright.tool.is_error"]) == ("deny", True)
+    assert a["loopwright.tool.decision_reason"] and isinstance(a["loopwright.tool.duration_ms"], int)
+    assert bash["status"] != 2  # a denial is the gate working, not a failed call
+    assert json.loads(a["gen_ai.tool.call.arguments"]) == {"command": "touch DENIED-INPUT"}  # OTEL_LOG_TOOL_DETAILS
+    assert "gen_ai.tool.call.result" not in a  # outputs need LOOPWRIGHT_OTEL_LOG_TOOL_CONTENT
+    [denied] = points(got, "loopwright.tool.decision", tool_name="Bash")
+    assert denied["attrs"]["decision"] == "reject" and denied["value"] == 1
+    [event] = [r for r in got.logs if r["name"] == "loopwright.tool_decision"]
+    assert (event["attrs"]["decision"], event["attrs"]["source"]) == ("reject", a["loopwright.tool.decision_source"])
+    [result] = [r for r in got.logs if r["name"] == "loopwright.tool_result"]
+    assert result["attrs"]["success"] is False and "error" not in result["attrs"]
+
+
+def test_your_settings_env_switches_telemetry_on_a_projects_cannot(tmp_path):
+    """As for Claude Code: the `env` of your own settings file configures loopwright itself; a
+    project's reaches only the processes its tools start, so it cannot send your runs anywhere."""
+    with Simulator([{"text": "one"}, {"text": "two"}]) as sim, HttpCollector() as collector:
+        switched = {"env": {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+                            "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}}
+        (tmp_path / "proj" / ".claude").mkdir(parents=True)
+        (tmp_path / "proj" / ".claude" / "settings.json").write_text(json.dumps(switched))
+        from_project = run(tmp_path, sim, ["-p", "hi"], {})
+        assert from_project.stdout.strip() == "one", from_project.stderr
+        assert collector.got.spans == []
+        (tmp_path / "proj" / ".claude" / "settings.json").unlink()
+        (tmp_path / "home" / ".claude").mkdir(parents=True)
+        (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps(switched))
+        from_yours = run(tmp_path, sim, ["-p", "hi"], {})
+        assert from_yours.stdout.strip() == "two", from_yours.stderr
+    assert sorted(s["name"] for s in collector.got.spans) == ["chat claude-sonnet-5", "invoke_agent loopwright"]
 
 
 def test_grpc_carries_the_same_spans(tmp_path):
@@ -210,6 +309,33 @@ def test_off_by_default_nothing_of_opentelemetry_is_imported(tmp_path):
             loaded = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines()
                       if line.startswith("import time:")}
             assert "loopwright" in loaded and not loaded & {"opentelemetry", "grpc", "google"}, switch
+
+
+def test_console_exporters_write_to_stderr_and_leave_stdout_to_the_result(tmp_path):
+    with Simulator([{"text": "the answer"}]) as sim:
+        out = run(tmp_path, sim, ["-p", "hi"], {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_TRACES_EXPORTER": "console",
+                                                "OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"})
+    assert out.returncode == 0 and out.stdout == "the answer\n", out.stderr
+    assert '"name": "invoke_agent loopwright"' in out.stderr and "loopwright.session.count" not in out.stderr
+
+
+def test_switched_on_without_the_otel_extra_says_so_once_and_runs(tmp_path):
+    """OpenTelemetry made unimportable in the CLI's process (as if `loopwright[otel]` were not
+    installed): one line on stderr, and the run as without telemetry."""
+    with Simulator([{"text": "the answer"}]) as sim:
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        (tmp_path / "home").mkdir()
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, CLAUDE_CODE_ENABLE_TELEMETRY="1")
+        hidden = ("import runpy, sys; sys.modules['opentelemetry'] = None; sys.argv = ['loopwright', '-p', 'hi']; "
+                  "runpy.run_module('loopwright', run_name='__main__')")
+        out = subprocess.run([sys.executable, "-c", hidden], env=base, cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60)
+    assert out.returncode == 0 and out.stdout == "the answer\n", out.stderr
+    said = [line for line in out.stderr.splitlines() if "telemetry" in line]
+    assert said == ["loopwright: telemetry: it is switched on but OpenTelemetry is not installed "
+                    "(pip install 'loopwright[otel]'); the run goes on without it"], out.stderr
 
 
 @pytest.mark.parametrize("variable, value, says", [
@@ -323,8 +449,51 @@ def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_pat
     assert survivor["attrs"]["loopwright.terminal_reason"] == "goal_met", (tmp_path / "workers.log").read_text()
     assert survivor["attrs"]["loopwright.prompt.source"] == "worker"
     assert len({s["trace"] for s in spans}) == 1  # both workers, one trace
-    assert survivor["parent"] != "" and survivor["parent"] not in {s["id"] for s in spans}  # the job's context
+    [enqueued] = by_name(spans, "enqueue loopwright")
+    assert survivor["parent"] == enqueued["id"]  # the job's context: its enqueue's span
     assert by_name(after, "goal_evaluation")[0]["parent"] == survivor["id"]
+
+
+@pytest.mark.timeout(180)
+def test_enqueue_opens_the_loops_trace_and_the_workers_run_is_its_child(tmp_path):
+    """`loopwright enqueue` sends a span of its own, the root of the loop's trace; the job carries
+    its context, and the run on a SQLite-backed worker is its child."""
+    import signal
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    (tmp_path / "proj").mkdir()
+    with Simulator([{"text": "all done"}]) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint)
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "--queue", "q1", "say it is done"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id, _, session_id = out.stdout.split()
+        [enqueued] = wait_for(lambda: by_name(collector.got.spans, "enqueue q1"), 30, "the enqueue's span")
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--queue", "q1"],
+                                      env=base, cwd=tmp_path / "proj", stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_for(lambda: statuses(store).get(workflow_id) == "SUCCESS", 120, "the loop, on the worker")
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    assert worker.returncode == 0, (tmp_path / "worker.log").read_text()
+    spans = collector.got.spans
+    assert enqueued["parent"] == "" and enqueued["kind"] == 4  # a root, SPAN_KIND_PRODUCER
+    a = enqueued["attrs"]
+    assert (a["messaging.operation.name"], a["messaging.destination.name"]) == ("enqueue", "q1")
+    assert a["messaging.message.id"] == a["loopwright.workflow.id"] == workflow_id and a["session.id"] == session_id
+    assert not any("say it is done" in str(v) for v in a.values())  # no prompt text without its opt-in
+    [ran] = by_name(spans, "invoke_agent loopwright")
+    assert ran["parent"] == enqueued["id"] and ran["attrs"]["loopwright.prompt.source"] == "worker"
+    assert ran["attrs"]["session.id"] == session_id and ran["attrs"]["loopwright.outcome"] == "success"
+    assert {s["trace"] for s in spans} == {enqueued["trace"]}  # the enqueue and the worker's spans: one trace
 
 
 FAN_OUT = '''
@@ -356,7 +525,8 @@ def test_a_workflows_agents_are_child_spans_of_its_tool_call(tmp_path):
         assert call["start"] <= agent["start"] and agent["end"] <= call["end"]
 
 
-def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path):
+def attempts_repo(tmp_path):
+    """A git repository (the project folder) whose add() two attempts fix, and their approaches."""
     repo = tmp_path / "proj"
     repo.mkdir()
 
@@ -369,14 +539,21 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path
     git("add", "-A")
     git("commit", "-q", "-m", "start")
     (tmp_path / "ways.txt").write_text("approach 1\napproach 2\n")
-    write = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
-    ruling = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
-                                               {"label": "B", "defects": [], "verdict": "acceptable"}],
-                                  "winner": "A", "reasons": "both fine"})}
-    script = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [ruling]},
-                        {"match": {"last_user_contains": "approach"}, "responses": [write, write]},
-                        {"responses": [{"text": "done", "repeat": -1}]}]}
-    with Simulator(script) as sim, HttpCollector() as collector:
+    return repo
+
+
+WRITE = {"tool_use": {"name": "Write", "input": {"file_path": "app.py", "content": "def add(a, b):\n    return a + b\n"}}}
+RULING = {"text": json.dumps({"attempts": [{"label": "A", "defects": [], "verdict": "acceptable"},
+                                           {"label": "B", "defects": [], "verdict": "acceptable"}],
+                              "winner": "A", "reasons": "both fine"})}
+ATTEMPTS_SCRIPT = {"rules": [{"match": {"system_contains": "reviewer of several independent attempts"}, "responses": [RULING]},
+                             {"match": {"last_user_contains": "approach"}, "responses": [WRITE, WRITE]},
+                             {"responses": [{"text": "done", "repeat": -1}]}]}
+
+
+def test_parallel_attempts_are_one_span_with_each_attempts_run_and_the_judges_call_under_it(tmp_path):
+    attempts_repo(tmp_path)
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
         out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
                                   str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
                                   "json"], otlp(collector.endpoint, TMPDIR=str(tmp_path)))
@@ -386,12 +563,88 @@ def test_parallel_attempts_are_one_span_with_each_attempts_run_under_it(tmp_path
     [whole] = by_name(spans, "attempts")
     assert whole["parent"] == "" and whole["attrs"]["loopwright.attempts.of"] == 2
     assert whole["attrs"]["loopwright.attempts.winner"] == result["attempts"]["winner"]
-    runs = [s for s in spans if s["parent"] == whole["id"]]
+    runs = by_name([s for s in spans if s["parent"] == whole["id"]], "invoke_agent loopwright")
     assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2]
     for r in runs:
-        assert r["name"] == "invoke_agent loopwright" and r["attrs"]["loopwright.prompt.source"] == "attempt"
+        assert r["attrs"]["loopwright.prompt.source"] == "attempt"
         assert r["attrs"]["loopwright.attempt.run"] == whole["attrs"]["loopwright.attempts.run"]
         assert by_name([s for s in spans if s["parent"] == r["id"]], "execute_tool Write")
+    # the judge's model call: a chat span of its own under the run of attempts, after the attempts ended
+    [judged] = [s for s in spans if s["parent"] == whole["id"] and s["name"].startswith("chat ")]
+    assert judged["name"] == "chat claude-sonnet-5" and judged["attrs"]["loopwright.model_call.role"] == "judge"
+    assert judged["attrs"]["gen_ai.operation.name"] == "chat" and judged["attrs"]["gen_ai.system"] == "anthropic"
+    assert judged["attrs"]["gen_ai.usage.output_tokens"] == result["usageByRole"]["judge"]["outputTokens"] > 0
+    assert judged["attrs"]["gen_ai.response.finish_reasons"] == ("end_turn",)
+    assert max(r["end"] for r in runs) <= judged["start"] <= judged["end"] <= whole["end"]
+    # and its spend in the metrics: the cost of the attempts and of the judge adds up to the result's
+    assert sum(p["value"] for p in points(collector.got, "loopwright.cost.usage")) == pytest.approx(result["total_cost_usd"])
+    judge_out = result["usageByRole"]["judge"]["outputTokens"]
+    outputs = sum(p["value"] for p in points(collector.got, "loopwright.token.usage", type="output"))
+    assert outputs == sum(r["outputTokens"] for r in result["usageByRole"].values()) and judge_out < outputs
+
+
+@pytest.mark.timeout(240)
+def test_attempts_on_a_worker_and_their_judges_call_are_children_of_the_enqueue(tmp_path):
+    """`enqueue --attempts 2`: each attempt's run and the judge's model call, on the worker, are
+    children of the enqueue's span, in one trace."""
+    import signal
+
+    pytest.importorskip("dbos")
+    from loopwright.distributed.client import statuses
+
+    repo = attempts_repo(tmp_path)
+    store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
+        env = otlp(collector.endpoint, TMPDIR=str(tmp_path))
+        out = run(tmp_path, sim, ["enqueue", "--store", store, "make add() add", "--attempts", "2",
+                                  "--attempt-instructions", str(tmp_path / "ways.txt"), "--permission-mode",
+                                  "acceptEdits"], env)
+        assert out.returncode == 0, out.stderr
+        workflow_id = out.stdout.split()[0]
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
+        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
+                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        with open(tmp_path / "worker.log", "w") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
+                                      cwd=repo, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                wait_for(lambda: statuses(store, [workflow_id], None).get(workflow_id) in ("SUCCESS", "ERROR"), 180,
+                         "the run of attempts, on the worker")
+            finally:
+                worker.send_signal(signal.SIGINT)
+                worker.wait(timeout=60)
+    log = (tmp_path / "worker.log").read_text()
+    assert statuses(store, [workflow_id], None)[workflow_id] == "SUCCESS", log
+    assert "return a + b" in (repo / "app.py").read_text(), log  # the winner landed
+    spans = collector.got.spans
+    [enqueued] = by_name(spans, "enqueue loopwright")
+    assert enqueued["parent"] == "" and enqueued["attrs"]["loopwright.attempts.of"] == 2
+    assert {s["trace"] for s in spans} == {enqueued["trace"]}
+    under = [s for s in spans if s["parent"] == enqueued["id"]]
+    runs = by_name(under, "invoke_agent loopwright")
+    assert sorted(r["attrs"]["loopwright.attempt.number"] for r in runs) == [1, 2], log
+    [judged] = [s for s in under if s["name"].startswith("chat ")]
+    assert judged["attrs"]["loopwright.model_call.role"] == "judge" and judged["attrs"]["gen_ai.usage.output_tokens"] > 0
+    assert max(r["end"] for r in runs) <= judged["start"]
+
+
+def test_your_settings_env_switches_on_the_attempts_span_too(tmp_path):
+    """The span around the attempts is made before any agent is built: your settings' env is
+    applied when they are read, so it is there too."""
+    attempts_repo(tmp_path)
+    with Simulator(ATTEMPTS_SCRIPT) as sim, HttpCollector() as collector:
+        (tmp_path / "home" / ".claude").mkdir(parents=True)
+        (tmp_path / "home" / ".claude" / "settings.json").write_text(json.dumps({"env": {
+            "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint}}))
+        out = run(tmp_path, sim, ["-p", "make add() add", "--attempts", "2", "--attempt-instructions",
+                                  str(tmp_path / "ways.txt"), "--permission-mode", "acceptEdits", "--output-format",
+                                  "json"], {"TMPDIR": str(tmp_path)})
+    assert json.loads(out.stdout)["attempts"]["applied"], out.stderr
+    spans = collector.got.spans
+    [whole] = by_name(spans, "attempts")
+    under = [s["name"] for s in spans if s["parent"] == whole["id"]]
+    assert sorted(under) == ["chat claude-sonnet-5", "invoke_agent loopwright", "invoke_agent loopwright"]
 
 
 def test_compactions_summary_call_is_a_chat_span_under_it(tmp_path):
@@ -499,7 +752,9 @@ def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
     [started] = by_name(spans, "invoke_agent loopwright")
     assert started["attrs"]["loopwright.prompt.source"] == "worker"
     assert started["links"] == [(item["trace"], item["id"])] and started["trace"] != item["trace"]
-    assert started["parent"] != ""  # the context its job was enqueued with
+    [enqueued] = by_name(spans, "enqueue loopwright")  # the loop's trace opens at its enqueue, linked to the item
+    assert started["parent"] == enqueued["id"] and enqueued["parent"] == ""
+    assert enqueued["links"] == [(item["trace"], item["id"])]
 
 
 def test_a_prompt_hooks_model_call_is_a_chat_span_under_its_hook(tmp_path):

@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,7 @@ async def attempts_run(opts: Options, prompt: str, settings: Any, register: Any 
                 worktrees.add(repo, a.path, a.branch, base)
                 _build(a, opts, settings, prompt, where, n, run_id, whole.traceparent)
             _say(f"{n} attempts started in {place} (branches loopwright/{run_id[:8]}/1…{n})")
-            result = await _run_all(attempts, opts, prompt, repo, base, where, register, run_id)
+            result = await _run_all(attempts, opts, prompt, repo, base, where, register, run_id, whole)
             ruled = result.attempts or {}
             whole.set({"loopwright.attempts.winner": ruled.get("winner") or 0,
                        "loopwright.attempts.applied": bool(ruled.get("applied")), "loopwright.cost_usd":
@@ -165,7 +166,7 @@ def _build(a: Attempt, opts: Options, settings: Any, prompt: str, where: Path, n
 
 
 async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                   where: Path, register: Any = None, run_id: str = "") -> RunResult:
+                   where: Path, register: Any = None, run_id: str = "", watch: Any = None) -> RunResult:
     from .core import foreground
 
     board = Board(attempts, live=opts.output_format == "text" and sys.stderr.isatty(), lines=bool(opts.verbose))
@@ -182,7 +183,7 @@ async def _run_all(attempts: list[Attempt], opts: Options, prompt: str, repo: Pa
         await asyncio.gather(*(one(a) for a in attempts))
         for a in attempts[1:]:
             await a.live.aclose()
-        return await _decide(attempts, opts, prompt, repo, base, where, run_id)  # the first run's client judges
+        return await _decide(attempts, opts, prompt, repo, base, where, run_id, watch)  # the first run's client judges
 
     def interrupt() -> None:
         for a in attempts:
@@ -257,7 +258,10 @@ def _gist(tool_input: Any) -> str:
 
 
 async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Path, base: str,
-                  where: Path, run_id: str) -> RunResult:
+                  where: Path, run_id: str, watch: Any = None) -> RunResult:
+    """The checks and protected files of each attempt, the judge's ruling among the eligible ones,
+    the winner's changes applied. `watch`: telemetry's span of the run (telemetry.Step), which
+    the judge's model calls go under."""
     from ..tools.workspace import LocalWorkspace
     from ..workflows.judge import Candidate, describe_order, judge
 
@@ -271,10 +275,11 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
         a.why_not = _why_not(a, aborted)
     eligible = [a for a in attempts if not a.why_not]
     first = attempts[0].live
-    ruling = None
+    ruling, began = None, 0
     if eligible:
         candidates = [Candidate(a.number, worktrees.diff(repo, base, a.head), _checks_text(a),
                                 a.result.result if a.result is not None else "") for a in eligible]
+        began = time.time_ns()
         ruling = await judge(first.client(), first.agent.model if opts.judge_model is None else model_id(opts.judge_model),
                              prompt, candidates, random.Random())
     applied, why = None, ""
@@ -296,7 +301,10 @@ async def _decide(attempts: list[Attempt], opts: Options, prompt: str, repo: Pat
                    "verdicts": {str(k): v for k, v in ruling.verdicts.items()},
                    "shown_as": describe_order(ruling.order)}}
     _record(attempts, summary, repo, base)
-    return _combined(attempts, applied, why, summary, ruling)
+    result = _combined(attempts, applied, why, summary, ruling)
+    if watch is not None and ruling is not None:
+        watch.model_calls("judge", ruling.calls, began, result.session_id)
+    return result
 
 
 def _record(attempts: list[Attempt], summary: dict[str, Any], repo: Path, base: str) -> None:

@@ -127,6 +127,9 @@ def load_run_settings(opts: RunSpec, *, announce: bool = True) -> Any:
     from .settingfiles import reads_setting_files
 
     settings = load_settings(Path.cwd(), settings=opts.settings, bare=not reads_setting_files(opts))
+    # your own settings' `env` (build_agent applies it too), now: telemetry's spans around runs (a
+    # run of attempts, a routine's fire) are made before any agent is built, and switch on with it
+    os.environ.update(settings.trusted_env)
     for finding in settings.findings:
         print(f"loopwright: warning: {printable(_shown(str(finding)))}", file=sys.stderr, flush=True)
     if announce and (line := widened_line(settings)):

@@ -16,8 +16,10 @@ filesystem)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +172,12 @@ async def _decide(job: dict[str, Any], opts: RunSpec, plan: dict[str, Any], resu
     aborted = any(r.get("terminal_reason") == "aborted" for r in results)
     rows = [_row(a, r, v, aborted) for a, r, v in zip(plan["attempts"], results, reviews)]
     eligible = [(row, v) for row, v in zip(rows, reviews) if row["eligible"]]
-    ruling = None
+    ruling, began = None, 0
     if eligible:
         candidates = [Candidate(row["attempt"], worktrees.diff(Path(plan["repo"]), plan["base"], v["head"]),
                                 _checks_text(v), row["summary"]) for row, v in eligible]
         run, name = _judge_run(job, opts)
+        began = time.time_ns()
         try:  # the order shown is seeded by the run, so a replay reads the recorded answer the same way
             ruling = await judge(DurableModel(run.client()), name, opts.prompt or opts.goal or "", candidates,
                                  random.Random(workflow_id))
@@ -198,7 +201,14 @@ async def _decide(job: dict[str, Any], opts: RunSpec, plan: dict[str, Any], resu
                    "defects": {str(k): v for k, v in ruling.defects.items()},
                    "verdicts": {str(k): v for k, v in ruling.verdicts.items()},
                    "shown_as": describe_order(ruling.order)}}
-    return _combined(results, winner, why, summary, ruling)
+    combined = _combined(results, winner, why, summary, ruling)
+    if ruling is not None:  # telemetry: the judge's calls beside the attempts' runs, in the run's trace
+        from ..telemetry import model_calls
+        from ..telemetry.carried import carried
+
+        model_calls(os.environ, "judge", ruling.calls, began, parent=carried(job).get("traceparent"),
+                    session_id=str(combined.get("session_id") or ""))
+    return combined
 
 
 def _row(a: dict[str, Any], r: dict[str, Any], v: dict[str, Any], aborted: bool) -> dict[str, Any]:
@@ -227,8 +237,6 @@ def _checks_text(v: dict[str, Any]) -> str:
 def _judge_run(job: dict[str, Any], opts: RunSpec) -> tuple[Any, str]:
     """A run of the agent `loopwright -p` would build, for the model client it makes (closed
     with it), and the judge's model name."""
-    import os
-
     from ..compose.build import build_agent, load_run_settings
     from ..policy.models import resolve_model
 

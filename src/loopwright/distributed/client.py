@@ -3,6 +3,7 @@ own), and read who is working on what."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..core.errors import LoopwrightError
@@ -45,12 +46,27 @@ def enqueue_all(store: str, queue: str, jobs: list[tuple[dict[str, Any], str]]) 
 
 
 def _put(client: Any, queue: str, job: dict[str, Any], workflow_id: str) -> str:
+    from ..telemetry import step
+
     name, on = WORKFLOW_NAME, queue
     if job.get("attempts"):  # the run waits on the queue's companion; its attempts, on the queue
         name, on, job = ATTEMPTS_NAME, runs_queue(queue), {**job, "queue": queue}
-    handle = client.enqueue({"workflow_name": name, "queue_name": on, "workflow_id": workflow_id,
-                             "app_version": APP_VERSION}, job)
-    return str(handle.get_workflow_id())
+    given = job.get("trace")
+    trace: dict[str, Any] = given if isinstance(given, dict) else {}
+    # The loop's trace opens here (telemetry on): a span for the enqueue whose context the job
+    # carries, so the runs of every worker that takes the loop are its children. It links to
+    # what started the loop (a schedule fire, a routine item), as the runs do. No prompt text.
+    with step(os.environ, f"enqueue {queue}", {
+            "messaging.system": "dbos", "messaging.operation.type": "send", "messaging.operation.name": "enqueue",
+            "messaging.destination.name": queue, "messaging.message.id": workflow_id,
+            "loopwright.workflow.id": workflow_id, "session.id": str(job.get("session_id") or ""),
+            "loopwright.attempts.of": int(job.get("attempts") or 0)},
+            links=[t for t in trace.get("links") or () if isinstance(t, str)], kind="producer") as sent:
+        if sent.traceparent is not None:
+            job = {**job, "trace": {**trace, "traceparent": sent.traceparent}}
+        handle = client.enqueue({"workflow_name": name, "queue_name": on, "workflow_id": workflow_id,
+                                 "app_version": APP_VERSION}, job)
+        return str(handle.get_workflow_id())
 
 
 def statuses(store: str, workflow_ids: list[str] | None = None, name: str | None = WORKFLOW_NAME) -> dict[str, str]:

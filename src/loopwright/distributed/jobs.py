@@ -31,9 +31,10 @@ def new_job(spec: RunSpec, cwd: str, session_id: str, resume: str | None, label:
             own_session: bool = False, links: tuple[str, ...] = ()) -> dict[str, Any]:
     """What `loopwright enqueue` stores: JSON only (the run as `RunSpec.to_json`, versioned), so any
     worker of any version can read it. `own_session`: the spec names the session itself (a routine
-    item's --session-id/--resume). `trace`: the loop's trace, fixed here, so every worker that runs
-    it (a survivor after a kill too) continues the same one; `links`: the traceparents of what
-    started it (telemetry/carried)."""
+    item's --session-id/--resume). `trace`: the loop's trace, fixed here (with telemetry on, the
+    enqueue's span replaces it: client._put), so every worker that runs it (a survivor after a
+    kill too) continues the same one; `links`: the traceparents of what started it
+    (telemetry/carried)."""
     from ..telemetry.carried import new_traceparent
 
     return {"spec": spec.to_json(), "cwd": cwd, "session_id": session_id, "resume": resume, "label": label,

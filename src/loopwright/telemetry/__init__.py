@@ -7,7 +7,7 @@ from __future__ import annotations
 import atexit
 import sys
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, TextIO
+from typing import Any, Iterator, Mapping, Sequence, TextIO
 
 from ..core.errors import UsageError
 from .switches import Switches, switches
@@ -58,11 +58,12 @@ def _start(sw: Switches, err: TextIO | None) -> Any:
 
 
 class Step:
-    """A span of work that starts runs elsewhere (a schedule fire, a routine item): the runs link
-    to `traceparent` (None when telemetry is off); `set` adds what is learnt on the way."""
+    """A span of work around runs (a schedule fire, a routine item, a run of attempts, an
+    enqueue): the runs it starts are its children or link to `traceparent` (None when telemetry
+    is off); `set` adds what is learnt on the way, `model_calls` the model calls made for it."""
 
-    def __init__(self, span: Any = None, parent: str | None = None) -> None:
-        self.span = span
+    def __init__(self, span: Any = None, parent: str | None = None, pipeline: Any = None) -> None:
+        self.span, self.pipeline = span, pipeline
         if span is not None:
             from .watcher import traceparent
 
@@ -80,28 +81,64 @@ class Step:
 
             self.span.set_status(Status(StatusCode.ERROR, why))
 
+    def model_calls(self, role: str, calls: Sequence[Mapping[str, Any]], began: int, session_id: str = "") -> None:
+        """Model calls made for this work itself (the attempts' judge): chat spans under its span
+        (`loopwright.model_call.role`), back to back from `began` (time.time_ns()); their tokens
+        and cost counted as a run's are, in the session `session_id`. `calls`: each one's model,
+        id, stop_reason, usage as the API gives it, duration_ms and cost_usd."""
+        if self.pipeline is None or not calls:
+            return
+        from .. import __version__
+        from .watcher import side_calls
+
+        side_calls(self.pipeline, self.span, role, calls, began, {"session.id": session_id, "app.version": __version__})
+
 
 @contextmanager
-def step(env: Mapping[str, str], name: str, attributes: Mapping[str, Any], *,
-         parent: str | None = None) -> Iterator[Step]:
+def step(env: Mapping[str, str], name: str, attributes: Mapping[str, Any], *, parent: str | None = None,
+         links: Sequence[str] = (), kind: str = "internal") -> Iterator[Step]:
     """A span named `name` around the block when telemetry is on (a child of the traceparent
-    `parent`, else a trace of its own); nothing, and nothing imported, when it is off."""
+    `parent`, else a trace of its own, linked to the traceparents `links`; `kind` an OpenTelemetry
+    span kind, in lower case); nothing, and nothing imported, when it is off."""
     sw = switches(env)
     pipeline = _start(sw, None) if sw is not None and sw.any else None
     if pipeline is None or pipeline.tracer is None:
-        yield Step(parent=parent)
+        yield Step(parent=parent, pipeline=pipeline)
         return
+    from opentelemetry import trace
+
     from .watcher import remote
 
-    span = pipeline.tracer.start_span(name, context=remote(parent), attributes=dict(attributes))
+    linked = [trace.Link(trace.get_current_span(c).get_span_context()) for c in map(remote, links) if c is not None]
+    span = pipeline.tracer.start_span(name, context=remote(parent), kind=trace.SpanKind[kind.upper()],
+                                      attributes=dict(attributes), links=linked)
     try:
-        yield Step(span)
+        yield Step(span, pipeline=pipeline)
     except BaseException as exc:
         span.record_exception(exc)
         Step(span).failed(type(exc).__name__)
         raise
     finally:
         span.end()
+
+
+def model_calls(env: Mapping[str, str], role: str, calls: Sequence[Mapping[str, Any]], began: int, *,
+                parent: str | None, session_id: str = "") -> None:
+    """`Step.model_calls` for work with no span of its own in this process (the attempts' judge
+    on a worker): the chat spans go under the traceparent `parent` (none without one)."""
+    sw = switches(env)
+    pipeline = _start(sw, None) if sw is not None and sw.any and calls else None
+    if pipeline is None:
+        return
+    span = None
+    if pipeline.tracer is not None:
+        from opentelemetry import trace
+
+        from .watcher import remote
+
+        context = remote(parent)
+        span = trace.get_current_span(context) if context is not None else None
+    Step(span, pipeline=pipeline).model_calls(role, calls, began, session_id)
 
 
 def links_of(env: Mapping[str, str]) -> list[str]:
@@ -128,4 +165,4 @@ def shutdown() -> None:
         _pipeline.close()
 
 
-__all__ = ["observe", "shutdown", "step", "Step", "links_of", "LINKS", "switches", "Switches"]
+__all__ = ["observe", "shutdown", "step", "Step", "model_calls", "links_of", "LINKS", "switches", "Switches"]

@@ -13,7 +13,10 @@ _TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
 
 
 def new_traceparent() -> str:
-    """A fresh trace for a durable loop, fixed when it is enqueued (sampled)."""
+    """A fresh trace for a durable loop, fixed when it is enqueued (sampled): the context of a
+    span nobody sends, kept when the enqueuing process has telemetry off, so the runs of workers
+    that have it on are still one trace; with it on, the enqueue's own span replaces it
+    (distributed/client.py)."""
     import secrets
 
     trace_id, span_id = secrets.token_hex(16), secrets.token_hex(8)

@@ -31,6 +31,7 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 TOKEN_TYPES = (("input", "input_tokens"), ("output", "output_tokens"),
                ("cacheRead", "cache_read_input_tokens"), ("cacheCreation", "cache_creation_input_tokens"))
 EMPTY_ANSWER = "empty response;"  # how the loop's notices begin when an answer came back empty
+FALLBACK = "switching to fallback model "  # the loop's notice of a switch: "... <model> (<reason>)"
 CONTENT_LIMIT = 64 * 1024  # characters of a prompt or tool content put on a span or record
 
 
@@ -95,6 +96,7 @@ class Watcher:
         self.retries: list[tuple[int, ApiRetry]] = []  # retries since the last answer, with when
         self.model = ""
         self.seq = 0
+        self.last_at = 0  # when the run's latest event came: where a refused call began, at the latest
 
     # ------------------------------------------------------------ the Observer port
 
@@ -148,6 +150,7 @@ class Watcher:
                 self._result(event.result)
             case _:
                 pass  # partial stream events, progress, user messages the loop added, loop status
+        self.last_at = time.time_ns()
 
     def _common(self) -> dict[str, Any]:
         return {"session.id": self.session_id, "app.version": self.version}
@@ -220,6 +223,29 @@ class Watcher:
                                                "cache_creation_tokens": u.cache_creation_input_tokens,
                                                "stop_reason": stop})
 
+    def _refused(self) -> None:
+        """A refused answer. The loop keeps it out of the conversation (no AssistantMessage: its
+        tool calls never run), so it is drawn here, when the run ends on it or switches to its
+        fallback model: a chat span from the run's previous event (or its first retry) to now, in
+        error, without usage (the result's totals do not tell it apart), counted by stop reason."""
+        now = time.time_ns()
+        began = min([self.last_at or now, *(at for at, _ in self.retries[:1])])
+        if self.tracer is not None:
+            provider = provider_of(self.model)
+            span = self.tracer.start_span(f"chat {model_name(self.model)}", context=self.ctx, kind=SpanKind.CLIENT,
+                                          start_time=began, attributes={
+                                              "gen_ai.operation.name": "chat", "gen_ai.system": provider,
+                                              "gen_ai.provider.name": provider, "gen_ai.request.model": model_name(self.model),
+                                              "gen_ai.response.finish_reasons": ("refusal",),
+                                              "loopwright.retries": len(self.retries)})
+            for at, r in self.retries:
+                span.add_event("loopwright.api_retry", _retry_attrs(r), timestamp=at)
+            span.set_status(Status(StatusCode.ERROR, "the model refused"))
+            span.end(end_time=now)
+        self.retries = []
+        if self.metrics:
+            self.metrics.model_call.add(1, self._common() | {"model": self.model, "stop_reason": "refusal"})
+
     def _retry(self, e: ApiRetry) -> None:
         self.retries.append((time.time_ns(), e))
         if self.metrics:
@@ -257,7 +283,7 @@ class Watcher:
             at = int(span.start_time) if getattr(span, "start_time", None) else time.time_ns()
             for c in e.decision_calls:
                 took = int(c.get("duration_ms") or 0) * 1_000_000
-                self._side_call(span, "classifier", c, at, at + took)
+                chat_span(self.tracer, span, "classifier", c, at, at + took)
                 at += took
             span.end()
         if decision:
@@ -300,7 +326,7 @@ class Watcher:
         hook = next(iter(self.hooks.values())) if len(self.hooks) == 1 else None
         parent = hook or self.run
         began = int(getattr(hook, "start_time", 0) or now)
-        self._side_call(parent, "prompt_hook", e.answer, began, now)
+        chat_span(self.tracer, parent, "prompt_hook", e.answer, began, now)
 
     def _goal(self, e: GoalStatus) -> None:
         if not e.verdict:  # set, not judged
@@ -319,7 +345,7 @@ class Watcher:
             share = (now - began) // max(len(calls), 1)
             for i, answer in enumerate(calls):
                 if isinstance(answer, dict):
-                    self._side_call(span, "goal_evaluator", answer, began + i * share, began + (i + 1) * share)
+                    chat_span(self.tracer, span, "goal_evaluator", answer, began + i * share, began + (i + 1) * share)
             span.end(end_time=now)
         if self.metrics:
             self.metrics.goal.add(1, self._common() | {"verdict": e.verdict})
@@ -333,32 +359,8 @@ class Watcher:
                 "loopwright.compaction.trigger": e.trigger, "loopwright.compaction.pre_tokens": e.pre_tokens,
                 "loopwright.compaction.post_tokens": e.post_tokens})
             if call:  # the summary's model call
-                self._side_call(span, "compaction", call, began, now)
+                chat_span(self.tracer, span, "compaction", call, began, now)
             span.end(end_time=now)
-
-    def _side_call(self, parent: Any, role: str, answer: dict[str, Any], began: int, ended: int) -> None:
-        """A model call beside the main loop's (the goal's evaluator, compaction's summary, auto
-        mode's classifier) as a chat span under `parent`; `answer`: its model, stop reason and
-        usage as the API gives them."""
-        assert self.tracer is not None
-        model = str(answer.get("model") or "")
-        usage = answer.get("usage")
-        u: dict[str, Any] = usage if isinstance(usage, dict) else {}
-        provider = provider_of(model)
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model_name(model), "loopwright.model_call.role": role,
-            "gen_ai.response.finish_reasons": (str(answer.get("stop_reason") or "none"),)}
-        for key, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                           ("cache_read.input_tokens", "cache_read_input_tokens"),
-                           ("cache_creation.input_tokens", "cache_creation_input_tokens")):
-            if isinstance(u.get(field), int):
-                attrs[f"gen_ai.usage.{key}"] = u[field]
-        if answer.get("id"):
-            attrs["gen_ai.response.id"] = str(answer["id"])
-        span = self.tracer.start_span(f"chat {model_name(model)}", context=trace.set_span_in_context(parent),
-                                      kind=SpanKind.CLIENT, attributes=attrs, start_time=began)
-        span.end(end_time=max(ended, began))
 
     def _notice(self, e: Notice) -> None:
         if e.subtype == "stop_hook_block" and self.metrics:
@@ -366,9 +368,15 @@ class Watcher:
         if e.level == "warning" and (e.subtype == RESENT_RESULTS_ONLY or e.text.startswith(EMPTY_ANSWER)):
             if self.metrics:
                 self.metrics.model_call.add(1, self._common() | {"model": self.model, "stop_reason": "empty"})
+        if e.level == "warning" and e.text.startswith(FALLBACK):
+            if e.text.endswith("(refusal)"):
+                self._refused()
+            self.model = e.text[len(FALLBACK):].rsplit(" (", 1)[0]  # the next calls' model
         self.run.add_event("loopwright.notice", {"level": e.level, "subtype": e.subtype})
 
     def _result(self, r: RunResult) -> None:
+        if r.terminal_reason == "refusal":
+            self._refused()
         span, outcome = self.run, r.subtype
         span.set_attributes({"loopwright.outcome": outcome, "loopwright.terminal_reason": r.terminal_reason,
                              "loopwright.num_turns": r.num_turns, "loopwright.cost_usd": r.total_cost_usd,
@@ -406,6 +414,52 @@ class Watcher:
         self.log.emit(event_name=name, body=name, context=self.ctx, attributes={
             "event.name": name, "event.timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "event.sequence": self.seq, **self._common(), **attrs})
+
+
+def chat_span(tracer: Any, parent: Any, role: str, answer: dict[str, Any], began: int, ended: int) -> None:
+    """A model call beside the main loop's (the goal's evaluator, compaction's summary, auto
+    mode's classifier, a prompt hook, the attempts' judge) as a chat span under the span
+    `parent`; `answer`: its model, stop reason and usage as the API gives them."""
+    model = str(answer.get("model") or "")
+    usage = answer.get("usage")
+    u: dict[str, Any] = usage if isinstance(usage, dict) else {}
+    provider = provider_of(model)
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat", "gen_ai.system": provider, "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model_name(model), "loopwright.model_call.role": role,
+        "gen_ai.response.finish_reasons": (str(answer.get("stop_reason") or "none"),)}
+    for key, field in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                       ("cache_read.input_tokens", "cache_read_input_tokens"),
+                       ("cache_creation.input_tokens", "cache_creation_input_tokens")):
+        if isinstance(u.get(field), int):
+            attrs[f"gen_ai.usage.{key}"] = u[field]
+    if answer.get("id"):
+        attrs["gen_ai.response.id"] = str(answer["id"])
+    span = tracer.start_span(f"chat {model_name(model)}", context=trace.set_span_in_context(parent),
+                             kind=SpanKind.CLIENT, attributes=attrs, start_time=began)
+    span.end(end_time=max(ended, began))
+
+
+def side_calls(pipeline: Pipeline, parent: Any, role: str, calls: Any, began: int, common: dict[str, Any]) -> None:
+    """Model calls made for work around runs rather than in one (the attempts' judge): chat spans
+    under the span `parent` (None: no span), back to back from `began`, as their durations say;
+    their tokens and cost counted as a run's are (`common`: session.id, app.version)."""
+    at = began
+    for c in calls:
+        took = int(c.get("duration_ms") or 0) * 1_000_000
+        if pipeline.tracer is not None and parent is not None:
+            chat_span(pipeline.tracer, parent, role, c, at, at + took)
+        at += took
+    if pipeline.meter is None:
+        return
+    m = Instruments(pipeline.meter)  # the instruments the runs count into (the SDK hands the same ones back)
+    for c in calls:
+        usage, model = c.get("usage"), str(c.get("model") or "")
+        for kind, field in TOKEN_TYPES:
+            if isinstance(usage, dict) and isinstance(usage.get(field), int) and usage[field]:
+                m.tokens.add(usage[field], common | {"type": kind, "model": model})
+        if isinstance(c.get("cost_usd"), (int, float)) and c["cost_usd"]:
+            m.cost.add(c["cost_usd"], common | {"model": model})
 
 
 def remote(traceparent: Any) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,9 @@ class Ruling:
     order: list[int] = field(default_factory=list)  # attempt numbers in the order shown
     usage: ModelUsage = field(default_factory=ModelUsage)
     model: str = ""
+    # each model call that was answered (model, id, stop_reason, usage as the API gives it,
+    # duration_ms, cost_usd): telemetry draws them as chat spans
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def labels(n: int) -> list[str]:
@@ -108,8 +112,9 @@ async def judge(model: Model, model_name: str, task: str, candidates: Sequence[C
                            messages=(Message.user(request_text(task, shown)),),
                            extra={"output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}})
     usage, problem = ModelUsage(), "its answer could not be read"
+    calls: list[dict[str, Any]] = []
     for _ in range(2):  # an unreadable answer is asked for once more
-        acc = Accumulator()
+        acc, began = Accumulator(), time.monotonic()
         try:
             async for event in model.stream(request):
                 acc.add(event)
@@ -117,13 +122,18 @@ async def judge(model: Model, model_name: str, task: str, candidates: Sequence[C
             problem = f"API error: {error.describe()}"
             break
         response = acc.response(fallback_model=model_name)
-        usage = usage.add(response.usage, cost_usd(response.usage, resolve_model(response.model)))
+        cost = cost_usd(response.usage, resolve_model(response.model))
+        usage = usage.add(response.usage, cost)
+        calls.append({"model": response.model, "id": response.id, "stop_reason": response.raw_stop_reason,
+                      "usage": response.usage.to_api(), "duration_ms": int((time.monotonic() - began) * 1000),
+                      "cost_usd": cost})
         ruling = parse(response.message.text, by_label)
         if ruling is not None:
             ruling.order, ruling.usage, ruling.model = [c.number for c in shuffled], usage, model_name
+            ruling.calls = calls
             return ruling
     return Ruling(None, f"no winner: the judge gave no usable ruling ({problem})", order=[c.number for c in shuffled],
-                  usage=usage, model=model_name)
+                  usage=usage, model=model_name, calls=calls)
 
 
 def describe_order(order: Sequence[int]) -> dict[str, Any]:
