@@ -42,3 +42,13 @@ def test_every_capability_module_holds_a_capability_and_is_listed():
                  if isinstance(node, ast.ClassDef) for b in node.bases}
         assert "Capability" in bases, f"capabilities/{path.name} defines no Capability subclass"
         assert f"| `{path.stem}` |" in listed, f"docs/capabilities.md does not list capabilities/{path.name}"
+
+
+def test_every_package_is_in_the_contributors_layout_table():
+    """A new folder of the package gets its row (its layer, its modules) in docs/contributing.md."""
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    table = [line for line in text.splitlines() if re.match(r"^\| \d ", line)]
+    named = set(re.findall(r"`([a-z_]+)/`", " ".join(line.split(" | ")[1] for line in table)))
+    packages = {p.parent.name for p in SRC.glob("*/__init__.py")}
+    missing = packages - named
+    assert not missing, f"docs/contributing.md's layout table has no row naming {sorted(missing)}"
