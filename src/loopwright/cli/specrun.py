@@ -1,10 +1,12 @@
-"""`loopwright --run-spec FILE|- [FLAGS]` (hidden): a stored run — a `RunSpec` as JSON — run as
-`loopwright -p` runs its flags, printing what `-p` prints. Schedule fires and replays start their
-runs this way, so nothing re-parses a command line they stored. FLAGS (`-p`'s) replace the spec's
-value of each field they set; a spec without a prompt takes it on stdin, as `-p` does."""
+"""`loopwright --run-spec SPEC [FLAGS]` (hidden): a stored run — a `RunSpec` as JSON, inline, in a
+file, or `-` for stdin — run as `loopwright -p` runs its flags, printing what `-p` prints. Schedule
+fires and replays start their runs this way, so nothing re-parses a command line they stored. FLAGS
+(`-p`'s) replace the spec's value of each field they set; what is piped on stdin is the prompt only
+when neither gives one."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import fields
@@ -12,24 +14,31 @@ from typing import Any
 
 from ..compose.runspec import RunSpec
 from ..core.errors import UsageError
+from .core import MAX_STDIN
 from .options import Options, parse_options
 
 FLAG = "--run-spec"
 
 
 def spec_options(args: list[str]) -> Options:
-    """The `Options` of `--run-spec FILE|- [FLAGS]`: the spec read from FILE (or stdin), then the
-    flags over it."""
+    """The `Options` of `--run-spec SPEC [FLAGS]`: the spec, then the flags over it, then the
+    prompt from stdin if neither has one (stdin is read here either way: `-p` would add it to the prompt)."""
     if not args:
-        raise UsageError(f"{FLAG}: expected FILE (a run spec as JSON) or - (read from stdin)")
+        raise UsageError(f"{FLAG}: expected a run spec as JSON ({{\"version\": 1, …}}), the file that holds one, "
+                         "or - (read it from stdin)")
     source, flags = args[0], args[1:]
-    spec = read_spec(_read(source), source)
-    return overlay(spec, flags)
+    opts = overlay(read_spec(_read(source), source), flags)
+    piped = "" if source == "-" or sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(MAX_STDIN)
+    if opts.prompt is None and piped.strip():
+        return dataclasses.replace(opts, prompt=piped.strip())
+    return opts
 
 
 def _read(source: str) -> str:
     if source == "-":
-        return sys.stdin.read()
+        return sys.stdin.read(MAX_STDIN)
+    if source.lstrip().startswith("{"):
+        return source
     try:
         with open(source, encoding="utf-8") as f:
             return f.read()
@@ -40,7 +49,7 @@ def _read(source: str) -> str:
 def read_spec(text: str, source: str = "-") -> RunSpec:
     """A run spec from its JSON text. `{"argv": [...]}` is the command line a session recorded before
     sessions kept their spec (a replay of one hands it on): read here, with the flags' own parser."""
-    where = "stdin" if source == "-" else source
+    where = "stdin" if source == "-" else "(inline)" if source.lstrip().startswith("{") else source
     try:
         data = json.loads(text)
     except ValueError as exc:
