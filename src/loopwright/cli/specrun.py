@@ -66,8 +66,8 @@ def read_spec(text: str, source: str = "-") -> RunSpec:
 
 
 def argv_spec(argv: list[str]) -> RunSpec:
-    """The run a `-p` command line of an older release describes (a stored job's, schedule's or
-    session's), read with today's parser."""
+    """The run a command line a session recorded describes (`-p` or interactive), read with today's
+    parser."""
     return parse_options(argv if argv[:1] in (["-p"], ["--print"]) else ["-p", *argv]).run_spec()
 
 
