@@ -18,7 +18,7 @@ from ...compose.render import visible
 
 def parser() -> Parser:
     p = Parser(prog="loopwright replay", description="Replay a recorded session offline against today's loop.",
-               epilog="Flags after `--` are added to the recorded command line (later ones win): "
+               epilog="Flags after `--` replace what the record says of what they set: "
                       "`loopwright replay ID -- --max-turns 3`.")
     p.add_argument("session", nargs="?", metavar="SESSION", help="A session id (see `loopwright sessions --all`) "
                    "or a .jsonl transcript.")

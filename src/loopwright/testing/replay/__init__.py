@@ -21,9 +21,10 @@ class ReplayDiverged(AssertionError):
 
 def assert_replays(path: str | Path, *flags: str, cwd: str | Path | None = None, wire: str | None = None,
                    store: str | None = None, timeout: float = 600.0) -> Any:
-    """Replay `path` (a .jsonl transcript, or a session id with `store`) with `flags` added to its
-    recorded command line; the report when it follows the record, else `ReplayDiverged`. `cwd`:
-    the project to replay in when the recorded folder is not on this machine (default: here)."""
+    """Replay `path` (a .jsonl transcript, or a session id with `store`) with `flags` over its
+    recorded run (each replaces what the record says of what it sets); the report when it follows
+    the record, else `ReplayDiverged`. `cwd`: the project to replay in when the recorded folder is
+    not on this machine (default: here)."""
     from .run import replay_session
 
     report = replay_session(str(path), store=store, cwd=None if cwd is None else str(cwd), flags=_flags(flags),
