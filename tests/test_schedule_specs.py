@@ -48,7 +48,8 @@ def test_schedule_add_stores_the_run_as_a_spec_read_from_its_flags_once(tmp_path
                "--max-turns", "3", "--allowedTools", "Bash", "Edit", "--no-sandbox"], tmp_path)
     assert out.returncode == 0, out.stderr
     options = stored_options(tmp_path, "nightly")
-    assert set(options) == {"spec"}  # no command line is kept to parse again at each fire
+    assert set(options) == {"spec", "args"}  # no command line is kept to parse again at each fire:
+    assert options["args"] == ["--stored-by-a-newer-loopwright"]  # only a flag that fails an older release's fire
     spec = options["spec"]
     assert spec["version"] == 1 and spec["prompt"] == "-v is a prompt" and spec["max_turns"] == 3
     assert spec["allowed"] == ["Bash", "Edit"] and spec["sandbox"] is False and spec["output_format"] == "json"
@@ -64,14 +65,16 @@ def test_a_schedule_stored_by_the_last_release_still_fires_and_is_migrated_once(
     (run,) = json.loads(cli(["schedule", "runs", "--json"], tmp_path).stdout)
     assert run["status"] == "error" and "Reached maximum number of turns (1)" in run["note"]
     options = stored_options(tmp_path, "legacy")  # written back: the flags are read no more
-    assert "args" not in options and options["spec"]["max_turns"] == 1 and options["spec"]["prompt"] == "keep going"
+    assert options["args"] == ["--stored-by-a-newer-loopwright"]
+    assert options["spec"]["max_turns"] == 1 and options["spec"]["prompt"] == "keep going"
 
 
 def test_schedule_list_brings_an_old_schedule_to_a_spec(tmp_path):
     old_schedule(tmp_path, "legacy", {"args": ["--model", "sonnet"], "queue": "q"})
     (listed,) = json.loads(cli(["schedule", "list", "--json"], tmp_path).stdout)
     assert listed["spec"]["model"] == "sonnet" and listed["queue"] == "q"
-    assert stored_options(tmp_path, "legacy") == {"spec": listed["spec"], "queue": "q"}
+    assert stored_options(tmp_path, "legacy") == {"spec": listed["spec"], "queue": "q",
+                                                  "args": ["--stored-by-a-newer-loopwright"]}
 
 
 def test_a_bad_stored_spec_fails_its_fire_naming_the_schedule_and_the_field(tmp_path):
@@ -115,3 +118,18 @@ def test_run_spec_refuses_a_bad_spec_in_one_line(tmp_path):
         assert out.returncode == 2 and said in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
     missing = cli(["--run-spec", str(tmp_path / "nope.json")], tmp_path)
     assert missing.returncode == 2 and "cannot read it" in missing.stderr
+
+
+def test_an_older_scheduler_fails_a_new_schedules_fire_instead_of_dropping_its_flags(tmp_path):
+    """A release from before specs fires `loopwright -p --output-format json [options["args"]] -- PROMPT`:
+    what this one leaves there makes that fire fail with a result that says why, never run the prompt
+    without the schedule's limits and rules."""
+    assert cli(["schedule", "add", "x", "--every", "1h", "--id", "s", "--", "--disallowedTools", "Bash"],
+               tmp_path).returncode == 0
+    args = stored_options(tmp_path, "s")["args"]
+    with Simulator([{"text": "ran unguarded", "repeat": -1}]) as sim:
+        old_fire = cli(["-p", "--output-format", "json", *args, "--", "x"], tmp_path, sim)
+        requests = len(sim.message_requests)
+    assert old_fire.returncode == 2 and requests == 0
+    result = json.loads(old_fire.stdout)
+    assert result["is_error"] and "unrecognized arguments: --stored-by-a-newer-loopwright" in result["errors"][0]

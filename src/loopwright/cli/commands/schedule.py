@@ -25,6 +25,11 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 DASH_HINT = "a prompt that starts with '-' goes as --prompt=TEXT"
 
+# What a release from before schedules kept a spec reads as a schedule's `-p` flags: a flag no
+# release knows, so an older scheduler sharing the store fails the fire, naming it, instead of
+# running the prompt without the schedule's limits and rules. This release reads the spec only.
+FOR_OLDER_RELEASES = ["--stored-by-a-newer-loopwright"]
+
 
 class ScheduleParser(Parser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -130,7 +135,7 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     else:
         every_s = _every(opts.every)
         first = next_fire(every_s, now)
-    options: dict[str, Any] = {"spec": flags.run_spec().to_json()}  # the run, read from its flags once
+    options: dict[str, Any] = {"spec": flags.run_spec().to_json(), "args": FOR_OLDER_RELEASES}  # read once
     if opts.queue is not None:
         from .schedulequeue import check_queued
 
@@ -172,7 +177,7 @@ def stored_spec(schedule: Any, store: Any = None) -> RunSpec:
     from ...compose.runspec import RunSpec
 
     options = dict(schedule.options)
-    if "spec" in options:
+    if "spec" in options:  # its "args", if any, are for older releases
         try:
             return RunSpec.from_json(options["spec"])
         except UsageError as exc:
@@ -188,8 +193,7 @@ def stored_spec(schedule: Any, store: Any = None) -> RunSpec:
     except UsageError as exc:
         raise UsageError(f"schedule {schedule.id!r}: its flags {args!r} (stored by an older release): {exc}") from None
     if store is not None:
-        options.pop("args", None)
-        store.set_options(schedule.id, {**options, "spec": spec.to_json()})
+        store.set_options(schedule.id, {**options, "spec": spec.to_json(), "args": FOR_OLDER_RELEASES})
     return spec
 
 
