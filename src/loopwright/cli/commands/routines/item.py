@@ -57,31 +57,31 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             return ItemResult("failed", note="its process died before the run began, and the item is no longer "
                               "in the source", subtype="lost")
         try:
-            opts = item_spec(run.routine, run.session_id, mode, run.budget_usd, run.text)
+            runspec = item_spec(run.routine, run.session_id, mode, run.budget_usd, run.text)
             spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
-                            else goal_from_options(opts, None, resuming=mode == "reopen"))
+                            else goal_from_options(runspec, None, resuming=mode == "reopen"))
             if run.routine.skill and mode != "carry":
                 prompt = f"/{run.routine.skill} {run.text}"
             if run.routine.attempts > 1 and queue is None:
-                return await _attempted(opts, prompt or run.text, settings, register)
+                return await _attempted(runspec, prompt or run.text, settings, register)
             if queue is not None:
                 said = CARRY_ON if mode == "carry" else None if run.routine.goal else prompt or run.text
                 if run.routine.attempts > 1:  # one parent workflow of attempts, found again by a later fire
                     said = None if run.routine.goal else prompt or run.text
                 # a goal's directive comes from the spec's goal
-                return await _queued(queue, dataclasses.replace(opts, prompt=said or None), run, register, link)
-            agent = build_agent(opts, settings)
+                return await _queued(queue, dataclasses.replace(runspec, prompt=said or None), run, register, link)
+            agent = build_agent(runspec, settings)
             if link:
                 from ....telemetry import observe
 
                 agent = agent.replace(observer=observe(os.environ, "routine", carried={"links": [link]}))
             if run.routine.workflow:
-                return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
+                return await _workflowed(agent, runspec, run, carry=mode == "carry", register=register)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
-        session, conversation = open_run_session(opts, agent)
+        session, conversation = open_run_session(runspec, agent)
         try:
-            _arm(conversation, session, opts, spec, run, carry=mode == "carry")
+            _arm(conversation, session, runspec, spec, run, carry=mode == "carry")
             live = agent.open(conversation)
             unregister = register(live.interrupt)
             try:
