@@ -158,6 +158,16 @@ def test_a_session_recorded_before_sessions_kept_their_spec_replays_from_its_com
     first = report_of(limited)["divergence"]
     assert limited.returncode == 1 and first["kind"] == "limit" and "max_turns" in first["why"], first
 
+    def before_replays(records):  # nor a command line: the prompt runs with the replay's flags alone
+        for r in records:
+            r.pop("spec", None), r.pop("argv", None)
+        return records
+
+    out = replay(recorded, path=copy_session(recorded, tmp_path / "older", before_replays))
+    report = report_of(out)  # it runs (and leaves the record: the goal was in the flags it no longer has)
+    assert "does not record its command line" in report["warnings"][-1]
+    assert report["commands"][0][:2] == ["--run-spec", '{"argv": []}'] and report["results"][0]["num_turns"] > 0
+
 
 def test_a_tool_result_that_differs_is_shown_as_a_diff(recorded, tmp_path):
     def edit(records):
