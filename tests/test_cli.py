@@ -239,7 +239,7 @@ def test_a_headless_prompt_imports_nothing_heavy_on_its_way_to_the_first_request
     assert loaded & heavy == set()
     # scrubbing the recorded command line needs loopwright.replay.export alone, not the replay
     # machinery and the simulator behind the package (~60 M instructions of the start-up)
-    assert not {m for m in modules if m.startswith(("loopwright.testing", "loopwright.replay.run", "difflib"))}
+    assert not {m for m in modules if m.startswith(("loopwright.testing", "loopwright.replay.compare", "difflib"))}
 
 
 @pytest.mark.parametrize("variable, value, model, says", [

@@ -10,16 +10,16 @@ import loopwright
 import loopwright.testing
 
 PUBLIC = [
-    "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability",
+    "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Built", "Capability",
     "CompactBoundary", "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LiveTools", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage",
     "Notice",
     "OpenAIChatModel", "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests", "ResultEvent", "Run",
-    "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
+    "RunResult", "RunSpec", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
     "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
-    "__version__", "tool",
+    "__version__", "build", "run_spec", "tool",
 ]
 TESTING = [
     "FakeClock", "Fault", "RecordedRequest", "ReplayDiverged", "Reply", "Rule", "Script", "ScriptError", "ScriptLike",
@@ -50,6 +50,10 @@ def test_exports_are_the_objects_the_library_uses():
 
     assert loopwright.Agent is Agent and loopwright.HookRunner is HookRunner
     assert loopwright.Session is Session and loopwright.Run is Run
+    from loopwright.compose.build import build
+    from loopwright.compose.runspec import RunSpec
+
+    assert loopwright.RunSpec is RunSpec and loopwright.build is build
     assert issubclass(loopwright.ModelError, LoopwrightError) and loopwright.ModelError is ModelError
     assert set(loopwright.PermissionMode.__args__) == {"default", "acceptEdits", "plan", "dontAsk",
                                                       "bypassPermissions", "auto"}

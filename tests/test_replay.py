@@ -118,6 +118,8 @@ def test_the_first_record_keeps_the_git_head_and_command_line(recorded):
                           text=True).stdout.strip()
     assert first["gitHead"] == head and first["gitRoot"] == str(recorded["project"])
     assert first["argv"][:2] == ["-p", "/goal done.txt exists"]
+    assert first["spec"] == {"version": 1, "prompt": "/goal done.txt exists", "check": [CHECK],
+                             "allowed": ["Bash,Read,Glob,Agent"], "output_format": "json"}  # the run, as data
     statuses = [json.loads(line)["attachment"] for line in recorded["path"].read_text().splitlines()
                 if '"goal_status"' in line]
     calls = [c for s in statuses for c in s.get("evaluatorCalls", [])]
@@ -135,6 +137,36 @@ def test_unchanged_settings_replay_without_divergence(recorded):
     assert sorted(p.name for p in recorded["project"].iterdir()) == before  # tools ran in the copy
     text = cli(["replay", str(recorded["path"])], recorded["env"], recorded["project"])
     assert text.returncode == 0 and "no divergence" in text.stdout
+
+
+def test_a_session_recorded_before_sessions_kept_their_spec_replays_from_its_command_line(recorded, tmp_path):
+    """The last release's first record kept only `argv`: the replay hands it to the CLI, which reads
+    it with the flags' parser (the replay itself parses no flags), and flags given still hold."""
+    def as_last_release(records):
+        for r in records:
+            r.pop("spec", None)
+        return records
+
+    path = copy_session(recorded, tmp_path / "old", as_last_release)
+    assert not any("spec" in json.loads(line) for line in path.read_text().splitlines())
+    out = replay(recorded, path=path)
+    report = report_of(out)
+    assert out.returncode == 0 and report["diverged"] is False, json.dumps(report, indent=1)[:3000]
+    (command,) = report["commands"]
+    assert command[0] == "--run-spec" and json.loads(command[1])["argv"][:2] == ["-p", "/goal done.txt exists"]
+    limited = replay(recorded, "--", "--max-turns", "2", path=path)
+    first = report_of(limited)["divergence"]
+    assert limited.returncode == 1 and first["kind"] == "limit" and "max_turns" in first["why"], first
+
+    def before_replays(records):  # nor a command line: the prompt runs with the replay's flags alone
+        for r in records:
+            r.pop("spec", None), r.pop("argv", None)
+        return records
+
+    out = replay(recorded, path=copy_session(recorded, tmp_path / "older", before_replays))
+    report = report_of(out)  # it runs (and leaves the record: the goal was in the flags it no longer has)
+    assert "does not record its command line" in report["warnings"][-1]
+    assert report["commands"][0][:2] == ["--run-spec", '{"argv": []}'] and report["results"][0]["num_turns"] > 0
 
 
 def test_a_tool_result_that_differs_is_shown_as_a_diff(recorded, tmp_path):

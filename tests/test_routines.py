@@ -541,3 +541,27 @@ def test_attempts_do_each_item_as_judged_attempts_and_the_winner_lands(tmp_path)
     assert "2 attempts started" in out.stderr and len(judged) == 1
     assert (root / "app.py").read_text() == right
     assert items(tmp_path, "fix")["b1"]["status"] == "done"
+
+
+def test_an_items_run_is_the_routines_keys_as_a_spec_and_its_session_replays_from_it(tmp_path):
+    """No flags are made up from the routine's keys and parsed again: the item's session keeps the
+    `RunSpec` the keys describe (a title that looks like a flag stays text), and a replay runs it."""
+    root = project(tmp_path, "triage", COMMAND_ROUTINE + "model: claude-sonnet-4-5\nlimits: {item: {max_turns: 3}}\n")
+    (root / "items.jsonl").write_text('{"id": "r1", "title": "--max-turns=1 --no-sandbox"}\n')
+    with Simulator([{"tool_use": bash("echo r1 >> marks.txt")}, {"text": "r1 fixed"}]) as sim:
+        fired = cli(["routine", "run", "triage", "--once"], tmp_path, sim)
+        assert not sim.unmatched and not sim.remaining(), fired.stderr
+    assert "1 done" in fired.stdout, fired.stderr
+    sid = items(tmp_path, "triage")["r1"]["session_id"]
+    (transcript,) = (tmp_path / "home").rglob(f"{sid}.jsonl")
+    first = json.loads(transcript.read_text().splitlines()[0])
+    assert "argv" not in first and first["spec"] == {
+        "version": 1, "session_id": sid, "model": "claude-sonnet-4-5", "max_turns": 3, "allowed": ["Bash"],
+        "sandbox": False}
+    (root / "marks.txt").unlink()
+    replayed = cli(["replay", sid, "--json"], tmp_path)
+    report = json.loads(replayed.stdout)
+    assert replayed.returncode == 0 and not report["diverged"], replayed.stdout[-3000:] + replayed.stderr
+    assert report["commands"][0][:2] == ["--run-spec", json.dumps({"version": 1, "model": "claude-sonnet-4-5",
+                                                                    "max_turns": 3, "allowed": ["Bash"],
+                                                                    "sandbox": False})]

@@ -90,3 +90,33 @@ def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch):
     assert built.session.session_id == session_id and built.opened.transcript_path
     assert "hi was said" in open(built.opened.transcript_path, encoding="utf-8").read()
     assert not sim.unmatched
+
+
+def test_a_spec_runs_to_its_end_with_the_public_run_spec(tmp_path, monkeypatch):
+    """`loopwright.run_spec`: a spec read from JSON, run in one call with only public names — its
+    events seen, SessionEnd fired, its session recorded with the spec it ran."""
+    import asyncio
+
+    import loopwright
+    from loopwright.testing import Simulator
+
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    for name, value in (("HOME", str(home)), ("LOOPWRIGHT_HOME", str(home / ".loopwright")),
+                        ("ANTHROPIC_API_KEY", "sk-test")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
+    spec = loopwright.RunSpec.from_json({"version": 1, "prompt": "say hi", "max_turns": 2, "bare": True,
+                                         "settings": json.dumps({"permissions": {"allow": ["Bash(curl -u me:sk-ant-secret123456 x)"]}})})
+    seen = []
+    with Simulator([{"text": "hi", "repeat": -1}]) as sim:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", sim.base_url)
+        result = asyncio.run(loopwright.run_spec(spec, on_event=seen.append))
+        with pytest.raises(loopwright.UsageError, match="run spec: no prompt"):
+            asyncio.run(loopwright.run_spec(loopwright.RunSpec()))
+    assert (result.terminal_reason, result.result) == ("completed", "hi")
+    assert isinstance(seen[-1], loopwright.ResultEvent)
+    (transcript,) = (home / ".loopwright").rglob(f"{result.session_id}.jsonl")
+    first = json.loads(transcript.read_text(encoding="utf-8").splitlines()[0])
+    assert first["spec"]["prompt"] == "say hi" and first["spec"]["max_turns"] == 2 and "argv" not in first
+    assert "sk-ant-secret" not in json.dumps(first["spec"])  # kept for a replay, scrubbed of secrets

@@ -229,7 +229,8 @@ def test_add_then_serve_once_runs_the_fire_with_its_flags_in_its_folder(tmp_path
     (run,) = json.loads(cli(["schedule", "runs", "--json"], tmp_path).stdout)
     assert run["status"] == "error" and "Reached maximum number of turns (1)" in run["note"]
     listed = json.loads(cli(["schedule", "list", "--json"], tmp_path).stdout)
-    assert listed[0]["cwd"] == str(project) and listed[0]["runs"] == 1 and listed[0]["args"] == ["--max-turns", "1"]
+    assert listed[0]["cwd"] == str(project) and listed[0]["runs"] == 1 and listed[0]["spec"]["max_turns"] == 1
+    assert listed[0]["spec"]["prompt"] == "keep going" and listed[0]["spec"]["output_format"] == "json"
 
 
 def test_four_schedulers_at_once_run_a_fire_once(tmp_path):

@@ -94,7 +94,8 @@ def test_schedule_add_keeps_a_dash_prompt_as_data_end_to_end(tmp_path, world):
     assert sent == sorted([f"--goal-file={goal}", "-c", f"--settings={settings}"])
     assert not pwned.exists()
     listed = json.loads(cli(["schedule", "list", "--json"], tmp_path).stdout)
-    assert sorted(s["prompt"] for s in listed) == sent and [s["args"] for s in listed].count(["--max-turns", "2"]) == 1
+    assert sorted(s["prompt"] for s in listed) == sent and [s["spec"].get("max_turns") for s in listed].count(2) == 1
+    assert all(s["spec"]["prompt"] == s["prompt"] for s in listed)  # kept as the spec's prompt: never a flag
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -25,6 +25,11 @@ _LAZY: dict[str, str] = {
     "RunResult": "loopwright.core.events",
     "Subtype": "loopwright.core.events",
     "TerminalReason": "loopwright.core.events",
+    # a run as data (versioned JSON), as `loopwright -p`, schedules and queued jobs describe one
+    "RunSpec": "loopwright.compose.runspec",
+    "build": "loopwright.compose.build",
+    "Built": "loopwright.compose.build",
+    "run_spec": "loopwright.compose.run",
     # tools
     "tool": "loopwright.tools.base",
     "Tool": "loopwright.core.ports",
@@ -81,17 +86,17 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
-    "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Capability",
+    "Agent", "AnthropicModel", "ApiRetry", "Approval", "Approver", "AssistantMessage", "Budget", "Built", "Capability",
     "CompactBoundary", "ErrorKind",
     "Event", "GoalStatus", "HookEvent", "HookInput", "HookOutput", "HookResponse", "HookResult", "HookRunner",
     "HookStarted", "Limits", "LiveTools", "LoopStatus", "LoopwrightError", "Model", "ModelError", "ModelUsage",
     "Notice",
     "OpenAIChatModel", "PartialEvent", "PermissionDenial", "PermissionMode", "PermissionRules", "RequireTests",
     "ResultEvent", "Run",
-    "RunResult", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
+    "RunResult", "RunSpec", "Session", "SessionError", "SessionLog", "SessionStore", "Subtype", "SystemInit", "TerminalReason",
     "Tool", "ToolContext",
     "ToolFinished", "ToolInputError", "ToolOutput", "ToolProgress", "ToolStarted", "UsageError", "UserMessage",
-    "__version__", "tool",
+    "__version__", "build", "run_spec", "tool",
 ]
 
 if TYPE_CHECKING:
@@ -99,6 +104,9 @@ if TYPE_CHECKING:
     from .agent.run import Run
     from .agent.session import Session
     from .capabilities.testgate import RequireTests
+    from .compose.build import Built, build
+    from .compose.run import run_spec
+    from .compose.runspec import RunSpec
     from .providers.anthropic import AnthropicModel
     from .providers.openai import OpenAIChatModel
     from .core.errors import ErrorKind, LoopwrightError, ModelError, SessionError, ToolInputError, UsageError

@@ -77,6 +77,11 @@ def _main(argv: list[str] | None) -> int:
             from . import commands
 
             return commands.run(sub, args[1:])
+        if args[:1] == ["--run-spec"]:  # hidden: a stored run (schedule fires, replays), as -p runs it
+            from .specrun import spec_options
+
+            opts = spec_options(args[1:])
+            return _dispatch(opts)
         opts = _parse(args)
         if opts.version:
             print(f"{__version__} (loopwright)")

@@ -458,13 +458,13 @@ def open_run_session(opts: RunSpec, agent: Agent, *, checkpoints: bool = False,
 
 
 def _opening(opts: RunSpec, cwd: str, resuming: bool) -> dict[str, Any]:
-    """What a new session's first record keeps for `loopwright replay`: the project's git commit
-    and the command line that started it (its flags are the run's settings as much as the files
-    are); a resume's first record keeps its own command line (its prompt's flags)."""
+    """What a new session's first record keeps for `loopwright replay`: the project's git commit,
+    the run's spec (its settings as much as the files are) and the command line that started it,
+    if any; a resume's first record keeps its own spec and command line (its prompt's)."""
     from ..session.gitstate import git_start
 
-    argv = {"argv": opts.recorded_argv()} if opts.argv else {}
-    return argv if resuming else git_start(cwd) | argv
+    ran = {"spec": opts.recorded()} | ({"argv": opts.recorded_argv()} if opts.argv else {})
+    return ran if resuming else git_start(cwd) | ran
 
 
 def attachments(records: Iterable[Any]) -> list[dict[str, Any]]:

@@ -101,6 +101,15 @@ class RunSpec:
         """The command line as a new session's first record keeps it."""
         return list(self.argv)
 
+    def recorded(self) -> dict[str, Any]:
+        """The spec as a session's first record keeps it for a replay (`to_json`): without its store
+        (where the record lives, not how the run behaves; its URL may carry a password) and its
+        command line (kept beside it, as `argv`), secret-shaped values redacted."""
+        from ..replay.export import scrub
+
+        kept = {k: v for k, v in RunSpec.to_json(self).items() if k not in ("store", "argv")}
+        return {k: scrub(v, "") for k, v in kept.items()}
+
     def to_json(self) -> dict[str, Any]:
         """The fields that differ from their defaults, with `"version"`; `none` limits as "none"."""
         out: dict[str, Any] = {"version": VERSION}

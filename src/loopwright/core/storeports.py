@@ -316,7 +316,9 @@ class Stores(Protocol):
 class Schedule:
     """A persisted schedule: run `prompt` in `cwd` on the five-field `cron` expression, or every
     `every_s` seconds (a clean cron step) when it has none; next at `next_at` (None: finished).
-    `options["args"]` are the `-p` flags of every run."""
+    `options["spec"]` is the run of every fire, a `RunSpec` as JSON (a schedule of an older release
+    keeps its `-p` flags as `options["args"]` until it is read); `options["queue"]`: the workers'
+    queue its fires go to."""
 
     id: str
     cwd: str
@@ -385,6 +387,13 @@ class ScheduleStore(Protocol):
                     self.table[schedule_id] = dataclasses.replace(found, paused=paused)
                 return found is not None
 
+        def set_options(self, schedule_id, options):
+            with self.lock:
+                found = self.table.get(schedule_id)
+                if found is not None:
+                    self.table[schedule_id] = dataclasses.replace(found, options=options)
+                return found is not None
+
         def remove(self, schedule_id):
             with self.lock:
                 return self.table.pop(schedule_id, None) is not None  # its runs are kept
@@ -439,6 +448,8 @@ class ScheduleStore(Protocol):
     def schedules(self) -> list[Schedule]: ...
 
     def set_paused(self, schedule_id: str, paused: bool) -> bool: ...
+
+    def set_options(self, schedule_id: str, options: dict[str, Any]) -> bool: ...
 
     def remove(self, schedule_id: str) -> bool: ...
 

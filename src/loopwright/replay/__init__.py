@@ -1,6 +1,7 @@
-"""Record once, replay forever: a recorded session run again offline with today's loop, the model
-played by a simulator that answers as the record did, and where the replay leaves the record.
-`replay_session` runs one; `export` trims and scrubs a session to commit as a test fixture."""
+"""Record once, replay forever — the record's side: a recorded session read back (`recording`), the
+scratch copy of its project (`scratch`), where a replay leaves it (`compare`), the last reports kept
+(`kept`), and `export`, which trims and scrubs a session to commit as a test fixture. The replay
+itself runs against the simulator: `loopwright.testing.replay`."""
 
 from __future__ import annotations
 
@@ -8,14 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .compare import KINDS, Divergence
-    from .run import Report, replay_session
 
-__all__ = ["KINDS", "Divergence", "Report", "replay_session"]
+__all__ = ["KINDS", "Divergence"]
 
 # Loaded on first use: every new session's first record is scrubbed by `export.scrub_text`, and
-# importing this package must not bring the simulator, difflib and the loop's replay machinery
-# onto `loopwright -p`'s way to its first request.
-_LAZY = {"KINDS": ".compare", "Divergence": ".compare", "Report": ".run", "replay_session": ".run"}
+# importing this package must not bring difflib onto `loopwright -p`'s way to its first request.
+_LAZY = {"KINDS": ".compare", "Divergence": ".compare"}
 
 
 def __getattr__(name: str) -> Any:

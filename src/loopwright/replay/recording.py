@@ -1,6 +1,7 @@
 """A recorded session as a replay reads it: the session's own transcript and its subagents'
 sidechains (raw records, as written), from a transcript file or from any store (`--store`), and
-what its first record says about how it started (the project's git commit, the command line)."""
+what its first record says about how it started (the project's git commit, the run's spec, the
+command line)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,12 @@ class Recording:
     def argv(self) -> list[str] | None:
         argv = self.first.get("argv")
         return [str(a) for a in argv] if isinstance(argv, list) else None
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        """The run's `RunSpec` as the first record keeps it (JSON; recorded since this version)."""
+        spec = self.first.get("spec")
+        return spec if isinstance(spec, dict) else None
 
     def parsed(self, raw: list[dict[str, Any]]) -> list[Record]:
         try:

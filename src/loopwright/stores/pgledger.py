@@ -79,6 +79,11 @@ class PgScheduleStore(_Tables):
     def set_paused(self, schedule_id: str, paused: bool) -> bool:
         return self._count("UPDATE loopwright.schedules SET paused = %s WHERE id = %s", (paused, schedule_id)) == 1
 
+    def set_options(self, schedule_id: str, options: dict[str, Any]) -> bool:
+        """Replace a schedule's options (a schedule of an older release brought up to date)."""
+        return self._count("UPDATE loopwright.schedules SET options = %s WHERE id = %s",
+                           (json.dumps(options, separators=(",", ":")), schedule_id)) == 1
+
     def run_now(self, schedule_id: str, now: float) -> bool:
         """Make a schedule that has fires left due at once (a paused one stays paused)."""
         return self._count("UPDATE loopwright.schedules SET next_at = %s WHERE id = %s AND next_at IS NOT NULL",

@@ -64,6 +64,11 @@ class SqliteScheduleStore:
     def set_paused(self, schedule_id: str, paused: bool) -> bool:
         return self.db.execute("UPDATE schedules SET paused = ? WHERE id = ?", (int(paused), schedule_id)).rowcount == 1
 
+    def set_options(self, schedule_id: str, options: dict[str, Any]) -> bool:
+        """Replace a schedule's options (a schedule of an older release brought up to date)."""
+        return self.db.execute("UPDATE schedules SET options = ? WHERE id = ?",
+                               (json.dumps(options, separators=(",", ":")), schedule_id)).rowcount == 1
+
     def run_now(self, schedule_id: str, now: float) -> bool:
         """Make a schedule that has fires left due at once (a paused one stays paused)."""
         return self.db.execute("UPDATE schedules SET next_at = ? WHERE id = ? AND next_at IS NOT NULL",

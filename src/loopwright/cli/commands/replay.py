@@ -18,7 +18,7 @@ from ...compose.render import visible
 
 def parser() -> Parser:
     p = Parser(prog="loopwright replay", description="Replay a recorded session offline against today's loop.",
-               epilog="Flags after `--` are added to the recorded command line (later ones win): "
+               epilog="Flags after `--` replace what the record says of what they set: "
                       "`loopwright replay ID -- --max-turns 3`.")
     p.add_argument("session", nargs="?", metavar="SESSION", help="A session id (see `loopwright sessions --all`) "
                    "or a .jsonl transcript.")
@@ -57,7 +57,7 @@ def run_replay(args: list[str]) -> int:
         return _check(opts.check, flags, opts.json, opts.wire)
     if not opts.session:
         raise UsageError("give a SESSION to replay (an id or a .jsonl transcript), or --check DIR")
-    from ...replay import replay_session
+    from ...testing.replay.run import replay_session
 
     report = replay_session(opts.session, store=opts.store, flags=flags, wire=opts.wire, keep=opts.keep)
     _keep(report.to_json(), flags)
@@ -78,7 +78,7 @@ def _keep(report: dict, flags: list[str]) -> None:
 
 
 def _check(folder: Path, flags: list[str], as_json: bool, wire: str | None) -> int:
-    from ...replay import replay_session
+    from ...testing.replay.run import replay_session
 
     if not folder.is_dir():
         raise UsageError(f"--check {folder}: not a folder; expected a folder of .jsonl transcripts")

@@ -1,8 +1,8 @@
 """`loopwright schedule add|list|pause|resume|rm|runs`: schedules kept in
 `<LOOPWRIGHT_HOME>/schedules.db` that survive restarts, served by `loopwright scheduler`
-(`scheduler.py`). Each fire runs `loopwright -p PROMPT --output-format json [flags]` in the
-schedule's folder, as its own process (its own settings, environment and session), and its
-outcome is recorded."""
+(`scheduler.py`). A schedule keeps the run its flags describe (`-p PROMPT --output-format json
+[flags]`) as a `RunSpec`, read once when it is added; each fire runs that spec in the schedule's
+folder, as its own process (its own settings, environment and session), and its outcome is recorded."""
 
 from __future__ import annotations
 
@@ -11,16 +11,24 @@ import os
 import re
 import sys
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ...core.errors import UsageError
 from ..parsing import Parser, refuse_subcommand_slip
 from ...compose.render import visible
 
+if TYPE_CHECKING:
+    from ...compose.runspec import RunSpec
+
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 DASH_HINT = "a prompt that starts with '-' goes as --prompt=TEXT"
+
+# What a release from before schedules kept a spec reads as a schedule's `-p` flags: a flag no
+# release knows, so an older scheduler sharing the store fails the fire, naming it, instead of
+# running the prompt without the schedule's limits and rules. This release reads the spec only.
+FOR_OLDER_RELEASES = ["--stored-by-a-newer-loopwright"]
 
 
 class ScheduleParser(Parser):
@@ -88,7 +96,7 @@ def run_schedule(args: list[str]) -> int:
         if opts.action == "add":
             print(_add(store, opts, extra))
         elif opts.action == "list":
-            _print_schedules(store.schedules(), opts.json)
+            _print_schedules(migrate(store), opts.json)
         elif opts.action in ("pause", "resume", "rm"):
             done = store.remove(opts.id) if opts.action == "rm" else store.set_paused(opts.id, opts.action == "pause")
             if not done:
@@ -115,7 +123,8 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     positive(opts.max_runs, "--max-runs")
     grace = parse_duration(opts.grace, "--grace")
     refuse_subcommand_slip(prompt)  # every fire's prompt and flags, checked now, not at 3 a.m.
-    check_flag_models(parse_options(fire_args(prompt, extra)))
+    flags = parse_options(fire_args(prompt, extra))
+    check_flag_models(flags)
     if opts.id is not None and not _ID.fullmatch(opts.id):
         raise UsageError(f"--id: expected letters, digits, '.', '_' or '-' (at most 64), got {opts.id!r}")
     now, every_s, cron = time.time(), 0, ""
@@ -126,11 +135,11 @@ def _add(store: Any, opts: Any, extra: list[str]) -> str:
     else:
         every_s = _every(opts.every)
         first = next_fire(every_s, now)
-    options: dict[str, Any] = {"args": extra}
+    options: dict[str, Any] = {"spec": flags.run_spec().to_json(), "args": FOR_OLDER_RELEASES}  # read once
     if opts.queue is not None:
         from .schedulequeue import check_queued
 
-        check_queued(opts.queue, fire_args(prompt, extra)[1:])
+        check_queued(opts.queue, flags)
         options["queue"] = opts.queue
     schedule = Schedule(opts.id or uuid4()[:8], os.getcwd(), prompt, every_s, now, now if opts.now else first,
                         max_runs=opts.max_runs, grace_s=int(grace), options=options, cron=cron)
@@ -159,6 +168,49 @@ def fire_args(prompt: str, extra: list[str]) -> list[str]:
     """The arguments of one fire's `loopwright`: the prompt last, after `--`, so no text of it is
     ever read as a flag (`--goal-file=…`, `-c`, `--settings=…` stay the prompt)."""
     return ["-p", "--output-format", "json", *extra, "--", prompt]
+
+
+def stored_spec(schedule: Any, store: Any = None) -> RunSpec:
+    """The run a schedule fires. One added before schedules kept a `RunSpec` (its `-p` flags as
+    `options["args"]`) is read from its flags once, and with `store` written back as a spec.
+    `UsageError` naming the schedule when what is stored cannot be run."""
+    from ...compose.runspec import RunSpec
+
+    options = dict(schedule.options)
+    if "spec" in options:  # its "args", if any, are for older releases
+        try:
+            return RunSpec.from_json(options["spec"])
+        except UsageError as exc:
+            raise UsageError(f"schedule {schedule.id!r}: {exc}") from None
+    args = options.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise UsageError(f"schedule {schedule.id!r}: field 'args': expected the -p flags of an older release "
+                         f"(a list of strings), got {args!r}")
+    from ..options import parse_options
+
+    try:
+        spec = parse_options(fire_args(schedule.prompt, args)).run_spec()
+    except UsageError as exc:
+        raise UsageError(f"schedule {schedule.id!r}: its flags {args!r} (stored by an older release): {exc}") from None
+    if store is not None:
+        store.set_options(schedule.id, {**options, "spec": spec.to_json(), "args": FOR_OLDER_RELEASES})
+    return spec
+
+
+def migrate(store: Any) -> list[Any]:
+    """The store's schedules, those stored by an older release (their flags) brought to a spec and
+    written back; one that cannot be read is said on stderr and left as it is (its fires fail,
+    naming why)."""
+    out = []
+    for schedule in store.schedules():
+        if "spec" not in schedule.options:
+            try:
+                stored_spec(schedule, store)
+                schedule = store.get(schedule.id) or schedule
+            except UsageError as exc:
+                print(visible(f"loopwright: warning: {exc}"), file=sys.stderr, flush=True)
+        out.append(schedule)
+    return out
 
 
 def _every(value: str) -> int:
@@ -191,7 +243,7 @@ def _print_schedules(schedules: list[Any], as_json: bool) -> None:
         print(json.dumps([{"id": s.id, "cwd": s.cwd, "prompt": s.prompt, "every_seconds": s.every_s or None,
                            "cron": _cron_of(s), "next_at": s.next_at, "paused": s.paused,
                            "runs": s.runs, "max_runs": s.max_runs, "grace_seconds": s.grace_s,
-                           "args": list(s.options.get("args", [])), "queue": s.options.get("queue")}
+                           "spec": s.options.get("spec"), "queue": s.options.get("queue")}
                           for s in schedules]))
         return
     for s in schedules:

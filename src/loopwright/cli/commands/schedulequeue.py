@@ -25,14 +25,11 @@ def durable_store(flag: str = "--queue") -> str:
     return durable_libs(url)
 
 
-def check_queued(queue: str, args: list[str]) -> None:
-    """What `schedule add --queue` refuses now rather than at the fire."""
-    from ..options import parse_options
-
+def check_queued(queue: str, opts: Any) -> None:
+    """What `schedule add --queue` refuses now rather than at the fire (`opts`: the fires' flags)."""
     from .worker import queue_name
 
     queue_name(queue)
-    opts = parse_options(["-p", *args])
     if opts.session_id or opts.continue_session or opts.fork_session or opts.resume:
         raise UsageError("--queue: each fire is a new loop with its own session; --session-id, --resume, "
                          "--continue and --fork-session do not go with it")
@@ -45,22 +42,19 @@ def check_queued(queue: str, args: list[str]) -> None:
         _check_attempts(opts)
 
 
-async def run_queued_fire(schedule: Any, register: Any, link: str | None = None) -> Any:
-    """One fire as a workflow on the schedule's queue, waited for: its outcome, as a fire's.
-    `link`: the fire's span, which the loop's runs link to."""
+async def run_queued_fire(schedule: Any, spec: Any, register: Any, link: str | None = None) -> Any:
+    """One fire — the schedule's stored `spec` — as a workflow on the schedule's queue, waited for:
+    its outcome, as a fire's. `link`: the fire's span, which the loop's runs link to."""
     from ...core.ids import uuid4
     from ...distributed.client import run_queued
     from ...distributed.jobs import new_job
     from ...proactive.scheduler import FireOutcome
-    from ..options import parse_options
 
     try:
         store = durable_store()
     except UsageError as exc:
         return FireOutcome("error", note=str(exc))
-    args = [*schedule.options.get("args", []), "--", schedule.prompt]
     session_id = uuid4()
-    spec = parse_options(["-p", *args]).run_spec()  # a schedule keeps its flags; its job, the run they describe
     job = new_job(spec, schedule.cwd, session_id, None, f"schedule {schedule.id}", links=(link,) if link else ())
     attempts = spec.attempts
     if attempts:

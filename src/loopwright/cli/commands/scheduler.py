@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from ...compose.render import visible
-from .schedule import STORE_HELP, ScheduleParser, fire_args, local_time, schedule_stores
+from .schedule import STORE_HELP, ScheduleParser, local_time, migrate, schedule_stores, stored_spec
 
 
 def parser() -> ScheduleParser:
@@ -52,7 +52,12 @@ async def _serve(store: Any, ledger: Any, once: bool, max_concurrent: int) -> in
 
     from ...proactive.routinetimer import RoutineTimer
 
-    scheduler = Scheduler(store, _run_fire, SystemClock(), owner=this_owner(),
+    migrate(store)  # schedules of an older release (their flags) become specs once, before any fire
+
+    async def run_fire(schedule: Any, register: Any) -> Any:
+        return await _run_fire(schedule, register, store)
+
+    scheduler = Scheduler(store, run_fire, SystemClock(), owner=this_owner(),
                           alive=owner_alive, notify=_report, max_concurrent=max_concurrent)
     timer = RoutineTimer(ledger, _run_routine_fire, SystemClock(), notify=_report_routine)
     routines = len(ledger.registered())
@@ -104,14 +109,14 @@ def _report(kind: str, run: Any) -> None:
     print(visible(f"{now} {line}"), flush=True)
 
 
-async def _run_fire(schedule: Any, register: Any) -> Any:
+async def _run_fire(schedule: Any, register: Any, store: Any = None) -> Any:
     from ...telemetry import step
 
     # a span per fire (telemetry on); the run it starts, in its own process or on a worker, links to it
     with step(os.environ, f"schedule_fire {schedule.id}", {"loopwright.schedule.id": schedule.id,
                                                            "loopwright.schedule.queue": schedule.options.get("queue")
                                                            or ""}) as fired:
-        outcome = await _fire(schedule, register, fired.traceparent)
+        outcome = await _fire(schedule, register, fired.traceparent, store)
         fired.set({"loopwright.schedule.status": outcome.status, "loopwright.schedule.session_id": outcome.session_id,
                    "loopwright.cost_usd": outcome.cost_usd})
         if outcome.status == "error":
@@ -119,30 +124,38 @@ async def _run_fire(schedule: Any, register: Any) -> Any:
         return outcome
 
 
-async def _fire(schedule: Any, register: Any, link: str | None) -> Any:
+async def _fire(schedule: Any, register: Any, link: str | None, store: Any = None) -> Any:
+    from ...core.errors import UsageError
     from ...proactive.scheduler import FireOutcome
 
     if not os.path.isdir(schedule.cwd):
         return FireOutcome("error", note=f"the schedule's folder {schedule.cwd} is gone")
+    try:
+        spec = stored_spec(schedule, store)  # one added by an older release meanwhile: read once, here
+    except UsageError as exc:
+        return FireOutcome("error", note=str(exc))
     if schedule.options.get("queue"):  # a durable loop on a workers' queue, waited for
         from .schedulequeue import run_queued_fire
 
-        return await run_queued_fire(schedule, register, link)
-    # the sandbox is on as for every run, unless the schedule's flags say --no-sandbox
-    argv = [sys.executable, "-m", "loopwright", *fire_args(schedule.prompt, schedule.options.get("args", []))]
-    code, out, err = await _fire_process(argv, schedule.cwd, register, link)
+        return await run_queued_fire(schedule, spec, register, link)
+    # the stored run as `-p` runs it; the sandbox is on as for every run, unless the spec turns it off
+    argv = [sys.executable, "-m", "loopwright", "--run-spec", "-"]
+    code, out, err = await _fire_process(argv, schedule.cwd, register, link, json.dumps(spec.to_json()))
     return _outcome(code, out, err)
 
 
-async def _fire_process(argv: list[str], cwd: str, register: Any, link: str | None = None) -> tuple[int | None, str, str]:
+async def _fire_process(argv: list[str], cwd: str, register: Any, link: str | None = None,
+                        given: str | None = None) -> tuple[int | None, str, str]:
     """One fire's process, to its end: (exit code, stdout, stderr). Its own process group, so a
     Ctrl-C at the scheduler's terminal reaches it once, from us (`register` is how the scheduler
     interrupts it); and it ends with the scheduler, so a killed scheduler leaves no run going on
-    behind its back. Cancelled, it is interrupted and waited for: the run aborts cleanly."""
+    behind its back. Cancelled, it is interrupted and waited for: the run aborts cleanly. `given`:
+    its stdin (else none)."""
     from ...telemetry import LINKS
 
     env = {**os.environ, LINKS: link} if link else None  # the run links to its fire's span
-    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    stdin = subprocess.DEVNULL if given is None else subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(*argv, cwd=cwd, stdin=stdin, stdout=subprocess.PIPE,
                                                 stderr=subprocess.PIPE, start_new_session=True,
                                                 preexec_fn=_end_with_parent, env=env)
 
@@ -152,7 +165,7 @@ async def _fire_process(argv: list[str], cwd: str, register: Any, link: str | No
 
     register(interrupt)
     try:
-        out, err = await proc.communicate()
+        out, err = await proc.communicate(None if given is None else given.encode())
     except BaseException:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)

@@ -69,8 +69,8 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
     from ....core.owners import owner_alive, this_owner
     from ....proactive.fire import FireContext, fire
     from ....proactive.sources import SourceError, command_items, folder_items, queued_items, run_report
+    from ....compose.runspec import RunSpec
     from ...core import load_run_settings
-    from ...options import parse_options
     from .item import item_runner
 
     line = say(routine.name)
@@ -97,7 +97,7 @@ async def fire_once(routine: Any, key: str, store: Any, interrupts: dict[int, Ca
     async def report(outcome: Any) -> str | None:
         return await run_report(routine.report, outcome, cwd)
 
-    settings = None if dry_run else load_run_settings(parse_options(["-p"]))
+    settings = None if dry_run else load_run_settings(RunSpec())
     from ....telemetry import step
 
     # a span per fire (telemetry on), its items' spans under it

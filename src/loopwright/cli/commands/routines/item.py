@@ -1,12 +1,14 @@
 """One routine item run as an agent in this process, composed exactly as `loopwright -p` composes
-one (`build_agent`, `open_run_session`, `goal_from_options`) from the routine's keys as flags;
-a resumed item carries on its session (finished tool calls are not run again)."""
+one (`build_agent`, `open_run_session`, `goal_from_options`) from the `RunSpec` the routine's keys
+describe; a resumed item carries on its session (finished tool calls are not run again)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Callable
 
+from ....compose.runspec import RunSpec
 from ....core.errors import UsageError
 from ...core import attachments, build_agent, open_run_session
 from ....compose.goals import goal_from_options
@@ -15,27 +17,18 @@ CARRY_ON = ("This run was interrupted (its process stopped). Check what was alre
             "the task; do not repeat work that is finished.")
 
 
-def item_args(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> list[str]:
-    """The `loopwright -p` flags that stand for the routine's keys (each value glued to its flag,
-    so no text is read as a flag). `mode`: new, reopen (a session that never began) or carry."""
-    args = ["-p", f"--session-id={session_id}" if mode == "new" else f"--resume={session_id}"]
-    if routine.goal and mode != "carry":
-        args.append(f"--goal={text}")
-    if routine.goal:
-        args += [f"--check={c}" for c in routine.check] + [f"--protect={p}" for p in routine.protect]
-    args += [f"--allowedTools={t}" for t in routine.allowed_tools]
-    for flag, value in (("--permission-mode", routine.permission_mode), ("--max-turns", routine.max_turns),
-                        ("--max-duration", routine.max_duration), ("--model", routine.model),
-                        ("--max-budget-usd", None if budget_usd is None else f"{budget_usd:.6f}")):
-        if value is not None:
-            args.append(f"{flag}={value}")
-    if routine.attempts > 1:
-        args.append(f"--attempts={routine.attempts}")
-    if routine.attempt_instructions:
-        args.append(f"--attempt-instructions={routine.attempt_instructions}")
-    if routine.sandbox is not None:
-        args.append("--sandbox" if routine.sandbox else "--no-sandbox")
-    return args
+def item_spec(routine: Any, session_id: str, mode: str, budget_usd: float | None, text: str) -> RunSpec:
+    """The run the routine's keys describe for one item (checked when the routine was read), as
+    `-p` would take it from the same flags. `mode`: new, reopen (a session that never began) or carry."""
+    return RunSpec(
+        session_id=session_id if mode == "new" else None, resume=None if mode == "new" else session_id,
+        goal=text if routine.goal and mode != "carry" else None,
+        check=tuple(routine.check) if routine.goal else (), protect=tuple(routine.protect) if routine.goal else (),
+        allowed=tuple(routine.allowed_tools), permission_mode=routine.permission_mode, max_turns=routine.max_turns,
+        max_duration=routine.max_duration, model=routine.model,
+        max_budget_usd=None if budget_usd is None else float(budget_usd),
+        attempts=routine.attempts if routine.attempts > 1 else None,
+        attempt_instructions=routine.attempt_instructions or None, sandbox=routine.sandbox)
 
 
 def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable[[], None]],
@@ -59,38 +52,36 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
             return result
 
     async def one(run: Any, link: str | None) -> Any:
-        from ...options import parse_options
-
         mode = _mode(run)
         if mode != "carry" and not run.text:
             return ItemResult("failed", note="its process died before the run began, and the item is no longer "
                               "in the source", subtype="lost")
         try:
-            opts = parse_options(item_args(run.routine, run.session_id, mode, run.budget_usd, run.text))
+            runspec = item_spec(run.routine, run.session_id, mode, run.budget_usd, run.text)
             spec, prompt = ((None, run.text) if not run.routine.goal or mode == "carry"
-                            else goal_from_options(opts, None, resuming=mode == "reopen"))
+                            else goal_from_options(runspec, None, resuming=mode == "reopen"))
             if run.routine.skill and mode != "carry":
                 prompt = f"/{run.routine.skill} {run.text}"
             if run.routine.attempts > 1 and queue is None:
-                return await _attempted(opts, prompt or run.text, settings, register)
+                return await _attempted(runspec, prompt or run.text, settings, register)
             if queue is not None:
-                args = item_args(run.routine, run.session_id, mode, run.budget_usd, run.text)[1:]
                 said = CARRY_ON if mode == "carry" else None if run.routine.goal else prompt or run.text
                 if run.routine.attempts > 1:  # one parent workflow of attempts, found again by a later fire
                     said = None if run.routine.goal else prompt or run.text
-                return await _queued(queue, args, said, run, register, link)  # a goal's directive: from --goal
-            agent = build_agent(opts, settings)
+                # a goal's directive comes from the spec's goal
+                return await _queued(queue, dataclasses.replace(runspec, prompt=said or None), run, register, link)
+            agent = build_agent(runspec, settings)
             if link:
                 from ....telemetry import observe
 
                 agent = agent.replace(observer=observe(os.environ, "routine", carried={"links": [link]}))
             if run.routine.workflow:
-                return await _workflowed(agent, opts, run, carry=mode == "carry", register=register)
+                return await _workflowed(agent, runspec, run, carry=mode == "carry", register=register)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
-        session, conversation = open_run_session(opts, agent)
+        session, conversation = open_run_session(runspec, agent)
         try:
-            _arm(conversation, session, opts, spec, run, carry=mode == "carry")
+            _arm(conversation, session, runspec, spec, run, carry=mode == "carry")
             live = agent.open(conversation)
             unregister = register(live.interrupt)
             try:
@@ -111,20 +102,16 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
     return run_item
 
 
-async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, run: Any, register: Any,
-                  link: str | None = None) -> Any:
-    """The item as a workflow on a worker's queue; this fire waits for its outcome. The workflow's
-    id is the item's session's, so a later fire that resumes the item finds the same workflow."""
+async def _queued(queue: tuple[str, str], spec: RunSpec, run: Any, register: Any, link: str | None = None) -> Any:
+    """The item — its run as a `RunSpec` — as a workflow on a worker's queue; this fire waits for its
+    outcome. The workflow's id is the item's session's, so a later fire that resumes the item finds
+    the same workflow."""
     import asyncio
 
     from ....distributed.client import run_queued
     from ....distributed.jobs import new_job
     from ....proactive.fire import ItemResult
-    from ...options import parse_options
 
-    if prompt:
-        args = [*args, "--", prompt]
-    spec = parse_options(["-p", *args]).run_spec()  # a routine keeps its keys as flags; its job, the run
     job = new_job(spec, os.getcwd(), run.session_id, None, f"{run.routine.name}: {run.item.id}", own_session=True,
                   links=(link,) if link else ())
     if run.routine.attempts > 1:
@@ -146,11 +133,13 @@ async def _queued(queue: tuple[str, str], args: list[str], prompt: str | None, r
     return ItemResult(status, float(value.get("total_cost_usd") or 0.0), note, str(value.get("subtype") or ""))
 
 
-async def _attempted(opts: Any, prompt: str, settings: Any, register: Any) -> Any:
+async def _attempted(spec: RunSpec, prompt: str, settings: Any, register: Any) -> Any:
     """The item done as N attempts in git worktrees, judged; the winner's changes land here."""
     from ....proactive.fire import ItemResult
     from ...attempts import attempts_run, print_table, check_attempts
+    from ...specrun import overlay
 
+    opts = overlay(spec, [])  # the attempts' options, as `-p --attempts N` gives them
     check_attempts(opts)
     result = await attempts_run(opts, prompt, settings, register)
     print_table(result.attempts or {})  # a line per attempt: winner, eligible or out, and why

@@ -2,10 +2,12 @@
 hooks, rules, goal, tools) in a scratch copy of its project, the model played by a simulator that
 answers as the record did (`script`), and report where the replay leaves the record (`compare`).
 
-Each prompt runs through the real command line (`python -m loopwright -p …`) as the session's
-first record says it was started (`argv`, recorded since this version), with `flags` added after
-it (later flags win), so a replay with `--max-turns 2` tests that limit. The replay's own session
-is written in the scratch folder's home, never beside the user's sessions."""
+Each prompt runs through the real command line as the session's first record says it was started:
+its `RunSpec` (`spec`), run by `loopwright --run-spec` as `-p` runs it — or, for a session recorded
+before sessions kept their spec, the command line it kept (`argv`), which that command reads with
+the flags' parser (this package imports nothing of the CLI). `flags` replace what the record says
+(`--max-turns 2` tests that limit). The replay's own session is written in the scratch folder's
+home, never beside the user's sessions."""
 
 from __future__ import annotations
 
@@ -19,14 +21,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..core.errors import UsageError
-from . import compare
-from .conversation import mover, text_of, turns
-from .recording import Recording, load
-from .scratch import Scratch, make
+from ...core.errors import UsageError
+from ...replay import compare
+from ...replay.conversation import mover, text_of, turns
+from ...replay.recording import Recording, load
+from ...replay.scratch import Scratch, make
 from .script import Asked, ReplayScript
 
-# Flags of the recorded command line a replay sets itself (or that would touch another session).
+# What a replay sets itself (or what would touch another session): the spec's fields, and the same
+# as flags of a command line recorded before sessions kept their spec.
+_OWN_FIELDS = {"output_format", "resume", "continue_session", "fork_session", "session_id", "store",
+               "no_session_persistence", "include_partial_messages"}
 _OWN_FLAGS = {"--output-format": 1, "-r": 1, "--resume": 1, "-c": 0, "--continue": 0, "--fork-session": 0,
               "--session-id": 1, "--store": 1, "--no-session-persistence": 0, "--input-format": 1,
               "--include-partial-messages": 0, "--verbose": 0, "--debug": 0}
@@ -103,7 +108,7 @@ def replay_session(session: str, *, store: str | None = None, cwd: str | None = 
 
 def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence[str], wire: str | None,
             timeout: float, here: str) -> Report:
-    from ..testing.simulator import Simulator
+    from ..simulator import Simulator
 
     try:
         scratch = make(recording, base, _checkpoints(recording, store), here)
@@ -119,7 +124,7 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     wire = wire or _wire(recording)
     report = Report(recording.session_id, recording.where, str(scratch.root), scratch.source, wire,
                     warnings=list(recording.warnings))
-    if recording.argv is None:
+    if recording.argv is None and recording.spec is None:
         report.warnings.append("the session does not record its command line (recorded before replays existed): "
                                "its prompts run with only the flags given to the replay")
     home = base / "home"
@@ -127,12 +132,11 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
     with Simulator(script) as sim:
         env = _environment(home, sim.base_url)
         session_id = None
-        for prompt, argv in _prompts(moved):
-            args = _command(moved, prompt, argv, session_id, flags, wire, sim.base_url)
+        for prompt, ran in _prompts(moved):
+            args, stdin = _command(moved, prompt, ran, session_id, flags, wire, sim.base_url)
             report.commands.append(args)
-            stdin = prompt if session_id is None and _needs_stdin(args) else None
             out = subprocess.run([sys.executable, "-m", "loopwright", *args], cwd=scratch.cwd, env=env,
-                                 input=stdin or "", capture_output=True, text=True, timeout=timeout)
+                                 input=stdin, capture_output=True, text=True, timeout=timeout)
             result = _result(out)
             report.results.append(result)
             session_id = result.get("session_id") or session_id
@@ -161,18 +165,18 @@ def _replay(recording: Recording, base: Path, store: str | None, flags: Sequence
 def _checkpoints(recording: Recording, store: str | None) -> Any:
     """The session's checkpoint store: beside its transcript file, or in its store."""
     if recording.where.endswith(".jsonl"):
-        from ..stores.keptfiles import FileCheckpoints, folder_of
+        from ...stores.keptfiles import FileCheckpoints, folder_of
 
         return FileCheckpoints(folder_of(recording.where))
-    from ..stores import open_store, store_url
+    from ...stores import open_store, store_url
 
     return open_store(store_url(store), recording.cwd or os.getcwd()).checkpoints(recording.session_id)
 
 
 def _private_home(home: Path) -> None:
     """The replay's own loopwright home, with the user's settings file (today's settings hold)."""
-    from ..core.home import home as user_home
-    from ..core.home import make_private_dirs
+    from ...core.home import home as user_home
+    from ...core.home import make_private_dirs
 
     make_private_dirs(home)
     mine = user_home() / "settings.json"
@@ -190,37 +194,50 @@ def _environment(home: Path, base_url: str) -> dict[str, str]:
 
 def _wire(recording: Recording) -> str:
     models = [str((r.get("message") or {}).get("model", "")) for r in recording.main if r.get("type") == "assistant"]
-    argv = " ".join(recording.argv or [])
+    argv = " ".join(recording.argv or []) + " " + str((recording.spec or {}).get("model") or "")
     if "openai-compatible:" in argv or "openai:" in argv or (models and not any("claude" in m for m in models)):
         return "openai"
     return "anthropic"
 
 
-def _prompts(recording: Recording) -> list[tuple[str, list[str] | None]]:
-    """The prompts a person gave (each starts a run), in order, each with the command line it was
-    given: the latest recorded before it (a resume's first record keeps its own; the prompts of
+def _prompts(recording: Recording) -> list[tuple[str, dict[str, Any] | None]]:
+    """The prompts a person gave (each starts a run), in order, each with the run it was given
+    (`_ran`): the latest recorded before it (a resume's first record keeps its own; the prompts of
     one interactive process share the one that started it)."""
-    out: list[tuple[str, list[str] | None]] = []
-    argv = recording.argv
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    ran = None
     for r in recording.main:
-        if isinstance(r.get("argv"), list):
-            argv = [str(a) for a in r["argv"]]
+        ran = _ran(r) or ran
         if r.get("type") == "user" and not r.get("synthetic"):
-            out.append((text_of((r.get("message") or {}).get("content")), argv))
-    return out or [("", argv)]
+            out.append((text_of((r.get("message") or {}).get("content")), ran))
+    return out or [("", ran)]
 
 
-def _command(recording: Recording, prompt: str, argv: list[str] | None, session_id: str | None,
-             flags: Sequence[str], wire: str, base_url: str) -> list[str]:
+def _ran(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The run a record keeps, as `loopwright --run-spec` reads it, without what the replay sets
+    itself: its spec, or the command line a record of an older release kept (`{"argv": […]}`)."""
+    spec = record.get("spec")
+    if isinstance(spec, dict):
+        return {k: v for k, v in spec.items() if k not in _OWN_FIELDS}
+    argv = record.get("argv")
+    if isinstance(argv, list):
+        return {"argv": _recorded_flags([str(a) for a in argv])}
+    return None
+
+
+def _command(recording: Recording, prompt: str, ran: dict[str, Any] | None, session_id: str | None,
+             flags: Sequence[str], wire: str, base_url: str) -> tuple[list[str], str]:
+    """One prompt's `loopwright` arguments — the recorded run, the replay's flags over it — and its
+    stdin: a later prompt resumes the replay's own session with that prompt; the first runs as
+    recorded, the prompt on stdin taken only when the record's run names none (it was piped)."""
     model = _model(recording)
     tail = ["--output-format", "json", *flags]
     if wire == "openai":
         tail += ["--model", f"openai-compatible:{base_url}/v1#{model or 'replayed'}"]
-    if session_id is not None:  # a later prompt of the session: a resume of the replay's own session
-        return ["-p", "-r", session_id, prompt, *_recorded_flags(argv, drop_prompt=True), *tail]
-    if argv is None:
-        return ["-p", prompt, *tail]
-    return [*_recorded_flags(argv, drop_prompt=False), *tail]
+    run = ["--run-spec", json.dumps(ran if ran is not None else {"argv": []}, ensure_ascii=False)]
+    if session_id is not None:
+        return [*run, "-r", session_id, *tail, "--", prompt], ""
+    return [*run, *tail], prompt
 
 
 def _model(recording: Recording) -> str:
@@ -233,36 +250,19 @@ def _model(recording: Recording) -> str:
     return ""
 
 
-def _recorded_flags(recorded: list[str] | None, *, drop_prompt: bool) -> list[str]:
-    argv = list(recorded or [])
+def _recorded_flags(argv: list[str]) -> list[str]:
+    """A recorded command line without the flags the replay sets itself (its prompt stays: a later
+    prompt's own replaces it)."""
     out, i = [], 0
-    prompt = _prompt_arg(argv) if drop_prompt else None
     while i < len(argv):
         word = argv[i]
         name = word.split("=", 1)[0]
         if name in _OWN_FLAGS:
             i += 1 + (_OWN_FLAGS[name] if "=" not in word else 0)
             continue
-        if drop_prompt and prompt is not None and word == prompt:
-            prompt = None
-            i += 1
-            continue
         out.append(word)
         i += 1
     return out
-
-
-def _prompt_arg(argv: list[str]) -> str | None:
-    from ..cli.options import parse_options
-
-    try:
-        return parse_options(argv).prompt
-    except UsageError:
-        return None
-
-
-def _needs_stdin(args: list[str]) -> bool:
-    return _prompt_arg(args) is None
 
 
 def _result(out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -277,7 +277,7 @@ def _result(out: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def _replayed(home: Path, scratch: Scratch, session_id: str | None) -> tuple[list[dict[str, Any]], list[list[dict[str, Any]]]]:
-    from ..stores.jsonl import JsonlStore
+    from ...stores.jsonl import JsonlStore
 
     if session_id is None:
         return [], []

@@ -17,13 +17,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engine.compaction import SUMMARY_INSTRUCTIONS
-from ..engine.goal import EVALUATOR_SYSTEM
-from ..hooks.prompt import PROMPT_HOOK_SYSTEM
-from ..permissions.automode import SYSTEM as CLASSIFIER_SYSTEM
-from ..session.records import AssistantEntry, AttachmentEntry, CompactEntry, Record, SystemEntry, restore
-from ..testing.simulator.script import Reply, Script, parse_reply
-from .conversation import evidence_key, key, side_key, text_of
+from ...engine.compaction import SUMMARY_INSTRUCTIONS
+from ...engine.goal import EVALUATOR_SYSTEM
+from ...hooks.prompt import PROMPT_HOOK_SYSTEM
+from ...permissions.automode import SYSTEM as CLASSIFIER_SYSTEM
+from ...replay.conversation import evidence_key, key, side_key, text_of
+from ...session.records import AssistantEntry, AttachmentEntry, CompactEntry, Record, SystemEntry, restore
+from ..simulator.script import Reply, Script, parse_reply
 
 _EVALUATOR_MARK = EVALUATOR_SYSTEM[:60]
 _SUMMARY_MARK = SUMMARY_INSTRUCTIONS[:60]
