@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
 
-__all__ = ["SECRETS", "SandboxConfig", "active", "availability", "bwrap_path", "escape_reason", "excluded_match",
+__all__ = ["SECRETS", "Launch", "SandboxConfig", "active", "availability", "bwrap_path", "escape_reason", "excluded_match",
            "unavailable_warning", "wrap"]
 
 PROBE_TIMEOUT_S = 10.0
@@ -235,7 +235,7 @@ def _isolation(network: bool) -> list[str]:
 
 def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bwrap: str | None = None,
          sockets_open: bool = False, deny_read: tuple[str, ...] = (), deny_write: tuple[str, ...] = (),
-         pass_fds: tuple[int, ...] = (), visible: tuple[str, ...] = ()) -> list[str]:
+         pass_fds: tuple[int, ...] = (), visible: tuple[str, ...] = ()) -> Launch:
     """`argv` as the launcher's command line around bwrap. Order matters: later mounts cover
     earlier ones, so the roots are bound after the private /tmp (a root under /tmp stays
     visible and writable), the guards after the roots and the hidden paths (`SECRETS`,
@@ -270,7 +270,18 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     hidden = [os.path.join(user_home, s) for s in SECRETS] + [own] + [os.path.join(cwd, p) for p in deny_read]
     args += _masks(hidden, real_roots)
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
-    return [sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args]
+    return Launch([sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args], spec, args)
+
+
+class Launch(list[str]):
+    """The launcher's command line for one sandboxed command (what `wrap` returns: run it as any
+    command line), which also keeps its parts — the launcher's `spec` and the `bwrap` line
+    without the guards' mounts — for a spawner that does the launcher's work through the warm
+    helper instead (`warm.spawn`)."""
+
+    def __init__(self, argv: list[str], spec: dict[str, Any], bwrap: list[str]) -> None:
+        super().__init__(argv)
+        self.spec, self.bwrap = spec, bwrap
 
 
 def shared_lock_folder(fallback: str) -> str:

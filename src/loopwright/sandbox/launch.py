@@ -67,33 +67,41 @@ class Refused(Exception):
 
 def main(argv):
     spec, bwrap = marshal.loads(bytes.fromhex(argv[1])), argv[2:]
-    locks, cwd = spec["locks"], spec["cwd"]
-    shared = spec.get("shared", locks)
     try:
-        _check_lock_folder(locks)
-        if shared != locks:
-            _check_lock_folder(shared)
-        mutex = _open_lock(_join(shared, "mutex"))
-        fcntl.flock(mutex, fcntl.LOCK_EX)
-        held = {}
-        try:
-            for line in _finish(locks, None):
-                _say(line)
-            for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
-                held[folder] = _open_lock(_join(shared, _key(folder) + ".users"))
-                fcntl.flock(held[folder], fcntl.LOCK_SH)
-            mounts, watched = guard_mounts(spec["guards"])
-            record = _record(locks, watched, cwd) if watched else None
-        except BaseException:
-            fcntl.flock(mutex, fcntl.LOCK_UN)
-            _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
-            raise
-        fcntl.flock(mutex, fcntl.LOCK_UN)
-        _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"],
-                   lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd), spec.get("pass", ()))
+        mounts, clean_up = prepare(spec)
+        _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"], clean_up, spec.get("pass", ()))
     except (Refused, OSError) as exc:
         print(f"loopwright: the sandbox refuses this command: {exc}", file=sys.stderr, flush=True)
         sys.exit(REFUSED)
+
+
+def prepare(spec, say=None):
+    """Steps 1 to 3 for one command: the guards' bwrap arguments, and the clean-up to run once
+    its sandbox has ended (the caller's process, or one forked from it, holds the locks until
+    then). `say` gets the lines about earlier commands' checks finished here (default: this
+    process's stderr). Raises Refused or OSError having undone what it did."""
+    locks, cwd = spec["locks"], spec["cwd"]
+    shared = spec.get("shared", locks)
+    _check_lock_folder(locks)
+    if shared != locks:
+        _check_lock_folder(shared)
+    mutex = _open_lock(_join(shared, "mutex"))
+    fcntl.flock(mutex, fcntl.LOCK_EX)
+    held = {}
+    try:
+        for line in _finish(locks, None):
+            (say or _say)(line)
+        for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
+            held[folder] = _open_lock(_join(shared, _key(folder) + ".users"))
+            fcntl.flock(held[folder], fcntl.LOCK_SH)
+        mounts, watched = guard_mounts(spec["guards"])
+        record = _record(locks, watched, cwd) if watched else None
+    except BaseException:
+        fcntl.flock(mutex, fcntl.LOCK_UN)
+        _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
+        raise
+    fcntl.flock(mutex, fcntl.LOCK_UN)
+    return mounts, lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd)
 
 
 def guard_mounts(guards):
@@ -159,6 +167,9 @@ def _keep_only(passed):
 
 
 def _watch(pidfd, parent, info, clean_up):
+    """Clean up once bwrap (`pidfd`, else this process's `parent` while it stays the parent) and
+    the sandbox it names on `info` have ended. Neither given (the warm helper's watcher whose
+    runner died before saying bwrap started): the sandbox alone, once bwrap named it or ended."""
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _signal.SIG_IGN)
     # stdout and stderr stay open: a runner that reads the command's output until every writer
@@ -169,7 +180,7 @@ def _watch(pidfd, parent, info, clean_up):
         if pidfd is not None:
             while not select.select([pidfd], [], [])[0]:
                 pass
-        else:
+        elif parent is not None:
             while posix.getppid() == parent:  # bwrap ended: this process went to another parent
                 time.sleep(0.05)
         if sandbox is not None:  # killed outright, bwrap leaves it to the kernel to end the sandbox
