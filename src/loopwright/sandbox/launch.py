@@ -46,6 +46,7 @@ placeholder when missing), "rw" (pinned writable, a read-only placeholder when m
 
 import errno
 import fcntl
+import itertools
 import marshal
 import posix  # the system calls without `os`, whose import (collections.abc, posixpath) was a sixth of the launcher's start
 import select
@@ -101,7 +102,7 @@ def prepare(spec, say=None):
         _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
         raise
     fcntl.flock(mutex, fcntl.LOCK_UN)
-    return mounts, lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd)
+    return mounts, lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd, say)
 
 
 def guard_mounts(guards):
@@ -311,16 +312,16 @@ def _is_placeholder(path, kind, content):
         return f.read() == content.encode()
 
 
-def _clean_up(mutex, held, guards, locks, watched, record, cwd):
-    """Set aside what the command made of the watched names and say so; drop our shared locks;
-    where no other sandbox holds its folder, remove the placeholders (ours, and any a killed
-    launcher left)."""
+def _clean_up(mutex, held, guards, locks, watched, record, cwd, say=None):
+    """Set aside what the command made of the watched names and say so (`say`, default this
+    process's stderr); drop our shared locks; where no other sandbox holds its folder, remove the
+    placeholders (ours, and any a killed launcher left)."""
     fcntl.flock(mutex, fcntl.LOCK_EX)
     try:
         if watched:
             line = _set_aside(watched, locks, cwd, "which this command created")
             if line:
-                _say(line)
+                (say or _say)(line)
         if record is not None:
             path, fd = record
             _remove(path, "file")
@@ -405,12 +406,16 @@ def _finish(locks, cwd):
     return lines
 
 
+_set_asides = itertools.count(1)  # `next` on it is atomic across the warm helper's threads
+
+
 def _set_aside(watched, locks, cwd, who):
     """Move each watched path that exists now into a quarantine folder of loopwright's home;
     the line that says what was moved, or None."""
     moved, failed = [], []
-    folder = _join(_dirname(locks), "quarantine",
-                          time.strftime("%Y%m%d-%H%M%S") + f"-{posix.getpid()}")
+    n = next(_set_asides)  # a folder of its own each time, even in one process (the warm helper's)
+    folder = _join(_dirname(locks), "quarantine", time.strftime("%Y%m%d-%H%M%S") + f"-{posix.getpid()}"
+                   + (f"-{n}" if n > 1 else ""))
     for path, _kind in watched:
         if not _lexists(path):
             continue  # the command did not make it (the usual case: no path resolution needed)

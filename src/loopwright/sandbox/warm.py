@@ -1,10 +1,10 @@
 """Sandboxed commands started through the warm helper (`helper.py`): the launcher's host-side
-work done by a watcher forked from one helper process per loopwright process, and bwrap started
-here, as this process's own child — what a command costs over bare bwrap is then a fork and two
-messages instead of an interpreter start (`docs/speed.md`).
+work (guards, locks, the watch and the clean-up) done by one helper process per loopwright
+process, started once, and bwrap started here, as this process's own child — what a command
+costs over bare bwrap is then a few messages instead of an interpreter start (`docs/speed.md`).
 
 Fail closed: when the helper is off (`LOOPWRIGHT_SANDBOX_HELPER=off`), cannot start, is gone,
-does not answer within `REPLY_TIMEOUT_S`, or its watcher refuses or dies before bwrap starts,
+does not answer within `REPLY_TIMEOUT_S`, or refuses the command or fails before bwrap starts,
 `spawn` returns None and the caller runs the launcher's command line as it always did — never
 the command without its sandbox. A helper that cannot be reached is replaced at the next command."""
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from .bwrap import Launch
 
-REPLY_TIMEOUT_S = 10.0  # a watcher waits for the lock around placeholders; far longer means it is stuck
+REPLY_TIMEOUT_S = 10.0  # the helper waits for the lock around placeholders; far longer means it is stuck
 _SERVE = (f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
           "from helper import serve; serve()")  # imported as launch.py is: from its bytecode, after the stdlib
 
@@ -38,8 +38,8 @@ class Helper:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            # its own session: a terminal's ^C or a signal to loopwright's group does not reach it
-            # or its watchers; it ends when its socket does, with this process however it ends
+            # its own session: a terminal's ^C or a signal to loopwright's group does not reach it;
+            # it ends once its socket does (with this process, however it ends) and it cleaned up
             self.process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SERVE], stdin=theirs.fileno(),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
                                             env=child_env(), start_new_session=True)
@@ -59,14 +59,14 @@ class Helper:
         return self.owner == os.getpid() and self.process.poll() is None
 
     async def hand(self, channel: socket.socket) -> None:
-        """Give the helper one command's socket (its spare takes it and becomes its watcher)."""
+        """Give the helper one command's socket (a thread of it serves that command)."""
         import anyio
 
         while True:
             try:
                 return _send(self.control, b"c", channel.fileno())
             except BlockingIOError:
-                await anyio.sleep(0.001)  # hundreds of commands at once: the spares catch up
+                await anyio.sleep(0.001)  # hundreds of commands at once: the helper catches up
 
     def stop(self) -> None:
         self.control.close()
@@ -107,7 +107,7 @@ def _drop(helper: Helper) -> None:
 
 @lru_cache(maxsize=1)
 def _pidfds() -> bool:
-    """Whether the kernel has pidfds (Linux 5.3+): without one a watcher could not tell when bwrap
+    """Whether the kernel has pidfds (Linux 5.3+): without one the helper could not tell when bwrap
     ended, and the launcher (which has its own way) is used."""
     try:
         os.close(os.pidfd_open(os.getpid()))
@@ -120,7 +120,7 @@ async def spawn(line: Launch, *, output: int, cwd: str | os.PathLike[str], env: 
                 pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes] | None:
     """Start the command `line` (what `wrap` returned) under bwrap, a child of this process in a
     session of its own, `output` its stdout and stderr, `pass_fds` inherited — its host side done
-    by a watcher of the helper, which keeps `output` open until its clean-up is done. None when
+    by the helper, which keeps `output` open until its clean-up is done. None when
     the helper cannot do it (see the module's docstring): run `line` itself then."""
     import anyio
 
@@ -128,10 +128,10 @@ async def spawn(line: Launch, *, output: int, cwd: str | os.PathLike[str], env: 
     if helper is None:
         return None
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    info_read, info_write = os.pipe()  # bwrap names its sandbox on it (`--info-fd`) for the watcher
+    info_read, info_write = os.pipe()  # bwrap names its sandbox on it (`--info-fd`) for the helper
     try:
         try:
-            _send(ours, marshal.dumps(line.spec), info_read)  # waits in the pair for the watcher
+            _send(ours, marshal.dumps(line.spec), info_read)  # waits in the pair for the helper
         finally:
             os.close(info_read)
             info_read = -1
@@ -157,11 +157,11 @@ async def spawn(line: Launch, *, output: int, cwd: str | os.PathLike[str], env: 
         try:
             pidfd = os.pidfd_open(proc.pid)  # before anyone reaps it: this names bwrap for good
         except OSError:
-            pidfd = -1  # the watcher then waits for the sandbox bwrap names on the info pipe
+            pidfd = -1  # the helper then waits for the sandbox bwrap names on the info pipe
         try:
             _send(ours, b"started", output, *([pidfd] if pidfd >= 0 else []))
         except OSError:
-            pass  # the watcher died: what it was to clean up is finished by the next command
+            pass  # the helper died: what it was to clean up is finished by the next command
         finally:
             if pidfd >= 0:
                 os.close(pidfd)
@@ -201,7 +201,7 @@ def _start(line: Launch, mounts: list[str], info: int, output: int, cwd: str | o
 
 
 def _answer(reply: bytes) -> tuple[list[str] | None, list[str]]:
-    """The guards' bwrap arguments from a watcher's answer (None for a refusal, or when it ended
+    """The guards' bwrap arguments from the helper's answer (None for a refusal, or when it ended
     without one), and its lines about earlier commands."""
     try:
         said = marshal.loads(reply) if reply else None
