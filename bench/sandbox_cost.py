@@ -102,7 +102,7 @@ async def main(runs: int, old_launcher: str | None) -> None:
     for name, ms in med.items():
         print(f"{name:>23}: {ms:7.1f} ms median of {runs}")
     print(f"sandboxed / bare bwrap with the same guards: {med['sandboxed Bash'] / med['bare bwrap, guards']:.2f}x "
-          f"(+{med['sandboxed Bash'] - med['bare bwrap, guards']:.1f} ms: the launcher); "
+          f"(+{med['sandboxed Bash'] - med['bare bwrap, guards']:.1f} ms: the tool, the helper's set-up and clean-up); "
           f"the guards' binds: +{med['bare bwrap, guards'] - med['bare bwrap, no guards']:.1f} ms; "
           f"sandboxed / unsandboxed: {med['sandboxed Bash'] / med['unsandboxed Bash']:.2f}x "
           f"(+{med['sandboxed Bash'] - med['unsandboxed Bash']:.1f} ms per command)")

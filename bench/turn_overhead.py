@@ -383,8 +383,9 @@ def start_only(runs: int) -> None:
 def jsonl_only(turns: int, runs: int) -> None:
     """The Bash loop with a JSONL transcript: fsync a step off the event loop (the default), each
     durable record fsynced on the event loop (as before), the floor; then the CLI's own turn, the
-    same loop sandboxed (as by default), against a floor that runs the command under bare bwrap
-    with the same mounts; and both without a transcript. Interleaved `runs` times."""
+    same loop sandboxed (as by default: the warm helper), the same through the launcher (the
+    helper off, as before it), against a floor that runs the command under bare bwrap with the
+    same mounts; and both without a transcript. Interleaved `runs` times."""
     from sandbox_cost import bwrap_floor
 
     med = statistics.median
