@@ -103,7 +103,7 @@ def test_a_killed_loopwright_leaves_no_command_running_and_its_watcher_cleans_up
             kids = {pid: cmdline(pid) for pid in children(run.pid)}
             # through the helper: bwrap is loopwright's own child, and the helper beside it
             assert any(c.startswith("/usr/bin/bwrap ") or "/bwrap " in c for c in kids.values()), kids
-            assert any(HELPER in c for c in kids.values()), kids
+            [helper] = [pid for pid, c in kids.items() if HELPER in c]
             run.kill()
             run.communicate(timeout=30)
         finally:
@@ -116,6 +116,7 @@ def test_a_killed_loopwright_leaves_no_command_running_and_its_watcher_cleans_up
     [kept] = (lw_home / "quarantine").glob(f"*/{str(project).lstrip('/')}/.mcp.json")
     assert kept.read_text() == "made"
     assert not list((lw_home / "sandbox").glob("pending-*"))
+    assert gone(helper, 30)  # its last command cleaned up, the helper of a dead loopwright ends
 
 
 # ---------------------------------------------------------------- two processes, two homes
@@ -178,7 +179,7 @@ async def test_a_killed_helper_is_replaced_and_its_commands_stay_sandboxed(tmp_p
 async def test_a_stuck_helper_leaves_the_command_to_the_launcher(tmp_path, monkeypatch):
     """A helper that takes no command (stopped here) does not hold commands up for longer than
     `REPLY_TIMEOUT_S`: the command runs through the launcher, sandboxed, and the next command
-    gets a new helper."""
+    gets a new helper. The stuck one gets no more commands, and ends by itself once it goes on."""
     git_init(tmp_path)
     await sandboxed("true", tmp_path)  # a helper, ready
     stuck = warm.current()
@@ -196,6 +197,7 @@ async def test_a_stuck_helper_leaves_the_command_to_the_launcher(tmp_path, monke
     assert not (tmp_path / ".mcp.json").exists()
     fresh = warm.current()
     assert fresh is not None and fresh.pid != stuck.pid
+    assert gone(stuck.pid, 30)
 
 
 async def test_with_the_helper_off_commands_run_through_the_launcher(tmp_path, monkeypatch):

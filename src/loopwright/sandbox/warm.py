@@ -6,7 +6,9 @@ costs over bare bwrap is then a few messages instead of an interpreter start (`d
 Fail closed: when the helper is off (`LOOPWRIGHT_SANDBOX_HELPER=off`), cannot start, is gone,
 does not answer within `REPLY_TIMEOUT_S`, or refuses the command or fails before bwrap starts,
 `spawn` returns None and the caller runs the launcher's command line as it always did — never
-the command without its sandbox. A helper that cannot be reached is replaced at the next command."""
+the command without its sandbox. A helper that cannot be reached or did not answer in time gets
+no more commands (it ends by itself once it has cleaned up after the ones it has) and the next
+command starts a new one."""
 
 from __future__ import annotations
 
@@ -69,10 +71,11 @@ class Helper:
                 await anyio.sleep(0.001)  # hundreds of commands at once: the helper catches up
 
     def stop(self) -> None:
+        """Send it no more commands. Never killed: it ends by itself once the commands it watches
+        are cleaned up (killing it would leave their placeholders and records to chance)."""
         self.control.close()
-        if self.owner == os.getpid() and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        if self.owner == os.getpid():
+            self.process.poll()  # reaped if it has ended
 
 
 _lock = threading.Lock()
@@ -147,7 +150,7 @@ async def spawn(line: Launch, *, output: int, cwd: str | os.PathLike[str], env: 
                 theirs.close()
             answer = await _receive(ours)
         if waited.cancelled_caught:
-            _drop(helper)  # stuck: the next command gets a new one
+            _drop(helper)  # stuck (or waiting very long for the lock): the next command gets a new one
         mounts, lines = _answer(answer)
         if lines:
             os.write(output, "".join(f"{t}\n" for t in lines).encode("utf-8", "surrogateescape"))
