@@ -161,6 +161,20 @@ def test_two_loopwrights_with_homes_of_their_own_never_remove_a_placeholder_unde
     assert not (project / ".git").exists()
 
 
+async def test_the_helper_keeps_no_descriptor_of_a_command_it_cleaned_up(tmp_path):
+    """The helper outlives its commands: their locks, records, pipes and pidfds are closed once
+    each is cleaned up, however many it serves (the launcher's watcher had its exit for that)."""
+    git_init(tmp_path)  # placeholders and their locks
+    await sandboxed("true", tmp_path)
+    helper = warm.current()
+    assert helper is not None
+    before = sorted(os.listdir(f"/proc/{helper.pid}/fd"))
+    for _ in range(5):
+        assert "set aside .mcp.json" in await sandboxed(f"{sys.executable} -c \"open('.mcp.json', 'w')\"", tmp_path)
+    assert warm.current() is helper
+    assert sorted(os.listdir(f"/proc/{helper.pid}/fd")) == before
+
+
 # ---------------------------------------------------------------- fail closed: the launcher
 
 

@@ -87,7 +87,11 @@ def prepare(spec, say=None):
     if shared != locks:
         _check_lock_folder(shared)
     mutex = _open_lock(_join(shared, "mutex"))
-    fcntl.flock(mutex, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+    except BaseException:
+        posix.close(mutex)
+        raise
     held = {}
     try:
         for line in _finish(locks, None):
@@ -168,9 +172,6 @@ def _keep_only(passed):
 
 
 def _watch(pidfd, parent, info, clean_up):
-    """Clean up once bwrap (`pidfd`, else this process's `parent` while it stays the parent) and
-    the sandbox it names on `info` have ended. Neither given (the warm helper's watcher whose
-    runner died before saying bwrap started): the sandbox alone, once bwrap named it or ended."""
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _signal.SIG_IGN)
     # stdout and stderr stay open: a runner that reads the command's output until every writer
@@ -181,7 +182,7 @@ def _watch(pidfd, parent, info, clean_up):
         if pidfd is not None:
             while not select.select([pidfd], [], [])[0]:
                 pass
-        elif parent is not None:
+        else:
             while posix.getppid() == parent:  # bwrap ended: this process went to another parent
                 time.sleep(0.05)
         if sandbox is not None:  # killed outright, bwrap leaves it to the kernel to end the sandbox
@@ -341,6 +342,8 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd, say=None):
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         fcntl.flock(mutex, fcntl.LOCK_UN)
+        for fd in (*held.values(), mutex):  # closed: the warm helper lives on after this command
+            posix.close(fd)
 
 
 # ---------------------------------------------------------------- watched names, set aside
