@@ -51,6 +51,7 @@ def serve():
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _signal.SIG_IGN)
     _thread.stack_size(1 << 19)  # a thread only waits and calls the kernel: no deep stack
+    _more_descriptors()
     control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, 0)
     while True:
         data, fds = _receive(control, 16, 1)
@@ -64,6 +65,18 @@ def serve():
     while _watching[0]:
         time.sleep(0.05)  # the clean-ups still to come (exiting would end their threads)
     posix._exit(0)
+
+
+def _more_descriptors():
+    """Up to the hard limit: each command in flight holds a handful (its locks, record, output,
+    pidfds), and a worker may have a hundred at once."""
+    try:
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError):
+        pass  # the soft limit then: more commands at once than it allows fail over to the launcher
 
 
 class _Output:
@@ -109,13 +122,14 @@ def _command(fd):
             output.fd, pidfds = got[0], got[1:]
         else:
             _close(*got)
+        channel.close()
+        channel = None
         # the launcher's own reading of the info pipe: to its end, then closed
         sandbox, info = launch._sandbox_pidfd(info), -1
         if sandbox is not None:
             pidfds.append(sandbox)  # after bwrap's: bwrap outlives its child unless killed
         for pidfd in pidfds:
-            while not select.select([pidfd], [], [])[0]:
-                pass
+            _ended(pidfd)
         clean_up()
         holding = False
     finally:
@@ -125,6 +139,15 @@ def _command(fd):
             _close(info, output.fd, *pidfds)
         with _count:
             _watching[0] -= 1
+
+
+def _ended(pidfd):
+    """Wait until the process of `pidfd` has ended (poll, not select: a busy helper's descriptors
+    may number above select's 1024)."""
+    waiting = select.poll()
+    waiting.register(pidfd, select.POLLIN)
+    while not waiting.poll():
+        pass
 
 
 def _close(*fds):
