@@ -186,9 +186,15 @@ def bwrap_path() -> str | None:
     configured = os.environ.get("LOOPWRIGHT_BWRAP")
     if configured is not None:
         return configured if os.access(configured, os.X_OK) else None
+    return _which_bwrap(os.environ.get("PATH"))
+
+
+@lru_cache(maxsize=4)
+def _which_bwrap(path: str | None) -> str | None:
+    """Looked up once per PATH: each command asks (twice), and a PATH search is a stat per entry."""
     import shutil
 
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=path)
 
 
 def availability() -> str | None:
@@ -335,9 +341,15 @@ def _toolchain_under_tmp() -> list[str]:
     """The Python environment loopwright itself runs from, when it lives under /tmp (a CI
     checkout, a throwaway venv): the private /tmp would hide it from commands, so it stays
     visible, read-only."""
-    places = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))
+    return list(_toolchain(sys.prefix, sys.base_prefix, sys.executable))
+
+
+@lru_cache(maxsize=4)
+def _toolchain(prefix: str, base_prefix: str, executable: str) -> tuple[str, ...]:
+    """`_toolchain_under_tmp` for these places, resolved once (four path resolutions a command)."""
+    places = (prefix, base_prefix, os.path.dirname(os.path.realpath(executable)))
     found = [os.path.realpath(p) for p in places]
-    return list(dict.fromkeys(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
+    return tuple(dict.fromkeys(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
 
 
 def active(config: SandboxConfig | None) -> bool:
