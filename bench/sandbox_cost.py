@@ -1,5 +1,6 @@
 """What the sandbox costs per command: the Bash tool running `true` sandboxed (the default: the
-launcher, its guards and watcher, bwrap, the seccomp filter) against bwrap started bare with the
+warm helper's watcher and its guards, bwrap, the seccomp filter; and with the helper off, the
+launcher, a fresh interpreter per command, as before it) against bwrap started bare with the
 same mounts (the guards' binds included) and the same seccomp filter — no launcher: what bwrap
 itself costs, the floor of a sandboxed command —, against the bwrap line without the guards, and
 against the tool with the sandbox off. Medians of one run each, interleaved so a busy moment hits
@@ -62,8 +63,13 @@ async def main(runs: int, old_launcher: str | None) -> None:
         spec, bare, guarded = bwrap_floor(project)
         args = sandboxed.validate({"command": "true"})
 
-        async def tool(t: BashTool) -> None:
-            out = await t.run(args, ctx)
+        async def tool(t: BashTool, helper: bool = True) -> None:
+            if not helper:  # the launcher, a fresh interpreter per command, as before the warm helper
+                os.environ["LOOPWRIGHT_SANDBOX_HELPER"] = "off"
+            try:
+                out = await t.run(args, ctx)
+            finally:
+                os.environ.pop("LOOPWRIGHT_SANDBOX_HELPER", None)
             assert not out.is_error, out.content
 
         async def bwrap_only(argv: list[str]) -> None:
@@ -79,7 +85,8 @@ async def main(runs: int, old_launcher: str | None) -> None:
             _, code = await run_command("true", ctx, 60, CappedText(1000), argv=[line[0], "-I", "-S", path, *line[5:]])
             assert code == 0
 
-        cases = {"sandboxed Bash": lambda: tool(sandboxed), "bare bwrap, guards": lambda: bwrap_only(guarded),
+        cases = {"sandboxed Bash": lambda: tool(sandboxed), "sandboxed, launcher": lambda: tool(sandboxed, False),
+                 "bare bwrap, guards": lambda: bwrap_only(guarded),
                  "bare bwrap, no guards": lambda: bwrap_only(bare), "unsandboxed Bash": lambda: tool(host)}
         if old_launcher:
             cases["sandboxed, old launcher"] = lambda: old(old_launcher)
@@ -95,10 +102,12 @@ async def main(runs: int, old_launcher: str | None) -> None:
     for name, ms in med.items():
         print(f"{name:>23}: {ms:7.1f} ms median of {runs}")
     print(f"sandboxed / bare bwrap with the same guards: {med['sandboxed Bash'] / med['bare bwrap, guards']:.2f}x "
-          f"(+{med['sandboxed Bash'] - med['bare bwrap, guards']:.1f} ms: the launcher); "
+          f"(+{med['sandboxed Bash'] - med['bare bwrap, guards']:.1f} ms: the tool, the helper's set-up and clean-up); "
           f"the guards' binds: +{med['bare bwrap, guards'] - med['bare bwrap, no guards']:.1f} ms; "
           f"sandboxed / unsandboxed: {med['sandboxed Bash'] / med['unsandboxed Bash']:.2f}x "
           f"(+{med['sandboxed Bash'] - med['unsandboxed Bash']:.1f} ms per command)")
+    print(f"launcher (the helper off) / bare bwrap with the same guards: "
+          f"{med['sandboxed, launcher'] / med['bare bwrap, guards']:.2f}x")
     if old_launcher:
         print(f"old launcher / bare bwrap with the same guards: "
               f"{med['sandboxed, old launcher'] / med['bare bwrap, guards']:.2f}x")

@@ -77,9 +77,17 @@ def run_loopwright_bash(turns: int, cwd: Path) -> list[float]:
         return gaps_ms(sim)
 
 
-def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandboxed: bool = False) -> list[float]:
+def run_loopwright_bash_jsonl(turns: int, cwd: Path, defer: bool = True, sandboxed: bool = False,
+                              helper: bool = True) -> list[float]:
     """The Bash loop with its session written as the CLI writes it (a JSONL transcript); without
-    the sandbox unless `sandboxed` (the floor runs its command unsandboxed too)."""
+    the sandbox unless `sandboxed` (the floor runs its command unsandboxed too); `helper=False`:
+    sandboxed through the launcher, a fresh interpreter per command (as before the warm helper)."""
+    if not helper:
+        os.environ["LOOPWRIGHT_SANDBOX_HELPER"] = "off"
+        try:
+            return run_loopwright_bash_jsonl(turns, cwd, defer, sandboxed)
+        finally:
+            os.environ.pop("LOOPWRIGHT_SANDBOX_HELPER", None)
     from loopwright.sandbox import SandboxConfig
     from loopwright.session.opening import open_session
     from loopwright.stores.jsonl import JsonlStore
@@ -375,12 +383,13 @@ def start_only(runs: int) -> None:
 def jsonl_only(turns: int, runs: int) -> None:
     """The Bash loop with a JSONL transcript: fsync a step off the event loop (the default), each
     durable record fsynced on the event loop (as before), the floor; then the CLI's own turn, the
-    same loop sandboxed (as by default), against a floor that runs the command under bare bwrap
-    with the same mounts; and both without a transcript. Interleaved `runs` times."""
+    same loop sandboxed (as by default: the warm helper), the same through the launcher (the
+    helper off, as before it), against a floor that runs the command under bare bwrap with the
+    same mounts; and both without a transcript. Interleaved `runs` times."""
     from sandbox_cost import bwrap_floor
 
     med = statistics.median
-    names = ("step", "each", "floor", "cli", "floor_bwrap", "none", "bare_bwrap", "bare")
+    names = ("step", "each", "floor", "cli", "cli_launcher", "floor_bwrap", "none", "bare_bwrap", "bare")
     got: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         cwd = Path(tmp)
@@ -391,6 +400,7 @@ def jsonl_only(turns: int, runs: int) -> None:
                  "each": lambda: run_loopwright_bash_jsonl(turns, cwd, defer=False),
                  "floor": lambda: run_bare_bash_jsonl(turns, cwd),
                  "cli": lambda: run_loopwright_bash_jsonl(turns, cwd, sandboxed=True),
+                 "cli_launcher": lambda: run_loopwright_bash_jsonl(turns, cwd, sandboxed=True, helper=False),
                  "floor_bwrap": lambda: run_bare_bash_jsonl(turns, cwd, sandbox),
                  "none": lambda: run_loopwright_bash(turns, cwd),
                  "bare_bwrap": lambda: run_bare_bash(turns, cwd, sandbox),
@@ -411,6 +421,8 @@ def jsonl_only(turns: int, runs: int) -> None:
     print("sandboxed (the CLI's default turn), with a JSONL transcript:")
     print(f"  loopwright                                {m['cli']:7.2f} ms   ratio to floor = "
           f"{m['cli'] / m['floor_bwrap']:.2f}   (target <= 1.5)")
+    print(f"  the same through the launcher (helper off){m['cli_launcher']:7.2f} ms   ratio to floor = "
+          f"{m['cli_launcher'] / m['floor_bwrap']:.2f}   (before the warm helper)")
     print(f"  floor: the same, command under bare bwrap {m['floor_bwrap']:7.2f} ms   (same mounts and filter, no launcher)")
     print("sandboxed, without a transcript:")
     print(f"  loopwright                                {m['none']:7.2f} ms   ratio to floor = "

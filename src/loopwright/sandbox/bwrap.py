@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..core.fastclass import dataclass
 
-__all__ = ["SECRETS", "SandboxConfig", "active", "availability", "bwrap_path", "escape_reason", "excluded_match",
+__all__ = ["SECRETS", "Launch", "SandboxConfig", "active", "availability", "bwrap_path", "escape_reason", "excluded_match",
            "unavailable_warning", "wrap"]
 
 PROBE_TIMEOUT_S = 10.0
@@ -186,9 +186,15 @@ def bwrap_path() -> str | None:
     configured = os.environ.get("LOOPWRIGHT_BWRAP")
     if configured is not None:
         return configured if os.access(configured, os.X_OK) else None
+    return _which_bwrap(os.environ.get("PATH"))
+
+
+@lru_cache(maxsize=4)
+def _which_bwrap(path: str | None) -> str | None:
+    """Looked up once per PATH: each command asks (twice), and a PATH search is a stat per entry."""
     import shutil
 
-    return shutil.which("bwrap")
+    return shutil.which("bwrap", path=path)
 
 
 def availability() -> str | None:
@@ -235,7 +241,7 @@ def _isolation(network: bool) -> list[str]:
 
 def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bwrap: str | None = None,
          sockets_open: bool = False, deny_read: tuple[str, ...] = (), deny_write: tuple[str, ...] = (),
-         pass_fds: tuple[int, ...] = (), visible: tuple[str, ...] = ()) -> list[str]:
+         pass_fds: tuple[int, ...] = (), visible: tuple[str, ...] = ()) -> Launch:
     """`argv` as the launcher's command line around bwrap. Order matters: later mounts cover
     earlier ones, so the roots are bound after the private /tmp (a root under /tmp stays
     visible and writable), the guards after the roots and the hidden paths (`SECRETS`,
@@ -270,7 +276,18 @@ def wrap(argv: list[str], *, cwd: str, roots: tuple[str, ...], network: bool, bw
     hidden = [os.path.join(user_home, s) for s in SECRETS] + [own] + [os.path.join(cwd, p) for p in deny_read]
     args += _masks(hidden, real_roots)
     args += ["--chdir", os.path.realpath(cwd), "--", *argv]
-    return [sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args]
+    return Launch([sys.executable, "-I", "-S", "-c", _LAUNCH, marshal.dumps(spec).hex(), *args], spec, args)
+
+
+class Launch(list[str]):
+    """The launcher's command line for one sandboxed command (what `wrap` returns: run it as any
+    command line), which also keeps its parts — the launcher's `spec` and the `bwrap` line
+    without the guards' mounts — for a spawner that does the launcher's work through the warm
+    helper instead (`warm.spawn`)."""
+
+    def __init__(self, argv: list[str], spec: dict[str, Any], bwrap: list[str]) -> None:
+        super().__init__(argv)
+        self.spec, self.bwrap = spec, bwrap
 
 
 def shared_lock_folder(fallback: str) -> str:
@@ -324,9 +341,15 @@ def _toolchain_under_tmp() -> list[str]:
     """The Python environment loopwright itself runs from, when it lives under /tmp (a CI
     checkout, a throwaway venv): the private /tmp would hide it from commands, so it stays
     visible, read-only."""
-    places = (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))
+    return list(_toolchain(sys.prefix, sys.base_prefix, sys.executable))
+
+
+@lru_cache(maxsize=4)
+def _toolchain(prefix: str, base_prefix: str, executable: str) -> tuple[str, ...]:
+    """`_toolchain_under_tmp` for these places, resolved once (four path resolutions a command)."""
+    places = (prefix, base_prefix, os.path.dirname(os.path.realpath(executable)))
     found = [os.path.realpath(p) for p in places]
-    return list(dict.fromkeys(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
+    return tuple(dict.fromkeys(p for p in found if p.startswith("/tmp/") and os.path.isdir(p)))
 
 
 def active(config: SandboxConfig | None) -> bool:

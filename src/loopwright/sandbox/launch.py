@@ -46,6 +46,7 @@ placeholder when missing), "rw" (pinned writable, a read-only placeholder when m
 
 import errno
 import fcntl
+import itertools
 import marshal
 import posix  # the system calls without `os`, whose import (collections.abc, posixpath) was a sixth of the launcher's start
 import select
@@ -67,33 +68,45 @@ class Refused(Exception):
 
 def main(argv):
     spec, bwrap = marshal.loads(bytes.fromhex(argv[1])), argv[2:]
-    locks, cwd = spec["locks"], spec["cwd"]
-    shared = spec.get("shared", locks)
     try:
-        _check_lock_folder(locks)
-        if shared != locks:
-            _check_lock_folder(shared)
-        mutex = _open_lock(_join(shared, "mutex"))
-        fcntl.flock(mutex, fcntl.LOCK_EX)
-        held = {}
-        try:
-            for line in _finish(locks, None):
-                _say(line)
-            for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
-                held[folder] = _open_lock(_join(shared, _key(folder) + ".users"))
-                fcntl.flock(held[folder], fcntl.LOCK_SH)
-            mounts, watched = guard_mounts(spec["guards"])
-            record = _record(locks, watched, cwd) if watched else None
-        except BaseException:
-            fcntl.flock(mutex, fcntl.LOCK_UN)
-            _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
-            raise
-        fcntl.flock(mutex, fcntl.LOCK_UN)
-        _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"],
-                   lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd), spec.get("pass", ()))
+        mounts, clean_up = prepare(spec)
+        _hand_over(bwrap, spec["insert"], mounts, spec["seccomp"], clean_up, spec.get("pass", ()))
     except (Refused, OSError) as exc:
         print(f"loopwright: the sandbox refuses this command: {exc}", file=sys.stderr, flush=True)
         sys.exit(REFUSED)
+
+
+def prepare(spec, say=None):
+    """Steps 1 to 3 for one command: the guards' bwrap arguments, and the clean-up to run once
+    its sandbox has ended (the caller's process, or one forked from it, holds the locks until
+    then). `say` gets the lines about earlier commands' checks finished here (default: this
+    process's stderr). Raises Refused or OSError having undone what it did."""
+    locks, cwd = spec["locks"], spec["cwd"]
+    shared = spec.get("shared", locks)
+    _check_lock_folder(locks)
+    if shared != locks:
+        _check_lock_folder(shared)
+    mutex = _open_lock(_join(shared, "mutex"))
+    try:
+        fcntl.flock(mutex, fcntl.LOCK_EX)
+    except BaseException:
+        posix.close(mutex)
+        raise
+    held = {}
+    try:
+        for line in _finish(locks, None):
+            (say or _say)(line)
+        for folder in sorted({_dirname(g[0]) for g in spec["guards"] if g[2] in PLACEHOLDER_MODES}):
+            held[folder] = _open_lock(_join(shared, _key(folder) + ".users"))
+            fcntl.flock(held[folder], fcntl.LOCK_SH)
+        mounts, watched = guard_mounts(spec["guards"])
+        record = _record(locks, watched, cwd) if watched else None
+    except BaseException:
+        fcntl.flock(mutex, fcntl.LOCK_UN)
+        _clean_up(mutex, held, spec["guards"], locks, (), None, cwd)
+        raise
+    fcntl.flock(mutex, fcntl.LOCK_UN)
+    return mounts, lambda: _clean_up(mutex, held, spec["guards"], locks, watched, record, cwd, say)
 
 
 def guard_mounts(guards):
@@ -300,16 +313,16 @@ def _is_placeholder(path, kind, content):
         return f.read() == content.encode()
 
 
-def _clean_up(mutex, held, guards, locks, watched, record, cwd):
-    """Set aside what the command made of the watched names and say so; drop our shared locks;
-    where no other sandbox holds its folder, remove the placeholders (ours, and any a killed
-    launcher left)."""
+def _clean_up(mutex, held, guards, locks, watched, record, cwd, say=None):
+    """Set aside what the command made of the watched names and say so (`say`, default this
+    process's stderr); drop our shared locks; where no other sandbox holds its folder, remove the
+    placeholders (ours, and any a killed launcher left)."""
     fcntl.flock(mutex, fcntl.LOCK_EX)
     try:
         if watched:
             line = _set_aside(watched, locks, cwd, "which this command created")
             if line:
-                _say(line)
+                (say or _say)(line)
         if record is not None:
             path, fd = record
             _remove(path, "file")
@@ -329,6 +342,8 @@ def _clean_up(mutex, held, guards, locks, watched, record, cwd):
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         fcntl.flock(mutex, fcntl.LOCK_UN)
+        for fd in (*held.values(), mutex):  # closed: the warm helper lives on after this command
+            posix.close(fd)
 
 
 # ---------------------------------------------------------------- watched names, set aside
@@ -394,12 +409,16 @@ def _finish(locks, cwd):
     return lines
 
 
+_set_asides = itertools.count(1)  # `next` on it is atomic across the warm helper's threads
+
+
 def _set_aside(watched, locks, cwd, who):
     """Move each watched path that exists now into a quarantine folder of loopwright's home;
     the line that says what was moved, or None."""
     moved, failed = [], []
-    folder = _join(_dirname(locks), "quarantine",
-                          time.strftime("%Y%m%d-%H%M%S") + f"-{posix.getpid()}")
+    n = next(_set_asides)  # a folder of its own each time, even in one process (the warm helper's)
+    folder = _join(_dirname(locks), "quarantine", time.strftime("%Y%m%d-%H%M%S") + f"-{posix.getpid()}"
+                   + (f"-{n}" if n > 1 else ""))
     for path, _kind in watched:
         if not _lexists(path):
             continue  # the command did not make it (the usual case: no path resolution needed)

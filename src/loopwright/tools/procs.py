@@ -71,11 +71,18 @@ async def run_command(
     inherits `pass_fds`); returns (timed_out, exit code). Cancellation kills the process group
     and then propagates. `to_end`: read the output until every writer closed it, however long
     after the exit (for a sandboxed command, whose background jobs end with it)."""
+    from ..sandbox.bwrap import Launch
+
     read_fd, write_fd = os.pipe()
     env = ctx.env or child_env()  # the harness's credentials stay with the harness
     try:
         # One pipe for both streams keeps stdout and stderr interleaved in the order written.
-        proc = Child(subprocess.Popen(
+        started = None
+        if isinstance(argv, Launch):  # sandboxed: bwrap started here, its host side by the warm helper
+            from ..sandbox import warm
+
+            started = await warm.spawn(argv, output=write_fd, cwd=ctx.cwd, env=env, pass_fds=pass_fds)
+        proc = Child(started or subprocess.Popen(  # else the launcher's line, or the command as it is
             lifeline.tethered(argv or [shell_path(), "-c", command], cwd=ctx.cwd, env=env),  # dies with us
             stdin=subprocess.DEVNULL,
             stdout=write_fd,
