@@ -159,12 +159,14 @@ async def test_builtin_sets_do_not_share_shells(tmp_path):
 @pytest.mark.skipif(BWRAP is not None, reason=f"sandbox cannot run here: {BWRAP}")
 async def test_sandboxed_background_shell_is_killed_with_its_namespace(tmp_path):
     shells = Shells(tmp_path, SandboxConfig(enabled=True))
-    shell_id = await shells.start(f"touch /etc/nope 2>&1; sleep 300 & echo $! > {tmp_path / 'c.pid'}; wait")
+    nap = f"sleep 300.{os.getpid()}{time.monotonic_ns() % 1000003}"  # this test's own: no other process's sleep is waited on
+    shell_id = await shells.start(f"touch /etc/nope 2>&1; {nap} & echo $! > {tmp_path / 'c.pid'}; wait")
     await wait_for_pid(tmp_path / "c.pid")
     assert "Read-only file system" in await shells.read_until(shell_id, "Read-only")
+    assert nap in os.popen("ps -eo args").read()
     await shells.call("KillShell", shell_id=shell_id)
     with anyio.fail_after(5):
-        while "sleep 300" in os.popen("ps -eo args").read():
+        while nap in os.popen("ps -eo args").read():
             await anyio.sleep(0.05)
 
 
