@@ -1,5 +1,5 @@
 """Every front end composes its run through `compose.build` (issue 33 item 4): `-p`, the
-interactive terminal, `/loop`, the Agent SDK's stream-json channel and parallel attempts, each the
+interactive terminal, `/loop`, the Agent SDK's stream-json channel, parallel attempts and routine items, each the
 real CLI in a subprocess against the simulator. What only `build()` does is observed in each: the skills are
 bound to the session it opened, so a skill's `${CLAUDE_SESSION_ID}` names the session the run
 reports (an agent built by hand renders the id of a session that never existed)."""
@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from procs import kill_mid_tool
 from test_interactive import Terminal
 
 from loopwright.testing import Simulator
@@ -107,3 +108,23 @@ def test_each_parallel_attempt_names_its_own_session(tmp_path, work):
                                        "json"))
         [row] = result["attempts"]["attempts"]
         assert rendered(sim) == [row["session_id"]]
+
+
+def test_a_routine_item_names_its_own_session_and_again_when_resumed(tmp_path, work):
+    """A routine item's run, new and then carried on by the next fire after its process was
+    killed mid-tool: both times the skill names the item's session (a resumed item's agent built
+    by hand named a random one)."""
+    (work / ".loopwright" / "routines").mkdir(parents=True)
+    (work / ".loopwright" / "routines" / "ids.yaml").write_text(
+        "source: {command: cat items.jsonl}\nprompt: \"Handle {id}\"\nallowed_tools: [Bash]\nsandbox: false\n")
+    (work / "items.jsonl").write_text('{"id": "i1"}\n')
+    slow = {"tool_use": {"name": "Bash", "input": {"command": "echo $$ > tool.pid; sleep 30"}}}
+    with Simulator([USE_IT[0], slow]) as sim:
+        kill_mid_tool(["routine", "run", "ids", "--once"], work, environment(tmp_path, sim), work / "tool.pid")
+        new = rendered(sim)
+    with Simulator(USE_IT) as sim:
+        out = loopwright(tmp_path, sim, "routine", "run", "ids", "--once")
+        resumed = rendered(sim)
+    assert "1 done" in out
+    [row] = json.loads(loopwright(tmp_path, sim, "routine", "items", "ids", "--json"))
+    assert row["status"] == "done" and new == [row["session_id"]] and resumed == [row["session_id"]]

@@ -1,6 +1,7 @@
-"""One routine item run as an agent in this process, composed exactly as `loopwright -p` composes
-one (`build_agent`, `open_run_session`, `goal_from_options`) from the `RunSpec` the routine's keys
-describe; a resumed item carries on its session (finished tool calls are not run again)."""
+"""One routine item run as an agent in this process, composed as every front end composes its run
+(`compose.build`) from the `RunSpec` the routine's keys describe, its goal set here (a resumed
+item's from its session, with the routine's checks); a resumed item carries on its session
+(finished tool calls are not run again)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Callable
 
 from ....compose.runspec import RunSpec
 from ....core.errors import UsageError
-from ...core import attachments, build_agent, open_run_session
+from ....compose.build import Built, attachments, build
 from ....compose.goals import goal_from_options
 
 CARRY_ON = ("This run was interrupted (its process stopped). Check what was already done, then carry on with "
@@ -70,28 +71,30 @@ def item_runner(settings: Any, register: Callable[[Callable[[], None]], Callable
                     said = None if run.routine.goal else prompt or run.text
                 # a goal's directive comes from the spec's goal
                 return await _queued(queue, dataclasses.replace(runspec, prompt=said or None), run, register, link)
-            agent = build_agent(runspec, settings)
-            if link:
+            observer = None
+            if link:  # the item's run links to the item's span
                 from ....telemetry import observe
 
-                agent = agent.replace(observer=observe(os.environ, "routine", carried={"links": [link]}))
-            if run.routine.workflow:
-                return await _workflowed(agent, runspec, run, carry=mode == "carry", register=register)
+                observer = observe(os.environ, "routine", carried={"links": [link]})
+            # the item sets its own goal (`_arm`); its skills name the session opened here
+            opening = CARRY_ON if mode == "carry" else prompt or run.text  # what the run starts with
+            built = build(runspec, opening, goal=False, settings=settings, observer=observer)
         except UsageError as exc:
             return ItemResult("failed", note=f"cannot start: {exc}", subtype="usage")
-        session, conversation = open_run_session(runspec, agent)
+        if run.routine.workflow:
+            return await _workflowed(built, run, carry=mode == "carry", register=register)
         try:
-            _arm(conversation, session, runspec, spec, run, carry=mode == "carry")
-            live = agent.open(conversation)
+            _arm(built, spec, run, carry=mode == "carry")
+            live = built.start()
             unregister = register(live.interrupt)
             try:
-                result = await live.prompt(CARRY_ON if mode == "carry" else prompt or run.text)
+                result = await live.prompt(built.prompt)
                 await live.end_session("other")
             finally:
                 unregister()
                 await live.aclose()
         finally:
-            session.close()
+            built.close()
         if result.terminal_reason == "aborted":
             status = "interrupted"
         else:
@@ -149,7 +152,7 @@ async def _attempted(spec: RunSpec, prompt: str, settings: Any, register: Any) -
                       str(result.subtype))
 
 
-async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register: Any) -> Any:
+async def _workflowed(built: Built, run: Any, *, carry: bool, register: Any) -> Any:
     """The item done by the routine's workflow in the item's session: the filled prompt's (or
     goal's) words as its `args`, the item, the goal and the routine's name as `wf.item`, `wf.goal`
     and `wf.routine`; a resumed item replays the steps that had finished. With `check:` or
@@ -167,8 +170,8 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
         words = run.text.split()
     context = {"item": {"id": run.item.id, **run.item.fields}, "goal": run.text if run.routine.goal else None,
                "routine": run.routine.name}
-    session, conversation = open_run_session(opts, agent)
-    live = agent.open(conversation)
+    session = built.opened  # the store's session: its records and recorder, for the guard
+    live = built.start()
     doing = InConversation(live, run.routine.workflow, words, context=context, resume=carry)
     unregister = register(doing.stop)
     verdict = None
@@ -184,7 +187,7 @@ async def _workflowed(agent: Any, opts: Any, run: Any, *, carry: bool, register:
     finally:
         unregister()
         await live.aclose()
-        session.close()
+        built.close()
     cost = float(result.total_cost_usd or 0.0)
     if verdict is not None and not verdict.held:
         return ItemResult("failed", cost, verdict.why, "unverified")
@@ -210,9 +213,10 @@ def _mode(run: Any) -> str:
     return "carry" if began else "reopen"
 
 
-def _arm(conversation: Any, session: Any, opts: Any, spec: Any, run: Any, *, carry: bool) -> None:
-    """A new item's goal; a resumed item's goal from its session (`session`: the opened store
-    session), with the routine's checks; set on `conversation` (its `loopwright.agent.Session`)."""
+def _arm(built: Built, spec: Any, run: Any, *, carry: bool) -> None:
+    """A new item's goal (`spec`); a resumed item's goal from its session's records, with the
+    routine's checks; set on the built run's session."""
+    conversation, session, opts = built.session, built.opened, built.spec
     if not carry:
         conversation.set_goal(spec)
         return
