@@ -1,7 +1,7 @@
 """A run composed from its `RunSpec` (`build`): the settings files it reads, the `Agent` it
 describes (settings, limits, tools, permissions, sandbox), the session it opens, its goal and the
 emitter that prints its events. Every front end composes its run here — `loopwright -p`, the
-interactive terminal, `/loop`, the Agent SDK's channel, workflows, parallel attempts and the
+interactive terminal, `/loop`, the Agent SDK's channel, workflows, parallel attempts, routine items and the
 durable jobs' workers — and adds only what is its own (a prompt's approver, a loop's bounds)."""
 
 from __future__ import annotations
