@@ -49,7 +49,19 @@ def test_bad_input_names_the_field(data, said):
     assert said in str(caught.value)
 
 
-def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch):
+@pytest.fixture
+def in_a_home(tmp_path, monkeypatch):
+    """Runs in `tmp_path` with a home of their own there and the default store."""
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)
+    for name, value in (("HOME", str(home)), ("LOOPWRIGHT_HOME", str(home / ".loopwright")),
+                        ("ANTHROPIC_API_KEY", "sk-test")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
+    return home
+
+
+def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch, in_a_home):
     """`compose.build`: a RunSpec read from JSON becomes the agent, the session and the run — no
     command line — with its goal armed (the judge says it is met) and its session recorded."""
     import asyncio
@@ -58,12 +70,6 @@ def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch):
     from loopwright.compose.build import build
     from loopwright.testing import Simulator
 
-    home = tmp_path / "home"
-    monkeypatch.chdir(tmp_path)
-    for name, value in (("HOME", str(home)), ("LOOPWRIGHT_HOME", str(home / ".loopwright")),
-                        ("ANTHROPIC_API_KEY", "sk-test")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
     judge = {"system_contains": "You decide whether an agent has met its goal"}
     rules = [{"match": judge, "responses": [{"text": json.dumps({"ok": True, "reason": "said"}), "repeat": -1}]},
              {"match": {"last_user_contains": "say hi"}, "responses": [{"text": "hi", "repeat": -1}]}]
@@ -92,7 +98,7 @@ def test_a_spec_is_built_and_run_as_a_library_call(tmp_path, monkeypatch):
     assert not sim.unmatched
 
 
-def test_a_spec_runs_to_its_end_with_the_public_run_spec(tmp_path, monkeypatch):
+def test_a_spec_runs_to_its_end_with_the_public_run_spec(tmp_path, monkeypatch, in_a_home):
     """`loopwright.run_spec`: a spec read from JSON, run in one call with only public names — its
     events seen, SessionEnd fired, its session recorded with the spec it ran."""
     import asyncio
@@ -100,12 +106,6 @@ def test_a_spec_runs_to_its_end_with_the_public_run_spec(tmp_path, monkeypatch):
     import loopwright
     from loopwright.testing import Simulator
 
-    home = tmp_path / "home"
-    monkeypatch.chdir(tmp_path)
-    for name, value in (("HOME", str(home)), ("LOOPWRIGHT_HOME", str(home / ".loopwright")),
-                        ("ANTHROPIC_API_KEY", "sk-test")):
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("LOOPWRIGHT_STORE", raising=False)
     spec = loopwright.RunSpec.from_json({"version": 1, "prompt": "say hi", "max_turns": 2, "bare": True,
                                          "settings": json.dumps({"permissions": {"allow": ["Bash(curl -u me:sk-ant-secret123456 x)"]}})})
     seen = []
@@ -116,7 +116,7 @@ def test_a_spec_runs_to_its_end_with_the_public_run_spec(tmp_path, monkeypatch):
             asyncio.run(loopwright.run_spec(loopwright.RunSpec()))
     assert (result.terminal_reason, result.result) == ("completed", "hi")
     assert isinstance(seen[-1], loopwright.ResultEvent)
-    (transcript,) = (home / ".loopwright").rglob(f"{result.session_id}.jsonl")
+    (transcript,) = (in_a_home / ".loopwright").rglob(f"{result.session_id}.jsonl")
     first = json.loads(transcript.read_text(encoding="utf-8").splitlines()[0])
     assert first["spec"]["prompt"] == "say hi" and first["spec"]["max_turns"] == 2 and "argv" not in first
     assert "sk-ant-secret" not in json.dumps(first["spec"])  # kept for a replay, scrubbed of secrets

@@ -37,12 +37,18 @@ def run(tmp_path, sim, args, env):
     home, project = tmp_path / "home", tmp_path / "proj"
     home.mkdir(exist_ok=True)
     project.mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-m", "loopwright", *args], env=environment(tmp_path, sim, **env),
+                          cwd=project, capture_output=True, text=True, timeout=90)
+
+
+def environment(tmp_path, sim, **more):
+    """A loopwright process's environment: none of this machine's model, loopwright or telemetry
+    variables, a home under `tmp_path`, the simulator as the API, metrics exported only at the end."""
     base = {k: v for k, v in os.environ.items()
             if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
-    base.update(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
-                ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000")
-    return subprocess.run([sys.executable, "-m", "loopwright", *args], env=base | env, cwd=project,
-                          capture_output=True, text=True, timeout=90)
+    home = tmp_path / "home"
+    return base | dict(HOME=str(home), LOOPWRIGHT_HOME=str(home / ".lw"), ANTHROPIC_API_KEY="k",
+                       ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000") | more
 
 
 def otlp(endpoint, protocol="http/protobuf", **more):
@@ -414,10 +420,7 @@ def test_a_durable_loop_taken_over_by_another_worker_continues_its_trace(tmp_pat
                                   "--allowedTools", "Bash", "--max-turns", "6"], env)
         assert out.returncode == 0, out.stderr
         workflow_id = out.stdout.split()[0]
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
-        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
-                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        base = environment(tmp_path, sim, **env)
         log = open(tmp_path / "workers.log", "w")
         try:
             def worker():
@@ -471,10 +474,7 @@ def test_enqueue_opens_the_loops_trace_and_the_workers_run_is_its_child(tmp_path
         assert out.returncode == 0, out.stderr
         workflow_id, _, session_id = out.stdout.split()
         [enqueued] = wait_for(lambda: by_name(collector.got.spans, "enqueue q1"), 30, "the enqueue's span")
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
-        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
-                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        base = environment(tmp_path, sim, **env)
         with open(tmp_path / "worker.log", "w") as log:
             worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store, "--queue", "q1"],
                                       env=base, cwd=tmp_path / "proj", stdout=log, stderr=subprocess.STDOUT)
@@ -601,10 +601,7 @@ def test_attempts_on_a_worker_and_their_judges_call_are_children_of_the_enqueue(
                                   "acceptEdits"], env)
         assert out.returncode == 0, out.stderr
         workflow_id = out.stdout.split()[0]
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
-        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
-                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        base = environment(tmp_path, sim, **env)
         with open(tmp_path / "worker.log", "w") as log:
             worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
                                       cwd=repo, stdout=log, stderr=subprocess.STDOUT)
@@ -733,10 +730,7 @@ def test_a_routine_item_sent_to_a_worker_is_linked_from_the_run_there(tmp_path):
     store = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     with Simulator([{"text": "r1 handled"}]) as sim, HttpCollector() as collector:
         env = otlp(collector.endpoint)
-        base = {k: v for k, v in os.environ.items()
-                if not k.startswith(("ANTHROPIC_", "LOOPWRIGHT_", "OTEL_", "CLAUDE_CODE_"))}
-        base.update(HOME=str(tmp_path / "home"), LOOPWRIGHT_HOME=str(tmp_path / "home" / ".lw"), ANTHROPIC_API_KEY="k",
-                    ANTHROPIC_BASE_URL=sim.base_url, OTEL_METRIC_EXPORT_INTERVAL="600000", **env)
+        base = environment(tmp_path, sim, **env)
         with open(tmp_path / "worker.log", "w") as log:
             worker = subprocess.Popen([sys.executable, "-m", "loopwright", "worker", "--store", store], env=base,
                                       cwd=project, stdout=log, stderr=subprocess.STDOUT)
