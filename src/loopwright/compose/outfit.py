@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ..core.ports import Model, Tool, Workspace
+from ..core.sandboxconfig import SandboxConfig
 
 
 class Outfit:
@@ -22,7 +23,7 @@ class Outfit:
         router.client_for(model)  # a missing key is said now, before the run starts
         return router
 
-    def builtin_tools(self, sandbox: Any) -> Sequence[Tool]:
+    def builtin_tools(self, sandbox: SandboxConfig | None) -> Sequence[Tool]:
         from ..tools import builtin_tools
 
         return builtin_tools(sandbox=sandbox)
@@ -54,17 +55,17 @@ class Outfit:
 
         return availability()
 
-    def sandbox_active(self, sandbox: Any) -> bool:
+    def sandbox_active(self, sandbox: SandboxConfig | None) -> bool:
         from ..sandbox import active
 
         return active(sandbox)
 
-    def sandbox_warning(self, sandbox: Any) -> str | None:
+    def sandbox_warning(self, sandbox: SandboxConfig | None) -> str | None:
         from ..sandbox import unavailable_warning
 
         return unavailable_warning(sandbox)
 
-    def check_wrapper(self, sandbox: Any, cwd: Path, roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    def check_wrapper(self, sandbox: SandboxConfig | None, cwd: Path, roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
         """Goal checks run in the Bash sandbox when it is on and works here; where it cannot guard
         the project, the check fails saying why (never runs unguarded)."""
         from ..sandbox import active, wrap

@@ -7,11 +7,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence, TypeGuard, runtime_checkable
 
 from .fastclass import dataclass
 from .hookevents import HookEvent
 from .types import ModelRequest, StreamEvent
+
+if TYPE_CHECKING:
+    from .sandboxconfig import SandboxConfig
 
 
 @runtime_checkable
@@ -675,8 +678,7 @@ class Outfit(Protocol):
     imports an adapter: the model client for a model name, the built-in tools and their
     background shells, MCP servers, the OS sandbox (whether it runs here, its warning, a goal
     check wrapped in it, Python for workflows), the Skill and StructuredOutput tools, the folder a
-    goal checks, the crash log and the http hooks' POST. `sandbox` arguments are
-    `core.sandboxconfig.SandboxConfig` (or None). An `Agent` uses its `outfit` field, else
+    goal checks, the crash log and the http hooks' POST. An `Agent` uses its `outfit` field, else
     `default_outfit()`: the composition root's (`compose.outfit.Outfit`). A test or an embedder
     changes a part by subclassing that one:
 
@@ -703,7 +705,7 @@ class Outfit(Protocol):
         """A client (closed by the run) for `model`; a missing credential is said here, before any call."""
         ...
 
-    def builtin_tools(self, sandbox: Any) -> Sequence[Tool]: ...
+    def builtin_tools(self, sandbox: SandboxConfig | None) -> Sequence[Tool]: ...
 
     def background_work(self, tools: Sequence[Tool]) -> Any:
         """The background shells of `tools` (`running()`, `await stop_all()`), or None."""
@@ -721,11 +723,11 @@ class Outfit(Protocol):
         """None when the sandbox runs here; otherwise why not, in one line."""
         ...
 
-    def sandbox_active(self, sandbox: Any) -> bool: ...
+    def sandbox_active(self, sandbox: SandboxConfig | None) -> bool: ...
 
-    def sandbox_warning(self, sandbox: Any) -> str | None: ...
+    def sandbox_warning(self, sandbox: SandboxConfig | None) -> str | None: ...
 
-    def check_wrapper(self, sandbox: Any, cwd: Path, roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+    def check_wrapper(self, sandbox: SandboxConfig | None, cwd: Path, roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
         """How a goal check's command line runs inside the sandbox; None when it is off or cannot run."""
         ...
 
