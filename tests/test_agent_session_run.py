@@ -8,6 +8,8 @@ import dataclasses
 import pytest
 
 from loopwright import Agent, Run, Session
+from loopwright.compose.outfit import Outfit
+from loopwright.core.sandboxconfig import SandboxConfig
 from loopwright.permissions.rules import PermissionRules
 from loopwright.providers.anthropic import AnthropicModel
 from loopwright.testing import Simulator
@@ -64,3 +66,38 @@ async def test_a_run_replaces_its_agent_between_prompts_and_leaves_the_original_
 def test_a_session_names_what_it_expects_of_its_source():
     with pytest.raises(ValueError, match="Session source: expected one of startup, resume, fork"):
         Session(source="restart")
+
+
+class Outfitted(Outfit):
+    """An outfit (core.ports.Outfit) of a test's own: the standard parts, but its model clients
+    go to the simulator and its sandbox says it cannot run here."""
+
+    def __init__(self, base_url):
+        self.base_url, self.clients = base_url, []
+
+    def model_client(self, model, env, env_origins):
+        self.clients.append(AnthropicModel(base_url=self.base_url, api_key="sk-test"))
+        return self.clients[-1]
+
+    def sandbox_unavailable(self):
+        return "no bwrap in this test's world"
+
+    def sandbox_warning(self, sandbox):
+        return "sandbox off in this test's world" if sandbox is not None and sandbox.enabled else None
+
+
+async def test_an_agent_given_its_own_outfit_takes_the_outside_world_from_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # the standard outfit would refuse to start
+    with Simulator([{"text": "hello"}]) as sim:
+        outfit = Outfitted(sim.base_url)
+        agent = Agent(cwd=tmp_path, tools=[], outfit=outfit)
+        assert agent.permissions.strict  # the sandbox it reports cannot run: the gate is strict instead
+        assert not Agent(cwd=tmp_path, tools=[], outfit=outfit, sandbox=SandboxConfig(enabled=False)
+                         ).permissions.strict
+        events = []
+        result = await agent.run("hi", on_event=events.append)
+        assert result.result == "hello" and len(sim.message_requests) == 1
+    assert len(outfit.clients) == 1  # the run made its client through the outfit
+    warnings = [e.text for e in events if getattr(e, "type", "") == "notice" and e.level == "warning"]
+    assert warnings == ["sandbox off in this test's world"]
+    assert agent.replace(model="opus").outfit is outfit  # an agent's variants keep its outfit

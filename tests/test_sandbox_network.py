@@ -21,7 +21,7 @@ import pytest
 
 from loopwright.core.ports import ToolContext
 from loopwright.sandbox import SandboxConfig, availability
-from loopwright.sandbox.domains import Allowlist, Match, address_refusal
+from loopwright.core.domains import Allowlist, Match, address_refusal
 from loopwright.sandbox.proxy import Limits, NetworkProxy, parse_request
 from loopwright.testing import Simulator
 from loopwright.tools.shell import BashTool

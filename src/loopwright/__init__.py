@@ -127,6 +127,14 @@ if TYPE_CHECKING:
     from .tools.base import tool
 
 
+def _default_outfit() -> Any:
+    """The outfit (`core.ports.Outfit`) of an agent given none: the composition root's, imported
+    on first use so that `import loopwright` stays instant (`core.ports.default_outfit` asks here)."""
+    from .compose.outfit import STANDARD
+
+    return STANDARD
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:

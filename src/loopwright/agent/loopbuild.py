@@ -16,7 +16,7 @@ from ..engine.capability import Capability, with_contributions
 from ..engine.loop import AgentLoop
 from ..engine.loopconfig import LoopConfig
 from ..policy.models import resolve_model
-from . import sandboxing, transport
+from . import sandboxing
 
 if TYPE_CHECKING:
     from ..engine.goal import GoalJudge
@@ -29,7 +29,8 @@ def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Calla
                turn: Any = None) -> AgentLoop:
     """One prompt's loop, in three steps: the agent's tools, the run's capabilities (with the
     tools and system text they add), the `LoopConfig`."""
-    emit = sandboxing.with_notice(agent.sandbox, emit)
+    outfit = agent.outfitted()
+    emit = sandboxing.with_notice(agent.sandbox, emit, outfit)
     rules = replace(agent.permissions, allow=agent.permissions.allow + turn.allow) if turn else agent.permissions
     emit = _set_aside_notice(agent, parts, rules, emit)
     if parts.mcp is not None:  # system/init carries the servers' status
@@ -53,7 +54,7 @@ def build_loop(agent: AgentSpec, session: Session, parts: Resources, emit: Calla
         hooks=hooks, approver=approver, classifier=parts.classifier(), transcript_path=session.transcript_path,
         writable_roots=tuple(Path(r) for r in agent.writable_roots()),
         background_tasks=getattr(parts.background(), "running", list), child_env=agent.environment(session.env),
-        crash_log=agent.crash_log or transport.crash_log,
+        crash_log=agent.crash_log or outfit.crash_log,
         subagent=agent.subagent.fields() if agent.subagent is not None else None,
         expansion=turn.expansion if turn is not None else None,
         settle=getattr(session.recorder, "settle", None),
@@ -73,9 +74,8 @@ def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, hooks:
     if offered("Skill") and agent.skills is not None and any(s.model_invocable for s in agent.skills.found.values()):
         from ..capabilities.skills import Skills
         from ..context.commands import model_use
-        from ..tools.skill import SkillTool
 
-        found.append(Skills(SkillTool(functools.partial(model_use, agent.skills))))
+        found.append(Skills(agent.outfitted().skill_tool(functools.partial(model_use, agent.skills))))
     if parts.mcp is not None:  # a subagent's are its parent's servers, as its definition allows
         from ..capabilities.mcptools import McpTools
 
@@ -86,10 +86,9 @@ def capabilities_of(agent: AgentSpec, session: Session, parts: Resources, hooks:
         found.append(Subagents(parts.subagents(), _subagent_tools(agent, parts, hooks, emit, offered)))
     if agent.output_schema is not None:  # a fresh answer for every run
         from ..capabilities.structured import StructuredAnswer, StructuredOutput
-        from ..tools.structured import StructuredOutputTool
 
         answer = StructuredAnswer(agent.output_schema)
-        found.append(StructuredOutput(answer, StructuredOutputTool(answer)))
+        found.append(StructuredOutput(answer, agent.outfitted().structured_output_tool(answer)))
     if agent.memory is not None:
         from ..capabilities.memory import MemoryFiles
 
@@ -119,10 +118,9 @@ def _subagent_tools(agent: AgentSpec, parts: Resources, hooks: Any, emit: Callab
         return []
     tools = [agent_tool] if offered("Agent") else []
     if workflow:
-        from ..sandbox.pyjail import python_jail
         from ..workflows.tool import WorkflowTool
 
-        tools.append(WorkflowTool(parts.subagents().workflow_runner(), python_jail, lambda: agent.budget.max_budget_usd))
+        tools.append(WorkflowTool(parts.subagents().workflow_runner(), agent.outfitted().python_jail, lambda: agent.budget.max_budget_usd))
     return tools
 
 
@@ -151,12 +149,12 @@ def _set_aside_notice(agent: AgentSpec, parts: Resources, rules: Any, emit: Call
 
 def run_hooks(agent: AgentSpec, session: Session, parts: Resources, emit: Callable[[Event], None]) -> HookRunner:
     """The hooks of one prompt: reporting to its emitter, with the run's model client for
-    prompt hooks and httpx for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
+    prompt hooks and the outfit's POST for http hooks (a `loopwright.hooks.HookRunner` has `bind`)."""
     hooks = agent.hooks or NoHooks()
     bind = getattr(hooks, "bind", None)
     if bind is None:
         return hooks
-    return bind(emit=emit, model=parts.client(), post_json=transport.http_post_json,
+    return bind(emit=emit, model=parts.client(), post_json=agent.outfitted().post_json,
                 base_env=agent.environment(session.env))
 
 
@@ -170,11 +168,10 @@ def goal_judge(agent: AgentSpec, session: Session, parts: Resources,
     if session.judge is None:
         from ..core.clock import SystemClock
         from ..engine.goal import GoalJudge
-        from ..tools.workspace import LocalWorkspace
 
         session.judge = GoalJudge(session.goal, agent.evaluator_client or parts.client(),
-                                  agent.workspace or LocalWorkspace(agent.cwd, agent.check_wrapper(),
-                                                                   agent.environment(session.env)),
+                                  agent.workspace or agent.outfitted().workspace(agent.cwd, agent.check_wrapper(),
+                                                                                 agent.environment(session.env)),
                                   agent.clock or SystemClock(), priced=resolve_model(agent.model).price is not None)
     judge = session.judge
     judge.emit = emit

@@ -44,7 +44,8 @@ def shell(agent: AgentSpec, session: Session, parts: Resources, rules: Permissio
     `.claude/` works unchanged. Steps the model starts (the Skill tool) stay in the sandbox."""
     from ..context.commands import Shell
 
-    own = [_on_host(t) for t in parts.tools()]
+    on_host = agent.outfitted().on_host  # the built-in Bash, outside the sandbox
+    own = [on_host(t) for t in parts.tools()]
     tools = agent.tool_steps(own) if agent.tool_steps is not None else own
     return Shell(tools, rules, agent.cwd, agent.writable_roots(), agent.environment(session.env), session.session_id)
 
@@ -58,18 +59,3 @@ async def mcp_prompt(servers: Any, text: str) -> str:
     except Exception as exc:  # noqa: BLE001 - said as a usage error, nothing was sent yet
         raise UsageError(f"{text.split()[0]}: the MCP server could not give its prompt ({exc})") from None
     return text if expanded is None else expanded
-
-
-def _on_host(tool: Any) -> Any:
-    """The built-in Bash tool as one whose commands run outside the sandbox (the same background
-    shells); any other tool as it is."""
-    from dataclasses import replace
-
-    from ..tools.builtin import LazyTool
-    from ..tools.shell import BashTool
-
-    if isinstance(tool, LazyTool) and tool.name == "Bash":
-        return BashTool(replace(tool.box.sandbox, enabled=False), tool.box.shells)
-    if isinstance(tool, BashTool):
-        return BashTool(replace(tool.sandbox, enabled=False), tool.shells)
-    return tool

@@ -48,11 +48,8 @@ class Resources:
         if self._client is None:
             import os
 
-            from ..providers.routing import ModelRouter
-
-            router = ModelRouter(os.environ, self.agent.env_origins)
-            router.client_for(self.agent.model)  # a missing key is said now, before the run starts
-            self._client = router
+            # a missing key is said now, before the run starts
+            self._client = self.agent.outfitted().model_client(self.agent.model, os.environ, self.agent.env_origins)
         return self._client
 
     def tools(self) -> Sequence[Tool]:
@@ -60,9 +57,7 @@ class Resources:
         if self.agent.tools is not None:
             return self.agent.tools
         if self._tools is None:
-            from ..tools import builtin_tools
-
-            self._tools = builtin_tools(sandbox=self.agent.sandbox_config())
+            self._tools = self.agent.outfitted().builtin_tools(self.agent.sandbox_config())
         return self._tools
 
     async def start_mcp(self, env: Mapping[str, str]) -> None:
@@ -70,9 +65,7 @@ class Resources:
         their processes get."""
         if not self.agent.mcp_servers or self.mcp is not None:
             return
-        from ..mcp.toolset import McpServers
-
-        self.mcp = McpServers(self.agent.mcp_servers, str(self.agent.cwd), dict(env))
+        self.mcp = self.agent.outfitted().mcp_servers(self.agent.mcp_servers, str(self.agent.cwd), env)
         await self.mcp.start()  # set before it starts: closing while they connect still closes them
 
     def subagents(self) -> Any:
@@ -94,9 +87,7 @@ class Resources:
 
     def background(self) -> Any:
         """The background shells of the tools (None when no tool runs any)."""
-        from ..tools import background_work
-
-        return background_work(self.tools())
+        return self.agent.outfitted().background_work(self.tools())
 
     async def aclose(self) -> None:
         """End the background shells, the MCP servers and the model client made here (a client

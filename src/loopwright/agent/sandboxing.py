@@ -1,5 +1,6 @@
 """An agent's OS sandbox: what it may write, the stricter rules and the notice where it is on but
-cannot run, the refusal of bypassPermissions as root without one, and goal checks run inside it."""
+cannot run, the refusal of bypassPermissions as root without one. What it asks of the sandbox
+itself goes through the agent's outfit (core.ports.Outfit)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..core.events import Event
+from ..core.ports import Outfit, default_outfit
 from ..permissions.rules import PermissionRules
-from ..sandbox import SandboxConfig
+from ..core.sandboxconfig import SandboxConfig
 
 
 def _added_dirs(cwd: Path, permissions: PermissionRules) -> tuple[str, ...]:
@@ -44,39 +46,38 @@ def with_plugins(sandbox: SandboxConfig, plugins: Sequence[Any]) -> SandboxConfi
                    visible=tuple(dict.fromkeys(sandbox.visible + tuple(p.root for p in plugins))))
 
 
-def with_strictness(rules: PermissionRules, sandbox: SandboxConfig | None) -> PermissionRules:
+def with_strictness(rules: PermissionRules, sandbox: SandboxConfig | None,
+                    outfit: Outfit | None = None) -> PermissionRules:
     """The rules an agent runs under: strict where the sandbox is on but cannot run here (then
     nothing but the gate bounds the commands, which run outside it). Never silently weaker: the
     start-up says so in one line (`with_notice`, the CLI's warning)."""
-    from ..sandbox import availability
-
-    if sandbox is None or not sandbox.enabled or sandbox.fail_closed or rules.strict or availability() is None:
+    if sandbox is None or not sandbox.enabled or sandbox.fail_closed or rules.strict:
         return rules  # fail_closed: Bash is refused there, saying why (no gate needed)
+    if (outfit or default_outfit()).sandbox_unavailable() is None:
+        return rules
     return replace(rules, strict=True)
 
 
-def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None) -> None:
+def refuse_root_bypass(mode: str, sandbox: SandboxConfig | None, outfit: Outfit | None = None) -> None:
     """bypassPermissions as root only inside a working sandbox (or with the explicit override)."""
     from ..core.errors import UsageError
     from ..permissions.rules import bypass_refusal
-    from ..sandbox import active
 
     if mode != "bypassPermissions" or os.geteuid() != 0:
         return  # the sandbox probe below runs a process: only when it matters
-    why = bypass_refusal(mode, is_root=True, sandboxed=active(sandbox),
+    why = bypass_refusal(mode, is_root=True, sandboxed=(outfit or default_outfit()).sandbox_active(sandbox),
                          override=os.environ.get("LOOPWRIGHT_ALLOW_ROOT_BYPASS") == "1")
     if why is not None:
         raise UsageError(why)
 
 
-def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None]) -> Callable[[Event], None]:
+def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None], outfit: Outfit) -> Callable[[Event], None]:
     """`emit`, saying right after system/init when the sandbox is on but cannot run."""
     if sandbox is None or not sandbox.enabled:
         return emit  # turned off by trusted choice: nothing to say
     from ..core.events import Notice, SystemInit
-    from ..sandbox import unavailable_warning
 
-    warning = unavailable_warning(sandbox)
+    warning = outfit.sandbox_warning(sandbox)
     if warning is None:
         return emit
 
@@ -86,25 +87,3 @@ def with_notice(sandbox: SandboxConfig | None, emit: Callable[[Event], None]) ->
             emit(Notice("warning", warning))
 
     return noticed
-
-
-def check_wrapper(config: SandboxConfig | None, cwd: Path,
-                  roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
-    """Goal checks run in the Bash sandbox when it is on and works here."""
-    from ..sandbox import active, wrap
-
-    if config is None or not active(config):
-        return None
-
-    def wrapped(command: str) -> list[str]:
-        from ..sandbox.protect import Unprotectable
-        from ..sandbox.seccomp import UnsupportedMachine
-
-        try:
-            return wrap(["/bin/bash", "-c", command], cwd=str(cwd), roots=roots + config.writable,
-                        network=config.network, sockets_open=config.sockets_open, deny_read=config.deny_read,
-                        deny_write=config.deny_write)
-        except (Unprotectable, UnsupportedMachine, OSError) as exc:  # the check fails, saying why
-            return ["/bin/sh", "-c", 'echo "$0" >&2; exit 126', f"the sandbox cannot guard this project: {exc}"]
-
-    return wrapped

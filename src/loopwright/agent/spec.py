@@ -5,6 +5,7 @@ hooks — as an immutable, checked description, changed only by `replace`. The p
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import field, replace
 from pathlib import Path
@@ -15,10 +16,9 @@ from ..engine.loopconfig import StopHook
 from ..policy.budget import Budget
 from ..policy.models import DEFAULT_MODEL, resolve_model
 from ..permissions.rules import PermissionRules
-from ..policy.stop import Limits
-from ..core.ports import Approver, HookRunner, Model, Observer, Tool, Workspace
-from ..sandbox import SandboxConfig
-from ..settings import default_limits
+from ..policy.stop import Limits, limits_from
+from ..core.ports import Approver, HookRunner, Model, Observer, Outfit, Tool, Workspace, default_outfit
+from ..core.sandboxconfig import SandboxConfig
 from . import sandboxing
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class AgentSpec:
     system_prompt: str | None = None
     append_system_prompt: str = ""
     cwd: Path = field(default_factory=Path.cwd)
-    limits: Limits = field(default_factory=default_limits)  # honours LOOPWRIGHT_STOP_HOOK_BLOCK_CAP
+    limits: Limits = field(default_factory=lambda: limits_from(os.environ))  # honours LOOPWRIGHT_STOP_HOOK_BLOCK_CAP
     budget: Budget = field(default_factory=Budget)
     permissions: PermissionRules = field(default_factory=PermissionRules)
     stop_hooks: Sequence[StopHook] = ()
@@ -91,6 +91,9 @@ class AgentSpec:
     # `--tools`: the only tools of loopwright's own offered (Agent, Workflow and Skill too, when named);
     # None: all of them. MCP servers' tools and --json-schema's StructuredOutput are not among these
     only_tools: frozenset[str] | None = None
+    # what runs take from the outside world (model clients, built-in tools, MCP servers, the sandbox,
+    # ...): core.ports.Outfit; None: the standard one (compose.outfit), as the package root names it
+    outfit: Outfit | None = None
 
     def __post_init__(self) -> None:
         # normalised once here; `replace` runs this again, so every Agent is a checked one
@@ -105,8 +108,8 @@ class AgentSpec:
             StructuredAnswer(self.output_schema)  # a schema that cannot be enforced fails here, before any call
         if self.sandbox is None:
             put(self, "sandbox", SandboxConfig())
-        put(self, "permissions", sandboxing.with_strictness(self.permissions, self.sandbox))
-        sandboxing.refuse_root_bypass(self.permissions.mode, self.sandbox)
+        put(self, "permissions", sandboxing.with_strictness(self.permissions, self.sandbox, self.outfitted()))
+        sandboxing.refuse_root_bypass(self.permissions.mode, self.sandbox, self.outfitted())
         if self.skills is not None or self.plugins:
             from ..context import reading_grants
 
@@ -129,7 +132,11 @@ class AgentSpec:
 
     def check_wrapper(self) -> Callable[[str], list[str]] | None:
         """Goal checks run in the Bash sandbox when it is on and works here."""
-        return sandboxing.check_wrapper(self.sandbox_config(), self.cwd, self.writable_roots())
+        return self.outfitted().check_wrapper(self.sandbox_config(), self.cwd, self.writable_roots())
+
+    def outfitted(self) -> Outfit:
+        """The outfit this agent's runs use: its own, or the standard one."""
+        return self.outfit if self.outfit is not None else default_outfit()
 
     def sandbox_config(self) -> SandboxConfig | None:
         """The sandbox, with the permission rules' added directories writable inside it too."""

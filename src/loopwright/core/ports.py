@@ -7,11 +7,14 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol, Sequence, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, Protocol, Sequence, TypeGuard, runtime_checkable
 
 from .fastclass import dataclass
 from .hookevents import HookEvent
 from .types import ModelRequest, StreamEvent
+
+if TYPE_CHECKING:
+    from .sandboxconfig import SandboxConfig
 
 
 @runtime_checkable
@@ -668,3 +671,87 @@ class Crons(Protocol):
     def describe(self) -> str: ...
 
     def delete(self, task_id: str) -> bool: ...
+
+
+class Outfit(Protocol):
+    """What an agent's run takes from the outside world, in one place, so the agent layer never
+    imports an adapter: the model client for a model name, the built-in tools and their
+    background shells, MCP servers, the OS sandbox (whether it runs here, its warning, a goal
+    check wrapped in it, Python for workflows), the Skill and StructuredOutput tools, the folder a
+    goal checks, the crash log and the http hooks' POST. An `Agent` uses its `outfit` field, else
+    `default_outfit()`: the composition root's (`compose.outfit.Outfit`). A test or an embedder
+    changes a part by subclassing that one:
+
+    ```python
+    from loopwright.compose.outfit import Outfit as Standard
+
+
+    class OneClient(Standard):
+        \"\"\"Every model name goes to one client of ours; the rest is the standard outfit.\"\"\"
+
+        def __init__(self, client):
+            self.client = client
+
+        def model_client(self, model, env, env_origins):
+            return self.client
+
+
+    sentinel = object()
+    assert OneClient(sentinel).model_client("claude-sonnet-4-5", {}, {}) is sentinel
+    ```
+    """
+
+    def model_client(self, model: str, env: Mapping[str, str], env_origins: Mapping[str, str]) -> Model:
+        """A client (closed by the run) for `model`; a missing credential is said here, before any call."""
+        ...
+
+    def builtin_tools(self, sandbox: SandboxConfig | None) -> Sequence[Tool]: ...
+
+    def background_work(self, tools: Sequence[Tool]) -> Any:
+        """The background shells of `tools` (`running()`, `await stop_all()`), or None."""
+        ...
+
+    def on_host(self, tool: Tool) -> Tool:
+        """`tool`, but running its commands outside the sandbox (the built-in Bash); others as they are."""
+        ...
+
+    def mcp_servers(self, specs: Sequence[Any], cwd: str, env: Mapping[str, str]) -> Any:
+        """Not yet started MCP servers (`await start()`, `aclose()`) for `specs`."""
+        ...
+
+    def sandbox_unavailable(self) -> str | None:
+        """None when the sandbox runs here; otherwise why not, in one line."""
+        ...
+
+    def sandbox_active(self, sandbox: SandboxConfig | None) -> bool: ...
+
+    def sandbox_warning(self, sandbox: SandboxConfig | None) -> str | None: ...
+
+    def check_wrapper(self, sandbox: SandboxConfig | None, cwd: Path, roots: tuple[str, ...]) -> Callable[[str], list[str]] | None:
+        """How a goal check's command line runs inside the sandbox; None when it is off or cannot run."""
+        ...
+
+    def python_jail(self) -> list[str] | str:
+        """The argv that starts a sandboxed Python (add `-c CODE`), or why there is none here."""
+        ...
+
+    def skill_tool(self, use: Callable[[str, str, Any], Any]) -> Tool: ...
+
+    def structured_output_tool(self, answer: Any) -> Tool: ...
+
+    def workspace(self, cwd: Path, wrap: Callable[[str], list[str]] | None, env: Mapping[str, str]) -> Workspace: ...
+
+    def crash_log(self, exc: BaseException) -> str | None: ...
+
+    async def post_json(self, url: str, headers: Mapping[str, str], body: bytes, timeout: float) -> tuple[int, bytes]:
+        """The http hooks' transport: (status, body)."""
+        ...
+
+
+def default_outfit() -> Outfit:
+    """The outfit of an agent given none. The package root names it (`loopwright._default_outfit`,
+    importing the composition root only on first use), so this layer imports no adapter."""
+    import loopwright
+
+    outfit: Outfit = loopwright._default_outfit()
+    return outfit

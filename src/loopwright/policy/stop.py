@@ -5,10 +5,11 @@ names the row it implements. `loop.py` carries out the returned `Next`."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
-from typing import Sequence, Union
+from typing import Any, Mapping, Sequence, Union
 
-from ..core.errors import ModelError
+from ..core.errors import ModelError, UsageError
 from ..core.events import Subtype, TerminalReason
 from ..core.fastclass import dataclass
 from ..core.types import Message, Response, TextBlock, ToolResultBlock, ToolUseBlock
@@ -41,6 +42,31 @@ class Limits:
     fallback_models: tuple[str, ...] = ()
     max_malformed_responses: int = 3  # in a row, every call of each one malformed
     max_unreachable_retries: int = 2  # refused / no such host before the API ever answered
+
+
+# Environment variables (ours, then Claude Code's name) that set `Limits.stop_block_cap`.
+CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
+
+
+def stop_block_cap(env: Mapping[str, str]) -> int | None:
+    """`LOOPWRIGHT_STOP_HOOK_BLOCK_CAP` (or Claude Code's name) in `env`: consecutive Stop-hook
+    blocks honoured before the run ends anyway; 0 turns the cap off. None: not set."""
+    for name in CAP_VARIABLES:
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            continue
+        if not raw.isdigit():
+            raise UsageError(f"{name}: expected a whole number (0 turns the cap off), got {raw!r}")
+        return int(raw) or sys.maxsize
+    return None
+
+
+def limits_from(env: Mapping[str, str], **overrides: Any) -> Limits:
+    """`Limits` with `overrides` and `env`'s block cap (an override of it wins)."""
+    cap = stop_block_cap(env)
+    if cap is not None:
+        overrides = {"stop_block_cap": cap, **overrides}
+    return Limits(**overrides)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ started inside before it, is its only way out, and leads here only. Per command 
 connection the forwarder accepts, it asks on that end for a stream; the proxy makes a fresh pair,
 sends one end back (SCM_RIGHTS) and serves the other as one proxy client: HTTP `CONNECT host:port`
 (tunnels, for https and anything else) or a plain-HTTP request with an absolute `http://` URL.
-Each host is checked against the command's allowlist (`domains.py`), resolved here, and
+Each host is checked against the command's allowlist (`core/domains.py`), resolved here, and
 connected to at an address that passed the check, never resolved twice. A refused host gets
 403, a body naming the setting that would allow it, and a line in the command's refusal log.
 
@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Awaitable, Callable
 
 from ..core.fastclass import dataclass
-from .domains import SETTING, Allowlist, Match, address_refusal, ip_literal, normalise_host
+from ..core.domains import SETTING, Allowlist, Match, address_refusal, ip_literal, normalise_host
 
 __all__ = ["Channel", "Limits", "NetworkProxy", "Resolver", "shared_proxy"]
 

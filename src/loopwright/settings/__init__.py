@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -17,10 +16,9 @@ from ..core.fastclass import dataclass
 if TYPE_CHECKING:
     from .scope import Finding
 
-__all__ = ["CAP_VARIABLES", "FLAG", "PROJECT", "USER", "Settings", "default_limits", "load_settings", "merge",
+__all__ = ["FLAG", "PROJECT", "USER", "Settings", "default_limits", "load_settings", "merge",
            "permission_rules", "settings_files", "stop_block_cap"]
 
-CAP_VARIABLES = ("LOOPWRIGHT_STOP_HOOK_BLOCK_CAP", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP")
 USER, PROJECT, FLAG = "user", "project", "flag"  # who wrote a settings file: you, the project, --settings
 
 
@@ -250,27 +248,17 @@ def _flag_value(value: str) -> tuple[str, str]:
 
 
 def stop_block_cap(env: Mapping[str, str] | None = None) -> int | None:
-    """`LOOPWRIGHT_STOP_HOOK_BLOCK_CAP` (or Claude Code's name): consecutive Stop-hook blocks
-    honoured before the run ends anyway; 0 turns the cap off. None: not set."""
-    env = os.environ if env is None else env
-    for name in CAP_VARIABLES:
-        raw = (env.get(name) or "").strip()
-        if not raw:
-            continue
-        if not raw.isdigit():
-            raise UsageError(f"{name}: expected a whole number (0 turns the cap off), got {raw!r}")
-        return int(raw) or sys.maxsize
-    return None
+    """The block cap the environment sets (`policy.stop.stop_block_cap`); None: not set."""
+    from ..policy.stop import stop_block_cap as cap
+
+    return cap(os.environ if env is None else env)
 
 
 def default_limits(env: Mapping[str, str] | None = None, **overrides: Any) -> Any:
     """`Limits` with the environment's block cap applied."""
-    from ..policy.stop import Limits
+    from ..policy.stop import limits_from
 
-    cap = stop_block_cap(env)
-    if cap is not None:
-        overrides = {"stop_block_cap": cap, **overrides}
-    return Limits(**overrides)
+    return limits_from(os.environ if env is None else env, **overrides)
 
 
 def permission_rules(settings: Settings, *, mode: str | None = None, allow: tuple[str, ...] = (),

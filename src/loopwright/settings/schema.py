@@ -160,7 +160,7 @@ def _schema() -> Any:
         @field_validator("allowedDomains")
         @classmethod
         def _domains(cls, value: list[str] | None) -> list[str] | None:
-            from ..sandbox.domains import Allowlist
+            from ..core.domains import Allowlist
 
             if value is not None:
                 Allowlist.parse(d for d in value if d != "*")  # "*": the whole network

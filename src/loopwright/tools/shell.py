@@ -156,7 +156,7 @@ class BashTool(BaseTool):
         config = self.sandbox
         if not (config.enabled and config.domains) or config.network or bwrap.availability() is not None:
             return None
-        from ..sandbox.domains import Allowlist
+        from ..core.domains import Allowlist
         from ..sandbox.proxy import shared_proxy
 
         return shared_proxy().open(Allowlist.parse(self.sandbox.domains))

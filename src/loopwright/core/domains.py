@@ -14,7 +14,7 @@ import ipaddress
 import re
 from typing import Iterable
 
-from ..core.fastclass import dataclass
+from .fastclass import dataclass
 
 __all__ = ["SETTING", "Allowlist", "Match", "address_refusal", "ip_literal", "normalise_host"]
 
