@@ -205,6 +205,20 @@ def test_a_glob_may_expand_to_an_option():
     assert read_line(analyse("find src/* -name x"), {}, cwd).readings[0].ok  # expands to src/…: never an option
 
 
+def test_a_line_is_read_once_unless_its_globs_need_the_matches():
+    """The gate reads a call's line several times: a line whose reading cannot depend on the
+    matches is read once, and one whose can is read again for each set of matches."""
+    cwd = "/w"
+    a = analyse("git log -1 src/*.py; ls")  # no word starts with a pattern character
+    assert read_line(a) is read_line(a) is read_line(a, {"src/*.py": None}, cwd)
+    b = analyse("find * -name x")
+    assert read_line(b) is read_line(b)
+    plain = {"*": (Resolved("/w/a", "/w/a"),)}
+    dashed = {"*": (Resolved("/w/-delete", "/w/-delete"),)}
+    assert read_line(b, plain, cwd).readings[0].ok and not read_line(b, dashed, cwd).readings[0].ok
+    assert read_line(b, plain, cwd) is not read_line(b, plain, cwd)
+
+
 # ------------------------------------------------------------ the policy with reads and git
 
 CWD, HOME = "/work/p", "/home/u"

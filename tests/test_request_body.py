@@ -57,6 +57,25 @@ def test_the_body_from_fragments_is_the_body_encoded_whole(caching: bool, last: 
             assert request_body(request, caching=caching, fragments=fragments) == whole(request, caching)
 
 
+def test_earlier_messages_are_joined_once_and_a_rewritten_history_afresh() -> None:
+    """The joined text of a conversation's earlier messages is kept per client and extended by
+    the new ones; a history that is not the one sent before (rewound, compacted, edited in the
+    middle, another conversation with the same first message) is joined afresh."""
+    fragments = Fragments()
+    a, b = conversation(LASTS["text"]), conversation(LASTS["tool result"])
+    first = a[0]
+    rewritten = (first, Message("assistant", (TextBlock("summary"),)), *a[4:])
+    other = (first, *b[1:])
+    sequences = [a[:2], a[:4], a, a[:3], rewritten, a, other, b, a[:1], a]  # interleaved on one client
+    for messages in sequences:
+        for caching in (True, False):
+            request = ModelRequest("m", messages, 10, tools=TOOLS)
+            assert request_body(request, caching=caching, fragments=fragments) == whole(request, caching)
+    held = fragments.messages_json(a)
+    assert fragments.messages_json(a) is held  # the same conversation again: nothing joined anew
+    assert held == b",".join(m.api_json() for m in a)
+
+
 def test_an_empty_conversation_and_no_tools_are_encoded_as_before() -> None:
     request = ModelRequest("m", (), 10)
     assert request_body(request, caching=True) == whole(request, True)

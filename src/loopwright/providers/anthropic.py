@@ -7,6 +7,7 @@ Retries are not done here (the transport has `retries=0`): `policy.retry` decide
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -17,7 +18,7 @@ from .. import __version__
 from ..core import jsonsafe
 from ..core.errors import ModelError, UsageError
 from ..core.types import (
-    BlockDelta, BlockStart, BlockStop, ModelRequest, StreamDelta, StreamEvent, StreamStart, StreamStop, Usage,
+    BlockDelta, BlockStart, BlockStop, Message, ModelRequest, StreamDelta, StreamEvent, StreamStart, StreamStop, Usage,
 )  # fmt: skip
 
 # The error tables are re-exported: they are part of this adapter's public face.
@@ -228,6 +229,7 @@ class AnthropicModel:
 # such a body is then encoded whole.
 _OWN_KEYS = frozenset({"model", "max_tokens", "messages", "system", "tools", "stream"})
 _MEMO_MOST = 256  # fragments kept per client before they are dropped and encoded afresh
+_HISTORIES_MOST = 64  # conversations whose sent messages are kept joined, per client
 
 
 class Fragments:
@@ -237,6 +239,31 @@ class Fragments:
     def __init__(self) -> None:
         self.system: dict[str, bytes] = {}
         self.tools: dict[tuple[Any, ...], tuple[Any, bytes]] = {}
+        self.histories: dict[int, tuple[tuple[Message, ...], bytes]] = {}
+
+    def messages_json(self, messages: tuple[Message, ...]) -> bytes:
+        """The messages' JSON joined by commas. A conversation sends its earlier messages again
+        every turn: what was joined for its last request is kept (by its first message, held
+        here), so a turn joins only the messages added since, instead of one call per message."""
+        if not messages:
+            return b""
+        first = messages[0]
+        held = self.histories.get(id(first))
+        if held is not None and held[0][0] is first:
+            sent, joined = held
+            n = len(sent)
+            # the same message objects (values), compared by identity at C speed
+            if n <= len(messages) and all(map(operator.is_, messages, sent)):
+                if n == len(messages):
+                    return joined
+                joined = b",".join([joined, *(m.api_json() for m in messages[n:])])
+                self.histories[id(first)] = (messages, joined)
+                return joined
+        if len(self.histories) >= _HISTORIES_MOST:
+            self.histories.clear()
+        joined = b",".join([m.api_json() for m in messages])
+        self.histories[id(first)] = (messages, joined)
+        return joined
 
     def system_json(self, system: str) -> bytes:
         encoded = self.system.get(system)
@@ -264,17 +291,18 @@ def request_body(request: ModelRequest, *, caching: bool, fragments: Fragments |
     """The Messages request as sent: byte for byte `compact_json(with_cache_breakpoints(
     request.to_api()))` (without the breakpoints when not `caching`), put together from each
     message's JSON, encoded once (`Message.api_json`), and the system prompt's and tools' kept in
-    `fragments`, so a turn's cost does not grow with the conversation. Only the last message,
-    which carries a breakpoint, is encoded afresh."""
+    `fragments` with the earlier messages' joined text, so a turn's cost does not grow with the
+    conversation. Only the last message, which carries a breakpoint, is encoded afresh."""
     if not _OWN_KEYS.isdisjoint(request.extra):
         body = request.to_api(stream=stream)
         return compact_json(with_cache_breakpoints(body) if caching else body)
     fragments = fragments or Fragments()
     messages = request.messages
     if messages:
-        *earlier, last = messages
+        last = messages[-1]
         tail = compact_json(_marked_last(last.to_api())) if caching else last.api_json()
-        listed = b"[" + b",".join([*(m.api_json() for m in earlier), tail]) + b"]"
+        before = fragments.messages_json(tuple(messages[:-1]))
+        listed = b"[" + before + b"," + tail + b"]" if before else b"[" + tail + b"]"
     else:
         listed = b"[]"
     parts = [b'"model":' + compact_json(request.model), b'"max_tokens":' + compact_json(request.max_tokens),

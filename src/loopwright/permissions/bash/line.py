@@ -54,10 +54,36 @@ def analysed(command: str) -> Analysis:
     return analyse(command)
 
 
+# The line as written, kept per analysis (an analysis is itself kept per command text by
+# `analysed`): the gate reads a line three or four times a call, and a model repeats its commands.
+# Keyed by identity, holding the analysis, so a key is never a reused id; emptied when full.
+_AS_WRITTEN_MOST = 256
+_as_written: dict[int, tuple[Analysis, Line]] = {}
+
+
 def read_line(analysis: Analysis, resolved: Mapping[str, Any] | None = None, cwd: str = "") -> Line:
     """`resolved` maps a glob to its matches (objects with `.lexical`, absolute) as the gate
     found them; without it, globs are taken as they are written (the view used to collect
-    what the gate must resolve)."""
+    what the gate must resolve). Pure: a line without a word that starts with a pattern
+    character reads the same either way, and is read once."""
+    if resolved is not None and _leading_globs(analysis):
+        return _read_line(analysis, resolved, cwd)
+    held = _as_written.get(id(analysis))
+    if held is None or held[0] is not analysis:
+        if len(_as_written) >= _AS_WRITTEN_MOST:
+            _as_written.clear()
+        held = _as_written[id(analysis)] = (analysis, _read_line(analysis, None, ""))
+    return held[1]
+
+
+def _leading_globs(analysis: Analysis) -> bool:
+    """Whether a word of the line (not a command name) is a glob starting with a pattern
+    character: the only words `resolved` and `cwd` change (`_safe_globs`)."""
+    return any(k and w.glob and w.value is not None and w.value.startswith(_GLOB_START)
+               for p in analysis.parts for k, w in enumerate(p.words))
+
+
+def _read_line(analysis: Analysis, resolved: Mapping[str, Any] | None, cwd: str) -> Line:
     first = [judge(p) for p in analysis.parts]
     dashes = _may_create_dash_names(analysis.parts, first)
     bases = _bases(analysis.parts)
