@@ -65,13 +65,18 @@ def two_runs(env, a, b, store=None):
 
 def shape(data):
     """The records of a transcript without what differs between two runs of one script (a
-    resume's recorded command line names its session)."""
+    resume's recorded command line and run spec name its session)."""
     import re
+
+    def unnamed(value):
+        return re.sub(r"^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$", "<session>", value)
 
     def same(record):
         kept = {k: v for k, v in record.items() if k not in VOLATILE}
         if isinstance(kept.get("argv"), list):
-            kept["argv"] = [re.sub(r"^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$", "<session>", a) for a in kept["argv"]]
+            kept["argv"] = [unnamed(a) for a in kept["argv"]]
+        if isinstance(kept.get("spec"), dict) and isinstance(kept["spec"].get("resume"), str):
+            kept["spec"] = dict(kept["spec"], resume=unnamed(kept["spec"]["resume"]))
         return kept
 
     return [same(json.loads(line)) for line in data.decode().splitlines()]
