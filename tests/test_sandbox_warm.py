@@ -220,3 +220,63 @@ async def test_with_the_helper_off_commands_run_through_the_launcher(tmp_path, m
     assert warm.current() is None
     out = await sandboxed("echo x > .mcp.json; echo x > .git/config", tmp_path)
     assert "Read-only file system" in out and "the sandbox set aside .mcp.json" in out, out
+
+
+DIES_EARLY = r'''
+import asyncio, marshal, os, signal, socket, subprocess, sys
+from loopwright.sandbox import warm, wrap
+
+FAKE_BWRAP = """
+import os, sys, time
+info, parent, marker = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+child = os.fork()
+if child == 0:  # the sandbox's first process: it would run the command
+    os.close(info)  # as bwrap's own: only bwrap writes the pipe
+    time.sleep(2)
+    open(marker, "w").write("ran")
+    os._exit(0)
+while os.getppid() == parent:  # loopwright dies before this bwrap set its parent-death signal
+    time.sleep(0.01)
+os.write(info, ('{"child-pid": %d}' % child).encode())
+os.close(info)
+os.waitpid(child, 0)
+"""
+
+async def main(project, marker):
+    line = wrap(["/bin/true"], cwd=project, roots=(project,), network=False)
+    helper = warm.current()
+    print(helper.pid, flush=True)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    info_read, info_write = os.pipe()
+    warm._send(ours, marshal.dumps(line.spec), info_read)
+    os.close(info_read)
+    ours.setblocking(False)
+    await helper.hand(theirs)
+    theirs.close()
+    assert marshal.loads(await warm._receive(ours))[0] == "go"
+    fake = subprocess.Popen([sys.executable, "-c", FAKE_BWRAP, str(info_write), str(os.getpid()), marker],
+                            pass_fds=(info_write,), start_new_session=True)
+    os.close(info_write)
+    print(fake.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))
+'''
+
+
+def test_a_command_whose_loopwright_died_before_bwrap_armed_its_parent_death_signal_never_runs(tmp_path):
+    """bwrap sets its parent-death signal a moment after loopwright started it: a loopwright killed
+    in that moment leaves a bwrap the kernel will not end. The helper learns of it when bwrap
+    names its sandbox (loopwright is no longer its parent then) and kills the sandbox before its
+    command runs. (A stand-in for bwrap names a process that would write a file 2 s later.)"""
+    project, marker = tmp_path / "p", tmp_path / "ran"
+    project.mkdir()
+    env = dict(os.environ, LOOPWRIGHT_HOME=str(tmp_path / "home"))
+    done = subprocess.run([sys.executable, "-c", DIES_EARLY, str(project), str(marker)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    helper, fake = (int(n) for n in done.stdout.split())
+    wait_until(lambda: gone(fake, 0), "the stand-in bwrap's end", timeout=10)
+    wait_until(lambda: gone(helper, 0), "the helper's end (its one command cleaned up)", timeout=20)
+    time.sleep(2.5)  # past the moment the sandbox's process would have written, had it lived
+    assert not marker.exists()

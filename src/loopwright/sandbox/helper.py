@@ -45,11 +45,13 @@ except ImportError:  # run as the helper: a top-level module beside launch.py
 MAX_SPEC = 1 << 20
 _watching = [0]  # commands not cleaned up yet
 _count = _thread.allocate_lock()
+_owner = [0]  # loopwright's pid: the helper's parent until loopwright is gone
 
 
 def serve():
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _signal.SIG_IGN)
+    _owner[0] = posix.getppid()
     _thread.stack_size(1 << 19)  # a thread only waits and calls the kernel: no deep stack
     _more_descriptors()
     control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, 0)
@@ -128,6 +130,8 @@ def _command(fd):
         sandbox, info = launch._sandbox_pidfd(info), -1
         if sandbox is not None:
             pidfds.append(sandbox)  # after bwrap's: bwrap outlives its child unless killed
+            if posix.getppid() != _owner[0]:
+                _orphaned(sandbox)
         for pidfd in pidfds:
             _ended(pidfd)
         clean_up()
@@ -139,6 +143,17 @@ def _command(fd):
             _close(info, output.fd, *pidfds)
         with _count:
             _watching[0] -= 1
+
+
+def _orphaned(sandbox):
+    """loopwright died before bwrap named its sandbox, so maybe before bwrap set its parent-death
+    signal (it does so before making the sandbox: a loopwright alive once the sandbox is named is
+    one the signal covers). Nothing of a command whose loopwright is gone may run: its sandbox
+    (its PID 1, and with it every process of its PID namespace) is killed."""
+    try:
+        _signal.pidfd_send_signal(sandbox, _signal.SIGKILL)
+    except OSError:
+        pass  # ended already
 
 
 def _ended(pidfd):
