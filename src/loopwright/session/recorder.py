@@ -35,7 +35,7 @@ class Recorder:
     effect it describes (a tool_started before the tool runs), so a killed process loses none.
 
     Power cuts: a log that can `sync` (JSONL) is fsynced by `settle()`, which the loop awaits
-    just before tools run, in a worker thread, so other loops of the process go on meanwhile;
+    just before tools run, on the process's one group-commit thread, so other loops of the process go on meanwhile;
     one fsync covers every record of the step (the tool results, the answer, its tool_started
     records). The run's result is fsynced as it is written, `close()` fsyncs what is left. A power
     cut can lose only records written since the last tool started: a resume then answers that
@@ -133,15 +133,15 @@ class Recorder:
         return record
 
     async def settle(self) -> None:
-        """Make the records written so far durable (one fsync, in a worker thread); at once when
-        none wait for it."""
+        """Make the records written so far durable (one fsync, on the process's group-commit
+        thread: `groupsync`); at once when none wait for it."""
         if not self._dirty or self._syncs is None:  # dirty only when deferring: never None then
             return
-        import anyio.to_thread
+        from .groupsync import GROUP
 
         self._dirty = False
         try:
-            await anyio.to_thread.run_sync(self._syncs.sync)
+            await GROUP.sync(self._syncs)
         except OSError as exc:
             raise SessionError(f"cannot write the transcript {self.log.location}: {exc}") from exc
 
