@@ -78,7 +78,7 @@ class DeferredSync(Protocol):
             if sync:
                 os.fsync(self.fd)
 
-        def sync(self):  # the Recorder calls it once a step, in a worker thread
+        def sync(self):  # the Recorder calls it once a step, from a thread of its own
             os.fsync(self.fd)
 
         def close(self):

@@ -42,8 +42,8 @@ def open_session(store: SessionStore, cwd: str, *, resume: str | None = None, co
                  opening: dict[str, Any] | None = None) -> OpenedSession:
     """A new session (`session_id` or a fresh one), or the one named by `resume`, or the latest of
     this project (`continue_last`); `fork` copies a resumed one into a new id. `defer_sync`: the
-    records are fsynced once before each tool run, in a worker thread (see `Recorder`); False:
-    each record that must survive a power cut as it is written. `opening`: fields for a new
+    records are fsynced once before each tool run, on the group-commit thread (see `Recorder`);
+    False: each record that must survive a power cut as it is written. `opening`: fields for a new
     session's first record (its project's `gitHead`, see `gitstate`), or for the first record a
     resume appends (its command line: a replay runs each prompt with the flags it was given)."""
     if resume is None and not continue_last:

@@ -35,12 +35,13 @@ class Recorder:
     effect it describes (a tool_started before the tool runs), so a killed process loses none.
 
     Power cuts: a log that can `sync` (JSONL) is fsynced by `settle()`, which the loop awaits
-    just before tools run, on the process's one group-commit thread, so other loops of the process go on meanwhile;
-    one fsync covers every record of the step (the tool results, the answer, its tool_started
-    records). The run's result is fsynced as it is written, `close()` fsyncs what is left. A power
-    cut can lose only records written since the last tool started: a resume then answers that
-    tool's call "outcome unknown" and never runs it again. `defer_sync=False` fsyncs each record
-    that must survive as it is written, on the calling thread."""
+    just before tools run, on the process's group-commit thread (`groupsync`), so other loops of
+    the process go on meanwhile; one fsync covers every record of the step (the tool results,
+    the answer, its tool_started records). The run's result is fsynced as it is written,
+    `close()` fsyncs what is left. A power cut can lose only records written since the last tool
+    started: a resume then answers that tool's call "outcome unknown" and never runs it again.
+    `defer_sync=False` fsyncs each record that must survive as it is written, on the calling
+    thread."""
 
     def __init__(self, log: SessionLog, session_id: str, cwd: str, *, parent: str | None = None,
                  now: Callable[[], float] = time.time, new_id: Callable[[], str] = uuid4,
