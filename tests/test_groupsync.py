@@ -32,12 +32,20 @@ async def waiting(group, log):
     return task
 
 
+async def busy(group):
+    """The group's thread held in a first log's sync, so what is queued next waits as one batch;
+    (that sync's task, the event that releases it, the log)."""
+    release = threading.Event()
+    first = Log("first", hold=release)
+    head = await waiting(group, first)
+    await asyncio.to_thread(first.started.wait, 10)
+    return head, release, first
+
+
 def test_logs_waiting_together_are_synced_in_one_batch_each_once_and_every_loop_wakes():
     async def main():
-        group, release = GroupSync(), threading.Event()
-        first = Log("first", hold=release)
-        head = await waiting(group, first)
-        await asyncio.to_thread(first.started.wait, 10)  # the thread is busy with the first log
+        group = GroupSync()
+        head, release, first = await busy(group)
         a, b = Log("a"), Log("b")
         tasks = [await waiting(group, a), await waiting(group, b), await waiting(group, a)]
         assert (a.syncs, b.syncs) == (0, 0) and not any(t.done() for t in tasks)
@@ -50,10 +58,8 @@ def test_logs_waiting_together_are_synced_in_one_batch_each_once_and_every_loop_
 
 def test_a_failing_fsync_is_raised_to_its_own_waiters_only():
     async def main():
-        group, release = GroupSync(), threading.Event()
-        first = Log("first", hold=release)
-        head = await waiting(group, first)
-        await asyncio.to_thread(first.started.wait, 10)
+        group = GroupSync()
+        head, release, _ = await busy(group)
         bad, good = Log("bad", fail=OSError(28, "No space left on device")), Log("good")
         failing, fine = await waiting(group, bad), await waiting(group, good)
         release.set()
@@ -67,10 +73,8 @@ def test_a_failing_fsync_is_raised_to_its_own_waiters_only():
 
 def test_a_cancelled_waiter_leaves_the_others_waking_and_the_thread_serving():
     async def main():
-        group, release = GroupSync(), threading.Event()
-        first = Log("first", hold=release)
-        head = await waiting(group, first)
-        await asyncio.to_thread(first.started.wait, 10)
+        group = GroupSync()
+        head, release, _ = await busy(group)
         gone, kept = await waiting(group, Log("gone")), await waiting(group, Log("kept"))
         gone.cancel()
         release.set()
