@@ -10,8 +10,8 @@ OpenAI-compatible chat model (the simulator's chat endpoint). Also: the start-to
 time of `loopwright -p` and the wall time of `loopwright --version`.
 
 The Bash loop again with a JSONL transcript, as the CLI writes it (issue 32 item 2): one fsync a
-step in a worker thread just before the command runs (the default), and each durable record
-fsynced as written on the event loop (`defer_sync=False`, as before), beside a floor that writes
+step on the group-commit thread just before the command runs (the default), and each durable
+record fsynced as written on the event loop (`defer_sync=False`, as before), beside a floor that writes
 the same records to a file and fsyncs it once before running the command (the same durability:
 a command's start is on disk before it runs). And the CLI's own turn, sandboxed as by default,
 beside a floor that runs the command under bwrap started bare with the same mounts and socket
