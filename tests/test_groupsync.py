@@ -75,14 +75,30 @@ def test_a_cancelled_waiter_leaves_the_others_waking_and_the_thread_serving():
     async def main():
         group = GroupSync()
         head, release, _ = await busy(group)
-        gone, kept = await waiting(group, Log("gone")), await waiting(group, Log("kept"))
+        gone_log = Log("gone")
+        gone, kept = await waiting(group, gone_log), await waiting(group, Log("kept"))
         gone.cancel()
+        await asyncio.sleep(0.05)
+        assert not gone.done()  # a cancelled caller still waits for its fsync, not yet done
         release.set()
         await asyncio.wait_for(asyncio.gather(head, kept), 10)
-        assert gone.cancelled()
+        await asyncio.wait([gone], timeout=10)
+        assert gone.cancelled() and gone_log.syncs == 1
         later = Log("later")
         await asyncio.wait_for(group.sync(later), 10)  # the thread still serves
         return later.syncs
+
+    assert asyncio.run(main()) == 1
+
+
+def test_a_log_whose_sync_raises_anything_fails_its_waiter_and_the_thread_serves_on():
+    async def main():
+        group = GroupSync()
+        with pytest.raises(ValueError, match="not a file"):
+            await asyncio.wait_for(group.sync(Log("odd", fail=ValueError("not a file"))), 10)
+        after = Log("after")
+        await asyncio.wait_for(group.sync(after), 10)
+        return after.syncs
 
     assert asyncio.run(main()) == 1
 

@@ -29,8 +29,10 @@ class GroupSync:
         self._running = False
 
     async def sync(self, log: DeferredSync) -> None:
-        """Return once every record appended to `log` before this call is fsynced; the fsync's
-        OSError is raised here. Outside asyncio (trio through anyio), a worker thread of anyio's."""
+        """Return once every record appended to `log` before this call is fsynced; what the fsync
+        raised is raised here. A cancelled caller still waits for its fsync to end, as it would
+        for a worker thread of anyio's, so the log is never closed under a running fsync.
+        Outside asyncio (trio through anyio), a worker thread of anyio's."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -46,7 +48,17 @@ class GroupSync:
             else:
                 self._running = True
                 threading.Thread(target=self._serve, name="loopwright-fsync", daemon=True).start()
-        await future
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            while not future.done():
+                try:
+                    await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    pass
+            if not future.cancelled():
+                future.exception()  # retrieved: the cancelled caller does not want it
+            raise
 
     def _serve(self) -> None:
         while True:
@@ -57,15 +69,15 @@ class GroupSync:
                     self._running = False
                     return
                 batch, self._waiting = self._waiting, []
-            failed: dict[int, OSError | None] = {}  # by id(log): the batch holds every log, ids stay unique
+            failed: dict[int, Exception | None] = {}  # by id(log): the batch holds every log, ids stay unique
             for log, _, _ in batch:
                 if id(log) not in failed:
                     try:
                         log.sync()
                         failed[id(log)] = None
-                    except OSError as exc:
+                    except Exception as exc:  # any log's error goes to its waiters; the thread serves on
                         failed[id(log)] = exc
-            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], OSError | None]]] = {}
+            by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[None], Exception | None]]] = {}
             for log, future, loop in batch:
                 by_loop.setdefault(loop, []).append((future, failed[id(log)]))
             for loop, outcomes in by_loop.items():
@@ -75,9 +87,9 @@ class GroupSync:
                     pass  # that event loop is closed: nothing waits there any more
 
 
-def _settle(outcomes: list[tuple[asyncio.Future[Any], OSError | None]]) -> None:
+def _settle(outcomes: list[tuple[asyncio.Future[Any], Exception | None]]) -> None:
     for future, error in outcomes:
-        if future.done():  # its waiter was cancelled
+        if future.done():  # never cancelled by its caller (shielded); only if its loop cancelled it
             continue
         if error is None:
             future.set_result(None)
