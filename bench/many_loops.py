@@ -21,8 +21,11 @@ running the same N loops at once on the same simulator.
 With --shared-client a third loopwright side runs too: the same N loops handed ONE `AnthropicModel`
 (as a library user who makes one client for all their agents), beside the client-per-loop side.
 
+With --http aiohttp the loopwright sides carry their calls on aiohttp (`LOOPWRIGHT_HTTP=aiohttp`),
+and a bare aiohttp client making the same requests runs beside the bare httpx one.
+
 Run: .venv/bin/python bench/many_loops.py [--loops 200] [--delay 0.2] [--runs 3] [--store jsonl|jsonl-deferred|none]
-     .venv/bin/python bench/many_loops.py --shared-client --store none --loops 1000 --delay 5 --runs 1
+     .venv/bin/python bench/many_loops.py --shared-client --store none --loops 1000 --delay 5 --runs 1 [--http aiohttp]
      .venv/bin/python bench/many_loops.py --workers 1,2,4 [--concurrency 4] [--loops 32] [--delay 0.5] [--runs 1]
 """
 
@@ -184,6 +187,31 @@ async def run_bare(n: int, base_url: str, spread: float = 0.0) -> None:
     await staggered(n, spread, lambda: bare_loop(base_url))
 
 
+async def bare_aiohttp_loop(base_url: str) -> None:
+    """`bare_loop` on aiohttp: one keep-alive session, its C parser, nothing else."""
+    import aiohttp
+
+    messages: list[dict] = [{"role": "user", "content": PROMPT}]
+    headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+    async with aiohttp.ClientSession(base_url=base_url, headers=headers) as http:
+        for turn in range(1, CALLS + 1):
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": "You tick.", "tools": [TICK_TOOL],
+                    "messages": messages, "stream": True}
+            blocks: list[dict] = []
+            async with http.post("/v1/messages", json=body) as response:
+                async for raw in response.content:  # line by line
+                    line = raw.decode()
+                    if line.startswith("data: ") and '"content_block_start"' in line:
+                        blocks.append(json.loads(line[6:])["content_block"])
+            if not answered(messages, blocks, turn):
+                return
+    raise AssertionError("the bare aiohttp loop never finished")
+
+
+async def run_bare_aiohttp(n: int, base_url: str, spread: float = 0.0) -> None:
+    await staggered(n, spread, lambda: bare_aiohttp_loop(base_url))
+
+
 async def raw_loop(base_url: str) -> None:
     """The same requests over asyncio streams with HTTP/1.1 written by hand: no client library,
     so what is left is the simulator's and the kernel's share (the simulator's own ceiling)."""
@@ -233,7 +261,8 @@ def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
         folder = Path(tmp).resolve()
         sides = {"loopwright": lambda k, s: run_loops(k, url, folder, store=store, spread=s),
                  "shared": lambda k, s: run_loops(k, url, folder, store=store, spread=s, shared=True),
-                 "bare": lambda k, s: run_bare(k, url, s), "raw": lambda k, s: run_raw(k, url, s)}
+                 "bare": lambda k, s: run_bare(k, url, s), "raw": lambda k, s: run_raw(k, url, s),
+                 "bare-aiohttp": lambda k, s: run_bare_aiohttp(k, url, s)}
         work = sides[kind]
         asyncio.run(work(1, 0.0))  # warm-up: imports and first-use set-up are not the loops' cost
         base_rss, cpu0, t0 = rss_kb(), cpu(), time.perf_counter()
@@ -243,9 +272,15 @@ def child(kind: str, n: int, url: str, store: str, spread: float) -> dict:
     return {"wall": wall, "cpu": used, "rss_per_loop_kb": (peak - base_rss) / n}
 
 
+HTTP = "httpx"  # the library the loopwright sides' model clients use (--http)
+SIDE_KINDS = ("loopwright", "shared", "bare", "bare-aiohttp", "raw")
+
+
 def side(kind: str, n: int, url: str, store: str, spread: float) -> dict:
+    env = {**os.environ, "LOOPWRIGHT_HTTP": HTTP}
     out = subprocess.run([sys.executable, __file__, "--child", kind, "--loops", str(n), "--url", url, "--turns", str(TURNS),
-                          "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600)
+                          "--store", store, "--spread", str(spread)], capture_output=True, text=True, timeout=3600,
+                         env=env)
     if out.returncode != 0:
         raise SystemExit(f"{kind} child failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -291,7 +326,7 @@ def served_side(served: Served, kind: str, loops: int, store: str, spread: float
 def measure(loops: int, delay: float, runs: int, store: str, spread: float,
             shared: bool = False) -> dict[str, list[dict]]:
     """Every side, interleaved `runs` times against one simulator process."""
-    kinds = ("loopwright", "shared", "bare", "raw") if shared else ("loopwright", "bare", "raw")
+    kinds = tuple(k for k in SIDE_KINDS if (k != "shared" or shared) and (k != "bare-aiohttp" or HTTP == "aiohttp"))
     got: dict[str, list[dict]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory() as tmp:
         served = Served(delay, Path(tmp))
@@ -309,9 +344,9 @@ def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, stor
     med = {kind: {k: statistics.median(r[k] for r in rs) if rs[0][k] is not None else None for k in rs[0]}
            for kind, rs in got.items()}
     print(f"{loops} concurrent loops x {TURNS} tool turns ({CALLS} model calls each), model delay {delay} s, "
-          f"starts spread over {spread} s, sessions: {store}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
+          f"starts spread over {spread} s, sessions: {store}, loopwright's HTTP on {HTTP}; medians of {runs} interleaved runs; ideal wall {ideal:.2f} s")
     for kind, m in med.items():
-        print(f"  {kind:10} wall {m['wall']:7.2f} s  ({ideal / m['wall']:6.1%} of ideal)  "
+        print(f"  {kind:12} wall {m['wall']:7.2f} s  ({ideal / m['wall']:6.1%} of ideal)  "
               f"{loops * CALLS / m['wall']:7.0f} requests/s  CPU/turn {m['cpu'] / (loops * CALLS) * 1000:6.2f} ms  "
               f"RSS/loop {m['rss_per_loop_kb']:6.0f} KB" + (
                   f"  simulator CPU/turn {m['sim_cpu'] / (loops * CALLS) * 1000:5.2f} ms" if m.get("sim_cpu") is not None
@@ -320,6 +355,10 @@ def report(got: dict[str, list[dict]], loops: int, delay: float, runs: int, stor
           f"bare / raw: {med['bare']['wall'] / med['raw']['wall']:.2f}x" + (
               f"   shared / per-loop client: {med['shared']['wall'] / med['loopwright']['wall']:.2f}x"
               if "shared" in med else ""))
+    lw_cpu = med["shared" if "shared" in med else "loopwright"]["cpu"]
+    print(f"  client CPU per call, loopwright{' (shared)' if 'shared' in med else ''} / bare httpx: "
+          f"{lw_cpu / med['bare']['cpu']:.2f}x" + (
+              f"   / bare aiohttp: {lw_cpu / med['bare-aiohttp']['cpu']:.2f}x" if "bare-aiohttp" in med else ""))
 
 
 def measure_workers(loops: int, delay: float, runs: int, counts: list[int], concurrency: int) -> dict[str, list]:
@@ -370,7 +409,7 @@ def report_workers(got: dict[str, list], loops: int, delay: float, runs: int, co
 
 
 def main() -> None:
-    global TURNS, CALLS
+    global TURNS, CALLS, HTTP
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--loops", type=int, help="loops per run (default 200; with --workers 32)")
     parser.add_argument("--delay", type=float, help="model delay per reply, seconds (default 0.2; with --workers 0.5)")
@@ -384,12 +423,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=TURNS, help=f"tool turns per loop (default {TURNS})")
     parser.add_argument("--shared-client", action="store_true",
                         help="also run the loops with one model client shared by all of them")
-    parser.add_argument("--child", choices=("loopwright", "shared", "bare", "raw"), help=argparse.SUPPRESS)
+    parser.add_argument("--http", choices=("httpx", "aiohttp"), default="httpx",
+                        help="the HTTP library of loopwright's model clients (default httpx)")
+    parser.add_argument("--child", choices=SIDE_KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.turns < 1:
         parser.error(f"--turns: expected a whole number of at least 1, got {args.turns}")
-    TURNS, CALLS = args.turns, args.turns + 1
+    TURNS, CALLS, HTTP = args.turns, args.turns + 1, args.http
     workers = args.workers
     loops, delay, runs = (args.loops or (32 if workers else 200), args.delay or (0.5 if workers else 0.2),
                           args.runs or (1 if workers else 3))

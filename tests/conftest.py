@@ -20,6 +20,14 @@ def anyio_backend():
     return "asyncio"
 
 
+@pytest.fixture(params=["httpx", "aiohttp"])
+def http_library(request, monkeypatch):
+    """The module's tests once with the model clients on httpx (the default) and once on aiohttp
+    (`LOOPWRIGHT_HTTP`); processes the tests start inherit the choice."""
+    monkeypatch.setenv("LOOPWRIGHT_HTTP", request.param)
+    return request.param
+
+
 @pytest.fixture(autouse=True, scope="session")
 def private_loopwright_home(tmp_path_factory):
     """Transcripts and schedules of every test (and every process a test starts) go to a

@@ -27,7 +27,7 @@ from loopwright.stores.jsonl import JsonlStore, read_records
 from loopwright.testing import Simulator
 from test_crash import env_for, transcript
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("http_library")]
 TWO_CALLS = [{"tool_use": [{"name": "Bash", "input": {"command": "echo one > one.txt"}},
                            {"name": "Bash", "input": {"command": "echo two > two.txt"}}]},
              {"text": "never"}]

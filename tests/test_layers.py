@@ -25,9 +25,9 @@ MAY_IMPORT = {0: {0}, 1: {0, 1}, 2: {0, 2}, 3: {0, 1, 2, 3}, 4: {0, 2, 4}, 5: {0
 THIRD_PARTY = {
     0: {"pydantic", "anyio", "re2"}, 1: {"pydantic", "croniter"}, 2: {"pydantic"},
     3: {"pydantic", "anyio", "yaml"},  # yaml: skill, command and agent frontmatter (context.frontmatter)
-    4: {"pydantic", "anyio", "httpx", "mcp", "httpx2", "psycopg", "opentelemetry"}, 5: None,  # None: anything
+    4: {"pydantic", "anyio", "httpx", "aiohttp", "mcp", "httpx2", "psycopg", "opentelemetry"}, 5: None,  # None: anything
 }
-KNOWN_THIRD_PARTY = {"httpx", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
+KNOWN_THIRD_PARTY = {"httpx", "aiohttp", "anyio", "pydantic", "click", "anthropic", "openai", "rich", "prompt_toolkit",
                      "croniter", "starlette", "uvicorn", "dbos", "psycopg", "hypothesis", "pytest", "mcp",
                      "re2", "seccomp", "pyseccomp", "httpx2", "claude_agent_sdk", "yaml", "markdown_it",
                      "jsonschema", "opentelemetry"}

@@ -14,7 +14,7 @@ from loopwright.testing import Simulator
 from loopwright.testing.clock import FakeClock
 from test_cli import cli
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("http_library")]
 
 
 @pytest.fixture(autouse=True)

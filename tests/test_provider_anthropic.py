@@ -47,6 +47,9 @@ from loopwright.core.types import (
 )
 
 
+# Every test once on httpx and once on aiohttp (the `http_library` fixture in conftest.py).
+pytestmark = pytest.mark.usefixtures("http_library")
+
 # ---------------------------------------------------------------- the fake server
 
 Reply = Callable[["_Handler"], None]

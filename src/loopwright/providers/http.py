@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 import httpx
 
@@ -16,7 +17,7 @@ from ..core.environ import environ_now
 from ..core.types import compact_json
 from ..core.fastclass import dataclass
 
-_PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
 
 
 def socket_options() -> list[tuple[int, int, int]]:
@@ -78,12 +79,50 @@ def running_loop() -> object | None:
         return None
 
 
-async def close_response(response: httpx.Response) -> None:
-    """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
-    import anyio
+class Reply(Protocol):
+    """A model API's response, whichever library carried it: its status and headers at once, the
+    body read whole or streamed, then closed. Failures are raised as httpx's exception types."""
 
-    with anyio.CancelScope(shield=True):
-        await response.aclose()
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def read(self) -> bytes: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def close(self) -> None: ...
+
+
+class HttpClient(Protocol):
+    """POSTs to one API over keep-alive connections (`LoopBoundClient`, `AiohttpClient`)."""
+
+    async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> Reply: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _HttpxReply:
+    __slots__ = ("_response", "status", "headers")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self.status, self.headers = response.status_code, response.headers
+
+    async def read(self) -> bytes:
+        return await self._response.aread()
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._response.aiter_bytes()
+
+    async def close(self) -> None:
+        """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            await self._response.aclose()
 
 
 # Connections a client may hold at once, as the official SDKs allow: one per loop in flight, for
@@ -112,7 +151,7 @@ class LoopBoundClient:
             self._client = None
         if self._client is None:
             self._loop = loop
-            if any(k.lower() in _PROXY_VARS for k in environ_now()):
+            if any(k.lower() in PROXY_VARS for k in environ_now()):
                 # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
                 limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS,
                                       keepalive_expiry=30.0)
@@ -124,6 +163,11 @@ class LoopBoundClient:
                 transport = ShardedTransport(verify=verify)
                 self._client = httpx.AsyncClient(transport=transport, timeout=self.timeout)
         return self._client
+
+    async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> Reply:
+        client = self.get()
+        return _HttpxReply(await client.send(client.build_request("POST", url, content=content, headers=headers),
+                                             stream=True))
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
@@ -238,7 +282,7 @@ class Endpoint:
         cause = _connect_failure(exc)
         if cause is None:
             return None
-        proxies = sorted(k for k in os.environ if k.lower() in _PROXY_VARS)
+        proxies = sorted(k for k in os.environ if k.lower() in PROXY_VARS)
         if proxies:  # the refusal may be the proxy's
             cause += f", through the proxy set in {proxies[0]}"
         return f"cannot reach the model API at {self.base_url} ({cause}); the URL comes from {self.origin}: {self.fix}"

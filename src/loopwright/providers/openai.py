@@ -24,8 +24,9 @@ from ..core.types import (
 )
 from .anthropic_errors import fallback_message, json_object, map_errors, parse_retry_after, status_kind
 from .http import (
-    LOOPBACK_KEY, Endpoint, LoopBoundClient, checked_base_url, close_response, encode_json, endpoint_for, is_loopback,
+    LOOPBACK_KEY, Endpoint, checked_base_url, encode_json, endpoint_for, is_loopback,
 )
+from .http_library import http_client
 from .registry import Provider
 from .sse import SSEDecoder
 
@@ -64,7 +65,8 @@ class OpenAIChatModel:
     name (`openai:gpt-…`, `openai-compatible:…#name`) or by the server's own id."""
 
     def __init__(self, *, base_url: str, api_key: str | None = None, timeout: float = 600.0,
-                 connect_timeout: float = 10.0, official: bool = False, endpoint: Endpoint | None = None) -> None:
+                 connect_timeout: float = 10.0, official: bool = False, endpoint: Endpoint | None = None,
+                 http: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self._endpoint = endpoint or endpoint_for(self.base_url, "OPENAI_BASE_URL", DEFAULT_BASE_URL, {}, {})
         self._url = f"{self.base_url}/chat/completions"
@@ -74,7 +76,7 @@ class OpenAIChatModel:
                          "user-agent": f"loopwright/{__version__}"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._pool = LoopBoundClient(self.base_url, self._timeout)
+        self._pool = http_client(self.base_url, self._timeout, http)
 
     @classmethod
     def for_name(cls, name: str, env: Mapping[str, str] = os.environ,
@@ -100,27 +102,25 @@ class OpenAIChatModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         body = encode_json(chat_body(request, model_id(request.model), official=self._official))
-        client = self._pool.get()
         with map_errors(self._endpoint):
-            response = await client.send(client.build_request("POST", self._url, content=body,
-                                                              headers=self._headers), stream=True)
+            reply = await self._pool.post(self._url, body, self._headers)
         self._endpoint.answered()
         try:
-            if not response.is_success:
+            if not 200 <= reply.status < 300:
                 with map_errors():
-                    await response.aread()
-                raise error_for(response.status_code, response.headers, response.content)
-            fold = ChunkFold(response.headers.get("x-request-id"))
+                    content = await reply.read()
+                raise error_for(reply.status, reply.headers, content)
+            fold = ChunkFold(reply.headers.get("x-request-id"))
             decoder = SSEDecoder()
             with map_errors():
-                async for chunk in response.aiter_bytes():
+                async for chunk in reply.chunks():
                     for _, data in decoder.feed(chunk):
                         for event in fold.feed(data):
                             yield event
             for event in fold.finish():
                 yield event
         finally:
-            await close_response(response)
+            await reply.close()
 
 
 def model_id(name: str) -> str:
