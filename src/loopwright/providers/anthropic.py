@@ -103,8 +103,9 @@ _NOT_COUNTED = frozenset(
 class AnthropicModel:
     """The Anthropic Messages API as a `Model`. One keep-alive HTTP client, created on first use;
     close it with `aclose()`. `http="aiohttp"` carries the calls on aiohttp (else
-    `LOOPWRIGHT_HTTP`, else httpx): less client CPU a call, for many loops in one process. Without key or token no auth header is sent (useful
-    against a local fake); `from_env` insists on one."""
+    `LOOPWRIGHT_HTTP`, else httpx): less client CPU a call, for many loops in one process.
+    Without key or token no auth header is sent (useful against a local fake); `from_env`
+    insists on one."""
 
     def __init__(
         self,
