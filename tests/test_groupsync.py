@@ -149,3 +149,24 @@ def test_a_forked_child_syncs_though_the_parents_thread_was_not_copied():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_under_trio_a_log_is_synced_on_a_worker_thread_and_a_failure_reaches_its_caller():
+    trio = pytest.importorskip("trio")
+    seen = {}
+
+    class Where(Log):
+        def sync(self):
+            seen[self.name] = threading.current_thread() is threading.main_thread()
+            super().sync()
+
+    async def main():
+        group = GroupSync()
+        ok, bad = Where("ok"), Where("bad", fail=OSError(28, "No space left on device"))
+        await group.sync(ok)
+        with pytest.raises(OSError, match="No space left"):
+            await group.sync(bad)
+        return ok.syncs, bad.syncs
+
+    assert trio.run(main) == (1, 1)
+    assert seen == {"ok": False, "bad": False}  # never on the event loop's thread
