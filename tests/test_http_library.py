@@ -83,8 +83,9 @@ def test_under_trio_an_aiohttp_model_calls_through_httpx() -> None:
 
 def test_successive_event_loops_reuse_nothing_and_nothing_is_reported_unclosed(caplog) -> None:
     """A sync wrapper runs a loop per call: the session of an ended loop is dropped without
-    aiohttp's "Unclosed client session" / "Unclosed connector" reports."""
-    with Simulator([{"text": "one"}, {"text": "two"}, {"text": "three"}]) as sim:
+    aiohttp's "Unclosed client session" / "Unclosed connector" reports, and so is that of a
+    client its owner never closed."""
+    with Simulator([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}]) as sim:
         model = AnthropicModel(api_key="k", base_url=sim.base_url, http="aiohttp")
         with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
@@ -98,6 +99,10 @@ def test_successive_event_loops_reuse_nothing_and_nothing_is_reported_unclosed(c
                     await model.aclose()
 
             assert anyio.run(last) == "three"
+            # and a client never closed, dropped after its loop ended
+            dropped = AnthropicModel(api_key="k", base_url=sim.base_url, http="aiohttp")
+            assert anyio.run(text_of, dropped) == "four"
+            del dropped
             gc.collect()
     unclosed = [str(w.message) for w in seen if "Unclosed" in str(w.message)]
     unclosed += [r.getMessage() for r in caplog.records if "Unclosed" in r.getMessage()]

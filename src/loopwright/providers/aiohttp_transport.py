@@ -127,6 +127,13 @@ class AiohttpClient:
             else:
                 _drop(session)
 
+    def __del__(self) -> None:
+        # A client dropped unclosed (its owner never called aclose, its loop may have ended):
+        # its sockets close with it, as an httpx client's do, without aiohttp's reports.
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            _drop(session)
+
 
 def _drop(session: aiohttp.ClientSession) -> None:
     """Forget a session whose event loop has ended (a sync call runs a loop of its own): its
