@@ -21,7 +21,7 @@ from .http import MAX_CONNECTIONS, running_loop, socket_options
 __all__ = ["AiohttpClient"]
 
 
-def _connected_socket(addr_info: Any) -> socket.socket:
+def _socket_with_options(addr_info: Any) -> socket.socket:
     family, kind, proto = addr_info[0], addr_info[1], addr_info[2]
     sock = socket.socket(family=family, type=kind, proto=proto)
     for level, option, value in socket_options():
@@ -103,7 +103,7 @@ class AiohttpClient:
             self._loop = loop
             ssl: Any = False if self.base_url.startswith("http://") else True
             connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=30.0, ssl=ssl,
-                                             socket_factory=_connected_socket)
+                                             socket_factory=_socket_with_options)
             # No cookies (an API answer's cookie must not ride on the next loop's call), our own
             # user-agent, and redirects answered as themselves (as the httpx client does).
             self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout,
