@@ -5,7 +5,6 @@ outage of one that did."""
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -17,7 +16,12 @@ from ..core.environ import environ_now
 from ..core.types import compact_json
 from ..core.fastclass import dataclass
 
-PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+_PROXY_VARS = frozenset({"http_proxy", "https_proxy", "all_proxy"})
+
+
+def proxy_variables() -> list[str]:
+    """The proxy variables set in this process's environment (HTTPS_PROXY, all_proxy, …), sorted."""
+    return sorted(k for k in environ_now() if k.lower() in _PROXY_VARS)
 
 
 def socket_options() -> list[tuple[int, int, int]]:
@@ -151,7 +155,7 @@ class LoopBoundClient:
             self._client = None
         if self._client is None:
             self._loop = loop
-            if any(k.lower() in PROXY_VARS for k in environ_now()):
+            if proxy_variables():
                 # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
                 limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS,
                                       keepalive_expiry=30.0)
@@ -282,7 +286,7 @@ class Endpoint:
         cause = _connect_failure(exc)
         if cause is None:
             return None
-        proxies = sorted(k for k in os.environ if k.lower() in PROXY_VARS)
+        proxies = proxy_variables()
         if proxies:  # the refusal may be the proxy's
             cause += f", through the proxy set in {proxies[0]}"
         return f"cannot reach the model API at {self.base_url} ({cause}); the URL comes from {self.origin}: {self.fix}"

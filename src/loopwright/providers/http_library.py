@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import httpx
 
 from ..core.environ import environ_now
-from .http import PROXY_VARS, HttpClient, LoopBoundClient, Reply, running_loop
+from .http import HttpClient, LoopBoundClient, Reply, proxy_variables, running_loop
 
 __all__ = ["HTTP_LIBRARIES", "http_client"]
 
@@ -31,7 +31,7 @@ def http_client(base_url: str, timeout: httpx.Timeout, library: str | None = Non
         except ImportError as exc:
             raise UsageError(f"HTTP on aiohttp needs the aiohttp package ({exc}): pip install 'loopwright[aiohttp]'") \
                 from exc
-        if not any(k.lower() in PROXY_VARS for k in environ_now()):
+        if not proxy_variables():
             return _OnAsyncio(AiohttpClient(base_url, timeout), LoopBoundClient(base_url, timeout))
     return LoopBoundClient(base_url, timeout)
 
