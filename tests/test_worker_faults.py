@@ -1,9 +1,9 @@
 """A killed worker's tool processes do not live on. A lone SQLite-backed worker runs a loop whose
 Bash command appends to a file every 50 ms (in the foreground, or as a background shell; under
 the sandbox and with --no-sandbox); the worker dies by kill -9 mid-command. Its command dies with
-it (the parent-death signal): the file stops growing at once and the command's pid is gone. A
-command that leaves writers the signal cannot reach (a subshell in its group, a child in a
-session of its own) has them ended by the next worker before it takes the loop over. Either
+it (the lifeline): the file stops growing at once and the command's pid is gone. A command that
+leaves a writer the lifeline cannot reach (a child in a session of its own) has it ended by the
+next worker before it takes the loop over. Either
 way the loop is then finished by the next worker, its interrupted call never run again.
 
 A PostgreSQL store restarted under two busy workers: every statement the restart cut off runs
@@ -133,8 +133,9 @@ def test_a_killed_workers_command_stops_writing(project, env, tmp_path, sandbox,
 def test_the_next_worker_ends_what_the_signal_cannot_reach_before_it_takes_over(project, env, tmp_path):
     """--no-sandbox (under the sandbox its PID namespace ends them all): the command starts a
     subshell writer in its own process group and a writer in a session of its own (setsid). The
-    parent-death signal ends the shell only; both writers keep writing until the next worker
-    takes over, which kills them (by the recorded group, and by its mark) before the loop goes on."""
+    lifeline's keeper ends the shell's group with the worker, the subshell writer with it; the
+    writer that left the group keeps writing until the next worker takes over, which kills it (by
+    its mark) before the loop goes on."""
     store, token = f"sqlite:///{tmp_path / 'dbos.sqlite'}", f"writer-{tmp_path.name}"
     in_group, escaped = project / "in_group", project / "escaped"
     command = (f"echo start >> {in_group}; ( : {token}; {WRITE.format(out=in_group)} ) & "
@@ -150,11 +151,11 @@ def test_the_next_worker_ends_what_the_signal_cannot_reach_before_it_takes_over(
                 wait_for(lambda: len(pids_running(token)) >= 2, 30, "both writers")
 
             first_worker_killed(store, env, project, log, flags, writing)
+            assert wait_stable(in_group)  # its group ended with the worker
             pids = pids_running(token)
-            wait_growing(in_group)  # nobody has ended them yet: the signal reached the shell only
-            wait_growing(escaped)
+            wait_growing(escaped)  # nobody has ended it yet: it left the group
             finish_after_restart(store, env, project, log)
-            assert wait_stable(in_group) and wait_stable(escaped)
+            assert wait_stable(escaped)
             assert all(gone(pid, 10) for pid in pids)
             assert in_group.read_text().count("start") == 1
             assert "Outcome unknown" in json.dumps(sim.message_requests[-1].body)

@@ -1,8 +1,15 @@
 """Processes started for the model's tools, hooks and MCP servers die with the process that
 started them, even when it dies by SIGKILL and has no chance to end them itself.
 
-`tethered(argv)` is the command line that starts `argv` with a parent-death signal (Linux's
-PR_SET_PDEATHSIG, SIGKILL): the kernel kills the child the moment its parent goes. The signal is
+`tether(argv)` says how to start `argv` so: start `.argv`, then hand the process to `.hold(pid)`.
+On Linux with pidfds (5.3+) a keeper does it (`keeper.py`): one small process per loopwright
+process, in a session of its own, that holds a pidfd of each tethered process and kills those still
+running, with their process groups, when loopwright's end of its socket closes — however loopwright
+ended. The command is started as it is (`bash -c …` costs one exec, ~1.5 ms, not two); holding it is
+one message. The keeper starts with the first tethered process, beside it, on its own core.
+
+Elsewhere, or with `LOOPWRIGHT_KEEPER=off`, the process is started with a parent-death signal
+(Linux's PR_SET_PDEATHSIG, SIGKILL): the kernel kills it the moment its parent goes. The signal is
 set between fork and exec by a launcher, not by a `preexec_fn`: Python code run in a child forked
 from a threaded process (a worker runs DBOS's threads) may deadlock, and a `preexec_fn` costs a
 full fork of a large process instead of a vfork (~13 ms against ~1 ms for a 300 MB process). The
@@ -10,14 +17,18 @@ launcher is util-linux's `setpriv --pdeathsig KILL` (a ~1 ms exec), else a stdli
 one-liner (~12 ms) that also checks its parent did not die before the signal was set.
 
 What it covers and what it does not:
-- the signal reaches the direct child (the shell, the sandbox launcher, the MCP server) only:
-  every spawner also starts its child in a session and process group of its own, and whoever
-  outlives the parent ends the rest of that group (a worker at its exit, or the survivor that
-  takes over a dead worker's loops on the same machine: distributed/leftovers.py);
-- "the parent" is the *thread* that started the child: spawn from a thread that lives as long as
-  the work does (the event loop's thread), never from a short-lived worker thread;
-- a setuid program clears the signal when it is exec'd; under bubblewrap the sandbox's own
-  `--die-with-parent` and PID namespace take every process of the sandbox down with it.
+- every spawner starts its child in a session and process group of its own. The keeper kills the
+  group of a tethered process still running; the signal reaches the direct child (the shell, the
+  sandbox launcher, the MCP server) only. A group whose leader has ended is ended by whoever
+  outlives the parent (a worker at its exit, or the survivor that takes over a dead worker's loops
+  on the same machine: distributed/leftovers.py);
+- a process is held once it has started: were loopwright killed in the microseconds between its
+  start and the message, it would live on (with setpriv, the window is setpriv's own start);
+- with the signal, "the parent" is the *thread* that started the child: spawn from a thread that
+  lives as long as the work does (the event loop's thread), never from a short-lived worker
+  thread; a setuid program clears the signal when it is exec'd;
+- under bubblewrap the sandbox's own `--die-with-parent` and PID namespace take every process of
+  the sandbox down with it.
 
 `started`/`ended` tell observers (a worker records them in its store) which process groups the
 tools hold, with each leader's start time, so a reused process id is never mistaken for them."""
@@ -28,6 +39,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from functools import lru_cache
 from typing import Callable, Mapping, Sequence
 
@@ -57,22 +69,148 @@ def _setpriv() -> str | None:
     return found if done.returncode == 0 else None
 
 
-def tethered(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
-             env: Mapping[str, str] | None = None) -> list[str]:
-    """`argv` started so that it dies with this process (see the module's docstring). The program
-    is resolved here as exec would resolve it in the child (PATH from `env`, a relative path from
-    `cwd`); when it cannot be, `argv` is returned as it is, so starting it fails as it always did
-    ("No such file or directory" naming the program, not the launcher). Elsewhere than Linux: as is."""
+class Tether:
+    """How to start one process so that it dies with this one: start `argv`, then `hold(pid)`."""
+
+    __slots__ = ("argv", "_keeper")
+
+    def __init__(self, argv: list[str], keeper: "_Keeper | None") -> None:
+        self.argv, self._keeper = argv, keeper
+
+    def hold(self, pid: int) -> None:
+        """Hand the started process to the keeper (nothing to do when a launcher set its signal).
+        A keeper that has gone is replaced; when none can take the process, it is killed and
+        OSError raised: it never runs on untethered."""
+        if self._keeper is None:
+            return
+        import signal
+
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return  # ended and reaped already: nothing left to hold
+        try:
+            keeper: _Keeper | None = self._keeper
+            for _attempt in range(2):
+                if keeper is not None:
+                    try:
+                        return keeper.hand(pid, pidfd)
+                    except OSError:
+                        _drop(keeper)
+                keeper = _keeper()
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            raise OSError(f"process {pid} could not be tied to this one (its keeper could not be started), "
+                          "so it was killed")
+        finally:
+            os.close(pidfd)
+
+
+def tether(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
+           env: Mapping[str, str] | None = None) -> Tether:
+    """How to start `argv` so that it dies with this process (see the module's docstring). With a
+    launcher, the program is resolved here as exec would resolve it in the child (PATH from `env`,
+    a relative path from `cwd`); when it cannot be, `argv` is left as it is, so starting it fails
+    as it always did ("No such file or directory" naming the program, not the launcher).
+    Elsewhere than Linux: as is."""
     argv = list(argv)
     if not argv or not sys.platform.startswith("linux"):
-        return argv
+        return Tether(argv, None)
+    keeper = _keeper()
+    if keeper is not None:
+        return Tether(argv, keeper)
     program = _resolve(argv[0], cwd, env)
     if program is None:
-        return argv
+        return Tether(argv, None)
     setpriv = _setpriv()
     if setpriv is not None:
-        return [setpriv, "--pdeathsig", "KILL", "--", program, *argv[1:]]
-    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), program, *argv[1:]]
+        return Tether([setpriv, "--pdeathsig", "KILL", "--", program, *argv[1:]], None)
+    return Tether([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), program, *argv[1:]], None)
+
+
+# The keeper is imported, not run by path, so its compiled bytecode is used; its folder is searched
+# after the standard library's, so nothing there shadows a standard module.
+_KEEPER = (f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
+           "from keeper import serve; serve()")
+SEND_TIMEOUT_S = 5.0  # the keeper reads as fast as messages come; far longer means it is stuck
+
+
+class _Keeper:
+    """A running keeper and this process's end of its socket."""
+
+    def __init__(self) -> None:
+        import socket
+
+        from .environ import child_env
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            # its own session: a signal to loopwright's group (^C, kill -9 -PGID) does not reach it
+            self.process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _KEEPER], stdin=theirs.fileno(),
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
+                                            env=child_env(), start_new_session=True)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        ours.settimeout(SEND_TIMEOUT_S)
+        self.control, self.owner = ours, os.getpid()
+
+    def usable(self) -> bool:
+        return self.owner == os.getpid() and self.process.poll() is None
+
+    def hand(self, pid: int, pidfd: int) -> None:
+        import array
+        import socket
+
+        self.control.sendmsg([str(pid).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [pidfd]))])
+
+
+_lock = threading.Lock()
+_current: _Keeper | None = None
+
+
+def _keeper() -> _Keeper | None:
+    """This process's keeper, started when there is none (or the last one is gone); None when it is
+    off, cannot run here (no pidfds) or cannot be started."""
+    global _current
+    if os.environ.get("LOOPWRIGHT_KEEPER") == "off" or not _pidfds():
+        return None
+    with _lock:
+        if _current is not None and not _current.usable():
+            _current.control.close()
+            _current = None
+        if _current is None:
+            try:
+                _current = _Keeper()
+            except OSError:
+                return None
+        return _current
+
+
+_retired: list[_Keeper] = []  # keepers that failed a message, their sockets open until we end
+
+
+def _drop(keeper: _Keeper) -> None:
+    """Give `keeper` no more processes. Its socket stays open: closing it would have a keeper that
+    is only slow kill the processes it holds, which still run."""
+    global _current
+    with _lock:
+        if _current is keeper:
+            _current = None
+            _retired.append(keeper)
+
+
+@lru_cache(maxsize=1)
+def _pidfds() -> bool:
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return sys.platform.startswith("linux")
 
 
 def _resolve(program: str, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> str | None:

@@ -66,9 +66,10 @@ async def run_process(command: Sequence[str], stdin: bytes, *, cwd: str | None, 
     # A session of its own: one signal reaches its process group, and its session id finds the rest;
     # and it dies with us (lifeline), as a tool's command does.
     env = reap.marked(dict(env), mark)
-    process = await anyio.open_process(lifeline.tethered(command, cwd=cwd, env=env), stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env,
-                                       start_new_session=True)
+    tether = lifeline.tether(command, cwd=cwd, env=env)
+    process = await anyio.open_process(tether.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, cwd=cwd, env=env, start_new_session=True)
+    tether.hold(process.pid)
 
     def stop() -> None:  # over the cap: no point waiting for the rest
         with suppress(ProcessLookupError, PermissionError):

@@ -64,11 +64,12 @@ class ServerProcess:
         from mcp.shared.message import SessionMessage
 
         # a server dies with us (lifeline), in a session of its own so its whole group can be ended
-        argv = lifeline.tethered([self.command, *self.args], cwd=self.cwd,
+        tether = lifeline.tether([self.command, *self.args], cwd=self.cwd,
                                  env={"PATH": os.environ.get("PATH", os.defpath), **self.env})
-        process = await anyio.open_process(argv, env=self.env, cwd=self.cwd, stderr=self.errlog,
+        process = await anyio.open_process(tether.argv, env=self.env, cwd=self.cwd, stderr=self.errlog,
                                            start_new_session=True)
         self.pid = process.pid
+        tether.hold(process.pid)
         _LIVE.add(process.pid)
         stdin = process.stdin
         assert stdin is not None  # open_process pipes stdin unless told otherwise

@@ -194,7 +194,7 @@ def _start(line: Launch, mounts: list[str], info: int, output: int, cwd: str | o
     extra += ["--info-fd", str(info)]
     argv = [*line.bwrap[:at], *extra, *line.bwrap[at:]]
     try:
-        # Not `lifeline.tethered`: bwrap's own --die-with-parent gives it (and the sandbox's first
+        # Not `lifeline.tether`: bwrap's own --die-with-parent gives it (and the sandbox's first
         # process) the same parent-death signal, without setpriv's exec (~4 ms)
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=output,
                                 stderr=output, cwd=cwd, env=env, start_new_session=True, pass_fds=tuple(handed))

@@ -74,11 +74,12 @@ class ShellRegistry:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
         env = ctx.env or child_env()
         try:  # its own group, and it dies with us (lifeline): a killed worker leaves no shell behind
-            proc = subprocess.Popen(lifeline.tethered(argv, cwd=ctx.cwd, env=env), stdin=subprocess.DEVNULL,
-                                    stdout=fd, stderr=fd, cwd=ctx.cwd, env=env, start_new_session=True,
-                                    pass_fds=pass_fds)
+            tether = lifeline.tether(argv, cwd=ctx.cwd, env=env)
+            proc = subprocess.Popen(tether.argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd=ctx.cwd,
+                                    env=env, start_new_session=True, pass_fds=pass_fds)
         finally:
             os.close(fd)
+        tether.hold(proc.pid)
         lifeline.started(proc.pid)
         self._groups.add(proc.pid)
         self.shells[shell_id] = BackgroundShell(shell_id, command, description, proc, log)

@@ -82,16 +82,13 @@ async def run_command(
             from ..sandbox import warm
 
             started = await warm.spawn(argv, output=write_fd, cwd=ctx.cwd, env=env, pass_fds=pass_fds)
-        proc = Child(started or subprocess.Popen(  # else the launcher's line, or the command as it is
-            lifeline.tethered(argv or [shell_path(), "-c", command], cwd=ctx.cwd, env=env),  # dies with us
-            stdin=subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=ctx.cwd,
-            env=env,
-            start_new_session=True,  # its own process group: one signal reaches every child
-            pass_fds=pass_fds,
-        ))
+        if started is None:  # else the launcher's line, or the command as it is, dying with us
+            tether = lifeline.tether(argv or [shell_path(), "-c", command], cwd=ctx.cwd, env=env)
+            started = subprocess.Popen(tether.argv, stdin=subprocess.DEVNULL, stdout=write_fd, stderr=write_fd,
+                                       cwd=ctx.cwd, env=env, pass_fds=pass_fds,
+                                       start_new_session=True)  # its own process group: one signal reaches all
+            tether.hold(started.pid)
+        proc = Child(started)
     except BaseException:
         os.close(read_fd)
         raise

@@ -30,10 +30,11 @@ class LocalWorkspace:
 
     async def run_check(self, command: str, timeout_s: float) -> CheckResult:
         env = self.env if self.env is not None else child_env()
+        tether = lifeline.tether(self.wrap(command), cwd=self.cwd, env=env)
         proc = await asyncio.create_subprocess_exec(  # its own group, dying with us (lifeline)
-            *lifeline.tethered(self.wrap(command), cwd=self.cwd, env=env), cwd=self.cwd, env=env,
-            stdin=asyncio.subprocess.DEVNULL,
+            *tether.argv, cwd=self.cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+        tether.hold(proc.pid)
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
         except asyncio.TimeoutError:

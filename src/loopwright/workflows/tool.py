@@ -93,9 +93,11 @@ async def _drive(jail: list[str], args: dict[str, Any], wf: Workflow) -> Any:
     """Start the sandboxed process, answer its requests until it says it is done."""
     from .runtime import WorkflowError
 
+    tether = lifeline.tether(jail)
     proc = await asyncio.create_subprocess_exec(
-        *lifeline.tethered(jail), "-c", Path(__file__).with_name("childmain.py").read_text(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, limit=MAX_LINE, start_new_session=True)
+        *tether.argv, "-c", Path(__file__).with_name("childmain.py").read_text(), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=MAX_LINE, start_new_session=True)
+    tether.hold(proc.pid)
     assert proc.stdin is not None and proc.stdout is not None
     pending: set[asyncio.Task[Any]] = set()
 
