@@ -1,13 +1,14 @@
-"""What every model adapter's HTTP needs, in one place: a keep-alive httpx client bound to the
-event loop that uses it, socket options, compact JSON bodies, closing a streamed response even
-while being cancelled, and telling an API URL that never answered (a misconfiguration) from an
-outage of one that did."""
+"""What every model adapter's HTTP needs, in one place: keep-alive connections bound to the event
+loop that uses them (httpcore's here, aiohttp's in `aiohttp_transport.py`), socket options,
+compact JSON bodies, closing a streamed response even while being cancelled, and telling an API
+URL that never answered (a misconfiguration) from an outage of one that did."""
 
 from __future__ import annotations
 
 import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
+from functools import lru_cache
 from typing import Any, Protocol
 
 import httpx
@@ -109,6 +110,8 @@ class HttpClient(Protocol):
 
 
 class _HttpxReply:
+    """A response through httpx's client (the path with a proxy set)."""
+
     __slots__ = ("_response", "status", "headers")
 
     def __init__(self, response: httpx.Response) -> None:
@@ -132,79 +135,179 @@ class _HttpxReply:
 # Connections a client may hold at once, as the official SDKs allow: one per loop in flight, for
 # a thousand loops sharing one client.
 MAX_CONNECTIONS = 1000
-# Connections per shard (see `ShardedTransport`). httpcore's pool does work quadratic in its
+# Connections per shard (see `ShardedPool`). httpcore's pool does work quadratic in its
 # connections on every request (it rescans them all to choose one and to expire idle ones):
 # measured in bench/many_loops.py --shared-client, shards of this size keep that work small.
 SHARD_SIZE = 1
 
 
 class LoopBoundClient:
-    """One keep-alive `httpx.AsyncClient` for one API, made on first use. Pooled connections
-    belong to the event loop that opened them; a sync wrapper runs one loop per call, so a
-    client from a loop that is gone is dropped, not awaited. Any number of loops may share it:
-    its connections are split into shards (`ShardedTransport`)."""
+    """Keep-alive connections to one API, made on first use, on httpcore (httpx's transport)
+    directly: httpx's client layer (its request and response models, auth, redirects and cookie
+    flows) costs more CPU a call than the rest of the call, and the adapters use none of it.
+    With a proxy variable set, httpx's client carries the calls (it applies proxies and NO_PROXY).
+    Pooled connections belong to the event loop that opened them; a sync wrapper runs one loop per
+    call, so connections from a loop that is gone are dropped, not awaited. Any number of loops may
+    share the client: its connections are split into shards (`ShardedPool`)."""
 
     def __init__(self, base_url: str, timeout: httpx.Timeout) -> None:
         self.base_url, self.timeout = base_url, timeout
-        self._client: httpx.AsyncClient | None = None
+        self._pool: ShardedPool | httpx.AsyncClient | None = None
         self._loop: object | None = None
+        self._extensions = {"timeout": timeout.as_dict()}
+        self._targets: dict[str, tuple[Any, bytes]] = {}  # url -> (httpcore.URL, its Host header)
+        self._headers: tuple[Mapping[str, str], list[tuple[bytes, bytes]]] | None = None
 
-    def get(self) -> httpx.AsyncClient:
+    def _current(self) -> ShardedPool | httpx.AsyncClient:
         loop = running_loop()
-        if self._client is not None and loop is not self._loop:
-            self._client = None
-        if self._client is None:
+        if self._pool is not None and loop is not self._loop:
+            self._pool = None
+        if self._pool is None:
             self._loop = loop
             if proxy_variables():
                 # httpx applies env proxies (and NO_PROXY) only to transports it builds itself.
                 limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS,
                                       keepalive_expiry=30.0)
-                self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
+                self._pool = httpx.AsyncClient(timeout=self.timeout, limits=limits)
             else:
                 # Plain http (a loopback server) never uses TLS: skip building a verifying SSL
                 # context, which loads the CA bundle (measured ~40 ms of start-up).
-                verify: Any = not self.base_url.startswith("http://")
-                transport = ShardedTransport(verify=verify)
-                self._client = httpx.AsyncClient(transport=transport, timeout=self.timeout)
-        return self._client
+                self._pool = ShardedPool(verify=not self.base_url.startswith("http://"))
+        return self._pool
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> Reply:
-        client = self.get()
-        return _HttpxReply(await client.send(client.build_request("POST", url, content=content, headers=headers),
-                                             stream=True))
+        pool = self._current()
+        if isinstance(pool, httpx.AsyncClient):
+            return _HttpxReply(await pool.send(pool.build_request("POST", url, content=content, headers=headers),
+                                               stream=True))
+        import httpcore
+
+        target, host = self._target(url)
+        request = httpcore.Request(b"POST", target, headers=[
+            (b"host", host), (b"content-length", b"%d" % len(content)), *self._encoded(headers)],
+            content=content, extensions=self._extensions)
+        shard = pool.take()
+        try:
+            response = await shard.pool.handle_async_request(request)
+        except BaseException as exc:
+            pool.give_back(shard)
+            if isinstance(exc, _core_errors()):
+                raise _from_httpcore(exc) from exc
+            raise
+        return _CoreReply(response, pool, shard)
+
+    def _target(self, url: str) -> tuple[Any, bytes]:
+        """`url` as httpcore takes it, and its Host header, parsed once (httpx's parser: an
+        invalid URL raises httpx.InvalidURL, as a request through httpx's client would)."""
+        found = self._targets.get(url)
+        if found is None:
+            import httpcore
+
+            parsed = httpx.URL(url)
+            found = (httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port,
+                                  target=parsed.raw_path), parsed.netloc)
+            self._targets[url] = found
+        return found
+
+    def _encoded(self, headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+        """The headers as bytes. An adapter sends the same mapping, never changed, on every call:
+        the last one's encoding is kept. Bodies come back as sent (no content coding asked for)."""
+        kept = self._headers
+        if kept is not None and kept[0] is headers:
+            return kept[1]
+        encoded = [(k.lower().encode("ascii"), v.encode("latin-1")) for k, v in headers.items()
+                   if k.lower() not in ("host", "content-length", "accept-encoding")]
+        encoded.append((b"accept-encoding", b"identity"))
+        self._headers = (headers, encoded)
+        return encoded
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None and self._loop is running_loop():  # else its loop is gone (see get)
-            await client.aclose()
+        pool, self._pool = self._pool, None
+        if pool is not None and self._loop is running_loop():  # else its loop is gone (see _current)
+            await pool.aclose()
 
 
-class ShardedTransport(httpx.AsyncBaseTransport):
-    """A pool of small connection pools. httpcore's pool rescans all its connections on every
-    request, some checks costing a system call each, so one pool of a thousand connections spends
-    its time choosing one. Here a request goes to a shard with room (the one freed last, so one
-    loop's calls reuse one connection), a new shard is made when none has room, and only past
+@lru_cache(maxsize=1)
+def _core_errors() -> tuple[type[BaseException], ...]:
+    """httpcore's failures (imported when one is raised: httpx imports httpcore lazily too)."""
+    import httpcore
+
+    return (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol,
+            httpcore.ProxyError)
+
+
+def _from_httpcore(exc: BaseException) -> Exception:
+    """httpx's exception of the same name as httpcore's `exc` (as httpx's own transport maps them),
+    so the adapters translate failures in one place whichever layer raised them."""
+    kind = getattr(httpx, type(exc).__name__, None)
+    if not (isinstance(kind, type) and issubclass(kind, httpx.TransportError)):
+        kind = httpx.TransportError
+    return kind(str(exc) or type(exc).__name__)
+
+
+class _CoreReply:
+    """A response from httpcore, as `Reply` describes; its place in the shard is given back when
+    it is closed (once)."""
+
+    __slots__ = ("_response", "_owner", "_shard", "status", "headers")
+
+    def __init__(self, response: Any, owner: ShardedPool, shard: _Shard) -> None:
+        self._response, self._owner = response, owner
+        self._shard: _Shard | None = shard
+        self.status: int = response.status
+        self.headers: Mapping[str, str] = httpx.Headers(response.headers)
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_stream():
+                yield chunk
+        except _core_errors() as exc:
+            raise _from_httpcore(exc) from exc
+
+    async def close(self) -> None:
+        """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
+        import anyio
+
+        shard, self._shard = self._shard, None
+        if shard is None:
+            return
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._response.aclose()
+        finally:
+            self._owner.give_back(shard)
+
+
+class ShardedPool:
+    """A pool of small httpcore connection pools. httpcore's pool rescans all its connections on
+    every request, some checks costing a system call each, so one pool of a thousand connections
+    spends its time choosing one. Here a request goes to a shard with room (the one freed last, so
+    one loop's calls reuse one connection), a new shard is made when none has room, and only past
     `most` connections does the least busy shard queue the request."""
 
-    def __init__(self, *, verify: Any, size: int = SHARD_SIZE, most: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, *, verify: bool, size: int = SHARD_SIZE, most: int = MAX_CONNECTIONS) -> None:
         self._verify = verify
+        self._ssl: Any = None
         self._size = size
         self._most = max(1, most // size)
         self._shards: list[_Shard] = []
         self._roomy: list[_Shard] = []  # shards with fewer than `size` requests in flight
         self._closed = False
 
-    def _take(self) -> "_Shard":
+    def take(self) -> "_Shard":
         if self._roomy:
             shard = self._roomy[-1]
         elif len(self._shards) < self._most:
-            if isinstance(self._verify, bool):  # the SSL context, built once for every shard
-                self._verify = httpx.create_ssl_context(verify=self._verify)
-            limits = httpx.Limits(max_connections=self._size, max_keepalive_connections=self._size,
-                                  keepalive_expiry=30.0)
-            transport = httpx.AsyncHTTPTransport(retries=0, limits=limits, socket_options=socket_options(),
-                                                 verify=self._verify)
-            shard = _Shard(transport)
+            import httpcore
+
+            if self._verify and self._ssl is None:  # the SSL context, built once for every shard
+                self._ssl = httpx.create_ssl_context(verify=True)
+            shard = _Shard(httpcore.AsyncConnectionPool(
+                ssl_context=self._ssl, max_connections=self._size, max_keepalive_connections=self._size,
+                keepalive_expiry=30.0, retries=0, socket_options=socket_options()))
             self._shards.append(shard)
             self._roomy.append(shard)
         else:
@@ -214,51 +317,23 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             self._roomy.pop() if self._roomy[-1] is shard else self._roomy.remove(shard)
         return shard
 
-    def _give_back(self, shard: "_Shard") -> None:
+    def give_back(self, shard: "_Shard") -> None:
         shard.busy -= 1
         if shard.busy == self._size - 1 and not self._closed:
             self._roomy.append(shard)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        shard = self._take()
-        try:
-            response = await shard.transport.handle_async_request(request)
-        except BaseException:
-            self._give_back(shard)
-            raise
-        response.stream = _Counted(response.stream, self, shard)
-        return response
 
     async def aclose(self) -> None:
         self._closed = True
         shards, self._shards, self._roomy = self._shards, [], []
         for shard in shards:
-            await shard.transport.aclose()
+            await shard.pool.aclose()
 
 
 class _Shard:
-    __slots__ = ("transport", "busy")
+    __slots__ = ("pool", "busy")
 
-    def __init__(self, transport: httpx.AsyncHTTPTransport) -> None:
-        self.transport, self.busy = transport, 0  # busy: requests sent whose response is not closed
-
-
-class _Counted(httpx.AsyncByteStream):
-    """A response's body that gives its place in the shard back when closed (once)."""
-
-    def __init__(self, stream: Any, owner: ShardedTransport, shard: _Shard) -> None:
-        self._stream, self._owner = stream, owner
-        self._shard: _Shard | None = shard
-
-    async def __aiter__(self) -> Any:
-        async for chunk in self._stream:
-            yield chunk
-
-    async def aclose(self) -> None:
-        shard, self._shard = self._shard, None
-        if shard is not None:
-            self._owner._give_back(shard)
-        await self._stream.aclose()
+    def __init__(self, pool: Any) -> None:
+        self.pool, self.busy = pool, 0  # busy: requests sent whose response is not closed
 
 
 # Base URLs that gave an HTTP response (any status) in this process. Until one has, a refused

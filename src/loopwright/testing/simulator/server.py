@@ -212,6 +212,7 @@ class Simulator:
     # --- called by the connection tasks ---------------------------------------------------
 
     def _record(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
+        arrived = time.monotonic()  # before parsing: the client's gap must not include the server's work
         url = urlsplit(target)
         try:
             body = json.loads(raw) if raw else None
@@ -219,7 +220,7 @@ class Simulator:
             body = None
         rec = RecordedRequest(
             method=method, path=url.path, query=url.query, headers=headers, body=body,
-            raw=raw, time=time.monotonic(), request_id=self._ids.next("req"),
+            raw=raw, time=arrived, request_id=self._ids.next("req"),
         )
         with self._lock:
             self._requests.append(rec)
