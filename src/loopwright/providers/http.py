@@ -135,11 +135,6 @@ class _HttpxReply:
 # Connections a client may hold at once, as the official SDKs allow: one per loop in flight, for
 # a thousand loops sharing one client.
 MAX_CONNECTIONS = 1000
-# Connections per shard (see `ShardedPool`). httpcore's pool does work quadratic in its
-# connections on every request (it rescans them all to choose one and to expire idle ones):
-# measured in bench/many_loops.py --shared-client, shards of this size keep that work small.
-SHARD_SIZE = 1
-
 
 class LoopBoundClient:
     """Keep-alive connections to one API, made on first use, on httpcore (httpx's transport)
@@ -148,17 +143,17 @@ class LoopBoundClient:
     With a proxy variable set, httpx's client carries the calls (it applies proxies and NO_PROXY).
     Pooled connections belong to the event loop that opened them; a sync wrapper runs one loop per
     call, so connections from a loop that is gone are dropped, not awaited. Any number of loops may
-    share the client: its connections are split into shards (`ShardedPool`)."""
+    share the client (`Connections`)."""
 
     def __init__(self, base_url: str, timeout: httpx.Timeout) -> None:
         self.base_url, self.timeout = base_url, timeout
-        self._pool: ShardedPool | httpx.AsyncClient | None = None
+        self._pool: Connections | httpx.AsyncClient | None = None
         self._loop: object | None = None
         self._extensions = {"timeout": timeout.as_dict()}
-        self._targets: dict[str, tuple[Any, bytes]] = {}  # url -> (httpcore.URL, its Host header)
+        self._targets: dict[str, tuple[Any, bytes, bytes]] = {}  # url -> (httpcore.URL, Host, origin)
         self._headers: tuple[Mapping[str, str], list[tuple[bytes, bytes]]] | None = None
 
-    def _current(self) -> ShardedPool | httpx.AsyncClient:
+    def _current(self) -> Connections | httpx.AsyncClient:
         loop = running_loop()
         if self._pool is not None and loop is not self._loop:
             self._pool = None
@@ -172,7 +167,7 @@ class LoopBoundClient:
             else:
                 # Plain http (a loopback server) never uses TLS: skip building a verifying SSL
                 # context, which loads the CA bundle (measured ~40 ms of start-up).
-                self._pool = ShardedPool(verify=not self.base_url.startswith("http://"))
+                self._pool = Connections(verify=not self.base_url.startswith("http://"))
         return self._pool
 
     async def post(self, url: str, content: bytes, headers: Mapping[str, str]) -> Reply:
@@ -182,30 +177,33 @@ class LoopBoundClient:
                                                stream=True))
         import httpcore
 
-        target, host = self._target(url)
+        target, host, origin = self._target(url)
         request = httpcore.Request(b"POST", target, headers=[
             (b"host", host), (b"content-length", b"%d" % len(content)), *self._encoded(headers)],
             content=content, extensions=self._extensions)
-        shard = pool.take()
         try:
-            response = await shard.pool.handle_async_request(request)
-        except BaseException as exc:
-            pool.give_back(shard)
-            if isinstance(exc, _core_errors()):
-                raise _from_httpcore(exc) from exc
-            raise
-        return _CoreReply(response, pool, shard)
+            connection = await pool.take(target.origin, origin, self.timeout.pool)
+            try:
+                response = await connection.handle_async_request(request)
+            except BaseException:
+                await pool.give_back(connection, origin)
+                raise
+        except _core_errors() as exc:
+            raise _from_httpcore(exc) from exc
+        return _CoreReply(response, pool, connection, origin)
 
-    def _target(self, url: str) -> tuple[Any, bytes]:
-        """`url` as httpcore takes it, and its Host header, parsed once (httpx's parser: an
-        invalid URL raises httpx.InvalidURL, as a request through httpx's client would)."""
+    def _target(self, url: str) -> tuple[Any, bytes, bytes]:
+        """`url` as httpcore takes it, its Host header and its origin (scheme and host), parsed once
+        (by httpx's parser: an invalid URL raises httpx.InvalidURL, as through httpx's client)."""
         found = self._targets.get(url)
         if found is None:
             import httpcore
 
             parsed = httpx.URL(url)
+            if parsed.scheme not in ("http", "https"):
+                raise httpx.UnsupportedProtocol(f"{url!r}: expected an http:// or https:// URL")
             found = (httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port,
-                                  target=parsed.raw_path), parsed.netloc)
+                                  target=parsed.raw_path), parsed.netloc, parsed.raw_scheme + b"://" + parsed.netloc)
             self._targets[url] = found
         return found
 
@@ -246,14 +244,13 @@ def _from_httpcore(exc: BaseException) -> Exception:
 
 
 class _CoreReply:
-    """A response from httpcore, as `Reply` describes; its place in the shard is given back when
-    it is closed (once)."""
+    """A response from httpcore, as `Reply` describes; its connection is given back when it is
+    closed (once)."""
 
-    __slots__ = ("_response", "_owner", "_shard", "status", "headers")
+    __slots__ = ("_response", "_owner", "_connection", "_origin", "status", "headers")
 
-    def __init__(self, response: Any, owner: ShardedPool, shard: _Shard) -> None:
-        self._response, self._owner = response, owner
-        self._shard: _Shard | None = shard
+    def __init__(self, response: Any, owner: Connections, connection: Any, origin: Any) -> None:
+        self._response, self._owner, self._connection, self._origin = response, owner, connection, origin
         self.status: int = response.status
         self.headers: Mapping[str, str] = httpx.Headers(response.headers)
 
@@ -271,69 +268,86 @@ class _CoreReply:
         """Close even while being cancelled: a cancelled scope would otherwise abort the close."""
         import anyio
 
-        shard, self._shard = self._shard, None
-        if shard is None:
+        connection, self._connection = self._connection, None
+        if connection is None:
             return
-        try:
-            with anyio.CancelScope(shield=True):
-                await self._response.aclose()
-        finally:
-            self._owner.give_back(shard)
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._response.aclose()  # a body not read to its end closes the connection
+            finally:
+                await self._owner.give_back(connection, self._origin)
 
 
-class ShardedPool:
-    """A pool of small httpcore connection pools. httpcore's pool rescans all its connections on
-    every request, some checks costing a system call each, so one pool of a thousand connections
-    spends its time choosing one. Here a request goes to a shard with room (the one freed last, so
-    one loop's calls reuse one connection), a new shard is made when none has room, and only past
-    `most` connections does the least busy shard queue the request."""
+class Connections:
+    """Keep-alive connections (httpcore's, one request at a time each) for any number of loops:
+    a request takes an idle connection to its origin (the one freed last, so one loop's calls
+    reuse one connection), or opens one while fewer than `most` are open; past that it waits, up
+    to the pool timeout, for one to be freed. Taking and giving back cost no scan of the others:
+    httpcore's own pool rescans all its connections on every request and on every response's
+    end, some checks a system call each, so a pool of a thousand spends its time choosing one
+    (bench/many_loops.py --shared-client)."""
 
-    def __init__(self, *, verify: bool, size: int = SHARD_SIZE, most: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, *, verify: bool, most: int = MAX_CONNECTIONS) -> None:
         self._verify = verify
         self._ssl: Any = None
-        self._size = size
-        self._most = max(1, most // size)
-        self._shards: list[_Shard] = []
-        self._roomy: list[_Shard] = []  # shards with fewer than `size` requests in flight
+        self._most = most
+        self._open = 0
+        self._idle: dict[bytes, list[Any]] = {}  # by origin (b"https://host:port"): idle connections, the last freed last
+        self._freed: Any = None  # an anyio Event set when a connection is freed while one waits
         self._closed = False
 
-    def take(self) -> "_Shard":
-        if self._roomy:
-            shard = self._roomy[-1]
-        elif len(self._shards) < self._most:
-            import httpcore
+    async def take(self, origin: Any, key: bytes, pool_timeout: float | None) -> Any:
+        """A connection to `origin` (`key` names it: b"scheme://host[:port]"), idle or new."""
+        import anyio
+        import httpcore
 
-            if self._verify and self._ssl is None:  # the SSL context, built once for every shard
-                self._ssl = httpx.create_ssl_context(verify=True)
-            shard = _Shard(httpcore.AsyncConnectionPool(
-                ssl_context=self._ssl, max_connections=self._size, max_keepalive_connections=self._size,
-                keepalive_expiry=30.0, retries=0, socket_options=socket_options()))
-            self._shards.append(shard)
-            self._roomy.append(shard)
+        while True:
+            idle = self._idle.get(key)
+            while idle:
+                connection = idle.pop()
+                if connection.is_idle() and not connection.has_expired():
+                    return connection
+                self._open -= 1
+                await _close(connection)
+            if self._open < self._most:
+                break
+            if self._freed is None:
+                self._freed = anyio.Event()
+            try:
+                with anyio.fail_after(pool_timeout):
+                    await self._freed.wait()
+            except TimeoutError:
+                raise httpx.PoolTimeout(f"no connection was freed within {pool_timeout} s") from None
+        if self._verify and self._ssl is None:  # the SSL context, built once for every connection
+            self._ssl = httpx.create_ssl_context(verify=True)
+        self._open += 1
+        return httpcore.AsyncHTTPConnection(origin=origin, ssl_context=self._ssl, keepalive_expiry=30.0,
+                                            socket_options=socket_options())
+
+    async def give_back(self, connection: Any, key: bytes) -> None:
+        if not self._closed and connection.is_idle() and not connection.is_closed():  # (a failed connect is "idle")
+            self._idle.setdefault(key, []).append(connection)
         else:
-            shard = min(self._shards, key=lambda s: s.busy)
-        shard.busy += 1
-        if shard.busy == self._size:
-            self._roomy.pop() if self._roomy[-1] is shard else self._roomy.remove(shard)
-        return shard
-
-    def give_back(self, shard: "_Shard") -> None:
-        shard.busy -= 1
-        if shard.busy == self._size - 1 and not self._closed:
-            self._roomy.append(shard)
+            self._open -= 1
+            await _close(connection)
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
 
     async def aclose(self) -> None:
         self._closed = True
-        shards, self._shards, self._roomy = self._shards, [], []
-        for shard in shards:
-            await shard.pool.aclose()
+        idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for connection in connections:
+                self._open -= 1
+                await _close(connection)
 
 
-class _Shard:
-    __slots__ = ("pool", "busy")
+async def _close(connection: Any) -> None:
+    import anyio
 
-    def __init__(self, pool: Any) -> None:
-        self.pool, self.busy = pool, 0  # busy: requests sent whose response is not closed
+    with anyio.CancelScope(shield=True):
+        await connection.aclose()
 
 
 # Base URLs that gave an HTTP response (any status) in this process. Until one has, a refused
