@@ -287,10 +287,10 @@ class Connections:
     end, some checks a system call each, so a pool of a thousand spends its time choosing one
     (bench/many_loops.py --shared-client)."""
 
-    def __init__(self, *, verify: bool, most: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, *, verify: bool, most: int | None = None) -> None:
         self._verify = verify
         self._ssl: Any = None
-        self._most = most
+        self._most = most or MAX_CONNECTIONS
         self._open = 0
         self._idle: dict[bytes, list[Any]] = {}  # by origin (b"https://host:port"): idle connections, the last freed last
         self._freed: Any = None  # an anyio Event set when a connection is freed while one waits
