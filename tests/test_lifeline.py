@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from loopwright.core import lifeline
+from loopwright.core import helpers, lifeline
 from procs import gone
 
 WRITER = "echo $$ > {pid}; while :; do echo x >> {out}; sleep 0.05; done"
@@ -95,7 +95,7 @@ class Parent:
 def test_a_tethered_child_dies_with_its_killed_parent(tmp_path, launcher):
     if launcher == "setpriv" and lifeline._setpriv() is None:
         pytest.skip("no setpriv with --pdeathsig here")
-    if launcher == "keeper" and not lifeline._pidfds():
+    if launcher == "keeper" and not helpers.pidfds():
         pytest.skip("no pidfds here")
     out, pidfile = tmp_path / "out", tmp_path / "pid"
     env = dict(os.environ)
@@ -119,7 +119,7 @@ def test_a_tethered_child_dies_with_its_killed_parent(tmp_path, launcher):
         parent.close()
 
 
-needs_pidfds = pytest.mark.skipif(not lifeline._pidfds(), reason="no pidfds here")
+needs_pidfds = pytest.mark.skipif(not helpers.pidfds(), reason="no pidfds here")
 
 
 @needs_pidfds

@@ -11,6 +11,8 @@ pidfd of that process attached (SCM_RIGHTS). A held process that ends is let go 
 readable). The pidfd names the process for good: a process id the kernel reuses is never killed.
 """
 
+from __future__ import annotations
+
 import _signal  # type: ignore[import-not-found]  # the C module behind `signal`: typeshed has no stub for it
 import _socket
 import array
@@ -18,13 +20,13 @@ import posix
 import select
 
 
-def serve():
+def serve() -> None:
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, _signal.SIG_IGN)
     control = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET, 0, 0)
     poller = select.poll()
     poller.register(0, select.POLLIN)
-    held = {}  # pidfd -> process id
+    held: dict[int, int] = {}  # pidfd -> process id
     while True:
         for fd, _events in poller.poll():
             if fd != 0:  # a held process ended
@@ -41,7 +43,7 @@ def serve():
                 poller.register(pidfd, select.POLLIN)
 
 
-def _receive(control):
+def _receive(control: _socket.socket) -> tuple[int | None, int | None]:
     """(process id, its pidfd) from one message; (0, None) for a malformed one; (None, None) at the
     socket's end."""
     try:
@@ -61,7 +63,7 @@ def _receive(control):
     return int(data), fds[0]
 
 
-def end(held):
+def end(held: dict[int, int]) -> None:
     """SIGKILL every process of `held` (pidfd -> process id) still running, and its process group
     when it leads one (every spawner starts its child in a session of its own)."""
     poller = select.poll()

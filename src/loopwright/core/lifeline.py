@@ -130,10 +130,6 @@ def tether(argv: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
     return Tether([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(os.getpid()), program, *argv[1:]], None)
 
 
-# The keeper is imported, not run by path, so its compiled bytecode is used; its folder is searched
-# after the standard library's, so nothing there shadows a standard module.
-_KEEPER = (f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
-           "from keeper import serve; serve()")
 SEND_TIMEOUT_S = 5.0  # the keeper reads as fast as messages come; far longer means it is stuck
 
 
@@ -141,23 +137,11 @@ class _Keeper:
     """A running keeper and this process's end of its socket."""
 
     def __init__(self) -> None:
-        import socket
+        from . import helpers
 
-        from .environ import child_env
-
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            # its own session: a signal to loopwright's group (^C, kill -9 -PGID) does not reach it
-            self.process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _KEEPER], stdin=theirs.fileno(),
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
-                                            env=child_env(), start_new_session=True)
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
-        ours.settimeout(SEND_TIMEOUT_S)
-        self.control, self.owner = ours, os.getpid()
+        self.process, self.control = helpers.start(os.path.dirname(os.path.abspath(__file__)), "keeper")
+        self.control.settimeout(SEND_TIMEOUT_S)
+        self.owner = os.getpid()
 
     def usable(self) -> bool:
         return self.owner == os.getpid() and self.process.poll() is None
@@ -177,7 +161,9 @@ def _keeper() -> _Keeper | None:
     """This process's keeper, started when there is none (or the last one is gone); None when it is
     off, cannot run here (no pidfds) or cannot be started."""
     global _current
-    if os.environ.get("LOOPWRIGHT_KEEPER") == "off" or not _pidfds():
+    from .helpers import pidfds
+
+    if os.environ.get("LOOPWRIGHT_KEEPER") == "off" or not pidfds():
         return None
     with _lock:
         if _current is not None and not _current.usable():
@@ -202,15 +188,6 @@ def _drop(keeper: _Keeper) -> None:
         if _current is keeper:
             _current = None
             _retired.append(keeper)
-
-
-@lru_cache(maxsize=1)
-def _pidfds() -> bool:
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except (AttributeError, OSError):
-        return False
-    return sys.platform.startswith("linux")
 
 
 def _resolve(program: str, cwd: str | os.PathLike[str] | None, env: Mapping[str, str] | None) -> str | None:

@@ -17,12 +17,10 @@ import marshal
 import os
 import socket
 import subprocess
-import sys
 import threading
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..core.environ import child_env
+from ..core import helpers
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -30,26 +28,15 @@ if TYPE_CHECKING:
     from .bwrap import Launch
 
 REPLY_TIMEOUT_S = 10.0  # the helper waits for the lock around placeholders; far longer means it is stuck
-_SERVE = (f"import sys; sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); "
-          "from helper import serve; serve()")  # imported as launch.py is: from its bytecode, after the stdlib
 
 
 class Helper:
     """A running helper and this process's end of its socket."""
 
     def __init__(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            # its own session: a terminal's ^C or a signal to loopwright's group does not reach it;
-            # it ends once its socket does (with this process, however it ends) and it cleaned up
-            self.process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _SERVE], stdin=theirs.fileno(),
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
-                                            env=child_env(), start_new_session=True)
-        except BaseException:
-            ours.close()
-            raise
-        finally:
-            theirs.close()
+        # its own session: a terminal's ^C or a signal to loopwright's group does not reach it;
+        # it ends once its socket does (with this process, however it ends) and it cleaned up
+        self.process, ours = helpers.start(os.path.dirname(os.path.abspath(__file__)), "helper")
         ours.setblocking(False)  # a burst that fills its queue waits on the event loop, not in it
         self.control, self.owner = ours, os.getpid()
 
@@ -86,7 +73,8 @@ def current() -> Helper | None:
     """This process's helper, started when there is none (or the last one is gone); None when it
     is off or cannot run here."""
     global _current
-    if os.environ.get("LOOPWRIGHT_SANDBOX_HELPER") == "off" or not _pidfds():
+    # without pidfds the helper could not tell when bwrap ended: the launcher (its own way) is used
+    if os.environ.get("LOOPWRIGHT_SANDBOX_HELPER") == "off" or not helpers.pidfds():
         return None
     with _lock:
         if _current is not None and not _current.usable():
@@ -106,17 +94,6 @@ def _drop(helper: Helper) -> None:
         if _current is helper:
             _current = None
     helper.stop()
-
-
-@lru_cache(maxsize=1)
-def _pidfds() -> bool:
-    """Whether the kernel has pidfds (Linux 5.3+): without one the helper could not tell when bwrap
-    ended, and the launcher (which has its own way) is used."""
-    try:
-        os.close(os.pidfd_open(os.getpid()))
-    except (AttributeError, OSError):
-        return False
-    return sys.platform.startswith("linux")
 
 
 async def spawn(line: Launch, *, output: int, cwd: str | os.PathLike[str], env: Mapping[str, str],
