@@ -28,6 +28,14 @@ async def text_of(model: AnthropicModel) -> str:
     return "".join([e.delta["text"] async for e in model.stream(REQUEST) if isinstance(e, BlockDelta)])
 
 
+async def last_text_of(model: AnthropicModel) -> str:
+    """`text_of`, then the client closed."""
+    try:
+        return await text_of(model)
+    finally:
+        await model.aclose()
+
+
 def test_an_unknown_library_is_a_usage_error_naming_the_setting_and_the_choices(monkeypatch) -> None:
     monkeypatch.setenv("LOOPWRIGHT_HTTP", "curl")
     with pytest.raises(UsageError, match=r"LOOPWRIGHT_HTTP='curl': expected one of httpx, aiohttp"):
@@ -91,14 +99,7 @@ def test_successive_event_loops_reuse_nothing_and_nothing_is_reported_unclosed(c
             warnings.simplefilter("always")
             assert anyio.run(text_of, model) == "one"
             assert anyio.run(text_of, model) == "two"
-
-            async def last() -> str:
-                try:
-                    return await text_of(model)
-                finally:
-                    await model.aclose()
-
-            assert anyio.run(last) == "three"
+            assert anyio.run(last_text_of, model) == "three"
             # and a client never closed, dropped after its loop ended
             dropped = AnthropicModel(api_key="k", base_url=sim.base_url, http="aiohttp")
             assert anyio.run(text_of, dropped) == "four"
@@ -265,14 +266,7 @@ def test_with_a_proxy_set_the_call_goes_through_it(monkeypatch, library) -> None
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         with Simulator([{"text": "proxied", "repeat": -1}]) as sim:
             model = AnthropicModel(api_key="k", base_url=sim.base_url, http=library)
-
-            async def main() -> str:
-                try:
-                    return await text_of(model)
-                finally:
-                    await model.aclose()
-
-            assert anyio.run(main) == "proxied"
+            assert anyio.run(last_text_of, model) == "proxied"
             assert proxy.lines == [f"POST {sim.base_url}/v1/messages HTTP/1.1"]
             assert len(sim.message_requests) == 1
     finally:
