@@ -28,6 +28,22 @@ async def text_of(model: AnthropicModel) -> str:
     return "".join([e.delta["text"] async for e in model.stream(REQUEST) if isinstance(e, BlockDelta)])
 
 
+async def texts_at_once(model: AnthropicModel, loops: int) -> list[str]:
+    """`loops` calls started together on one client, their texts; then the client closed."""
+    texts: list[str] = []
+
+    async def one() -> None:
+        texts.append(await text_of(model))
+
+    try:
+        async with anyio.create_task_group() as group:
+            for _ in range(loops):
+                group.start_soon(one)
+    finally:
+        await model.aclose()
+    return texts
+
+
 async def last_text_of(model: AnthropicModel) -> str:
     """`text_of`, then the client closed."""
     try:
@@ -114,18 +130,7 @@ def test_successive_event_loops_reuse_nothing_and_nothing_is_reported_unclosed(c
 @pytest.mark.parametrize("library", ["httpx", "aiohttp"])
 async def test_one_client_serves_many_loops_at_once(library) -> None:
     with Simulator([{"text": "together", "repeat": -1}], delay=0.2) as sim:
-        model = AnthropicModel(api_key="k", base_url=sim.base_url, http=library)
-        texts: list[str] = []
-
-        async def one() -> None:
-            texts.append(await text_of(model))
-
-        try:
-            async with anyio.create_task_group() as group:
-                for _ in range(300):
-                    group.start_soon(one)
-        finally:
-            await model.aclose()
+        texts = await texts_at_once(AnthropicModel(api_key="k", base_url=sim.base_url, http=library), 300)
     assert texts == ["together"] * 300
     assert len(sim.message_requests) == 300
 
@@ -138,19 +143,8 @@ async def test_past_the_connection_limit_calls_wait_for_a_freed_connection(monke
 
     monkeypatch.setattr(http, "MAX_CONNECTIONS", 2)
     with Simulator([{"text": "in turn", "repeat": -1}], delay=0.1) as sim:
-        model = AnthropicModel(api_key="k", base_url=sim.base_url)
-        texts: list[str] = []
-
-        async def one() -> None:
-            texts.append(await text_of(model))
-
-        try:
-            with anyio.fail_after(20):
-                async with anyio.create_task_group() as group:
-                    for _ in range(6):
-                        group.start_soon(one)
-        finally:
-            await model.aclose()
+        with anyio.fail_after(20):
+            texts = await texts_at_once(AnthropicModel(api_key="k", base_url=sim.base_url), 6)
         assert texts == ["in turn"] * 6
         assert sim.connections == 2
         assert sim.peak_in_flight == 2
